@@ -1,0 +1,115 @@
+// tenex/tensor/tensor.hpp — dense, row-major tensors with value semantics.
+//
+// A Tensor owns its elements; copying copies (cheaply, copy-on-write). A
+// tensor that is the target of a statement is *pending* until its linked set
+// is evaluated; reading it (data(), at(), to_vector(), wait(), copying) runs
+// the set first and rethrows any error the evaluation raised.
+//
+//   tenex::Tensor<double> a({2, 3});     // zero-filled
+//   a.at(1, 2) = 4.0;
+//   tenex::Tensor<double> b;             // no value yet: a valid target
+//   b("j,i") = a("i,j");                 // b is {3, 2}
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "tenex/export.hpp"
+#include "tenex/scalar.hpp"
+#include "tenex/tensor/shape.hpp"
+
+namespace tenex {
+
+template <class Object> class Indexed;
+
+namespace detail {
+template <class T> class Storage;
+}
+
+template <class T>
+class TENEX_API Tensor {
+  static_assert(is_supported_scalar_v<T>, "tenex::Tensor<T> supports T = float and T = double only");
+
+ public:
+  using value_type = T;
+
+  /// No value yet: usable only as the target of an assignment.
+  Tensor();
+  /// Zero-filled tensor of the given shape.
+  explicit Tensor(Shape shape);
+  /// Tensor holding `row_major` (size must equal shape.size()).
+  Tensor(Shape shape, std::vector<T> row_major);
+
+  /// Copies wait for a pending source and then share its elements until one side writes.
+  Tensor(const Tensor& other);
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(const Tensor& other);
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor();
+
+  /// True once the tensor has a value (given, or assigned and maybe pending).
+  bool has_value() const;
+  /// Known as soon as the tensor is assigned, before evaluation. Throws when there is no value.
+  const Shape& shape() const;
+  std::size_t rank() const { return shape().rank(); }
+  std::size_t size() const { return shape().size(); }
+
+  /// Element pointer (row-major). Waits for a pending result.
+  const T* data() const;
+  /// Writable element pointer; waits, and detaches from values captured by expressions.
+  T* data();
+  std::vector<T> to_vector() const;
+
+  /// Bounds-checked element access: at(i, j, k).
+  template <class... I>
+  T at(I... index) const {
+    static_assert((std::is_integral_v<I> && ...), "tenex::Tensor::at takes integer indices");
+    const long long idx[] = {static_cast<long long>(index)..., 0};
+    return data()[offset(idx, sizeof...(I))];
+  }
+  template <class... I>
+  T& at(I... index) {
+    static_assert((std::is_integral_v<I> && ...), "tenex::Tensor::at takes integer indices");
+    const long long idx[] = {static_cast<long long>(index)..., 0};
+    const std::size_t off = offset(idx, sizeof...(I));
+    return data()[off];
+  }
+
+  /// A result not yet evaluated.
+  bool pending() const;
+  /// Runs the set that produces this tensor now; rethrows its error as tenex::Error.
+  void wait() const;
+
+  /// Labels this tensor's modes: `a("i,j")` is an operand, or a target when assigned to.
+  Indexed<Tensor<T>> operator()(std::string_view labels);
+
+  /// The shared storage (for the library's own layers).
+  const std::shared_ptr<detail::Storage<T>>& storage() const { return storage_; }
+  void set_storage(std::shared_ptr<detail::Storage<T>> storage) { storage_ = std::move(storage); }
+
+ private:
+  std::size_t offset(const long long* index, std::size_t count) const;
+
+  std::shared_ptr<detail::Storage<T>> storage_;
+};
+
+/// Fills `t` (which must have a value) with uniform numbers in [-1, 1), reproducibly for a seed.
+template <class T>
+void fill_random(Tensor<T>& t, std::uint64_t seed);
+
+/// Same shape and |a - b| <= atol + rtol * |b| element-wise.
+template <class T>
+bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-10, double atol = 1e-12);
+
+#define TENEX_DECLARE_TENSOR(T)                                                        \
+  extern template class TENEX_API Tensor<T>;                                           \
+  extern template TENEX_API void fill_random<T>(Tensor<T>&, std::uint64_t);            \
+  extern template TENEX_API bool allclose<T>(const Tensor<T>&, const Tensor<T>&, double, double);
+TENEX_FOR_EACH_SCALAR(TENEX_DECLARE_TENSOR)
+#undef TENEX_DECLARE_TENSOR
+
+}  // namespace tenex

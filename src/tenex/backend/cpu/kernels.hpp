@@ -1,0 +1,55 @@
+// CPU kernels on dense row-major arrays. Private to the CPU backend.
+//
+// Tensors here are described by their extents and a list of integer mode
+// ids (one id per mode, row-major order). Two operands that share a mode id
+// share that index. Modes are unique within an operand unless said otherwise.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace tenex::detail::cpu {
+
+using Modes = std::vector<int>;
+using Extents = std::vector<std::size_t>;
+
+/// What a kernel did, for RunStats.
+struct KernelCount {
+  double flops = 0;          // floating-point operations performed (2*m*n*k per GEMM)
+  std::size_t calls = 0;     // BLAS calls + own kernel launches
+};
+
+/// out = alpha * in permuted: out mode d is in mode perm[d]. Cache-blocked, multithreaded.
+template <class T>
+KernelCount permute(const T* in, const Extents& in_extents, const std::vector<std::size_t>& perm, T* out,
+                    T alpha = T(1));
+
+/// out[out_modes] = alpha * sum over the modes of `in` that out lacks of in[in_modes].
+/// in_modes MAY repeat (a repeated id takes the diagonal); out_modes are unique and a
+/// subset of in_modes, in any order. Covers diagonal, trace, partial sums and permutation.
+template <class T>
+KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes, T* out, const Modes& out_modes,
+                   T alpha = T(1));
+
+/// c[c_modes] = alpha * sum a[a_modes] * b[b_modes] + beta * c.
+/// Each mode of c is in a or b (or both: a Hadamard / batch mode). A mode in a and b that c
+/// lacks is contracted; a mode in only one operand that c lacks is summed out first.
+/// Extents of c follow from a and b. Uses GEMM (cblas) with the fewest permutations.
+/// beta == 0 means c is not read (may be uninitialised).
+template <class T>
+KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
+                     const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes);
+
+enum class BinaryOp { add, subtract, multiply, divide };
+
+/// c[c_modes] = op(alpha_a * a[a_modes], alpha_b * b[b_modes]), broadcasting: a_modes and
+/// b_modes are subsets of c_modes (any order). c_extents gives every mode's extent.
+template <class T>
+KernelCount elementwise(BinaryOp op, T alpha_a, const T* a, const Modes& a_modes, T alpha_b, const T* b,
+                        const Modes& b_modes, T* c, const Extents& c_extents, const Modes& c_modes);
+
+/// c[i] = alpha * a[i] over n elements.
+template <class T>
+KernelCount scale(T alpha, const T* a, T* c, std::size_t n);
+
+}  // namespace tenex::detail::cpu
