@@ -8,6 +8,9 @@
 
 #define TENEX_FOR_EACH_SCALAR(X) X(float) X(double)
 
+/// The objects expressions are built over; drives the expression instantiations.
+#define TENEX_FOR_EACH_OBJECT(X) X(::tenex::Tensor<float>) X(::tenex::Tensor<double>) X(::tenex::Shape)
+
 namespace tenex {
 
 class Shape;

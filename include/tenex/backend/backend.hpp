@@ -1,0 +1,34 @@
+// tenex/backend/backend.hpp — choosing the backend and reading what it did.
+//
+//   tenex::set_default_backend(tenex::BackendKind::cpu);   // or TENEX_BACKEND=cpu
+//   c("i,j") = a("i,k") * b("k,j");
+//   tenex::RunStats s = tenex::last_run_stats();            // s.flops == 2*m*n*k
+#pragma once
+
+#include <cstddef>
+
+#include "tenex/export.hpp"
+
+namespace tenex {
+
+enum class BackendKind { automatic, cpu, cuda };
+
+/// Backend of sets created from now on (all threads). Throws tenex::BackendError for
+/// BackendKind::cuda when this build has no CUDA backend or no device exists.
+TENEX_API void set_default_backend(BackendKind kind);
+/// The default: set_default_backend's, else TENEX_BACKEND=cpu|cuda|auto, else automatic.
+TENEX_API BackendKind default_backend();
+/// True when a CUDA device exists at run time (always false without the CUDA backend).
+TENEX_API bool cuda_available();
+
+/// What the last set evaluated on this thread did.
+struct RunStats {
+  std::size_t graph_nodes = 0;   // after optimization
+  std::size_t kernels = 0;       // kernel launches and library calls
+  double flops = 0;              // floating-point operations counted
+  std::size_t peak_bytes = 0;    // peak of intermediates held
+  double seconds = 0;            // wall time of the evaluation (graph building included)
+};
+TENEX_API RunStats last_run_stats();
+
+}  // namespace tenex

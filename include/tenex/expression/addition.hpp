@@ -1,0 +1,27 @@
+// tenex/expression/addition.hpp — Element-wise sum matched by label; an operand lacking labels is broadcast along them.
+//
+//   d("i,a") = e("i") + f("a");   // d(i,a) = e(i) + f(a)
+#pragma once
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API Addition : public Nary<2, T> {
+ public:
+  /// Validates that shared labels have equal extents (ShapeError otherwise).
+  Addition(const Expression<T>& lhs, const Expression<T>& rhs);
+  std::string_view name() const override { return "Addition"; }
+};
+
+template <class T>
+Addition<T> operator+(const Expression<T>& lhs, const Expression<T>& rhs);
+
+#define TENEX_DECLARE_ADDITION(T)        \
+  extern template class TENEX_API Addition<T>; \
+  extern template TENEX_API Addition<T> operator+<T>(const Expression<T>&, const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_ADDITION)
+#undef TENEX_DECLARE_ADDITION
+
+}  // namespace tenex

@@ -1,0 +1,49 @@
+// tenex/expression/eigen_solve.hpp — symmetric and generalized symmetric eigenproblems.
+//
+// Eigenvalues ascending, eigenvectors as columns: for a("i,j") the vectors are
+// labelled (i,j) and the values (j). Both factors of one call share one
+// decomposition, computed once per set.
+//
+//   std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j"));
+//   auto [C, eps] = tenex::eigen_solve(F("m,n"), S("m,n"));   // F C = S C eps
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API EigenVectors : public Nary<1, T> {
+ public:
+  explicit EigenVectors(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
+  std::string_view name() const override { return "EigenVectors"; }
+};
+
+template <class T>
+class TENEX_API EigenValues : public Nary<1, T> {
+ public:
+  explicit EigenValues(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
+  std::string_view name() const override { return "EigenValues"; }
+};
+
+/// Symmetric a (square, rank 2): a v = w v.
+template <class T> std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a);
+/// a v = w b v with b symmetric positive definite, of a's shape; vectors satisfy V^T b V = I.
+template <class T>
+std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b);
+
+#define TENEX_DECLARE_EIGEN_SOLVE(T) \
+  extern template class TENEX_API EigenVectors<T>; \
+  extern template class TENEX_API EigenValues<T>; \
+  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&); \
+  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&, const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EIGEN_SOLVE)
+#undef TENEX_DECLARE_EIGEN_SOLVE
+
+}  // namespace tenex

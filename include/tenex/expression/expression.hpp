@@ -1,0 +1,95 @@
+// tenex/expression/expression.hpp — the abstract base of every expression.
+//
+// Expression<T> is templated only on the object composed (Tensor<float>,
+// Tensor<double>, Shape), never on sub-expression types. An expression is a
+// cheap handle onto an immutable node held by shared ownership: copies are the
+// same node. Every handle belongs to a linked set (a shared state); the set is
+// evaluated when its last handle dies.
+//
+//   auto t = a("i,k") * b("k,j");          // a handle; nothing computed
+//   c("i,j") = t + d("i,j");               // t is one node, read once
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tenex/export.hpp"
+#include "tenex/graph/op_graph.hpp"
+#include "tenex/scalar.hpp"
+#include "tenex/sparse/sparse_map.hpp"
+#include "tenex/tensor/shape.hpp"
+#include "tenex/tensor/tensor.hpp"
+
+namespace tenex {
+
+namespace detail {
+struct ExprNode;
+class LinkedState;
+/// What a handle holds: its node and its linked set.
+struct Handle {
+  std::shared_ptr<const ExprNode> node;
+  std::shared_ptr<LinkedState> state;
+};
+}  // namespace detail
+
+template <class T>
+class TENEX_API Expression {
+ public:
+  using object_type = T;
+
+  virtual ~Expression();
+
+  /// Free labels of the result, in natural order (first appearance); a product's
+  /// summed labels are decided by its consumer, so they are listed here too.
+  const std::vector<std::string>& labels() const;
+  /// Extents matching labels().
+  const std::vector<std::size_t>& extents() const;
+  std::size_t rank() const { return labels().size(); }
+  /// ("i,j") {3, 4}
+  std::string to_string() const;
+  /// The class name: "Addition", "Indexed", ...
+  virtual std::string_view name() const = 0;
+
+  /// Visits this expression into `graph` (once, however often it is shared) and
+  /// returns the node producing it, with all of labels() kept.
+  virtual NodeId add_to_graph(OpGraph& graph) const;
+
+  /// Declares, for the whole linked set, that for each value of the modes `from`
+  /// only the values of the modes `to` that `map` lists may be non-zero:
+  /// `a("i,j").set_sparse_map("i", "j", L)`. Labels are comma-separated.
+  const Expression& set_sparse_map(std::string_view from, std::string_view to, const SparseMap& map) const;
+
+  /// The library's view of the handle.
+  const detail::Handle& handle() const { return handle_; }
+
+ protected:
+  explicit Expression(detail::Handle handle);
+  Expression(const Expression&);
+  Expression(Expression&&) noexcept;
+  Expression& operator=(const Expression&);
+  Expression& operator=(Expression&&) noexcept;
+
+  detail::Handle handle_;
+};
+
+/// An expression with N operands.
+template <std::size_t N, class T>
+class TENEX_API Nary : public Expression<T> {
+ public:
+  static constexpr std::size_t arity = N;
+
+ protected:
+  using Expression<T>::Expression;
+};
+
+#define TENEX_DECLARE_EXPRESSION(T)               \
+  extern template class TENEX_API Expression<T>;  \
+  extern template class TENEX_API Nary<1, T>;     \
+  extern template class TENEX_API Nary<2, T>;
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EXPRESSION)
+#undef TENEX_DECLARE_EXPRESSION
+
+}  // namespace tenex

@@ -1,0 +1,58 @@
+// tenex/expression/indexed.hpp — an object with labelled modes: the way into
+// and out of the expression layer.
+//
+// As an operand, `a("i,j")` reads the value a has now (a later write to a
+// does not change it). As a target, assigning to it records a statement:
+//
+//   c("i,j") = a("i,k") * b("k,j");     // evaluated at the ';'
+//   c("i,j") += c("j,i");               // the right side sees the old c
+//   t("") = a("i,i");                   // a repeated label takes the diagonal
+#pragma once
+
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API Indexed : public Expression<T> {
+ public:
+  /// Labels `object`'s modes. Throws ShapeError for malformed labels.
+  Indexed(T& object, std::string_view labels);
+  Indexed(const Indexed& other);
+  Indexed(Indexed&& other) noexcept;
+  ~Indexed() override;
+
+  /// Records `target = rhs` (the right side as if computed first).
+  Indexed& operator=(const Indexed& rhs);
+  Indexed& operator=(const Expression<T>& rhs);
+  /// Records `target = target + rhs` / `target = target - rhs`.
+  Indexed& operator+=(const Expression<T>& rhs);
+  Indexed& operator-=(const Expression<T>& rhs);
+
+  std::string_view name() const override { return "Indexed"; }
+  /// The labels as written ("i,i" keeps both).
+  const std::vector<std::string>& written_labels() const { return written_; }
+
+ private:
+  void assign(const Expression<T>& rhs, int mode);
+
+  T* object_;
+  std::vector<std::string> written_;
+};
+
+/// Several targets at once: `tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));`
+template <class T, class... Rest>
+std::tuple<Indexed<T>, Rest...> tie(Indexed<T> first, Rest... rest) {
+  static_assert((std::is_same_v<Rest, Indexed<T>> && ...), "tenex::tie takes Indexed targets of one object type");
+  return std::tuple<Indexed<T>, Rest...>(std::move(first), std::move(rest)...);
+}
+
+#define TENEX_DECLARE_INDEXED(T) extern template class TENEX_API Indexed<T>;
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_INDEXED)
+#undef TENEX_DECLARE_INDEXED
+
+}  // namespace tenex

@@ -1,0 +1,35 @@
+// tenex/expression/qr.hpp — reduced QR factorization.
+//
+// For a("i,j") of m x n and k = min(m, n): Q is (i,new) m x k with orthonormal
+// columns and R is (new,j) k x n upper triangular; the new mode is named by the
+// target it is assigned to, and Q * R contracts over it.
+//
+//   tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API QRFactor : public Nary<1, T> {
+ public:
+  explicit QRFactor(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
+  std::string_view name() const override { return "QRFactor"; }
+};
+
+template <class T> std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a);
+
+#define TENEX_DECLARE_QR(T) \
+  extern template class TENEX_API QRFactor<T>; \
+  extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_QR)
+#undef TENEX_DECLARE_QR
+
+}  // namespace tenex

@@ -1,0 +1,36 @@
+// tenex/expression/scale.hpp — a scalar factor: `2.0 * e`, `e * 2.0`, `e / 2.0`, `-e`.
+//
+//   E("") = T("i,a,j,b") * (2.0 * V("i,a,j,b") - V("i,b,j,a"));
+#pragma once
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API Scale : public Nary<1, T> {
+ public:
+  Scale(const Expression<T>& operand, double factor);
+  std::string_view name() const override { return "Scale"; }
+  double factor() const { return factor_; }
+
+ private:
+  double factor_;
+};
+
+template <class T> Scale<T> operator*(double factor, const Expression<T>& operand);
+template <class T> Scale<T> operator*(const Expression<T>& operand, double factor);
+/// Throws tenex::Error for a divisor of 0.
+template <class T> Scale<T> operator/(const Expression<T>& operand, double divisor);
+template <class T> Scale<T> operator-(const Expression<T>& operand);
+
+#define TENEX_DECLARE_SCALE(T)                                                     \
+  extern template class TENEX_API Scale<T>;                                        \
+  extern template TENEX_API Scale<T> operator*<T>(double, const Expression<T>&);   \
+  extern template TENEX_API Scale<T> operator*<T>(const Expression<T>&, double);   \
+  extern template TENEX_API Scale<T> operator/<T>(const Expression<T>&, double);   \
+  extern template TENEX_API Scale<T> operator-<T>(const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SCALE)
+#undef TENEX_DECLARE_SCALE
+
+}  // namespace tenex

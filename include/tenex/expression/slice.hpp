@@ -1,0 +1,33 @@
+// tenex/expression/slice.hpp — a half-open block of any rank.
+//
+//   occ("m,i") = tenex::slice(C("m,p"), {0, 0}, {n, nocc});   // columns [0, nocc)
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API Slice : public Nary<1, T> {
+ public:
+  explicit Slice(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
+  std::string_view name() const override { return "Slice"; }
+};
+
+/// lo and hi per mode, lo <= hi <= extent (ShapeError otherwise); labels are kept.
+template <class T>
+Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<std::size_t> hi);
+
+#define TENEX_DECLARE_SLICE(T) \
+  extern template class TENEX_API Slice<T>; \
+  extern template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SLICE)
+#undef TENEX_DECLARE_SLICE
+
+}  // namespace tenex

@@ -1,0 +1,35 @@
+// tenex/expression/svd.hpp — thin singular value decomposition.
+//
+// For a("i,j") of m x n and k = min(m, n): U (i,new) m x k, S (new) descending
+// and non-negative, Vt (new,j) k x n, with a = U diag(S) Vt.
+//
+//   auto [u, s, vt] = tenex::svd(a("i,j"));
+//   U("i,k") = u;  S("k") = s;  Vt("k,j") = vt;
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+template <class T>
+class TENEX_API SVDFactor : public Nary<1, T> {
+ public:
+  explicit SVDFactor(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
+  std::string_view name() const override { return "SVDFactor"; }
+};
+
+template <class T> std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a);
+
+#define TENEX_DECLARE_SVD(T) \
+  extern template class TENEX_API SVDFactor<T>; \
+  extern template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SVD)
+#undef TENEX_DECLARE_SVD
+
+}  // namespace tenex

@@ -1,0 +1,34 @@
+// tenex/tenex.hpp — everything a tenex user needs.
+//
+//   #include <tenex/tenex.hpp>
+//   tenex::Tensor<double> a({20, 30, 40}), b({40, 30, 50}), c;
+//   tenex::fill_random(a, 1);
+//   tenex::fill_random(b, 2);
+//   c("i,j") = a("i,k,l") * b("l,k,j");      // evaluated at the ';'
+#pragma once
+
+#include "tenex/config.hpp"
+#include "tenex/error.hpp"
+#include "tenex/scalar.hpp"
+#include "tenex/tensor/shape.hpp"
+#include "tenex/tensor/tensor.hpp"
+#include "tenex/sparse/sparse_map.hpp"
+#include "tenex/graph/op_kind.hpp"
+#include "tenex/graph/op_graph.hpp"
+#include "tenex/backend/backend.hpp"
+#include "tenex/expression/expression.hpp"
+#include "tenex/expression/indexed.hpp"
+#include "tenex/expression/assign_to.hpp"
+#include "tenex/expression/addition.hpp"
+#include "tenex/expression/subtraction.hpp"
+#include "tenex/expression/multiplication.hpp"
+#include "tenex/expression/division.hpp"
+#include "tenex/expression/scale.hpp"
+#include "tenex/expression/permutation.hpp"
+#include "tenex/expression/cholesky.hpp"
+#include "tenex/expression/eigen_solve.hpp"
+#include "tenex/expression/qr.hpp"
+#include "tenex/expression/svd.hpp"
+#include "tenex/expression/slice.hpp"
+#include "tenex/expression/chip.hpp"
+#include "tenex/expression/pow.hpp"

@@ -1,0 +1,393 @@
+// Dense decompositions through LAPACKE (row-major) and matrix powers through cblas.
+// The conventions (lower triangle read, sign fixing, flop formulas) are in linalg.hpp.
+#include "tenex/backend/cpu/linalg.hpp"
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tenex/error.hpp"
+#include "tenex/scalar.hpp"
+
+namespace tenex::detail::cpu {
+
+namespace {
+
+// ---- precision dispatch: one overload per scalar, so the kernels below are written once.
+
+lapack_int potrf(lapack_int n, float* a) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, a, n); }
+lapack_int potrf(lapack_int n, double* a) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, a, n); }
+
+lapack_int syevd(lapack_int n, float* a, float* w) {
+  return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w);
+}
+lapack_int syevd(lapack_int n, double* a, double* w) {
+  return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w);
+}
+
+lapack_int sygvd(lapack_int n, float* a, float* b, float* w) {
+  return LAPACKE_ssygvd(LAPACK_ROW_MAJOR, 1, 'V', 'L', n, a, n, b, n, w);
+}
+lapack_int sygvd(lapack_int n, double* a, double* b, double* w) {
+  return LAPACKE_dsygvd(LAPACK_ROW_MAJOR, 1, 'V', 'L', n, a, n, b, n, w);
+}
+
+lapack_int geqrf(lapack_int m, lapack_int n, float* a, lapack_int lda, float* tau) {
+  return LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, m, n, a, lda, tau);
+}
+lapack_int geqrf(lapack_int m, lapack_int n, double* a, lapack_int lda, double* tau) {
+  return LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, m, n, a, lda, tau);
+}
+
+lapack_int orgqr(lapack_int m, lapack_int k, float* a, lapack_int lda, const float* tau) {
+  return LAPACKE_sorgqr(LAPACK_ROW_MAJOR, m, k, k, a, lda, tau);
+}
+lapack_int orgqr(lapack_int m, lapack_int k, double* a, lapack_int lda, const double* tau) {
+  return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, k, k, a, lda, tau);
+}
+
+lapack_int gesdd(lapack_int m, lapack_int n, float* a, float* s, float* u, lapack_int ldu, float* vt) {
+  return LAPACKE_sgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, ldu, vt, n);
+}
+lapack_int gesdd(lapack_int m, lapack_int n, double* a, double* s, double* u, lapack_int ldu, double* vt) {
+  return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, ldu, vt, n);
+}
+
+lapack_int gesvd(lapack_int m, lapack_int n, float* a, float* s, float* u, lapack_int ldu, float* vt,
+                 float* superb) {
+  return LAPACKE_sgesvd(LAPACK_ROW_MAJOR, 'S', 'S', m, n, a, n, s, u, ldu, vt, n, superb);
+}
+lapack_int gesvd(lapack_int m, lapack_int n, double* a, double* s, double* u, lapack_int ldu, double* vt,
+                 double* superb) {
+  return LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', m, n, a, n, s, u, ldu, vt, n, superb);
+}
+
+void gemm(lapack_int n, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+}
+void gemm(lapack_int n, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+}
+
+template <class T>
+std::string routine_name(const char* suffix) {
+  static_assert(is_supported_scalar_v<T>, "tenex linear algebra supports T = float and T = double only");
+  return (std::is_same_v<T, float> ? "s" : "d") + std::string(suffix);
+}
+
+// ---- argument preparation.
+
+// LAPACKE takes 32-bit sizes, and it multiplies them (lda * n) when it transposes.
+lapack_int to_lapack_int(std::size_t extent, const char* operation) {
+  if (extent > static_cast<std::size_t>(INT_MAX)) {
+    throw BackendError(std::string(operation) + ": extent " + std::to_string(extent) +
+                       " exceeds the 32-bit LAPACK interface (at most " + std::to_string(INT_MAX) +
+                       "); split the problem or use a smaller matrix");
+  }
+  return static_cast<lapack_int>(extent);
+}
+
+// LAPACKE rejects a NaN with a negative info, which our wrapper would report as a tenex
+// bug, and an infinity turns LAPACK's results into NaN silently; both are the user's
+// data, so they get a NumericalError that says where. Checks what the routine reads:
+// the lower triangle (lower_only) or all of an m x n matrix.
+template <class T>
+void require_finite(const T* a, std::size_t m, std::size_t n, bool lower_only, const char* operation,
+                    const char* which) {
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::size_t end = lower_only ? i + 1 : n;
+    for (std::size_t j = 0; j < end; ++j) {
+      const T x = a[i * n + j];
+      if (!std::isfinite(x)) {
+        throw NumericalError(std::string(operation) + ": " + which + " has a non-finite entry (" +
+                             (std::isnan(x) ? "nan" : "inf") + ") at (" + std::to_string(i) + ", " +
+                             std::to_string(j) + "); a decomposition needs finite input");
+      }
+    }
+  }
+}
+
+// Copies the lower triangle of a into out and zeroes the upper one, in one pass: what
+// LAPACK reads of a symmetric input, with Cholesky's zero upper triangle already in place.
+template <class T>
+void copy_lower(const T* a, std::size_t n, T* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::copy(a + i * n, a + i * n + i + 1, out + i * n);
+    std::fill(out + i * n + i + 1, out + (i + 1) * n, T(0));
+  }
+}
+
+// The sign convention of linalg.hpp: column j of `columns` (rows x k) gets its entry of
+// largest magnitude positive; when a column flips, row j of `paired_rows` (k x cols,
+// may be null) flips with it. Row-wise passes: a column walk of a large row-major
+// matrix would miss cache on every element.
+template <class T>
+void fix_column_signs(T* columns, std::size_t rows, std::size_t k, T* paired_rows, std::size_t cols) {
+  std::vector<T> largest(k, T(0));
+  std::vector<T> value(k, T(0));
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* row = columns + i * k;
+    for (std::size_t j = 0; j < k; ++j) {
+      if (std::abs(row[j]) > largest[j]) {
+        largest[j] = std::abs(row[j]);
+        value[j] = row[j];
+      }
+    }
+  }
+  std::vector<T> sign(k);
+  bool any = false;
+  for (std::size_t j = 0; j < k; ++j) {
+    sign[j] = value[j] < T(0) ? T(-1) : T(1);
+    any = any || value[j] < T(0);
+  }
+  if (!any) return;
+  for (std::size_t i = 0; i < rows; ++i) {
+    T* row = columns + i * k;
+    for (std::size_t j = 0; j < k; ++j) row[j] *= sign[j];
+  }
+  if (paired_rows != nullptr) {
+    for (std::size_t j = 0; j < k; ++j) {
+      if (sign[j] < T(0)) {
+        for (std::size_t c = 0; c < cols; ++c) paired_rows[j * cols + c] = -paired_rows[j * cols + c];
+      }
+    }
+  }
+}
+
+// What a positive info means, per routine (suffix without the precision letter).
+std::string explain_info(const std::string& suffix, long long info, std::size_t n) {
+  const auto nn = static_cast<long long>(n);
+  const std::string i = std::to_string(info);
+  // syevd/sygvd with vectors: divide and conquer failed on rows/columns info/(n+1) .. info%(n+1).
+  const auto divide_and_conquer = [&] {
+    return "the eigensolver did not converge: it failed to compute an eigenvalue of the submatrix in rows "
+           "and columns " +
+           std::to_string(info / (nn + 1)) + " through " + std::to_string(info % (nn + 1)) +
+           "; the matrix may be badly scaled or contain values near overflow";
+  };
+  if (suffix == "potrf") {
+    return "the leading minor of order " + i +
+           " is not positive definite, so the matrix is not symmetric positive definite; cholesky needs a "
+           "symmetric positive definite matrix";
+  }
+  if (suffix == "syevd") return divide_and_conquer();
+  if (suffix == "sygvd") {
+    if (info > nn) {
+      return "the leading minor of order " + std::to_string(info - nn) +
+             " of b is not positive definite; the generalized eigensolver needs b symmetric positive definite";
+    }
+    return divide_and_conquer();
+  }
+  if (suffix == "gesdd") return "the divide-and-conquer SVD (bdsdc) did not converge";
+  if (suffix == "gesvd") {
+    return "the SVD did not converge: " + i + " superdiagonals of an intermediate bidiagonal form did not "
+           "converge to zero";
+  }
+  return "the routine reported a numerical failure";
+}
+
+}  // namespace
+
+void check_lapack_info(const char* routine, long long info, std::size_t n) {
+  if (info == 0) return;
+  const std::string name(routine);
+  if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR) {
+    throw BackendError(name + " failed (info = " + std::to_string(info) +
+                       "): LAPACKE could not allocate its workspace; free memory or use a smaller matrix");
+  }
+  if (info < 0) {
+    throw InternalError(name + " failed (info = " + std::to_string(info) + "): argument " +
+                        std::to_string(-info) + " had an illegal value; this is a bug in tenex, please report it");
+  }
+  throw NumericalError(name + " failed (info = " + std::to_string(info) +
+                       "): " + explain_info(name.size() > 1 ? name.substr(1) : name, info, n));
+}
+
+template <class T>
+KernelCount cholesky(const T* a, std::size_t n, T* l) {
+  KernelCount count;
+  if (n == 0) return count;
+  const lapack_int ln = to_lapack_int(n, "cholesky");
+  require_finite(a, n, n, true, "cholesky", "the matrix");
+  copy_lower(a, n, l);
+  check_lapack_info(routine_name<T>("potrf").c_str(), potrf(ln, l), n);
+  const double dn = static_cast<double>(n);
+  count.flops = dn * dn * dn / 3;
+  count.calls = 1;
+  return count;
+}
+
+template <class T>
+KernelCount eigen_symmetric(const T* a, std::size_t n, T* vectors, T* values) {
+  KernelCount count;
+  if (n == 0) return count;
+  const lapack_int ln = to_lapack_int(n, "eigen_solve");
+  require_finite(a, n, n, true, "eigen_solve", "the matrix");
+  copy_lower(a, n, vectors);
+  check_lapack_info(routine_name<T>("syevd").c_str(), syevd(ln, vectors, values), n);
+  fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
+  const double dn = static_cast<double>(n);
+  count.flops = 9 * dn * dn * dn;
+  count.calls = 1;
+  return count;
+}
+
+template <class T>
+KernelCount eigen_generalized(const T* a, const T* b, std::size_t n, T* vectors, T* values) {
+  KernelCount count;
+  if (n == 0) return count;
+  const lapack_int ln = to_lapack_int(n, "eigen_solve");
+  require_finite(a, n, n, true, "eigen_solve", "the matrix a");
+  require_finite(b, n, n, true, "eigen_solve", "the matrix b");
+  copy_lower(a, n, vectors);
+  std::vector<T> b_factor(n * n);  // sygvd overwrites b with its Cholesky factor
+  copy_lower(b, n, b_factor.data());
+  check_lapack_info(routine_name<T>("sygvd").c_str(), sygvd(ln, vectors, b_factor.data(), values), n);
+  fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
+  const double dn = static_cast<double>(n);
+  count.flops = 34 * dn * dn * dn / 3;
+  count.calls = 1;
+  return count;
+}
+
+template <class T>
+KernelCount qr(const T* a, std::size_t m, std::size_t n, T* q, T* r) {
+  KernelCount count;
+  const std::size_t k = std::min(m, n);
+  if (k == 0) return count;
+  const lapack_int lm = to_lapack_int(m, "qr");
+  const lapack_int ln = to_lapack_int(n, "qr");
+  const lapack_int lk = static_cast<lapack_int>(k);
+  require_finite(a, m, n, false, "qr", "the matrix");
+  std::vector<T> tau(k);
+  // Factor in whichever output has a's shape (q when tall, r when wide), so no extra
+  // m x n workspace is needed; then move the other factor out of it.
+  if (m >= n) {
+    std::copy(a, a + m * n, q);
+    check_lapack_info(routine_name<T>("geqrf").c_str(), geqrf(lm, ln, q, ln, tau.data()), k);
+    for (std::size_t i = 0; i < k; ++i) {
+      std::fill(r + i * n, r + i * n + i, T(0));
+      std::copy(q + i * n + i, q + (i + 1) * n, r + i * n + i);
+    }
+  } else {
+    std::copy(a, a + m * n, r);
+    check_lapack_info(routine_name<T>("geqrf").c_str(), geqrf(lm, ln, r, ln, tau.data()), k);
+    for (std::size_t i = 0; i < k; ++i) {  // reflectors below the diagonal of r's first k columns
+      std::copy(r + i * n, r + i * n + i, q + i * k);
+      std::fill(q + i * k + i, q + (i + 1) * k, T(0));
+      std::fill(r + i * n, r + i * n + i, T(0));
+    }
+  }
+  check_lapack_info(routine_name<T>("orgqr").c_str(), orgqr(lm, lk, q, lk, tau.data()), k);
+
+  // Non-negative diagonal of R (linalg.hpp): flip row i of r with column i of q.
+  std::vector<T> sign(k);
+  bool any = false;
+  for (std::size_t i = 0; i < k; ++i) {
+    sign[i] = r[i * n + i] < T(0) ? T(-1) : T(1);
+    any = any || sign[i] < T(0);
+  }
+  if (any) {
+    for (std::size_t i = 0; i < k; ++i) {
+      if (sign[i] < T(0)) {
+        for (std::size_t j = i; j < n; ++j) r[i * n + j] = -r[i * n + j];
+      }
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < k; ++j) q[i * k + j] *= sign[j];
+    }
+  }
+
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  count.flops = (2 * dm * dn * dk - 2 * dk * dk * dk / 3) + (2 * dm * dk * dk - 2 * dk * dk * dk / 3);
+  count.calls = 2;
+  return count;
+}
+
+template <class T>
+KernelCount svd(const T* a, std::size_t m, std::size_t n, T* u, T* s, T* vt) {
+  KernelCount count;
+  const std::size_t k = std::min(m, n);
+  if (k == 0) return count;
+  const lapack_int lm = to_lapack_int(m, "svd");
+  const lapack_int ln = to_lapack_int(n, "svd");
+  const lapack_int lk = static_cast<lapack_int>(k);
+  require_finite(a, m, n, false, "svd", "the matrix");
+  const double big = static_cast<double>(std::max(m, n)), small = static_cast<double>(k);
+  const double flops_per_call = 14 * big * small * small + 8 * small * small * small;
+
+  std::vector<T> work(a, a + m * n);  // gesdd destroys its input
+  lapack_int info = gesdd(lm, ln, work.data(), s, u, lk, vt);
+  count.calls = 1;
+  count.flops = flops_per_call;
+  if (info > 0) {
+    // bdsdc's divide and conquer failed; the QR iteration of gesvd is slower but may
+    // still converge. Its own failure is the one reported.
+    std::copy(a, a + m * n, work.begin());
+    std::vector<T> superb(k > 1 ? k - 1 : 1);
+    info = gesvd(lm, ln, work.data(), s, u, lk, vt, superb.data());
+    check_lapack_info(routine_name<T>("gesvd").c_str(), info, k);
+    count.calls = 2;
+    count.flops += flops_per_call;
+  } else {
+    check_lapack_info(routine_name<T>("gesdd").c_str(), info, k);
+  }
+  fix_column_signs(u, m, k, vt, n);
+  return count;
+}
+
+template <class T>
+KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out) {
+  KernelCount count;
+  if (n == 0) return count;
+  if (p == 0) {
+    std::fill(out, out + n * n, T(0));
+    for (std::size_t i = 0; i < n; ++i) out[i * n + i] = T(1);
+    return count;
+  }
+  if (p == 1) {
+    std::copy(a, a + n * n, out);
+    return count;
+  }
+  const lapack_int ln = to_lapack_int(n, "pow");
+  // Left-to-right binary powering: square for every bit after the leading one, and
+  // multiply by a where the bit is set. gemm cannot work in place, so the products
+  // alternate between out and one temporary, starting in whichever makes the last
+  // product land in out; the first product reads a directly, so nothing is copied.
+  const int bits = std::bit_width(p);
+  const int gemms = (bits - 1) + (std::popcount(p) - 1);
+  std::vector<T> temp(gemms >= 2 ? n * n : 0);
+  T* next = gemms % 2 == 1 ? out : temp.data();
+  const T* current = a;
+  const auto multiply = [&](const T* right) {
+    gemm(ln, current, right, next);
+    current = next;
+    next = next == out ? temp.data() : out;
+  };
+  for (int bit = bits - 2; bit >= 0; --bit) {
+    multiply(current);
+    if ((p >> bit) & 1u) multiply(a);
+  }
+  const double dn = static_cast<double>(n);
+  count.flops = 2 * dn * dn * dn * gemms;
+  count.calls = static_cast<std::size_t>(gemms);
+  return count;
+}
+
+#define TENEX_INSTANTIATE_LINALG(T)                                                        \
+  template KernelCount cholesky<T>(const T*, std::size_t, T*);                             \
+  template KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);                  \
+  template KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*);      \
+  template KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);                  \
+  template KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);             \
+  template KernelCount matrix_power<T>(const T*, std::size_t, unsigned, T*);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_LINALG)
+#undef TENEX_INSTANTIATE_LINALG
+
+}  // namespace tenex::detail::cpu

@@ -1,0 +1,7 @@
+#pragma once
+
+#include "tenex/backend/backend.hpp"
+
+namespace tenex::detail {
+void set_last_run_stats(const RunStats& stats);
+}

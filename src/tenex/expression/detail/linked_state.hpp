@@ -1,0 +1,70 @@
+// LinkedState: what a set of linked expressions shares.
+//
+// Every expression handle holds a shared_ptr to a state. Combining handles of
+// two states merges them: the younger state forwards to the other (a
+// union-find whose links are owning pointers), so the root lives as long as
+// any handle of the set. When the last handle dies, the root's destructor
+// evaluates what the set recorded. Pending storages keep a weak pointer to
+// the root that will fill them, and reading one flushes that root early.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tenex/backend/backend.hpp"
+#include "tenex/expression/detail/node.hpp"
+#include "tenex/sparse/sparse_map.hpp"
+
+namespace tenex::detail {
+
+/// One recorded statement: target <- rhs, the rhs labels renamed to `target_labels`.
+struct Assignment {
+  NodePtr rhs;
+  std::vector<std::string> rhs_labels;     // rhs labels (after renaming new modes), kept by the target
+  std::vector<std::string> target_labels;  // the target's labels, in the target's order
+  std::shared_ptr<void> target;            // Storage<T> of the result
+};
+
+struct RegisteredSparseMap {
+  std::vector<std::string> source, target;
+  std::shared_ptr<const SparseMap> map;
+};
+
+class LinkedState {
+ public:
+  explicit LinkedState(DType dtype);
+  ~LinkedState();
+  LinkedState(const LinkedState&) = delete;
+  LinkedState& operator=(const LinkedState&) = delete;
+
+  /// The root of the set this state belongs to.
+  static std::shared_ptr<LinkedState> root(std::shared_ptr<LinkedState> state);
+  /// Merges the sets of a and b; returns the root of the union.
+  static std::shared_ptr<LinkedState> merge(const std::shared_ptr<LinkedState>& a,
+                                            const std::shared_ptr<LinkedState>& b);
+
+  /// Records an assignment on this root; marks its target storage pending.
+  void record(Assignment assignment, const std::shared_ptr<LinkedState>& self);
+  /// Labels seen in the set and their largest extent (for validating sparse maps).
+  void note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
+  const std::map<std::string, std::size_t>& labels_seen() const { return labels_seen_; }
+  void add_sparse_map(RegisteredSparseMap map) { sparse_maps_.push_back(std::move(map)); }
+
+  /// Evaluates every assignment recorded so far (on this root). Errors go to the results.
+  void flush() noexcept;
+  bool has_work() const { return !assignments_.empty(); }
+  BackendKind backend() const { return backend_; }
+
+ private:
+  DType dtype_;
+  BackendKind backend_;
+  std::shared_ptr<LinkedState> forward_;
+  std::vector<Assignment> assignments_;
+  std::vector<RegisteredSparseMap> sparse_maps_;
+  std::map<std::string, std::size_t> labels_seen_;
+};
+
+}  // namespace tenex::detail

@@ -1,0 +1,93 @@
+#include "tenex/expression/labels.hpp"
+
+#include <atomic>
+#include <cctype>
+
+#include "tenex/error.hpp"
+
+namespace tenex::detail {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_labels(std::string_view text) {
+  std::vector<std::string> labels;
+  if (trim(text).empty()) return labels;
+  std::size_t start = 0;
+  std::size_t position = 1;
+  while (true) {
+    std::size_t comma = text.find(',', start);
+    std::string_view piece = trim(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start));
+    if (piece.empty()) {
+      throw ShapeError("tenex: malformed labels \"" + std::string(text) + "\": empty label at position " +
+                       std::to_string(position));
+    }
+    if (!is_identifier(piece)) {
+      throw ShapeError("tenex: malformed labels \"" + std::string(text) + "\": \"" + std::string(piece) +
+                       "\" is not an identifier");
+    }
+    labels.emplace_back(piece);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+    ++position;
+  }
+  return labels;
+}
+
+std::string join_labels(const std::vector<std::string>& labels) {
+  std::string s;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i) s += ",";
+    s += is_new_mode_label(labels[i]) ? "<new>" : labels[i];
+  }
+  return s;
+}
+
+std::string format_extents(const std::vector<std::size_t>& extents) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(extents[i]);
+  }
+  return s + "}";
+}
+
+std::string describe(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
+  return "(\"" + join_labels(labels) + "\") " + format_extents(extents);
+}
+
+std::size_t find_label(const std::vector<std::string>& labels, const std::string& label) {
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == label) return i;
+  }
+  return labels.size();
+}
+
+bool contains_label(const std::vector<std::string>& labels, const std::string& label) {
+  return find_label(labels, label) < labels.size();
+}
+
+std::string make_new_mode_label() {
+  static std::atomic<unsigned long long> counter{0};
+  return "#new" + std::to_string(counter.fetch_add(1));
+}
+
+bool is_new_mode_label(const std::string& label) { return !label.empty() && label[0] == '#'; }
+
+}  // namespace tenex::detail

@@ -1,0 +1,31 @@
+// Parsing and printing of mode labels ("i,j", "mu,nu", "" for a scalar).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tenex::detail {
+
+/// Splits comma-separated identifiers, tolerating spaces; "" (or only spaces) is rank 0.
+/// Throws ShapeError `tenex: malformed labels "<text>": ...`.
+std::vector<std::string> parse_labels(std::string_view text);
+
+/// "i,j"
+std::string join_labels(const std::vector<std::string>& labels);
+/// {3, 4}
+std::string format_extents(const std::vector<std::size_t>& extents);
+/// ("i,j") {3, 4}
+std::string describe(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
+
+/// Position of `label` in `labels`, or labels.size().
+std::size_t find_label(const std::vector<std::string>& labels, const std::string& label);
+bool contains_label(const std::vector<std::string>& labels, const std::string& label);
+
+/// Labels made by a decomposition for a mode that is new (the inner mode of QR or SVD):
+/// not an identifier, so never equal to a user's label; renamed by the assignment target.
+std::string make_new_mode_label();
+bool is_new_mode_label(const std::string& label);
+
+}  // namespace tenex::detail

@@ -1,0 +1,263 @@
+#include "tenex/graph/op_graph.hpp"
+
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/graphviz.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tenex/error.hpp"
+#include "tenex/sparse/sparse_map.hpp"
+
+namespace tenex {
+
+namespace {
+
+struct EdgeData {
+  std::size_t operand_index = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode, EdgeData>;
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string s;
+  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? "," : "") + parts[i];
+  return s;
+}
+
+std::string join(const std::vector<std::size_t>& parts) {
+  std::string s;
+  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + std::to_string(parts[i]);
+  return s;
+}
+
+std::string format_double(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+std::size_t OpNode::size() const {
+  std::size_t n = 1;
+  for (std::size_t e : extents) n *= e;
+  return n;
+}
+
+struct OpGraph::Impl {
+  Graph graph;
+  std::vector<SparseMapUse> sparse_maps;
+  std::map<std::pair<const void*, std::string>, NodeId> memo;
+
+  void check(NodeId id) const {
+    if (id >= boost::num_vertices(graph)) {
+      throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " does not exist (the graph has " +
+                          std::to_string(boost::num_vertices(graph)) + " nodes)");
+    }
+  }
+};
+
+OpGraph::OpGraph() : impl_(std::make_unique<Impl>()) {}
+OpGraph::~OpGraph() = default;
+OpGraph::OpGraph(OpGraph&&) noexcept = default;
+OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
+
+NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
+  for (NodeId op : operands) impl_->check(op);
+  if (node.elements == 0 && node.kind != OpKind::eigen_solve && node.kind != OpKind::qr &&
+      node.kind != OpKind::svd) {
+    node.elements = node.size();
+  }
+  NodeId id = boost::add_vertex(std::move(node), impl_->graph);
+  for (std::size_t i = 0; i < operands.size(); ++i) boost::add_edge(operands[i], id, EdgeData{i}, impl_->graph);
+  return id;
+}
+
+const OpNode& OpGraph::node(NodeId id) const {
+  impl_->check(id);
+  return impl_->graph[id];
+}
+
+OpNode& OpGraph::node(NodeId id) {
+  impl_->check(id);
+  return impl_->graph[id];
+}
+
+std::vector<NodeId> OpGraph::operands(NodeId id) const {
+  impl_->check(id);
+  std::vector<std::pair<std::size_t, NodeId>> ordered;
+  for (auto [it, end] = boost::in_edges(id, impl_->graph); it != end; ++it) {
+    ordered.emplace_back(impl_->graph[*it].operand_index, boost::source(*it, impl_->graph));
+  }
+  std::sort(ordered.begin(), ordered.end());
+  std::vector<NodeId> result;
+  result.reserve(ordered.size());
+  for (auto& [index, source] : ordered) result.push_back(source);
+  return result;
+}
+
+std::vector<NodeId> OpGraph::consumers(NodeId id) const {
+  impl_->check(id);
+  std::set<NodeId> result;
+  for (auto [it, end] = boost::out_edges(id, impl_->graph); it != end; ++it) {
+    result.insert(boost::target(*it, impl_->graph));
+  }
+  return {result.begin(), result.end()};
+}
+
+std::size_t OpGraph::size() const { return boost::num_vertices(impl_->graph); }
+
+std::vector<NodeId> OpGraph::outputs() const {
+  std::vector<NodeId> result;
+  for (NodeId id = 0; id < size(); ++id) {
+    if (impl_->graph[id].kind == OpKind::output) result.push_back(id);
+  }
+  return result;
+}
+
+std::vector<NodeId> OpGraph::topological_order() const {
+  std::vector<NodeId> reversed;
+  try {
+    boost::topological_sort(impl_->graph, std::back_inserter(reversed));
+  } catch (const boost::not_a_dag&) {
+    throw InternalError("tenex: OpGraph: the graph has a cycle");
+  }
+  return {reversed.rbegin(), reversed.rend()};
+}
+
+void OpGraph::validate() const {
+  auto fail = [](NodeId id, const OpNode& n, const std::string& what) {
+    throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " (" + std::string(op_kind_name(n.kind)) +
+                        " \"" + join(n.labels) + "\" {" + join(n.extents) + "}): " + what);
+  };
+  for (NodeId id = 0; id < size(); ++id) {
+    const OpNode& n = impl_->graph[id];
+    const int arity = op_kind_arity(n.kind);
+    const std::size_t count = boost::in_degree(id, impl_->graph);
+    if (arity >= 0 && count != static_cast<std::size_t>(arity)) {
+      fail(id, n, "takes " + std::to_string(arity) + " operands but has " + std::to_string(count));
+    }
+    if (n.labels.size() != n.extents.size()) fail(id, n, "has a different number of labels and extents");
+    if (n.kind != OpKind::input) {
+      std::set<std::string> seen(n.labels.begin(), n.labels.end());
+      if (seen.size() != n.labels.size()) fail(id, n, "repeats a label");
+    }
+    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !n.storage) fail(id, n, "has no storage");
+    for (std::size_t m : n.sparse_maps) {
+      if (m >= impl_->sparse_maps.size()) fail(id, n, "names sparse map " + std::to_string(m) + " that does not exist");
+    }
+  }
+  (void)topological_order();
+}
+
+void OpGraph::replace_uses(NodeId from, NodeId to) {
+  impl_->check(from);
+  impl_->check(to);
+  std::vector<std::pair<NodeId, std::size_t>> uses;
+  for (auto [it, end] = boost::out_edges(from, impl_->graph); it != end; ++it) {
+    uses.emplace_back(boost::target(*it, impl_->graph), impl_->graph[*it].operand_index);
+  }
+  boost::clear_out_edges(from, impl_->graph);
+  for (auto& [consumer, index] : uses) boost::add_edge(to, consumer, EdgeData{index}, impl_->graph);
+}
+
+std::vector<NodeId> OpGraph::prune() {
+  const std::size_t n = size();
+  std::vector<bool> needed(n, false);
+  std::vector<NodeId> stack = outputs();
+  if (stack.empty()) {
+    std::vector<NodeId> identity(n);
+    for (NodeId i = 0; i < n; ++i) identity[i] = i;
+    return identity;
+  }
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    stack.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    for (NodeId op : operands(id)) stack.push_back(op);
+  }
+  Impl fresh;
+  fresh.sparse_maps = std::move(impl_->sparse_maps);
+  std::vector<NodeId> mapping(n, n);
+  for (NodeId id : topological_order()) {
+    if (!needed[id]) continue;
+    mapping[id] = boost::add_vertex(impl_->graph[id], fresh.graph);
+  }
+  for (NodeId id = 0; id < n; ++id) {
+    if (!needed[id]) continue;
+    for (auto [it, end] = boost::in_edges(id, impl_->graph); it != end; ++it) {
+      boost::add_edge(mapping[boost::source(*it, impl_->graph)], mapping[id], impl_->graph[*it], fresh.graph);
+    }
+  }
+  for (auto& [key, id] : impl_->memo) {
+    if (id < n && mapping[id] < n) fresh.memo[key] = mapping[id];
+  }
+  *impl_ = std::move(fresh);
+  for (NodeId& m : mapping) {
+    if (m >= n) m = size();
+  }
+  return mapping;
+}
+
+std::size_t OpGraph::add_sparse_map(SparseMapUse use) {
+  impl_->sparse_maps.push_back(std::move(use));
+  return impl_->sparse_maps.size() - 1;
+}
+
+const std::vector<SparseMapUse>& OpGraph::sparse_maps() const { return impl_->sparse_maps; }
+
+std::string OpGraph::to_dot() const {
+  const Graph& g = impl_->graph;
+  auto vertex_writer = [&](std::ostream& os, NodeId id) {
+    const OpNode& n = g[id];
+    std::string text = std::string(op_kind_name(n.kind));
+    const OpParams& p = n.params;
+    switch (n.kind) {
+      case OpKind::scale:
+      case OpKind::contract:
+        if (p.alpha != 1.0) text += " alpha=" + format_double(p.alpha);
+        break;
+      case OpKind::add:
+      case OpKind::subtract:
+      case OpKind::divide:
+        if (p.alpha != 1.0 || p.alpha_b != 1.0) {
+          text += " alpha=" + format_double(p.alpha) + "," + format_double(p.alpha_b);
+        }
+        break;
+      case OpKind::slice: text += " lo={" + join(p.lo) + "} hi={" + join(p.hi) + "}"; break;
+      case OpKind::chip: text += " mode=" + std::to_string(p.mode) + " index=" + std::to_string(p.index); break;
+      case OpKind::pow: text += " n=" + std::to_string(p.power); break;
+      case OpKind::factor: text += " " + std::to_string(p.factor); break;
+      default: break;
+    }
+    if (!n.note.empty()) text += " [" + n.note + "]";
+    text += "\\n(" + join(n.labels) + ") {" + join(n.extents) + "}";
+    for (std::size_t m : n.sparse_maps) {
+      const SparseMapUse& use = impl_->sparse_maps.at(m);
+      text += "\\nsparse " + join(use.source) + " -> " + join(use.target) + " (" +
+              std::to_string(use.map->pair_count()) + " pairs)";
+    }
+    const char* shape = n.kind == OpKind::input ? "ellipse" : n.kind == OpKind::output ? "house" : "box";
+    os << "[label=\"" << text << "\", shape=" << shape << "]";
+  };
+  auto edge_writer = [&](std::ostream& os, Graph::edge_descriptor e) {
+    os << "[label=\"" << g[e].operand_index << "\"]";
+  };
+  std::ostringstream os;
+  boost::write_graphviz(os, g, vertex_writer, edge_writer);
+  return os.str();
+}
+
+const NodeId* OpGraph::find_memo(const void* object, const std::string& key) const {
+  auto it = impl_->memo.find({object, key});
+  return it == impl_->memo.end() ? nullptr : &it->second;
+}
+
+void OpGraph::set_memo(const void* object, const std::string& key, NodeId id) { impl_->memo[{object, key}] = id; }
+
+}  // namespace tenex

@@ -1,0 +1,117 @@
+# Builds and runs one consumer project as a single ctest test (see
+# consumer_tests.cmake). Run as a script:
+#
+#   cmake -DMODE=find_package|add_subdirectory -DSOURCE_DIR=<consumer project>
+#         -DWORK_DIR=<scratch dir> -DCONFIG=<build type> -DGENERATOR=<generator>
+#         [-DMAKE_PROGRAM=...] [-DCXX_COMPILER=...] [-DCXX_FLAGS=...]
+#         [-DEXE_LINKER_FLAGS=...] [-DSHARED_LINKER_FLAGS=...] [-DJOBS=N]
+#         find_package only: -DTENEX_BUILD_DIR=<built tenex> -DTENEX_SONAME=<libtenex.so.X.Y>
+#         -P run_consumer.cmake
+#
+# find_package: installs TENEX_BUILD_DIR into WORK_DIR/prefix, checks what was
+# installed, then configures the consumer with CMAKE_PREFIX_PATH=prefix.
+# add_subdirectory: configures the consumer, which builds tenex from source.
+# Either way the consumer is built with this build's compiler and flags (a
+# sanitized tenex needs sanitized consumers) and its `app` must exit with 0.
+cmake_minimum_required(VERSION 3.21)
+
+foreach(required IN ITEMS MODE SOURCE_DIR WORK_DIR CONFIG GENERATOR)
+  if(NOT DEFINED ${required})
+    message(FATAL_ERROR "run_consumer.cmake: -D${required}=... is required")
+  endif()
+endforeach()
+
+function(run)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "$ ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "failed (${status}): ${shown}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(build_dir "${WORK_DIR}/build")
+set(configure_args -S "${SOURCE_DIR}" -B "${build_dir}" -G "${GENERATOR}" "-DCMAKE_BUILD_TYPE=${CONFIG}")
+foreach(pair IN ITEMS MAKE_PROGRAM:CMAKE_MAKE_PROGRAM CXX_COMPILER:CMAKE_CXX_COMPILER
+                      CXX_COMPILER_LAUNCHER:CMAKE_CXX_COMPILER_LAUNCHER CXX_FLAGS:CMAKE_CXX_FLAGS
+                      EXE_LINKER_FLAGS:CMAKE_EXE_LINKER_FLAGS SHARED_LINKER_FLAGS:CMAKE_SHARED_LINKER_FLAGS)
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 ours)
+  list(GET pair 1 theirs)
+  if(NOT "${${ours}}" STREQUAL "")
+    list(APPEND configure_args "-D${theirs}=${${ours}}")
+  endif()
+endforeach()
+
+if(MODE STREQUAL "find_package")
+  foreach(required IN ITEMS TENEX_BUILD_DIR TENEX_SONAME)
+    if(NOT DEFINED ${required})
+      message(FATAL_ERROR "run_consumer.cmake: find_package mode needs -D${required}=...")
+    endif()
+  endforeach()
+  set(prefix "${WORK_DIR}/prefix")
+  run("${CMAKE_COMMAND}" --install "${TENEX_BUILD_DIR}" --prefix "${prefix}" --config "${CONFIG}")
+
+  # What the package must hold: the generated headers, the package files, and
+  # the library under its versioned SONAME.
+  foreach(header IN ITEMS tenex.hpp config.hpp export.hpp)
+    if(NOT EXISTS "${prefix}/include/tenex/${header}")
+      message(FATAL_ERROR "the install lacks include/tenex/${header}")
+    endif()
+  endforeach()
+  file(GLOB config_file "${prefix}/lib*/cmake/tenex/tenexConfig.cmake" "${prefix}/lib/*/cmake/tenex/tenexConfig.cmake")
+  file(GLOB library "${prefix}/lib*/${TENEX_SONAME}" "${prefix}/lib/*/${TENEX_SONAME}")
+  if(NOT config_file)
+    message(FATAL_ERROR "the install lacks lib/cmake/tenex/tenexConfig.cmake")
+  endif()
+  if(NOT library)
+    message(FATAL_ERROR "the install lacks ${TENEX_SONAME} (the versioned SONAME link)")
+  endif()
+  find_program(READELF readelf)
+  if(READELF)
+    execute_process(COMMAND "${READELF}" -d "${library}" OUTPUT_VARIABLE dynamic RESULT_VARIABLE status)
+    if(NOT status EQUAL 0 OR NOT dynamic MATCHES "SONAME\\)[^\n]*\\[${TENEX_SONAME}\\]")
+      message(FATAL_ERROR "${library} does not carry SONAME ${TENEX_SONAME}:\n${dynamic}")
+    endif()
+  endif()
+  # Public headers must compile without the private dependencies' headers.
+  file(GLOB_RECURSE headers "${prefix}/include/tenex/*")
+  foreach(header IN LISTS headers)
+    file(STRINGS "${header}" private_includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](boost/|cblas|lapacke|omp\\.h|cuda|cublas|cusolver)")
+    if(private_includes)
+      message(FATAL_ERROR "installed header ${header} includes a private dependency: ${private_includes}")
+    endif()
+    if(NOT header MATCHES "\\.hpp$")
+      message(FATAL_ERROR "the install put a non-header file into include/: ${header}")
+    endif()
+  endforeach()
+
+  list(APPEND configure_args "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  run("${CMAKE_COMMAND}" ${configure_args})
+  # The package must come from the prefix, not from a build tree or the system.
+  file(STRINGS "${build_dir}/CMakeCache.txt" found REGEX "^tenex_DIR:")
+  string(FIND "${found}" "${prefix}/" at)
+  if(NOT at GREATER_EQUAL 0)
+    message(FATAL_ERROR "find_package(tenex) found '${found}', not the install in ${prefix}")
+  endif()
+elseif(MODE STREQUAL "add_subdirectory")
+  run("${CMAKE_COMMAND}" ${configure_args})
+else()
+  message(FATAL_ERROR "run_consumer.cmake: MODE must be find_package or add_subdirectory, not '${MODE}'")
+endif()
+
+set(build_args --build "${build_dir}" --config "${CONFIG}")
+if(JOBS)
+  list(APPEND build_args --parallel "${JOBS}")
+endif()
+run("${CMAKE_COMMAND}" ${build_args})
+
+file(GLOB_RECURSE app LIST_DIRECTORIES false "${build_dir}/app" "${build_dir}/${CONFIG}/app" "${build_dir}/app.exe"
+     "${build_dir}/${CONFIG}/app.exe")
+if(NOT app)
+  message(FATAL_ERROR "the consumer's app was not built in ${build_dir}")
+endif()
+list(GET app 0 app)
+run("${app}")
