@@ -19,7 +19,7 @@ template <class T>
 Addition<T> operator+(const Expression<T>& lhs, const Expression<T>& rhs);
 
 #define TENEX_DECLARE_ADDITION(T)        \
-  extern template class TENEX_API Addition<T>; \
+  extern template class Addition<T>; \
   extern template TENEX_API Addition<T> operator+<T>(const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_ADDITION)
 #undef TENEX_DECLARE_ADDITION

@@ -22,7 +22,7 @@ class TENEX_API AssignTo : public Nary<1, T> {
   std::string_view name() const override { return "AssignTo"; }
 };
 
-#define TENEX_DECLARE_ASSIGN_TO(T) extern template class TENEX_API AssignTo<T>;
+#define TENEX_DECLARE_ASSIGN_TO(T) extern template class AssignTo<T>;
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_ASSIGN_TO)
 #undef TENEX_DECLARE_ASSIGN_TO
 

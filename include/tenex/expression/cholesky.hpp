@@ -26,7 +26,7 @@ class TENEX_API CholeskyVectors : public Nary<1, T> {
 template <class T> CholeskyVectors<T> cholesky(const Expression<T>& a);
 
 #define TENEX_DECLARE_CHOLESKY(T) \
-  extern template class TENEX_API CholeskyVectors<T>; \
+  extern template class CholeskyVectors<T>; \
   extern template TENEX_API CholeskyVectors<T> cholesky<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_CHOLESKY)
 #undef TENEX_DECLARE_CHOLESKY

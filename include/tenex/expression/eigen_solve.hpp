@@ -39,8 +39,8 @@ template <class T>
 std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b);
 
 #define TENEX_DECLARE_EIGEN_SOLVE(T) \
-  extern template class TENEX_API EigenVectors<T>; \
-  extern template class TENEX_API EigenValues<T>; \
+  extern template class EigenVectors<T>; \
+  extern template class EigenValues<T>; \
   extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&); \
   extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EIGEN_SOLVE)

@@ -86,9 +86,9 @@ class TENEX_API Nary : public Expression<T> {
 };
 
 #define TENEX_DECLARE_EXPRESSION(T)               \
-  extern template class TENEX_API Expression<T>;  \
-  extern template class TENEX_API Nary<1, T>;     \
-  extern template class TENEX_API Nary<2, T>;
+  extern template class Expression<T>;  \
+  extern template class Nary<1, T>;     \
+  extern template class Nary<2, T>;
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EXPRESSION)
 #undef TENEX_DECLARE_EXPRESSION
 

@@ -51,7 +51,7 @@ std::tuple<Indexed<T>, Rest...> tie(Indexed<T> first, Rest... rest) {
   return std::tuple<Indexed<T>, Rest...>(std::move(first), std::move(rest)...);
 }
 
-#define TENEX_DECLARE_INDEXED(T) extern template class TENEX_API Indexed<T>;
+#define TENEX_DECLARE_INDEXED(T) extern template class Indexed<T>;
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_INDEXED)
 #undef TENEX_DECLARE_INDEXED
 

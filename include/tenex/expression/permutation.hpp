@@ -23,7 +23,7 @@ class TENEX_API Permutation : public Nary<1, T> {
 template <class T> Permutation<T> permute(const Expression<T>& operand, std::string_view labels);
 
 #define TENEX_DECLARE_PERMUTATION(T)              \
-  extern template class TENEX_API Permutation<T>; \
+  extern template class Permutation<T>; \
   extern template TENEX_API Permutation<T> permute<T>(const Expression<T>&, std::string_view);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_PERMUTATION)
 #undef TENEX_DECLARE_PERMUTATION

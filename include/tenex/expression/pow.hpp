@@ -24,7 +24,7 @@ class TENEX_API Pow : public Nary<1, T> {
 template <class T> Pow<T> pow(const Expression<T>& a, unsigned n);
 
 #define TENEX_DECLARE_POW(T) \
-  extern template class TENEX_API Pow<T>; \
+  extern template class Pow<T>; \
   extern template TENEX_API Pow<T> pow<T>(const Expression<T>&, unsigned);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_POW)
 #undef TENEX_DECLARE_POW

@@ -27,7 +27,7 @@ class TENEX_API QRFactor : public Nary<1, T> {
 template <class T> std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a);
 
 #define TENEX_DECLARE_QR(T) \
-  extern template class TENEX_API QRFactor<T>; \
+  extern template class QRFactor<T>; \
   extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_QR)
 #undef TENEX_DECLARE_QR

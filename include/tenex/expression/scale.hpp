@@ -25,7 +25,7 @@ template <class T> Scale<T> operator/(const Expression<T>& operand, double divis
 template <class T> Scale<T> operator-(const Expression<T>& operand);
 
 #define TENEX_DECLARE_SCALE(T)                                                     \
-  extern template class TENEX_API Scale<T>;                                        \
+  extern template class Scale<T>;                                        \
   extern template TENEX_API Scale<T> operator*<T>(double, const Expression<T>&);   \
   extern template TENEX_API Scale<T> operator*<T>(const Expression<T>&, double);   \
   extern template TENEX_API Scale<T> operator/<T>(const Expression<T>&, double);   \

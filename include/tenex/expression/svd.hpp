@@ -27,7 +27,7 @@ class TENEX_API SVDFactor : public Nary<1, T> {
 template <class T> std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a);
 
 #define TENEX_DECLARE_SVD(T) \
-  extern template class TENEX_API SVDFactor<T>; \
+  extern template class SVDFactor<T>; \
   extern template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SVD)
 #undef TENEX_DECLARE_SVD

@@ -106,7 +106,7 @@ template <class T>
 bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-10, double atol = 1e-12);
 
 #define TENEX_DECLARE_TENSOR(T)                                                        \
-  extern template class TENEX_API Tensor<T>;                                           \
+  extern template class Tensor<T>;                                           \
   extern template TENEX_API void fill_random<T>(Tensor<T>&, std::uint64_t);            \
   extern template TENEX_API bool allclose<T>(const Tensor<T>&, const Tensor<T>&, double, double);
 TENEX_FOR_EACH_SCALAR(TENEX_DECLARE_TENSOR)

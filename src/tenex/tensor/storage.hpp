@@ -53,6 +53,8 @@ class Storage {
   /// which the evaluation that fulfils a pending storage calls.
   Storage(Shape shape, Init init);
   void allocate();
+  /// Takes `elements` (of shape().size() elements) as the value.
+  void adopt(AlignedArray<T>&& elements);
 
   const Shape& shape() const { return shape_; }
   /// Elements; only valid once resolved.

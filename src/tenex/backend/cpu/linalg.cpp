@@ -9,7 +9,10 @@
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tenex/error.hpp"
@@ -95,11 +98,48 @@ lapack_int to_lapack_int(std::size_t extent, const char* operation) {
 
 // LAPACKE rejects a NaN with a negative info, which our wrapper would report as a tenex
 // bug, and an infinity turns LAPACK's results into NaN silently; both are the user's
-// data, so they get a NumericalError that says where. Checks what the routine reads:
-// the lower triangle (lower_only) or all of an m x n matrix.
+// data, so they get a NumericalError that says where. The check rides along the copy
+// into the workspace that LAPACK needs anyway, so the input is read once; only when it
+// fails is the input searched again for the position.
+//
+// The test is on the bits so that the loop vectorizes (a floating-point compare
+// reduction does not without -ffast-math) and the copy runs at memcpy speed: adding one
+// to the exponent field carries into the sign bit exactly when the field is all ones,
+// i.e. for NaN and infinity.
 template <class T>
-void require_finite(const T* a, std::size_t m, std::size_t n, bool lower_only, const char* operation,
-                    const char* which) {
+bool copy_checked(const T* from, std::size_t count, T* to) {
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  static_assert(sizeof(Bits) == sizeof(T) && std::numeric_limits<T>::is_iec559);
+  constexpr int mantissa_bits = std::numeric_limits<T>::digits - 1;
+  constexpr Bits exponent_one = Bits(1) << mantissa_bits;
+  constexpr Bits exponent_mask = (~Bits(0) >> 1) & ~(exponent_one - 1);
+  constexpr Bits sign_bit = Bits(1) << (sizeof(T) * 8 - 1);
+  Bits seen = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const T x = from[i];
+    to[i] = x;
+    seen |= (std::bit_cast<Bits>(x) & exponent_mask) + exponent_one;
+  }
+  return (seen & sign_bit) == 0;
+}
+
+// Copies the lower triangle of a into out and zeroes the upper one: what LAPACK reads
+// of a symmetric input (the upper triangle is never looked at, not even for NaN), with
+// Cholesky's zero upper triangle already in place. Returns whether the lower was finite.
+template <class T>
+bool copy_lower_checked(const T* a, std::size_t n, T* out) {
+  bool finite = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    finite &= copy_checked(a + i * n, i + 1, out + i * n);
+    std::fill(out + i * n + i + 1, out + (i + 1) * n, T(0));
+  }
+  return finite;
+}
+
+// Throws for the first non-finite entry of a (m x n; its lower triangle if lower_only).
+template <class T>
+[[noreturn]] void throw_non_finite(const T* a, std::size_t m, std::size_t n, bool lower_only, const char* operation,
+                                   const char* which) {
   for (std::size_t i = 0; i < m; ++i) {
     const std::size_t end = lower_only ? i + 1 : n;
     for (std::size_t j = 0; j < end; ++j) {
@@ -111,16 +151,8 @@ void require_finite(const T* a, std::size_t m, std::size_t n, bool lower_only, c
       }
     }
   }
-}
-
-// Copies the lower triangle of a into out and zeroes the upper one, in one pass: what
-// LAPACK reads of a symmetric input, with Cholesky's zero upper triangle already in place.
-template <class T>
-void copy_lower(const T* a, std::size_t n, T* out) {
-  for (std::size_t i = 0; i < n; ++i) {
-    std::copy(a + i * n, a + i * n + i + 1, out + i * n);
-    std::fill(out + i * n + i + 1, out + (i + 1) * n, T(0));
-  }
+  throw InternalError(std::string(operation) + ": a non-finite entry was seen in " + which +
+                      " but not found again; this is a bug in tenex, please report it");
 }
 
 // The sign convention of linalg.hpp: column j of `columns` (rows x k) gets its entry of
@@ -214,8 +246,7 @@ KernelCount cholesky(const T* a, std::size_t n, T* l) {
   KernelCount count;
   if (n == 0) return count;
   const lapack_int ln = to_lapack_int(n, "cholesky");
-  require_finite(a, n, n, true, "cholesky", "the matrix");
-  copy_lower(a, n, l);
+  if (!copy_lower_checked(a, n, l)) throw_non_finite(a, n, n, true, "cholesky", "the matrix");
   check_lapack_info(routine_name<T>("potrf").c_str(), potrf(ln, l), n);
   const double dn = static_cast<double>(n);
   count.flops = dn * dn * dn / 3;
@@ -228,8 +259,7 @@ KernelCount eigen_symmetric(const T* a, std::size_t n, T* vectors, T* values) {
   KernelCount count;
   if (n == 0) return count;
   const lapack_int ln = to_lapack_int(n, "eigen_solve");
-  require_finite(a, n, n, true, "eigen_solve", "the matrix");
-  copy_lower(a, n, vectors);
+  if (!copy_lower_checked(a, n, vectors)) throw_non_finite(a, n, n, true, "eigen_solve", "the matrix");
   check_lapack_info(routine_name<T>("syevd").c_str(), syevd(ln, vectors, values), n);
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
@@ -243,11 +273,9 @@ KernelCount eigen_generalized(const T* a, const T* b, std::size_t n, T* vectors,
   KernelCount count;
   if (n == 0) return count;
   const lapack_int ln = to_lapack_int(n, "eigen_solve");
-  require_finite(a, n, n, true, "eigen_solve", "the matrix a");
-  require_finite(b, n, n, true, "eigen_solve", "the matrix b");
-  copy_lower(a, n, vectors);
+  if (!copy_lower_checked(a, n, vectors)) throw_non_finite(a, n, n, true, "eigen_solve", "the matrix a");
   std::vector<T> b_factor(n * n);  // sygvd overwrites b with its Cholesky factor
-  copy_lower(b, n, b_factor.data());
+  if (!copy_lower_checked(b, n, b_factor.data())) throw_non_finite(b, n, n, true, "eigen_solve", "the matrix b");
   check_lapack_info(routine_name<T>("sygvd").c_str(), sygvd(ln, vectors, b_factor.data(), values), n);
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
@@ -264,19 +292,18 @@ KernelCount qr(const T* a, std::size_t m, std::size_t n, T* q, T* r) {
   const lapack_int lm = to_lapack_int(m, "qr");
   const lapack_int ln = to_lapack_int(n, "qr");
   const lapack_int lk = static_cast<lapack_int>(k);
-  require_finite(a, m, n, false, "qr", "the matrix");
   std::vector<T> tau(k);
   // Factor in whichever output has a's shape (q when tall, r when wide), so no extra
   // m x n workspace is needed; then move the other factor out of it.
   if (m >= n) {
-    std::copy(a, a + m * n, q);
+    if (!copy_checked(a, m * n, q)) throw_non_finite(a, m, n, false, "qr", "the matrix");
     check_lapack_info(routine_name<T>("geqrf").c_str(), geqrf(lm, ln, q, ln, tau.data()), k);
     for (std::size_t i = 0; i < k; ++i) {
       std::fill(r + i * n, r + i * n + i, T(0));
       std::copy(q + i * n + i, q + (i + 1) * n, r + i * n + i);
     }
   } else {
-    std::copy(a, a + m * n, r);
+    if (!copy_checked(a, m * n, r)) throw_non_finite(a, m, n, false, "qr", "the matrix");
     check_lapack_info(routine_name<T>("geqrf").c_str(), geqrf(lm, ln, r, ln, tau.data()), k);
     for (std::size_t i = 0; i < k; ++i) {  // reflectors below the diagonal of r's first k columns
       std::copy(r + i * n, r + i * n + i, q + i * k);
@@ -318,11 +345,11 @@ KernelCount svd(const T* a, std::size_t m, std::size_t n, T* u, T* s, T* vt) {
   const lapack_int lm = to_lapack_int(m, "svd");
   const lapack_int ln = to_lapack_int(n, "svd");
   const lapack_int lk = static_cast<lapack_int>(k);
-  require_finite(a, m, n, false, "svd", "the matrix");
   const double big = static_cast<double>(std::max(m, n)), small = static_cast<double>(k);
   const double flops_per_call = 14 * big * small * small + 8 * small * small * small;
 
-  std::vector<T> work(a, a + m * n);  // gesdd destroys its input
+  std::vector<T> work(m * n);  // gesdd destroys its input
+  if (!copy_checked(a, m * n, work.data())) throw_non_finite(a, m, n, false, "svd", "the matrix");
   lapack_int info = gesdd(lm, ln, work.data(), s, u, lk, vt);
   count.calls = 1;
   count.flops = flops_per_call;

@@ -52,6 +52,7 @@ class LinkedState {
   void note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
   const std::map<std::string, std::size_t>& labels_seen() const { return labels_seen_; }
   void add_sparse_map(RegisteredSparseMap map) { sparse_maps_.push_back(std::move(map)); }
+  const std::vector<RegisteredSparseMap>& sparse_maps_view() const { return sparse_maps_; }
 
   /// Evaluates every assignment recorded so far (on this root). Errors go to the results.
   void flush() noexcept;

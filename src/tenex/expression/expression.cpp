@@ -1,0 +1,109 @@
+#include "tenex/expression/expression.hpp"
+
+#include "tenex/expression/detail/graph_builder.hpp"
+#include "tenex/expression/detail/make.hpp"
+
+namespace tenex {
+
+namespace detail {
+
+std::string ExprNode::text() const {
+  if (kind == ExprKind::indexed && !written.empty()) {
+    std::vector<std::size_t> written_extents;
+    for (const std::string& l : written) written_extents.push_back(extents.at(find_label(labels, l)));
+    if (written_extents.size() == written.size() && extents.size() == labels.size()) {
+      return describe(written, written_extents);
+    }
+  }
+  return describe(labels, extents);
+}
+
+}  // namespace detail
+
+template <class T>
+Expression<T>::Expression(detail::Handle handle) : handle_(std::move(handle)) {}
+
+template <class T>
+Expression<T>::Expression(const Expression&) = default;
+template <class T>
+Expression<T>::Expression(Expression&&) noexcept = default;
+template <class T>
+Expression<T>& Expression<T>::operator=(const Expression&) = default;
+template <class T>
+Expression<T>& Expression<T>::operator=(Expression&&) noexcept = default;
+template <class T>
+Expression<T>::~Expression() = default;
+
+template <class T>
+const std::vector<std::string>& Expression<T>::labels() const {
+  return handle_.node->labels;
+}
+
+template <class T>
+const std::vector<std::size_t>& Expression<T>::extents() const {
+  return handle_.node->extents;
+}
+
+template <class T>
+std::string Expression<T>::to_string() const {
+  return handle_.node->text();
+}
+
+template <class T>
+NodeId Expression<T>::add_to_graph(OpGraph& graph) const {
+  const detail::NodePtr& node = detail::operand_node(*this);
+  return detail::add_expression_to_graph(graph, node, detail::LinkedState::root(handle_.state)->sparse_maps_view());
+}
+
+template <class T>
+const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::string_view to,
+                                                   const SparseMap& map) const {
+  const std::string where = "tenex: set_sparse_map(\"" + std::string(from) + "\", \"" + std::string(to) + "\")";
+  std::vector<std::string> source = detail::parse_labels(from);
+  std::vector<std::string> target = detail::parse_labels(to);
+  auto root = detail::LinkedState::root(handle_.state);
+  const auto& seen = root->labels_seen();
+  std::vector<std::size_t> source_extents, target_extents;
+  for (auto* group : {&source, &target}) {
+    for (const std::string& label : *group) {
+      auto it = seen.find(label);
+      if (it == seen.end()) throw ShapeError(where + ": label \"" + label + "\" does not occur in the linked set");
+      (group == &source ? source_extents : target_extents).push_back(it->second);
+    }
+  }
+  if (source.empty() || target.empty()) throw ShapeError(where + ": both sides need at least one label");
+  for (const std::string& label : source) {
+    if (detail::contains_label(target, label)) {
+      throw ShapeError(where + ": label \"" + label + "\" is on both sides");
+    }
+  }
+  if (!map.empty() && (map.source_rank() != source.size() || (map.target_rank() != 0 && map.target_rank() != target.size()))) {
+    throw ShapeError(where + ": the map relates tuples of " + std::to_string(map.source_rank()) + " and " +
+                     std::to_string(map.target_rank()) + " indices but the labels name " +
+                     std::to_string(source.size()) + " and " + std::to_string(target.size()) + " modes");
+  }
+  auto check = [&](const std::vector<std::size_t>& tuple, const std::vector<std::string>& labels,
+                   const std::vector<std::size_t>& extents) {
+    for (std::size_t d = 0; d < tuple.size(); ++d) {
+      if (tuple[d] >= extents[d]) {
+        throw ShapeError(where + ": index " + std::to_string(tuple[d]) + " of label \"" + labels[d] +
+                         "\" is out of range for extent " + std::to_string(extents[d]));
+      }
+    }
+  };
+  for (const auto& [src, targets] : map.entries()) {
+    check(src, source, source_extents);
+    for (const auto& t : targets) check(t, target, target_extents);
+  }
+  root->add_sparse_map({std::move(source), std::move(target), std::make_shared<const SparseMap>(map)});
+  return *this;
+}
+
+#define TENEX_INSTANTIATE_EXPRESSION(T)    \
+  template class Expression<T>;  \
+  template class Nary<1, T>;     \
+  template class Nary<2, T>;
+TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_EXPRESSION)
+#undef TENEX_INSTANTIATE_EXPRESSION
+
+}  // namespace tenex

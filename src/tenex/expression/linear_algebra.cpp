@@ -1,0 +1,201 @@
+// The expressions Einstein notation cannot write: decompositions, slices, chips, powers.
+#include "tenex/expression/chip.hpp"
+#include "tenex/expression/cholesky.hpp"
+#include "tenex/expression/detail/make.hpp"
+#include "tenex/expression/eigen_solve.hpp"
+#include "tenex/expression/pow.hpp"
+#include "tenex/expression/qr.hpp"
+#include "tenex/expression/slice.hpp"
+#include "tenex/expression/svd.hpp"
+
+namespace tenex {
+
+namespace detail {
+
+namespace {
+
+const NodePtr& matrix_operand(const char* operation, const NodePtr& a, bool square) {
+  if (a->labels.size() != 2) {
+    throw ShapeError(std::string("tenex: ") + operation + ": the operand " + a->text() + " has rank " +
+                     std::to_string(a->labels.size()) + "; a matrix (rank 2) is needed");
+  }
+  if (square && a->extents[0] != a->extents[1]) {
+    throw ShapeError(std::string("tenex: ") + operation + ": the operand " + a->text() +
+                     " is not square; a square matrix is needed");
+  }
+  return a;
+}
+
+std::shared_ptr<ExprNode> derived(ExprKind kind, const NodePtr& child) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  node->dtype = child->dtype;
+  node->children = {child};
+  return node;
+}
+
+/// The decomposition node shared by the factors of one call.
+std::shared_ptr<ExprNode> decomposition(OpKind op, std::vector<NodePtr> operands) {
+  auto node = derived(ExprKind::decomposition, operands[0]);
+  node->children = std::move(operands);
+  node->decomposition = op;
+  node->labels = node->children[0]->labels;
+  node->extents = node->children[0]->extents;
+  return node;
+}
+
+std::shared_ptr<ExprNode> factor(const NodePtr& decomp, std::size_t which, std::vector<std::string> labels,
+                                 std::vector<std::size_t> extents) {
+  auto node = derived(ExprKind::factor, decomp);
+  node->which = which;
+  node->labels = std::move(labels);
+  node->extents = std::move(extents);
+  return node;
+}
+
+}  // namespace
+
+}  // namespace detail
+
+using detail::Handle;
+using detail::make_handle;
+using detail::operand_node;
+
+template <class T>
+CholeskyVectors<T> cholesky(const Expression<T>& a) {
+  const auto& node = detail::matrix_operand("cholesky", operand_node(a), true);
+  return CholeskyVectors<T>(make_handle(detail::decomposition(OpKind::cholesky, {node}), {&a.handle()}));
+}
+
+template <class T>
+std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a) {
+  const auto& node = detail::matrix_operand("eigen_solve", operand_node(a), true);
+  auto decomp = detail::decomposition(OpKind::eigen_solve, {node});
+  const auto& l = node->labels;
+  const std::size_t n = node->extents[0];
+  Handle vectors = make_handle(detail::factor(decomp, 0, l, {n, n}), {&a.handle()});
+  Handle values = make_handle(detail::factor(decomp, 1, {l[1]}, {n}), {&a.handle()});
+  return {EigenVectors<T>(std::move(vectors)), EigenValues<T>(std::move(values))};
+}
+
+template <class T>
+std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b) {
+  const auto& node_a = detail::matrix_operand("eigen_solve", operand_node(a), true);
+  const auto& node_b = detail::matrix_operand("eigen_solve", operand_node(b), true);
+  if (node_a->extents != node_b->extents) {
+    throw ShapeError("tenex: eigen_solve: b " + node_b->text() + " must have the shape of a " + node_a->text());
+  }
+  auto decomp = detail::decomposition(OpKind::eigen_solve, {node_a, node_b});
+  const auto& l = node_a->labels;
+  const std::size_t n = node_a->extents[0];
+  Handle vectors = make_handle(detail::factor(decomp, 0, l, {n, n}), {&a.handle(), &b.handle()});
+  Handle values = make_handle(detail::factor(decomp, 1, {l[1]}, {n}), {&vectors});
+  return {EigenVectors<T>(std::move(vectors)), EigenValues<T>(std::move(values))};
+}
+
+template <class T>
+std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
+  const auto& node = detail::matrix_operand("qr", operand_node(a), false);
+  auto decomp = detail::decomposition(OpKind::qr, {node});
+  const auto& l = node->labels;
+  const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
+  const std::string inner = detail::make_new_mode_label();
+  Handle q = make_handle(detail::factor(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
+  Handle r = make_handle(detail::factor(decomp, 1, {inner, l[1]}, {k, n}), {&a.handle()});
+  return {QRFactor<T>(std::move(q)), QRFactor<T>(std::move(r))};
+}
+
+template <class T>
+std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a) {
+  const auto& node = detail::matrix_operand("svd", operand_node(a), false);
+  auto decomp = detail::decomposition(OpKind::svd, {node});
+  const auto& l = node->labels;
+  const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
+  const std::string inner = detail::make_new_mode_label();
+  Handle u = make_handle(detail::factor(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
+  Handle s = make_handle(detail::factor(decomp, 1, {inner}, {k}), {&a.handle()});
+  Handle vt = make_handle(detail::factor(decomp, 2, {inner, l[1]}, {k, n}), {&a.handle()});
+  return {SVDFactor<T>(std::move(u)), SVDFactor<T>(std::move(s)), SVDFactor<T>(std::move(vt))};
+}
+
+template <class T>
+Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<std::size_t> hi) {
+  const auto& node = operand_node(a);
+  const std::size_t rank = node->labels.size();
+  if (lo.size() != rank || hi.size() != rank) {
+    throw ShapeError("tenex: slice: " + node->text() + " needs " + std::to_string(rank) +
+                     " bounds in lo and hi, got " + std::to_string(lo.size()) + " and " + std::to_string(hi.size()));
+  }
+  auto out = detail::derived(detail::ExprKind::slice, node);
+  out->labels = node->labels;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (hi[d] > node->extents[d]) {
+      throw ShapeError("tenex: slice: bound hi = " + std::to_string(hi[d]) + " of label \"" + node->labels[d] +
+                       "\" is out of range for extent " + std::to_string(node->extents[d]) + " in " + node->text());
+    }
+    if (lo[d] > hi[d]) {
+      throw ShapeError("tenex: slice: bounds [" + std::to_string(lo[d]) + ", " + std::to_string(hi[d]) +
+                       ") of label \"" + node->labels[d] + "\" are reversed in " + node->text());
+    }
+    out->extents.push_back(hi[d] - lo[d]);
+  }
+  out->lo = std::move(lo);
+  out->hi = std::move(hi);
+  return Slice<T>(make_handle(std::move(out), {&a.handle()}));
+}
+
+template <class T>
+Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index) {
+  const auto& node = operand_node(a);
+  const std::string name(label);
+  const std::size_t mode = detail::find_label(node->labels, name);
+  if (mode == node->labels.size()) {
+    throw ShapeError("tenex: chip: label \"" + name + "\" is not among the labels of " + node->text());
+  }
+  if (index >= node->extents[mode]) {
+    throw ShapeError("tenex: chip: index " + std::to_string(index) + " of label \"" + name +
+                     "\" is out of range for extent " + std::to_string(node->extents[mode]) + " in " + node->text());
+  }
+  auto out = detail::derived(detail::ExprKind::chip, node);
+  for (std::size_t d = 0; d < node->labels.size(); ++d) {
+    if (d == mode) continue;
+    out->labels.push_back(node->labels[d]);
+    out->extents.push_back(node->extents[d]);
+  }
+  out->mode = mode;
+  out->index = index;
+  return Chip<T>(make_handle(std::move(out), {&a.handle()}));
+}
+
+template <class T>
+Pow<T> pow(const Expression<T>& a, unsigned n) {
+  const auto& node = detail::matrix_operand("pow", operand_node(a), true);
+  auto out = detail::derived(detail::ExprKind::pow, node);
+  out->labels = node->labels;
+  out->extents = node->extents;
+  out->power = n;
+  return Pow<T>(make_handle(std::move(out), {&a.handle()}));
+}
+
+#define TENEX_INSTANTIATE_LINEAR_ALGEBRA(T)                                                                        \
+  template class CholeskyVectors<T>;                                                                     \
+  template class EigenVectors<T>;                                                                        \
+  template class EigenValues<T>;                                                                         \
+  template class QRFactor<T>;                                                                            \
+  template class SVDFactor<T>;                                                                           \
+  template class Slice<T>;                                                                               \
+  template class Chip<T>;                                                                                \
+  template class Pow<T>;                                                                                 \
+  template TENEX_API CholeskyVectors<T> cholesky<T>(const Expression<T>&);                                        \
+  template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&);             \
+  template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&,              \
+                                                                               const Expression<T>&);             \
+  template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&);                             \
+  template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);           \
+  template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>); \
+  template TENEX_API Chip<T> chip<T>(const Expression<T>&, std::string_view, std::size_t);                        \
+  template TENEX_API Pow<T> pow<T>(const Expression<T>&, unsigned);
+TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
+#undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
+
+}  // namespace tenex
