@@ -2,7 +2,7 @@
 # consumer_tests.cmake). Run as a script:
 #
 #   cmake -DMODE=find_package|add_subdirectory -DSOURCE_DIR=<consumer project>
-#         -DWORK_DIR=<scratch dir> -DCONFIG=<build type> -DGENERATOR=<generator>
+#         -DWORK_DIR=<scratch dir> -DGENERATOR=<generator> [-DCONFIG=<build type>]
 #         [-DMAKE_PROGRAM=...] [-DCXX_COMPILER=...] [-DCXX_FLAGS=...]
 #         [-DEXE_LINKER_FLAGS=...] [-DSHARED_LINKER_FLAGS=...] [-DJOBS=N]
 #         find_package only: -DTENEX_BUILD_DIR=<built tenex> -DTENEX_SONAME=<libtenex.so.X.Y>
@@ -15,7 +15,7 @@
 # sanitized tenex needs sanitized consumers) and its `app` must exit with 0.
 cmake_minimum_required(VERSION 3.21)
 
-foreach(required IN ITEMS MODE SOURCE_DIR WORK_DIR CONFIG GENERATOR)
+foreach(required IN ITEMS MODE SOURCE_DIR WORK_DIR GENERATOR)
   if(NOT DEFINED ${required})
     message(FATAL_ERROR "run_consumer.cmake: -D${required}=... is required")
   endif()
@@ -33,7 +33,12 @@ endfunction()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(build_dir "${WORK_DIR}/build")
-set(configure_args -S "${SOURCE_DIR}" -B "${build_dir}" -G "${GENERATOR}" "-DCMAKE_BUILD_TYPE=${CONFIG}")
+set(configure_args -S "${SOURCE_DIR}" -B "${build_dir}" -G "${GENERATOR}")
+set(config_args "")
+if(NOT "${CONFIG}" STREQUAL "")
+  list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${CONFIG}")
+  set(config_args --config "${CONFIG}")
+endif()
 foreach(pair IN ITEMS MAKE_PROGRAM:CMAKE_MAKE_PROGRAM CXX_COMPILER:CMAKE_CXX_COMPILER
                       CXX_COMPILER_LAUNCHER:CMAKE_CXX_COMPILER_LAUNCHER CXX_FLAGS:CMAKE_CXX_FLAGS
                       EXE_LINKER_FLAGS:CMAKE_EXE_LINKER_FLAGS SHARED_LINKER_FLAGS:CMAKE_SHARED_LINKER_FLAGS)
@@ -52,7 +57,10 @@ if(MODE STREQUAL "find_package")
     endif()
   endforeach()
   set(prefix "${WORK_DIR}/prefix")
-  run("${CMAKE_COMMAND}" --install "${TENEX_BUILD_DIR}" --prefix "${prefix}" --config "${CONFIG}")
+  if(NOT TENEX_SONAME MATCHES "^libtenex\\.so\\.[0-9]+")
+    message(FATAL_ERROR "libtenex's SONAME '${TENEX_SONAME}' carries no version (set VERSION and SOVERSION)")
+  endif()
+  run("${CMAKE_COMMAND}" --install "${TENEX_BUILD_DIR}" --prefix "${prefix}" ${config_args})
 
   # What the package must hold: the generated headers, the package files, and
   # the library under its versioned SONAME.
@@ -69,6 +77,7 @@ if(MODE STREQUAL "find_package")
   if(NOT library)
     message(FATAL_ERROR "the install lacks ${TENEX_SONAME} (the versioned SONAME link)")
   endif()
+  list(GET library 0 library)
   find_program(READELF readelf)
   if(READELF)
     execute_process(COMMAND "${READELF}" -d "${library}" OUTPUT_VARIABLE dynamic RESULT_VARIABLE status)
@@ -102,16 +111,20 @@ else()
   message(FATAL_ERROR "run_consumer.cmake: MODE must be find_package or add_subdirectory, not '${MODE}'")
 endif()
 
-set(build_args --build "${build_dir}" --config "${CONFIG}")
+set(build_args --build "${build_dir}" ${config_args})
 if(JOBS)
   list(APPEND build_args --parallel "${JOBS}")
 endif()
 run("${CMAKE_COMMAND}" ${build_args})
 
-file(GLOB_RECURSE app LIST_DIRECTORIES false "${build_dir}/app" "${build_dir}/${CONFIG}/app" "${build_dir}/app.exe"
-     "${build_dir}/${CONFIG}/app.exe")
+set(app "")
+foreach(candidate IN ITEMS "${build_dir}/app" "${build_dir}/${CONFIG}/app" "${build_dir}/app.exe"
+                           "${build_dir}/${CONFIG}/app.exe")
+  if(EXISTS "${candidate}" AND NOT app)
+    set(app "${candidate}")
+  endif()
+endforeach()
 if(NOT app)
   message(FATAL_ERROR "the consumer's app was not built in ${build_dir}")
 endif()
-list(GET app 0 app)
 run("${app}")

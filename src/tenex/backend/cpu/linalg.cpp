@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -81,7 +82,8 @@ void gemm(lapack_int n, const double* a, const double* b, double* c) {
 template <class T>
 std::string routine_name(const char* suffix) {
   static_assert(is_supported_scalar_v<T>, "tenex linear algebra supports T = float and T = double only");
-  return (std::is_same_v<T, float> ? "s" : "d") + std::string(suffix);
+  std::string name(1, std::is_same_v<T, float> ? 's' : 'd');
+  return name += suffix;
 }
 
 // ---- argument preparation.
@@ -89,7 +91,7 @@ std::string routine_name(const char* suffix) {
 // LAPACKE takes 32-bit sizes, and it multiplies them (lda * n) when it transposes.
 lapack_int to_lapack_int(std::size_t extent, const char* operation) {
   if (extent > static_cast<std::size_t>(INT_MAX)) {
-    throw BackendError(std::string(operation) + ": extent " + std::to_string(extent) +
+    throw BackendError("tenex: " + std::string(operation) + ": extent " + std::to_string(extent) +
                        " exceeds the 32-bit LAPACK interface (at most " + std::to_string(INT_MAX) +
                        "); split the problem or use a smaller matrix");
   }
@@ -145,13 +147,13 @@ template <class T>
     for (std::size_t j = 0; j < end; ++j) {
       const T x = a[i * n + j];
       if (!std::isfinite(x)) {
-        throw NumericalError(std::string(operation) + ": " + which + " has a non-finite entry (" +
+        throw NumericalError("tenex: " + std::string(operation) + ": " + which + " has a non-finite entry (" +
                              (std::isnan(x) ? "nan" : "inf") + ") at (" + std::to_string(i) + ", " +
                              std::to_string(j) + "); a decomposition needs finite input");
       }
     }
   }
-  throw InternalError(std::string(operation) + ": a non-finite entry was seen in " + which +
+  throw InternalError("tenex: " + std::string(operation) + ": a non-finite entry was seen in " + which +
                       " but not found again; this is a bug in tenex, please report it");
 }
 
@@ -230,14 +232,14 @@ void check_lapack_info(const char* routine, long long info, std::size_t n) {
   if (info == 0) return;
   const std::string name(routine);
   if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR) {
-    throw BackendError(name + " failed (info = " + std::to_string(info) +
+    throw BackendError("tenex: " + name + " failed (info = " + std::to_string(info) +
                        "): LAPACKE could not allocate its workspace; free memory or use a smaller matrix");
   }
   if (info < 0) {
-    throw InternalError(name + " failed (info = " + std::to_string(info) + "): argument " +
+    throw InternalError("tenex: " + name + " failed (info = " + std::to_string(info) + "): argument " +
                         std::to_string(-info) + " had an illegal value; this is a bug in tenex, please report it");
   }
-  throw NumericalError(name + " failed (info = " + std::to_string(info) +
+  throw NumericalError("tenex: " + name + " failed (info = " + std::to_string(info) +
                        "): " + explain_info(name.size() > 1 ? name.substr(1) : name, info, n));
 }
 
@@ -274,9 +276,10 @@ KernelCount eigen_generalized(const T* a, const T* b, std::size_t n, T* vectors,
   if (n == 0) return count;
   const lapack_int ln = to_lapack_int(n, "eigen_solve");
   if (!copy_lower_checked(a, n, vectors)) throw_non_finite(a, n, n, true, "eigen_solve", "the matrix a");
-  std::vector<T> b_factor(n * n);  // sygvd overwrites b with its Cholesky factor
-  if (!copy_lower_checked(b, n, b_factor.data())) throw_non_finite(b, n, n, true, "eigen_solve", "the matrix b");
-  check_lapack_info(routine_name<T>("sygvd").c_str(), sygvd(ln, vectors, b_factor.data(), values), n);
+  // sygvd overwrites b with its Cholesky factor. Not zero-filled: every element is written.
+  const auto b_factor = std::make_unique_for_overwrite<T[]>(n * n);
+  if (!copy_lower_checked(b, n, b_factor.get())) throw_non_finite(b, n, n, true, "eigen_solve", "the matrix b");
+  check_lapack_info(routine_name<T>("sygvd").c_str(), sygvd(ln, vectors, b_factor.get(), values), n);
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
   count.flops = 34 * dn * dn * dn / 3;
@@ -348,17 +351,17 @@ KernelCount svd(const T* a, std::size_t m, std::size_t n, T* u, T* s, T* vt) {
   const double big = static_cast<double>(std::max(m, n)), small = static_cast<double>(k);
   const double flops_per_call = 14 * big * small * small + 8 * small * small * small;
 
-  std::vector<T> work(m * n);  // gesdd destroys its input
-  if (!copy_checked(a, m * n, work.data())) throw_non_finite(a, m, n, false, "svd", "the matrix");
-  lapack_int info = gesdd(lm, ln, work.data(), s, u, lk, vt);
+  const auto work = std::make_unique_for_overwrite<T[]>(m * n);  // gesdd destroys its input
+  if (!copy_checked(a, m * n, work.get())) throw_non_finite(a, m, n, false, "svd", "the matrix");
+  lapack_int info = gesdd(lm, ln, work.get(), s, u, lk, vt);
   count.calls = 1;
   count.flops = flops_per_call;
   if (info > 0) {
     // bdsdc's divide and conquer failed; the QR iteration of gesvd is slower but may
     // still converge. Its own failure is the one reported.
-    std::copy(a, a + m * n, work.begin());
+    std::copy(a, a + m * n, work.get());
     std::vector<T> superb(k > 1 ? k - 1 : 1);
-    info = gesvd(lm, ln, work.data(), s, u, lk, vt, superb.data());
+    info = gesvd(lm, ln, work.get(), s, u, lk, vt, superb.data());
     check_lapack_info(routine_name<T>("gesvd").c_str(), info, k);
     count.calls = 2;
     count.flops += flops_per_call;
@@ -387,15 +390,15 @@ KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out) {
   // multiply by a where the bit is set. gemm cannot work in place, so the products
   // alternate between out and one temporary, starting in whichever makes the last
   // product land in out; the first product reads a directly, so nothing is copied.
-  const int bits = std::bit_width(p);
+  const int bits = static_cast<int>(std::bit_width(p));
   const int gemms = (bits - 1) + (std::popcount(p) - 1);
-  std::vector<T> temp(gemms >= 2 ? n * n : 0);
-  T* next = gemms % 2 == 1 ? out : temp.data();
+  const auto temp = gemms >= 2 ? std::make_unique_for_overwrite<T[]>(n * n) : nullptr;
+  T* next = gemms % 2 == 1 ? out : temp.get();
   const T* current = a;
   const auto multiply = [&](const T* right) {
     gemm(ln, current, right, next);
     current = next;
-    next = next == out ? temp.data() : out;
+    next = next == out ? temp.get() : out;
   };
   for (int bit = bits - 2; bit >= 0; --bit) {
     multiply(current);

@@ -182,13 +182,14 @@ class Builder {
             c = c->children[0];
           }
           (i == 0 ? p.alpha : p.alpha_b) = factor;
-          ids[i] = build(c, c->labels);
+          // Each term sums the labels nobody above keeps on its own: c(i) = a(i,j) + b(i)
+          // is sum_j a(i,j) + b(i), and a product inside a term contracts them.
+          ids[i] = build(c, filter(c->labels, keep));
         }
         OpKind kind = n->kind == ExprKind::addition      ? OpKind::add
                       : n->kind == ExprKind::subtraction ? OpKind::subtract
                                                          : OpKind::divide;
-        NodeId id = add(kind, n->labels, n->extents, {ids[0], ids[1]}, p);
-        return reduce_to(id, n->labels, n->extents, keep);
+        return add(kind, keep, extents_in(*n, keep), {ids[0], ids[1]}, p);
       }
       case ExprKind::multiplication: return product(n, keep);
       case ExprKind::decomposition: {

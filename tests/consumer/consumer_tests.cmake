@@ -1,0 +1,68 @@
+# Tests that build and run what users build and run. Included by
+# tests/CMakeLists.txt.
+#
+# - consumer_find_package: installs this build into a prefix under the build
+#   directory, then builds and runs find_package/ against it.
+# - consumer_add_subdirectory: builds and runs add_subdirectory/, which builds
+#   tenex from this source tree.
+# - example_mp2_check, example_quickstart: the examples, when they are built.
+# - readme_quickstart_snippet: the README's first code snippet is
+#   examples/quickstart.cpp.
+#
+# The consumer tests build whole projects (the second one all of tenex): they
+# carry the label `consumer`, so `ctest -LE consumer` skips them.
+
+set(_tenex_consumer_work "${CMAKE_CURRENT_BINARY_DIR}/consumer")
+cmake_host_system_information(RESULT _tenex_consumer_jobs QUERY NUMBER_OF_LOGICAL_CORES)
+# The consumers build with this build's toolchain and flags: a sanitized
+# libtenex needs sanitized executables around it.
+set(_tenex_consumer_common
+  "-DCONFIG=$<CONFIG>"
+  "-DGENERATOR=${CMAKE_GENERATOR}"
+  "-DMAKE_PROGRAM=${CMAKE_MAKE_PROGRAM}"
+  "-DCXX_COMPILER=${CMAKE_CXX_COMPILER}"
+  "-DCXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER}"
+  "-DCXX_FLAGS=${CMAKE_CXX_FLAGS}"
+  "-DEXE_LINKER_FLAGS=${CMAKE_EXE_LINKER_FLAGS}"
+  "-DSHARED_LINKER_FLAGS=${CMAKE_SHARED_LINKER_FLAGS}"
+  "-DJOBS=${_tenex_consumer_jobs}")
+
+add_test(NAME consumer_find_package
+  COMMAND "${CMAKE_COMMAND}"
+    -DMODE=find_package
+    "-DSOURCE_DIR=${CMAKE_CURRENT_LIST_DIR}/find_package"
+    "-DWORK_DIR=${_tenex_consumer_work}/find_package"
+    "-DTENEX_BUILD_DIR=${tenex_BINARY_DIR}"
+    "-DTENEX_SONAME=$<TARGET_SONAME_FILE_NAME:tenex>"
+    ${_tenex_consumer_common}
+    -P "${CMAKE_CURRENT_LIST_DIR}/run_consumer.cmake")
+add_test(NAME consumer_add_subdirectory
+  COMMAND "${CMAKE_COMMAND}"
+    -DMODE=add_subdirectory
+    "-DSOURCE_DIR=${CMAKE_CURRENT_LIST_DIR}/add_subdirectory"
+    "-DWORK_DIR=${_tenex_consumer_work}/add_subdirectory"
+    ${_tenex_consumer_common}
+    -P "${CMAKE_CURRENT_LIST_DIR}/run_consumer.cmake")
+# High cost: ctest starts these long ones first, next to the quick tests.
+set_tests_properties(consumer_find_package consumer_add_subdirectory PROPERTIES
+  LABELS consumer
+  COST 1000
+  TIMEOUT 1800)
+
+if(TARGET mp2_energy)
+  file(MAKE_DIRECTORY "${_tenex_consumer_work}/examples")
+  add_test(NAME example_mp2_check
+    COMMAND mp2_energy --nocc 4 --nvirt 10 --naux 30 --check --dot mp2_check.dot
+    WORKING_DIRECTORY "${_tenex_consumer_work}/examples")
+  set_tests_properties(example_mp2_check PROPERTIES LABELS example)
+endif()
+if(TARGET quickstart)
+  add_test(NAME example_quickstart COMMAND quickstart)
+  set_tests_properties(example_quickstart PROPERTIES LABELS example)
+endif()
+add_test(NAME readme_quickstart_snippet
+  COMMAND "${CMAKE_COMMAND}"
+    "-DREADME=${tenex_SOURCE_DIR}/README.md"
+    "-DSNIPPET=${tenex_SOURCE_DIR}/examples/quickstart.cpp"
+    -P "${CMAKE_CURRENT_LIST_DIR}/readme_snippet.cmake")
+set_tests_properties(readme_quickstart_snippet PROPERTIES LABELS example)

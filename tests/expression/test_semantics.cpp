@@ -1,0 +1,950 @@
+// What statements mean and when they run: deferral, reading inside a scope, program
+// order, aliasing, linking, shared intermediates, handles that outlive their operands,
+// threads, value semantics, ranks 0 to 8, zero-size extents, shapes, sparse maps and the
+// operation graph. Results are compared with the naive reference evaluator.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include <tenex/tenex.hpp>
+
+#include "support/reference.hpp"
+
+namespace {
+
+namespace ref = tenex_test::reference;
+using tenex::Shape;
+using tenex::Tensor;
+
+#define TENEX_TEST_APPEND_TYPE(T) , T
+template <class Void, class... T> struct DropFirst { using type = std::tuple<T...>; };
+using Scalars = DropFirst<void TENEX_FOR_EACH_SCALAR(TENEX_TEST_APPEND_TYPE)>::type;
+#undef TENEX_TEST_APPEND_TYPE
+
+template <class T>
+Tensor<T> random_tensor(const Shape& shape, std::uint64_t seed) {
+  ref::Random rng(seed);
+  std::vector<T> values(shape.size());
+  for (T& v : values) v = static_cast<T>(rng.uniform());
+  return Tensor<T>(shape, std::move(values));
+}
+
+template <class T>
+ref::Array array(const Tensor<T>& t, std::string_view labels) {
+  return ref::to_array(t, labels);
+}
+
+template <class T>
+constexpr double tolerance() {
+  return std::is_same_v<T, float> ? 1e-4 : 1e-12;
+}
+
+// "" when `got` has the extents and (within tolerance) the values of `expected`.
+template <class T>
+std::string mismatch(const Tensor<T>& got, const ref::Array& expected) {
+  const ref::Extents extents(got.shape().extents().begin(), got.shape().extents().end());
+  if (extents != expected.extents) {
+    return "shape " + ref::format_extents(extents) + ", expected " + ref::format_extents(expected.extents);
+  }
+  const auto values = got.to_vector();
+  const ref::Array zero{expected.labels, expected.extents, std::vector<double>(expected.values.size(), 0.0)};
+  return ref::compare(std::vector<double>(values.begin(), values.end()), expected, zero, tolerance<T>(),
+                      tolerance<T>());
+}
+
+#define CHECK_MATCHES(got, expected)                   \
+  do {                                                 \
+    const std::string mismatch_ = mismatch(got, expected); \
+    INFO(#got " vs " #expected ": ", mismatch_);       \
+    CHECK(mismatch_.empty());                          \
+  } while (false)
+
+template <class T, class... I>
+T get(const Tensor<T>& t, I... index) {
+  return t.at(index...);
+}
+
+ref::Labels labels(std::string_view text) { return ref::parse_labels(text); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Deferral and evaluation
+
+TEST_CASE("semantics: a one-line statement is evaluated at its semicolon") {
+  auto a = random_tensor<double>({3, 4}, 1), b = random_tensor<double>({4, 5}, 2);
+  Tensor<double> c;
+  CHECK_FALSE(c.has_value());
+  c("i,j") = a("i,k") * b("k,j");
+  CHECK_FALSE(c.pending());
+  CHECK(c.has_value());
+  CHECK(c.shape() == Shape{3, 5});
+  CHECK_MATCHES(c, ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j")));
+}
+
+TEST_CASE("semantics: a named handle keeps its set pending until the end of its scope") {
+  auto a = random_tensor<double>({2, 3}, 3), b = random_tensor<double>({3, 4}, 4);
+  Tensor<double> c, d;
+  {
+    auto ab = a("i,k") * b("k,j");
+    c("i,j") = ab;
+    CHECK(c.pending());
+    CHECK(c.shape() == Shape{2, 4});   // known before evaluation
+    CHECK(c.pending());                // and asking did not evaluate
+    d("j,i") = 2.0 * ab;
+    CHECK(d.pending());
+    CHECK(d.shape() == Shape{4, 2});
+  }
+  CHECK_FALSE(c.pending());
+  CHECK_FALSE(d.pending());
+  const auto expected = ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j"));
+  CHECK_MATCHES(c, expected);
+  CHECK_MATCHES(d, ref::scaled(ref::permuted(expected, labels("j,i")), 2.0));
+}
+
+TEST_CASE("semantics: wait() evaluates a pending result") {
+  auto a = random_tensor<double>({3, 3}, 5);
+  Tensor<double> c;
+  {
+    auto x = a("i,j");
+    c("j,i") = x;
+    CHECK(c.pending());
+    c.wait();
+    CHECK_FALSE(c.pending());
+    CHECK_MATCHES(c, ref::permuted(array(a, "i,j"), labels("j,i")));
+  }
+  CHECK_MATCHES(c, ref::permuted(array(a, "i,j"), labels("j,i")));
+}
+
+TEST_CASE("semantics: reading inside a scope evaluates what is recorded so far") {
+  auto a = random_tensor<double>({2, 3}, 6);
+  Tensor<double> c, d;
+  {
+    auto x = a("i,j");
+    c("i,j") = x * 2.0;
+    CHECK(c.pending());
+    CHECK(get(c, 1, 2) == doctest::Approx(2.0 * get(a, 1, 2)));   // runs what is recorded
+    CHECK_FALSE(c.pending());
+    d("i,j") = x + x;   // recorded after the read: pending again until the scope ends
+    CHECK(d.pending());
+    CHECK_MATCHES(c, ref::scaled(array(a, "i,j"), 2.0));
+  }
+  CHECK_FALSE(d.pending());
+  CHECK_MATCHES(d, ref::scaled(array(a, "i,j"), 2.0));
+  CHECK_MATCHES(c, ref::scaled(array(a, "i,j"), 2.0));
+}
+
+TEST_CASE("semantics: each read accessor evaluates") {
+  auto a = random_tensor<double>({2, 2}, 7);
+  const auto expected = ref::scaled(array(a, "i,j"), 3.0);
+  SUBCASE("data() const") {
+    Tensor<double> c;
+    auto x = a("i,j");
+    c("i,j") = 3.0 * x;
+    const Tensor<double>& cc = c;
+    CHECK(cc.data()[3] == doctest::Approx(expected.values[3]));
+    CHECK_FALSE(c.pending());
+  }
+  SUBCASE("data()") {
+    Tensor<double> c;
+    auto x = a("i,j");
+    c("i,j") = 3.0 * x;
+    CHECK(c.data()[1] == doctest::Approx(expected.values[1]));
+    CHECK_FALSE(c.pending());
+  }
+  SUBCASE("to_vector()") {
+    Tensor<double> c;
+    auto x = a("i,j");
+    c("i,j") = 3.0 * x;
+    CHECK(c.to_vector().size() == 4);
+    CHECK_FALSE(c.pending());
+    CHECK_MATCHES(c, expected);
+  }
+  SUBCASE("at()") {
+    Tensor<double> c;
+    auto x = a("i,j");
+    c("i,j") = 3.0 * x;
+    CHECK(get(c, 1, 0) == doctest::Approx(expected.values[2]));
+    CHECK_FALSE(c.pending());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Program order and aliasing
+
+TEST_CASE("semantics: a later write to an operand does not change a pending result") {
+  Tensor<double> a({2, 2}, {1, 2, 3, 4});
+  Tensor<double> c, d, e;
+  SUBCASE("write through at()") {
+    {
+      auto x = a("i,j");
+      c("i,j") = x * 2.0;
+      a.at(0, 0) = 99;
+      d("i,j") = x * 3.0;        // x read a before the write
+      e("i,j") = a("i,j") * 1.0; // a statement after the write sees it
+    }
+    CHECK(get(c, 0, 0) == 2.0);
+    CHECK(get(d, 0, 0) == 3.0);
+    CHECK(get(e, 0, 0) == 99.0);
+    CHECK(get(a, 0, 0) == 99.0);
+    CHECK(get(c, 1, 1) == 8.0);
+  }
+  SUBCASE("write through data()") {
+    {
+      auto x = a("i,j");
+      c("j,i") = x;
+      a.data()[1] = -5;   // a(0, 1)
+    }
+    CHECK(get(c, 1, 0) == 2.0);
+    CHECK(get(a, 0, 1) == -5.0);
+  }
+  SUBCASE("assignment to the operand") {
+    Tensor<double> b({2, 2}, {10, 20, 30, 40});
+    {
+      auto x = a("i,j");
+      c("i,j") = x * 2.0;
+      a("i,j") = b("i,j") * 1.0;   // a new value for a, in the same scope
+      d("i,j") = a("i,j") + x;     // new a plus old a
+    }
+    CHECK(c.to_vector() == std::vector<double>{2, 4, 6, 8});
+    CHECK(a.to_vector() == std::vector<double>{10, 20, 30, 40});
+    CHECK(d.to_vector() == std::vector<double>{11, 22, 33, 44});
+  }
+  SUBCASE("a statement reads the value an earlier pending statement gives") {
+    {
+      auto x = a("i,j");
+      a("i,j") = x * 2.0;          // a pending: 2 * old a
+      c("i,j") = a("i,j") + x;     // reads the pending a: 3 * old a
+    }
+    CHECK(a.to_vector() == std::vector<double>{2, 4, 6, 8});
+    CHECK(c.to_vector() == std::vector<double>{3, 6, 9, 12});
+  }
+}
+
+TEST_CASE("semantics: a target on its own right side") {
+  SUBCASE("a(i,j) = a(j,i) on a non-square matrix") {
+    auto a = random_tensor<double>({2, 3}, 8);
+    const auto old = array(a, "i,j");
+    a("i,j") = a("j,i");
+    CHECK(a.shape() == Shape{3, 2});
+    CHECK_MATCHES(a, ref::permuted(old, labels("j,i")));
+  }
+  SUBCASE("a(i,j) = a(j,i) on a square matrix") {
+    auto a = random_tensor<double>({4, 4}, 9);
+    const auto old = array(a, "i,j");
+    a("i,j") = a("j,i");
+    CHECK_MATCHES(a, ref::permuted(old, labels("j,i")));
+  }
+  SUBCASE("c(i,j) = c(i,k) * b(k,j)") {
+    auto c = random_tensor<double>({3, 4}, 10), b = random_tensor<double>({4, 4}, 11);
+    const auto old = array(c, "i,k");
+    c("i,j") = c("i,k") * b("k,j");
+    CHECK_MATCHES(c, ref::einsum({old, array(b, "k,j")}, labels("i,j")));
+  }
+  SUBCASE("c(i,j) = b(i,k) * c(k,j) changing the shape") {
+    auto c = random_tensor<double>({4, 2}, 12), b = random_tensor<double>({3, 4}, 13);
+    const auto old = array(c, "k,j");
+    c("i,j") = b("i,k") * c("k,j");
+    CHECK(c.shape() == Shape{3, 2});
+    CHECK_MATCHES(c, ref::einsum({array(b, "i,k"), old}, labels("i,j")));
+  }
+  SUBCASE("c(i,j) += c(j,i)") {
+    auto c = random_tensor<double>({3, 3}, 14);
+    const auto old = array(c, "i,j");
+    c("i,j") += c("j,i");
+    CHECK_MATCHES(c, ref::elementwise(ref::Op::add, old, ref::permuted(old, labels("j,i")), labels("i,j")));
+  }
+  SUBCASE("c(i,j) -= c(j,i)") {
+    auto c = random_tensor<double>({3, 3}, 15);
+    const auto old = array(c, "i,j");
+    c("i,j") -= c("j,i");
+    CHECK_MATCHES(c, ref::elementwise(ref::Op::subtract, old, ref::permuted(old, labels("j,i")), labels("i,j")));
+    for (std::size_t i = 0; i < 3; ++i) CHECK(get(c, i, i) == 0.0);
+  }
+  SUBCASE("c(i,j) += c(i,k) * c(k,j)") {
+    auto c = random_tensor<double>({3, 3}, 16);
+    const auto old = array(c, "i,j");
+    c("i,j") += c("i,k") * c("k,j");
+    const auto square = ref::einsum({ref::make_array("i,k", {3, 3}, old.values), ref::make_array("k,j", {3, 3}, old.values)},
+                                    labels("i,j"));
+    CHECK_MATCHES(c, ref::elementwise(ref::Op::add, old, square, labels("i,j")));
+  }
+  SUBCASE("c(i,j) = c(i,j) + c(j,i) inside a pending scope") {
+    auto c = random_tensor<double>({2, 2}, 17);
+    const auto old = array(c, "i,j");
+    Tensor<double> d;
+    {
+      auto keep = c("i,j");
+      c("i,j") = c("i,j") + c("j,i");
+      d("i,j") = keep * 1.0;   // the old c
+    }
+    CHECK_MATCHES(c, ref::elementwise(ref::Op::add, old, ref::permuted(old, labels("j,i")), labels("i,j")));
+    CHECK_MATCHES(d, old);
+  }
+}
+
+TEST_CASE("semantics: the same tensor several times in one statement") {
+  auto a = random_tensor<double>({3, 3}, 18);
+  const auto x = array(a, "i,j");
+  Tensor<double> square, hadamard, norm;
+  square("i,j") = a("i,k") * a("k,j");
+  hadamard("i,j") = a("i,j") * a("j,i");
+  norm("") = a("i,j") * a("i,j");
+  CHECK_MATCHES(square, ref::einsum({ref::make_array("i,k", {3, 3}, x.values), ref::make_array("k,j", {3, 3}, x.values)},
+                                    labels("i,j")));
+  CHECK_MATCHES(hadamard, ref::einsum({x, ref::make_array("j,i", {3, 3}, x.values)}, labels("i,j")));
+  CHECK_MATCHES(norm, ref::einsum({x, x}, {}));
+}
+
+// ---------------------------------------------------------------------------------------
+// Linking
+
+TEST_CASE("semantics: a pending result used as an operand links the sets") {
+  auto a = random_tensor<double>({3, 4}, 19), b = random_tensor<double>({4, 2}, 20);
+  const auto two_a = ref::scaled(array(a, "i,k"), 2.0);
+  SUBCASE("inside one scope") {
+    Tensor<double> c, d;
+    {
+      auto x = a("i,k");
+      c("i,k") = x * 2.0;
+      d("i,j") = c("i,k") * b("k,j");
+      CHECK(c.pending());
+      CHECK(d.pending());
+    }
+    CHECK_MATCHES(c, two_a);
+    CHECK_MATCHES(d, ref::einsum({two_a, array(b, "k,j")}, labels("i,j")));
+  }
+  SUBCASE("a one-line statement on a result that another scope keeps pending") {
+    Tensor<double> c, d;
+    {
+      auto x = a("i,k");
+      c("i,k") = x * 2.0;
+      {
+        d("i,j") = c("i,k") * b("k,j");   // uses the pending c
+      }
+      CHECK_MATCHES(d, ref::einsum({two_a, array(b, "k,j")}, labels("i,j")));
+    }
+    CHECK_MATCHES(c, two_a);
+  }
+  SUBCASE("a chain of pending results") {
+    Tensor<double> c, d, e;
+    {
+      auto x = a("i,k");
+      c("i,k") = x + x;
+      d("k,i") = c("i,k");
+      e("i,j") = d("k,i") * b("k,j");
+      CHECK(e.pending());
+    }
+    CHECK_MATCHES(d, ref::permuted(two_a, labels("k,i")));
+    CHECK_MATCHES(e, ref::einsum({two_a, array(b, "k,j")}, labels("i,j")));
+  }
+  SUBCASE("two sets merged by one expression") {
+    Tensor<double> c, d, e;
+    auto b2 = random_tensor<double>({3, 4}, 21);
+    {
+      auto x = a("i,k");
+      auto y = b2("i,k");
+      c("i,k") = 2.0 * x;
+      d("i,k") = 3.0 * y;
+      e("i,k") = x - y;   // one set now
+    }
+    CHECK_MATCHES(c, two_a);
+    CHECK_MATCHES(d, ref::scaled(array(b2, "i,k"), 3.0));
+    CHECK_MATCHES(e, ref::elementwise(ref::Op::subtract, array(a, "i,k"), array(b2, "i,k"), labels("i,k")));
+  }
+}
+
+TEST_CASE("semantics: a named intermediate used by two statements is computed once") {
+  constexpr std::size_t m = 8, n = 9, k = 10;
+  auto a = random_tensor<double>({m, k}, 22), b = random_tensor<double>({k, n}, 23);
+  Tensor<double> c, d;
+  {
+    auto ab = a("i,k") * b("k,j");
+    c("i,j") = ab;
+    d("i,j") = 2.0 * ab;
+  }
+  const auto expected = ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j"));
+  CHECK_MATCHES(c, expected);
+  CHECK_MATCHES(d, ref::scaled(expected, 2.0));
+  const tenex::RunStats stats = tenex::last_run_stats();
+  const double gemm = 2.0 * m * n * k;
+  INFO("graph_nodes ", stats.graph_nodes, ", kernels ", stats.kernels, ", flops ", stats.flops);
+  CHECK(stats.graph_nodes >= 3);     // two inputs and the product at least
+  CHECK(stats.graph_nodes <= 10);
+  CHECK(stats.kernels >= 1);
+  CHECK(stats.flops >= gemm);        // the product ran
+  CHECK(stats.flops < 2.0 * gemm);   // once
+  CHECK(stats.seconds >= 0.0);
+}
+
+TEST_CASE("semantics: last_run_stats counts a matrix product") {
+  auto a = random_tensor<double>({6, 7}, 24), b = random_tensor<double>({7, 5}, 25);
+  Tensor<double> c;
+  c("i,j") = a("i,k") * b("k,j");
+  const tenex::RunStats stats = tenex::last_run_stats();
+  CHECK(stats.flops == doctest::Approx(2.0 * 6 * 7 * 5));
+  CHECK(stats.graph_nodes >= 3);
+  CHECK(stats.kernels >= 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Handles
+
+namespace {
+
+tenex::Multiplication<Tensor<double>> product_of_temporaries(std::uint64_t seed) {
+  auto a = random_tensor<double>({2, 3}, seed), b = random_tensor<double>({3, 4}, seed + 1);
+  return a("i,k") * b("k,j");   // a and b die here; the expression keeps their values
+}
+
+auto transposed_sum(Tensor<double>& a, Tensor<double>& b) { return a("i,j") + b("j,i"); }
+
+}  // namespace
+
+TEST_CASE("semantics: expressions stored with auto, returned and outliving their operands") {
+  const auto a = random_tensor<double>({2, 3}, 30), b = random_tensor<double>({3, 4}, 31);
+  const auto expected = ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j"));
+  SUBCASE("returned from a function whose tensors died") {
+    Tensor<double> c;
+    {
+      auto p = product_of_temporaries(30);
+      c("i,j") = p;
+    }
+    CHECK_MATCHES(c, expected);
+  }
+  SUBCASE("used in an expression after the function returned") {
+    Tensor<double> c;
+    c("j,i") = 2.0 * product_of_temporaries(30);
+    CHECK_MATCHES(c, ref::scaled(ref::permuted(expected, labels("j,i")), 2.0));
+  }
+  SUBCASE("auto-typed return") {
+    auto x = random_tensor<double>({2, 2}, 32), y = random_tensor<double>({2, 2}, 33);
+    Tensor<double> c;
+    {
+      auto e = transposed_sum(x, y);
+      c("i,j") = e;
+    }
+    CHECK_MATCHES(c, ref::elementwise(ref::Op::add, array(x, "i,j"), array(y, "j,i"), labels("i,j")));
+  }
+  SUBCASE("an operand made from a temporary tensor") {
+    Tensor<double> c;
+    {
+      auto e = Tensor<double>({2, 2}, {1, 2, 3, 4})("i,j");   // the tensor dies at the ';'
+      c("j,i") = e * 2.0;
+    }
+    CHECK(c.to_vector() == std::vector<double>{2, 6, 4, 8});
+  }
+  SUBCASE("copies of a handle are the same node") {
+    Tensor<double> c;
+    {
+      auto p = product_of_temporaries(30);
+      auto q = p;   // copy
+      c("i,j") = p + q;
+    }
+    CHECK_MATCHES(c, ref::scaled(expected, 2.0));
+  }
+  SUBCASE("an expression stored and assigned twice") {
+    Tensor<double> c, d;
+    auto e = product_of_temporaries(30);
+    c("i,j") = e;
+    d("j,i") = e;
+    CHECK(c.pending());   // e still alive
+    CHECK_MATCHES(c, expected);
+    CHECK_MATCHES(d, ref::permuted(expected, labels("j,i")));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Threads
+
+namespace {
+
+struct ThreadResult {
+  std::string error;
+  std::size_t mismatches = 0;
+  tenex::RunStats stats;
+};
+
+// Builds and evaluates sets of its own, checking each against the reference.
+ThreadResult thread_work(int id) {
+  ThreadResult r;
+  try {
+    for (int rep = 0; rep < 25; ++rep) {
+      const std::size_t m = 3 + static_cast<std::size_t>(id), k = 4 + static_cast<std::size_t>(rep % 3);
+      auto a = random_tensor<double>({m, k}, 1000 * static_cast<std::uint64_t>(id) + static_cast<std::uint64_t>(rep));
+      auto b = random_tensor<double>({k, 5}, 5000 + static_cast<std::uint64_t>(rep));
+      Tensor<double> c, d;
+      {
+        auto x = a("i,k");
+        c("i,j") = x * b("k,j");
+        d("k,i") = 2.0 * x - x;
+      }
+      const auto expected_c = ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j"));
+      const auto expected_d = ref::permuted(array(a, "i,k"), labels("k,i"));
+      if (!mismatch(c, expected_c).empty()) ++r.mismatches;
+      if (!mismatch(d, expected_d).empty()) ++r.mismatches;
+      r.stats = tenex::last_run_stats();
+    }
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("semantics: sets built and evaluated on two threads are independent") {
+  const ThreadResult alone0 = thread_work(0), alone1 = thread_work(1);
+  REQUIRE(alone0.error.empty());
+  REQUIRE(alone1.error.empty());
+  for (int round = 0; round < 4; ++round) {
+    ThreadResult r0, r1;
+    std::thread t0([&] { r0 = thread_work(0); });
+    std::thread t1([&] { r1 = thread_work(1); });
+    t0.join();
+    t1.join();
+    INFO("round ", round, ": ", r0.error, " / ", r1.error);
+    CHECK(r0.error.empty());
+    CHECK(r1.error.empty());
+    CHECK(r0.mismatches == 0);
+    CHECK(r1.mismatches == 0);
+    // RunStats are per thread: each thread sees its own last set.
+    CHECK(r0.stats.flops == alone0.stats.flops);
+    CHECK(r1.stats.flops == alone1.stats.flops);
+    CHECK(r0.stats.graph_nodes == alone0.stats.graph_nodes);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tensors
+
+TEST_CASE("semantics: tensors are values") {
+  Tensor<double> a({2, 2}, {1, 2, 3, 4});
+  SUBCASE("a copy is a copy") {
+    Tensor<double> b = a;
+    b.at(0, 0) = 10;
+    CHECK(get(a, 0, 0) == 1.0);
+    a.at(1, 1) = 7;
+    CHECK(get(b, 1, 1) == 4.0);
+    Tensor<double> c;
+    c = a;
+    a("i,j") = a("j,i");
+    CHECK(c.to_vector() == std::vector<double>{1, 2, 3, 7});
+    CHECK(a.to_vector() == std::vector<double>{1, 3, 2, 7});
+    c.data()[0] = -1;
+    CHECK(get(a, 0, 0) == 1.0);
+  }
+  SUBCASE("a copy made while a result is pending waits for it") {
+    Tensor<double> p;
+    {
+      auto x = a("i,j");
+      p("j,i") = 2.0 * x;
+      CHECK(p.pending());
+      Tensor<double> q = p;
+      CHECK_FALSE(q.pending());
+      CHECK(q.to_vector() == std::vector<double>{2, 6, 4, 8});
+      CHECK_FALSE(p.pending());
+      Tensor<double> r;
+      r = p;
+      CHECK(r.to_vector() == std::vector<double>{2, 6, 4, 8});
+    }
+    CHECK(p.to_vector() == std::vector<double>{2, 6, 4, 8});
+  }
+  SUBCASE("copy assignment from a pending result") {
+    Tensor<double> p, q({5});
+    {
+      auto x = a("i,j");
+      p("i,j") = x + x;
+      q = p;
+      CHECK(q.shape() == Shape{2, 2});
+      CHECK(q.to_vector() == std::vector<double>{2, 4, 6, 8});
+    }
+  }
+  SUBCASE("a moved pending result is still fulfilled") {
+    Tensor<double> moved;
+    {
+      Tensor<double> p;
+      auto x = a("i,j");
+      p("i,j") = 3.0 * x;
+      moved = std::move(p);
+    }
+    CHECK_FALSE(moved.pending());
+    CHECK(moved.to_vector() == std::vector<double>{3, 6, 9, 12});
+  }
+  SUBCASE("constructors") {
+    Tensor<double> none;
+    CHECK_FALSE(none.has_value());
+    CHECK_FALSE(none.pending());
+    Tensor<float> zeros(Shape{2, 3});
+    CHECK(zeros.shape() == Shape{2, 3});
+    CHECK(zeros.rank() == 2);
+    CHECK(zeros.size() == 6);
+    CHECK(zeros.to_vector() == std::vector<float>(6, 0.0f));
+    Tensor<double> scalar(Shape{}, {2.5});
+    CHECK(scalar.rank() == 0);
+    CHECK(scalar.size() == 1);
+    CHECK(scalar.at() == 2.5);
+  }
+  SUBCASE("fill_random and allclose") {
+    Tensor<double> x({3, 4}), y({3, 4}), z({3, 4});
+    tenex::fill_random(x, 42);
+    tenex::fill_random(y, 42);
+    tenex::fill_random(z, 43);
+    CHECK(tenex::allclose(x, y));
+    CHECK_FALSE(tenex::allclose(x, z));
+    for (double v : x.to_vector()) {
+      CHECK(v >= -1.0);
+      CHECK(v < 1.0);
+    }
+    Tensor<double> w;
+    w("i,j") = x("i,j") * 1.0;
+    CHECK(tenex::allclose(w, x));
+    CHECK_FALSE(tenex::allclose(w, Tensor<double>({4, 3})));
+  }
+}
+
+TEST_CASE_TEMPLATE_DEFINE("semantics: ranks 0 to 8", T, semantics_ranks) {
+  const std::vector<std::size_t> pattern = {2, 3, 1, 2, 2, 1, 2, 3};
+  for (std::size_t rank = 0; rank <= 8; ++rank) {
+    INFO("rank ", rank);
+    std::vector<std::size_t> extents(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(rank));
+    ref::Labels names;
+    for (std::size_t m = 0; m < rank; ++m) names.push_back("i" + std::to_string(m));
+    ref::Labels reversed(names.rbegin(), names.rend());
+    const std::string forward = ref::join_labels(names), backward = ref::join_labels(reversed);
+    auto a = random_tensor<T>(Shape(extents), 100 + rank);
+    CHECK(a.rank() == rank);
+    const auto x = array(a, forward);
+
+    Tensor<T> permuted, total, twice, hadamard;
+    permuted(backward) = a(forward);
+    total("") = a(forward);
+    twice(forward) = a(forward) + a(forward);
+    hadamard(backward) = a(forward) * a(forward);
+    CHECK_MATCHES(permuted, ref::permuted(x, reversed));
+    CHECK_MATCHES(total, ref::einsum({x}, {}));
+    CHECK_MATCHES(twice, ref::scaled(x, 2.0));
+    CHECK_MATCHES(hadamard, ref::einsum({x, x}, reversed));
+    CHECK(permuted.rank() == rank);
+    CHECK(total.rank() == 0);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(semantics_ranks, Scalars);
+
+TEST_CASE("semantics: at() on ranks 0 to 8") {
+  Tensor<double> r0(Shape{}, {5.0});
+  CHECK(r0.at() == 5.0);
+  auto r3 = random_tensor<double>({2, 3, 4}, 40);
+  CHECK(r3.at(1, 2, 3) == r3.to_vector()[1 * 12 + 2 * 4 + 3]);
+  auto r8 = random_tensor<double>({2, 2, 2, 2, 2, 2, 2, 2}, 41);
+  CHECK(r8.at(1, 0, 1, 0, 1, 0, 1, 1) == r8.to_vector()[0b10101011]);
+  r8.at(1, 1, 1, 1, 1, 1, 1, 1) = 3.0;
+  CHECK(r8.to_vector()[255] == 3.0);
+}
+
+TEST_CASE("semantics: zero-size extents") {
+  SUBCASE("an empty free mode") {
+    Tensor<double> a({0, 3}), c;
+    auto b = random_tensor<double>({3, 4}, 42);
+    c("i,j") = a("i,k") * b("k,j");
+    CHECK(c.shape() == Shape{0, 4});
+    CHECK(c.size() == 0);
+    CHECK(c.to_vector().empty());
+  }
+  SUBCASE("an empty summed mode gives zeros") {
+    Tensor<double> p({2, 0}), q({0, 3}), r;
+    r("i,j") = p("i,k") * q("k,j");
+    CHECK(r.shape() == Shape{2, 3});
+    CHECK(r.to_vector() == std::vector<double>(6, 0.0));
+  }
+  SUBCASE("sums, permutations and element-wise work on empty tensors") {
+    Tensor<double> z({0, 3}), t, d, e;
+    t("") = z("i,j");
+    CHECK(t.rank() == 0);
+    CHECK(t.at() == 0.0);
+    d("j,i") = z("i,j");
+    CHECK(d.shape() == Shape{3, 0});
+    e("i,j") = z("i,j") + 2.0 * z("i,j");
+    CHECK(e.shape() == Shape{0, 3});
+  }
+  SUBCASE("a zero-size tensor from data") {
+    Tensor<float> z(Shape{4, 0, 2}, std::vector<float>{});
+    CHECK(z.size() == 0);
+    CHECK(z.rank() == 3);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Labels, broadcasting, diagonals
+
+TEST_CASE("semantics: labels may be long and have spaces around them") {
+  auto a = random_tensor<double>({3, 4}, 50), b = random_tensor<double>({4, 2}, 51);
+  Tensor<double> c, d;
+  c(" mu , nu ") = a("mu,lambda") * b(" lambda,nu");
+  d("nu,mu") = a("mu , nu");
+  CHECK_MATCHES(c, ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j")));
+  CHECK_MATCHES(d, ref::permuted(array(a, "i,j"), labels("j,i")));
+}
+
+TEST_CASE_TEMPLATE_DEFINE("semantics: broadcasting, traces and diagonals", T, semantics_broadcast) {
+  auto e = random_tensor<T>({3}, 52), f = random_tensor<T>({4}, 53), a = random_tensor<T>({4, 4}, 54);
+  auto s = random_tensor<T>(Shape{}, 55);
+  Tensor<T> D, tr, diag, shifted, ratio;
+  D("i,a") = e("i") - f("a");
+  tr("") = a("i,i");
+  diag("i") = a("i,i");
+  shifted("a,b") = a("a,b") + s("");
+  auto g = random_tensor<T>({4}, 56);
+  for (std::size_t k = 0; k < 4; ++k) g.at(k) = static_cast<T>(1.5) + g.at(k);   // in [0.5, 2.5)
+  ratio("a,i") = e("i") / g("a");
+  const auto E = array(e, "i"), F = array(f, "a"), A = array(a, "i,i"), S = array(s, "");
+  CHECK_MATCHES(D, ref::elementwise(ref::Op::subtract, E, F, labels("i,a")));
+  CHECK_MATCHES(tr, ref::einsum({A}, {}));
+  CHECK_MATCHES(diag, ref::einsum({A}, labels("i")));
+  CHECK_MATCHES(shifted, ref::elementwise(ref::Op::add, array(a, "a,b"), S, labels("a,b")));
+  CHECK_MATCHES(ratio, ref::elementwise(ref::Op::divide, E, array(g, "a"), labels("a,i")));
+}
+TEST_CASE_TEMPLATE_APPLY(semantics_broadcast, Scalars);
+
+// ---------------------------------------------------------------------------------------
+// Shapes
+
+TEST_CASE("semantics: shapes compose without data") {
+  Shape a{3, 4}, b{4, 5}, c;
+  c("i,j") = a("i,k") * b("k,j");
+  CHECK(c == Shape{3, 5});
+  Shape d;
+  d("j,i") = a("i,j");
+  CHECK(d == Shape{4, 3});
+  Shape e{3}, f{7}, g;
+  g("i,a") = e("i") - f("a");
+  CHECK(g == Shape{3, 7});
+  Shape t;
+  t("") = a("i,k") * b("k,j");
+  CHECK(t.rank() == 0);
+  CHECK(t == Shape{});
+  Shape h{4, 4}, diag;
+  diag("i") = h("i,i");
+  CHECK(diag == Shape{4});
+  Shape x{2, 3}, y{3, 4}, z{4, 5, 6}, w;
+  w("l,i,m") = x("i,j") * y("j,k") * z("k,l,m");
+  CHECK(w == Shape{5, 2, 6});
+  Shape scoped;
+  {
+    auto xk = a("i,k");
+    scoped("i,j") = xk * b("k,j");
+  }
+  CHECK(scoped == Shape{3, 5});
+  Shape bad{5, 6};
+  CHECK_THROWS_AS(c("i,j") = a("i,k") * bad("k,j"), tenex::ShapeError);
+  CHECK(c == Shape{3, 5});
+}
+
+// ---------------------------------------------------------------------------------------
+// Sparse maps
+
+TEST_CASE("semantics: sparse maps zero the elements they exclude") {
+  auto a = random_tensor<double>({3, 4}, 60), b = random_tensor<double>({4, 5}, 61);
+  const auto product = ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j"));
+  tenex::SparseMap L;
+  L.insert({0}, {{0}, {1}});
+  L.insert({1}, {{1}, {2}});
+  L.insert({2}, {{3}, {4}, {0}});
+  ref::SparsePattern pattern{{"i"}, {"j"}, {}};
+  pattern.allowed[{0}] = {{0}, {1}};
+  pattern.allowed[{1}] = {{1}, {2}};
+  pattern.allowed[{2}] = {{3}, {4}, {0}};
+  const auto expected = ref::masked(product, pattern);
+
+  SUBCASE("registered on the product") {
+    Tensor<double> c;
+    {
+      auto x = a("i,k") * b("k,j");
+      x.set_sparse_map("i", "j", L);
+      c("i,j") = x;
+    }
+    CHECK_MATCHES(c, expected);
+    CHECK(get(c, 0, 3) == 0.0);
+    CHECK(get(c, 0, 0) != 0.0);
+  }
+  SUBCASE("registered through another handle of the set, permuted target") {
+    Tensor<double> c;
+    {
+      auto ai = a("i,k");
+      auto x = ai * b("k,j");
+      ai.set_sparse_map("i", "j", L);   // j occurs in the set through x
+      c("j,i") = x;
+    }
+    CHECK_MATCHES(c, ref::permuted(expected, labels("j,i")));
+  }
+  SUBCASE("built from a std::map") {
+    tenex::SparseMap M(std::map<std::size_t, std::vector<std::size_t>>{{0, {0, 1}}, {1, {1, 2}}, {2, {3, 4, 0}}});
+    Tensor<double> c;
+    {
+      auto x = a("i,k") * b("k,j");
+      x.set_sparse_map("i", "j", M);
+      c("i,j") = x;
+    }
+    CHECK_MATCHES(c, expected);
+  }
+  SUBCASE("on an element-wise result") {
+    auto e = random_tensor<double>({3}, 62), f = random_tensor<double>({5}, 63);
+    Tensor<double> D;
+    {
+      auto d = e("i") - f("j");
+      d.set_sparse_map("i", "j", L);
+      D("i,j") = d;
+    }
+    CHECK_MATCHES(D, ref::masked(ref::elementwise(ref::Op::subtract, array(e, "i"), array(f, "j"), labels("i,j")),
+                                 pattern));
+  }
+  SUBCASE("a map over two modes") {
+    auto v = random_tensor<double>({2, 3}, 64), w = random_tensor<double>({2, 2}, 65);
+    tenex::SparseMap P;
+    ref::SparsePattern pp{{"i", "j"}, {"a", "b"}, {}};
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (std::size_t j = 0; j < 2; ++j) {
+        std::vector<tenex::SparseMap::Index> allowed = {{(i + j) % 3, j}, {2, 1 - j}};
+        P.insert({i, j}, allowed);
+        for (const auto& t : allowed) pp.allowed[{i, j}].insert(t);
+      }
+    }
+    Tensor<double> c;
+    {
+      auto x = v("i,a") * w("j,b");
+      x.set_sparse_map("i,j", "a,b", P);
+      c("i,j,a,b") = x;
+    }
+    CHECK_MATCHES(c, ref::masked(ref::einsum({array(v, "i,a"), array(w, "j,b")}, labels("i,j,a,b")), pp));
+  }
+  SUBCASE("operands that honour the map contract as usual") {
+    // a2 is zero where the map excludes (i, j): the map is a true statement about it.
+    auto a2 = ref::masked(array(random_tensor<double>({3, 5}, 66), "i,j"), pattern);
+    Tensor<double> t(Shape{3, 5}, a2.values);
+    auto v = random_tensor<double>({5}, 67);
+    Tensor<double> d;
+    {
+      auto x = t("i,j") * v("j");
+      x.set_sparse_map("i", "j", L);
+      d("i") = x;
+    }
+    CHECK_MATCHES(d, ref::einsum({a2, array(v, "j")}, labels("i")));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The operation graph
+
+namespace {
+
+std::size_t count_kind(const tenex::OpGraph& g, tenex::OpKind kind) {
+  std::size_t n = 0;
+  for (tenex::NodeId id = 0; id < g.size(); ++id) n += g.node(id).kind == kind ? 1 : 0;
+  return n;
+}
+
+bool contains(const std::string& text, std::string_view what) { return text.find(what) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("graph: to_dot shows each node's operation, labels and extents") {
+  auto a = random_tensor<double>({7, 11}, 70), b = random_tensor<double>({11, 7}, 71);
+  tenex::OpGraph g;
+  auto amn = a("mu,nu");
+  auto e = amn + 2.0 * b("nu,mu");
+  const tenex::NodeId n = e.add_to_graph(g);
+  CHECK(n < g.size());
+  CHECK_NOTHROW(g.validate());
+  CHECK(g.topological_order().size() == g.size());
+  CHECK(g.node(n).kind == tenex::OpKind::add);
+  CHECK(count_kind(g, tenex::OpKind::add) == 1);
+  CHECK(count_kind(g, tenex::OpKind::scale) == 1);
+  CHECK(count_kind(g, tenex::OpKind::input) == 2);
+  const std::string dot = g.to_dot();
+  INFO(dot);
+  CHECK(contains(dot, "digraph"));
+  CHECK(contains(dot, tenex::op_kind_name(tenex::OpKind::add)));
+  CHECK(contains(dot, tenex::op_kind_name(tenex::OpKind::scale)));
+  CHECK(contains(dot, tenex::op_kind_name(tenex::OpKind::input)));
+  CHECK(contains(dot, "mu"));
+  CHECK(contains(dot, "nu"));
+  CHECK(contains(dot, "7"));
+  CHECK(contains(dot, "11"));
+  CHECK(contains(dot, "->"));
+
+  tenex::OpGraph p;
+  (a("i,k") * b("k,j")).add_to_graph(p);
+  CHECK(count_kind(p, tenex::OpKind::contract) == 1);
+  CHECK(contains(p.to_dot(), tenex::op_kind_name(tenex::OpKind::contract)));
+}
+
+TEST_CASE("graph: a shared node is added once") {
+  auto a = random_tensor<double>({3, 4}, 72), b = random_tensor<double>({4, 5}, 73);
+  auto x = a("i,k") * b("k,j");
+  tenex::OpGraph g;
+  const tenex::NodeId first = x.add_to_graph(g);
+  const std::size_t size = g.size();
+  CHECK(x.add_to_graph(g) == first);
+  CHECK(g.size() == size);
+  auto copy = x;
+  CHECK(copy.add_to_graph(g) == first);
+  CHECK(g.size() == size);
+  auto scaled = x * 2.0;
+  scaled.add_to_graph(g);
+  CHECK(g.size() == size + 1);   // only the scale is new
+
+  tenex::OpGraph twice;
+  (x + x).add_to_graph(twice);
+  CHECK(count_kind(twice, tenex::OpKind::contract) == 1);
+  CHECK(count_kind(twice, tenex::OpKind::add) == 1);
+  CHECK(count_kind(twice, tenex::OpKind::input) == 2);
+}
+
+TEST_CASE("graph: TENEX_DUMP_GRAPH writes each evaluated set") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tenex-dump-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto a = random_tensor<double>({3, 4}, 74), b = random_tensor<double>({4, 5}, 75);
+  Tensor<double> c, d;
+  ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);
+  c("i,j") = a("i,k") * b("k,j");
+  d("j,i") = c("i,j") + c("i,j");
+  ::unsetenv("TENEX_DUMP_GRAPH");
+  Tensor<double> after;
+  after("i,j") = a("i,j") * 1.0;   // not dumped
+
+  std::vector<fs::path> dumps;
+  const std::regex name(R"(set-[0-9]+\.dot)");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    INFO("file ", entry.path().filename().string());
+    CHECK(std::regex_match(entry.path().filename().string(), name));
+    dumps.push_back(entry.path());
+  }
+  CHECK(dumps.size() == 2);
+  bool saw_contract = false;
+  for (const auto& path : dumps) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    CHECK(contains(text.str(), "digraph"));
+    saw_contract = saw_contract || contains(text.str(), tenex::op_kind_name(tenex::OpKind::contract));
+  }
+  CHECK(saw_contract);
+  CHECK_MATCHES(d, ref::scaled(ref::permuted(array(c, "i,j"), labels("j,i")), 2.0));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,111 @@
+// A naive reference evaluator of generalized Einstein notation, the trusted
+// oracle of the test suite.
+//
+// It works on std::vector<double> with plain nested loops over every value of
+// every label: an einsum sums, over every label the output does not keep, the
+// product of the operands' elements. A label repeated inside one operand takes
+// its diagonal; an operand without labels is a scalar. Nothing here is clever,
+// so that it can be trusted.
+//
+//   auto a = reference::make_array("i,k", {2, 3}, values_a);
+//   auto b = reference::make_array("k,j", {3, 4}, values_b);
+//   auto c = reference::einsum({a, b}, reference::parse_labels("i,j"));   // a matrix product
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tenex_test::reference {
+
+using Extents = std::vector<std::size_t>;
+using Labels = std::vector<std::string>;
+
+/// "i, j,mu" -> {"i", "j", "mu"}; "" -> {} (a scalar). Spaces around labels are dropped.
+Labels parse_labels(std::string_view text);
+/// {"i", "j"} -> "i,j".
+std::string join_labels(const Labels& labels);
+/// {2, 3} -> "{2, 3}".
+std::string format_extents(const Extents& extents);
+
+/// A dense row-major array whose modes carry labels (labels may repeat: a diagonal).
+struct Array {
+  Labels labels;
+  Extents extents;
+  std::vector<double> values;
+};
+
+/// Checks that values.size() is the product of the extents and that labels match the rank.
+Array make_array(std::string_view labels, Extents extents, std::vector<double> values);
+std::size_t element_count(const Extents& extents);
+
+/// out[out_labels] = sum over every other label of the product of all operands.
+/// Every output label must occur in some operand and be unique; one label must have one
+/// extent everywhere. The result's labels are `out_labels`, its extents follow from the operands.
+Array einsum(const std::vector<Array>& operands, const Labels& out_labels);
+
+enum class Op { add, subtract, multiply, divide };
+
+/// out[out_labels] = a op b element-wise, matched by label; an operand lacking a label is
+/// broadcast along it. Every label of a and b must be in out_labels (repeated labels in
+/// an operand read its diagonal).
+Array elementwise(Op op, const Array& a, const Array& b, const Labels& out_labels);
+
+/// alpha * a.
+Array scaled(const Array& a, double alpha);
+/// |a| element-wise: with einsum and elementwise(add) it gives the magnitude of the terms a
+/// computation sums, which scales the tolerance of a comparison.
+Array absolute(const Array& a);
+
+/// The same data with the modes reordered to `labels` (a permutation of a.labels, unique).
+Array permuted(const Array& a, const Labels& labels);
+
+/// A sparse map: for each tuple of source indices, the allowed tuples of target indices.
+struct SparsePattern {
+  Labels from;
+  Labels to;
+  std::map<std::vector<std::size_t>, std::set<std::vector<std::size_t>>> allowed;
+};
+
+/// Zeroes the elements of `a` the pattern excludes: those whose (from) indices have an entry
+/// and whose (to) indices are not allowed by it, and those whose (from) indices have no entry.
+/// Both label lists must be labels of `a`.
+Array masked(const Array& a, const SparsePattern& pattern);
+
+/// Compares `got` element-wise with `expected`: |got - expected| <= atol + rtol * (|expected| +
+/// magnitude), where `magnitude` is the same computation on absolute values (the size of the
+/// terms summed). Returns "" when every element passes, else a description of the failures.
+std::string compare(const std::vector<double>& got, const Array& expected, const Array& magnitude, double rtol,
+                    double atol);
+
+/// The elements and shape of a tenex tensor (any type with to_vector() and shape().extents())
+/// as a labelled reference array.
+template <class TensorLike>
+Array to_array(const TensorLike& t, std::string_view labels) {
+  const auto values = t.to_vector();
+  return make_array(labels, Extents(t.shape().extents().begin(), t.shape().extents().end()),
+                    std::vector<double>(values.begin(), values.end()));
+}
+
+/// Deterministic pseudo-random numbers (splitmix64): the same on every platform and compiler.
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  std::uint64_t next();
+  /// Uniform in [0, n).
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+  /// Uniform in [lo, hi].
+  int between(int lo, int hi) { return lo + static_cast<int>(below(static_cast<std::size_t>(hi - lo + 1))); }
+  /// Uniform in [-1, 1).
+  double uniform();
+  bool chance(double p) { return (next() >> 11) * (1.0 / 9007199254740992.0) < p; }
+
+ private:
+  std::uint64_t state_;
+};
+
+}  // namespace tenex_test::reference
