@@ -203,6 +203,8 @@ Array absolute(const Array& a) {
   return r;
 }
 
+Array relabelled(const Array& a, std::string_view labels) { return make_array(labels, a.extents, a.values); }
+
 Array permuted(const Array& a, const Labels& labels) {
   check_unique(a.labels, "permuted input");
   if (labels.size() != a.labels.size()) throw std::invalid_argument("reference: permuted needs the same labels");

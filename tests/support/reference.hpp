@@ -61,6 +61,9 @@ Array scaled(const Array& a, double alpha);
 /// computation sums, which scales the tolerance of a comparison.
 Array absolute(const Array& a);
 
+/// The same data under other labels: `relabelled(c, "j,i")` is the operand `c("j,i")`.
+Array relabelled(const Array& a, std::string_view labels);
+
 /// The same data with the modes reordered to `labels` (a permutation of a.labels, unique).
 Array permuted(const Array& a, const Labels& labels);
 

@@ -85,6 +85,8 @@ class TENEX_API OpGraph {
   /// (wrong arity, labels and extents of different lengths, repeated labels, a cycle).
   void validate() const;
 
+  /// Makes operand `index` of `consumer` be `operand`.
+  void set_operand(NodeId consumer, std::size_t index, NodeId operand);
   /// Makes every consumer of `from` use `to` instead.
   void replace_uses(NodeId from, NodeId to);
   /// Removes the nodes that no output needs (all nodes when the graph has no output

@@ -154,6 +154,20 @@ void OpGraph::validate() const {
   (void)topological_order();
 }
 
+void OpGraph::set_operand(NodeId consumer, std::size_t index, NodeId operand) {
+  impl_->check(consumer);
+  impl_->check(operand);
+  std::vector<Graph::edge_descriptor> doomed;
+  for (auto [it, end] = boost::in_edges(consumer, impl_->graph); it != end; ++it) {
+    if (impl_->graph[*it].operand_index == index) doomed.push_back(*it);
+  }
+  if (doomed.empty()) {
+    throw InternalError("tenex: OpGraph: node " + std::to_string(consumer) + " has no operand " + std::to_string(index));
+  }
+  for (auto e : doomed) boost::remove_edge(e, impl_->graph);
+  boost::add_edge(operand, consumer, EdgeData{index}, impl_->graph);
+}
+
 void OpGraph::replace_uses(NodeId from, NodeId to) {
   impl_->check(from);
   impl_->check(to);

@@ -12,6 +12,7 @@ namespace tenex::detail::cpu {
 
 using Modes = std::vector<int>;
 using Extents = std::vector<std::size_t>;
+using Strides = std::vector<std::ptrdiff_t>;
 
 /// What a kernel did, for RunStats.
 struct KernelCount {
@@ -23,6 +24,16 @@ struct KernelCount {
 template <class T>
 KernelCount permute(const T* in, const Extents& in_extents, const std::vector<std::size_t>& perm, T* out,
                     T alpha = T(1));
+
+/// out[x] = alpha * in[x] + beta * out[x] for every multi-index x of `extents`, where in and
+/// out address element x through their own strides (in elements, non-negative). The out
+/// strides must give distinct elements distinct addresses; in and out must not overlap.
+/// beta == 0 means out is not read. The permutation kernel behind permute, the scatter of
+/// the contraction engine and the pre-permutations of its operands. `parallel == false`
+/// runs on the calling thread only (for use from inside another parallel region).
+template <class T>
+KernelCount strided_copy(const T* in, const Strides& in_strides, T* out, const Strides& out_strides,
+                         const Extents& extents, T alpha, T beta, bool parallel = true);
 
 /// out[out_modes] = alpha * sum over the modes of `in` that out lacks of in[in_modes].
 /// in_modes MAY repeat (a repeated id takes the diagonal); out_modes are unique and a

@@ -172,16 +172,9 @@ class Builder {
       case ExprKind::addition:
       case ExprKind::subtraction:
       case ExprKind::division: {
-        OpParams p;
         NodeId ids[2];
         for (int i = 0; i < 2; ++i) {
-          NodePtr c = n->children[i];
-          double factor = 1.0;
-          while (c->kind == ExprKind::scale) {  // fold scalar factors into the element-wise kernel
-            factor *= c->factor;
-            c = c->children[0];
-          }
-          (i == 0 ? p.alpha : p.alpha_b) = factor;
+          const NodePtr& c = n->children[i];
           // Each term sums the labels nobody above keeps on its own: c(i) = a(i,j) + b(i)
           // is sum_j a(i,j) + b(i), and a product inside a term contracts them.
           ids[i] = build(c, filter(c->labels, keep));
@@ -189,7 +182,7 @@ class Builder {
         OpKind kind = n->kind == ExprKind::addition      ? OpKind::add
                       : n->kind == ExprKind::subtraction ? OpKind::subtract
                                                          : OpKind::divide;
-        return add(kind, keep, extents_in(*n, keep), {ids[0], ids[1]}, p);
+        return add(kind, keep, extents_in(*n, keep), {ids[0], ids[1]});
       }
       case ExprKind::multiplication: return product(n, keep);
       case ExprKind::decomposition: {

@@ -1,0 +1,440 @@
+// Permutation and reduction kernels of the CPU backend.
+//
+// Every permutation is one strided scaled copy, out[x] = alpha * in[x] + beta * out[x], over a
+// multi-index x. Its modes are first simplified (extent-1 modes dropped, modes contiguous in
+// both arrays merged). The copy then runs row by row when the output's fastest mode is also
+// the input's fastest, and otherwise as a transpose of those two modes in small square tiles,
+// so that reads and writes both touch whole cache lines while a tile sits in L1.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/scalar.hpp"
+
+namespace tenex::detail::cpu {
+namespace {
+
+struct Dim {
+  std::size_t extent;
+  std::ptrdiff_t in;   // element stride in the input
+  std::ptrdiff_t out;  // element stride in the output
+};
+
+// Below this many elements a kernel runs on one thread: a parallel region costs microseconds.
+constexpr std::size_t kParallelMin = std::size_t{1} << 15;
+// Side of the tiles of the transpose path: a tile of doubles is 8 KiB, so its input lines
+// and output lines stay in L1 while it is copied.
+constexpr std::size_t kTile = 32;
+// Rows longer than this are cut into pieces when there are too few rows to share out.
+constexpr std::size_t kRowPiece = 4096;
+
+std::size_t product(const Extents& extents) {
+  std::size_t n = 1;
+  for (std::size_t e : extents) n *= e;
+  return n;
+}
+
+Strides row_major_strides(const Extents& extents) {
+  Strides strides(extents.size());
+  std::ptrdiff_t s = 1;
+  for (std::size_t d = extents.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= static_cast<std::ptrdiff_t>(extents[d]);
+  }
+  return strides;
+}
+
+bool run_parallel(bool allowed, std::size_t work) {
+  return allowed && work >= kParallelMin && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
+// Drops extent-1 modes, orders the others by decreasing output stride and merges neighbours
+// that are contiguous in both arrays. Returns false when an extent is zero (nothing to copy).
+bool simplify(std::vector<Dim>& dims) {
+  for (const Dim& d : dims) {
+    if (d.extent == 0) return false;
+  }
+  std::erase_if(dims, [](const Dim& d) { return d.extent == 1; });
+  std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.out > y.out; });
+  std::vector<Dim> merged;
+  for (const Dim& d : dims) {
+    const auto e = static_cast<std::ptrdiff_t>(d.extent);
+    if (!merged.empty() && merged.back().out == d.out * e && merged.back().in == d.in * e) {
+      merged.back() = {merged.back().extent * d.extent, d.in, d.out};
+    } else {
+      merged.push_back(d);
+    }
+  }
+  dims = std::move(merged);
+  return true;
+}
+
+// A multi-index over `dims` in row-major order that tracks its input and output offsets.
+class Odometer {
+ public:
+  Odometer(const std::vector<Dim>& dims, std::size_t linear) : dims_(dims), index_(dims.size(), 0) {
+    for (std::size_t d = dims.size(); d-- > 0;) {
+      index_[d] = linear % dims[d].extent;
+      linear /= dims[d].extent;
+      in_ += static_cast<std::ptrdiff_t>(index_[d]) * dims[d].in;
+      out_ += static_cast<std::ptrdiff_t>(index_[d]) * dims[d].out;
+    }
+  }
+  void next() {
+    for (std::size_t d = dims_.size(); d-- > 0;) {
+      in_ += dims_[d].in;
+      out_ += dims_[d].out;
+      if (++index_[d] < dims_[d].extent) return;
+      in_ -= static_cast<std::ptrdiff_t>(dims_[d].extent) * dims_[d].in;
+      out_ -= static_cast<std::ptrdiff_t>(dims_[d].extent) * dims_[d].out;
+      index_[d] = 0;
+    }
+  }
+  std::ptrdiff_t in() const { return in_; }
+  std::ptrdiff_t out() const { return out_; }
+
+ private:
+  const std::vector<Dim>& dims_;
+  std::vector<std::size_t> index_;
+  std::ptrdiff_t in_ = 0;
+  std::ptrdiff_t out_ = 0;
+};
+
+template <class T>
+void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std::ptrdiff_t so, std::size_t n,
+              T alpha, T beta) {
+  if (si == 1 && so == 1) {
+    if (beta == T(0)) {
+      for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x];
+    } else {
+      for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x] + beta * out[x];
+    }
+    return;
+  }
+  if (beta == T(0)) {
+    for (std::size_t x = 0; x < n; ++x) out[x * so] = alpha * in[x * si];
+  } else {
+    for (std::size_t x = 0; x < n; ++x) out[x * so] = alpha * in[x * si] + beta * out[x * so];
+  }
+}
+
+// One tile of the transpose path: `no` elements along the output's fastest mode (input
+// stride in_o, output stride out_o) times `ni` along the input's fastest (in_i, out_i).
+template <class T>
+void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i, T* __restrict out,
+               std::ptrdiff_t out_o, std::ptrdiff_t out_i, std::size_t no, std::size_t ni, T alpha, T beta) {
+  if (in_i == 1 && out_o == 1) {
+    // Read rows of the input into a local tile, then write rows of the output from it: both
+    // sides of memory are walked along their unit stride.
+    T tile[kTile][kTile];
+    for (std::size_t o = 0; o < no; ++o) {
+      const T* row = in + static_cast<std::ptrdiff_t>(o) * in_o;
+      for (std::size_t i = 0; i < ni; ++i) tile[i][o] = row[i];
+    }
+    for (std::size_t i = 0; i < ni; ++i) {
+      T* row = out + static_cast<std::ptrdiff_t>(i) * out_i;
+      if (beta == T(0)) {
+        for (std::size_t o = 0; o < no; ++o) row[o] = alpha * tile[i][o];
+      } else {
+        for (std::size_t o = 0; o < no; ++o) row[o] = alpha * tile[i][o] + beta * row[o];
+      }
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < ni; ++i) {
+    copy_row(in + static_cast<std::ptrdiff_t>(i) * in_i, in_o, out + static_cast<std::ptrdiff_t>(i) * out_i, out_o,
+             no, alpha, beta);
+  }
+}
+
+// The copy over simplified dims, rows of the output's fastest mode.
+template <class T>
+void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel) {
+  const Dim inner = dims.back();
+  dims.pop_back();
+  std::size_t outer = 1;
+  for (const Dim& d : dims) outer *= d.extent;
+  const std::size_t total = outer * inner.extent;
+  const bool par = run_parallel(parallel, total);
+  // Too few rows to share among the threads: cut each row into pieces.
+  std::size_t piece = inner.extent;
+  if (par && outer < 8 * static_cast<std::size_t>(omp_get_max_threads()) && inner.extent > 2 * kRowPiece) {
+    piece = kRowPiece;
+  }
+  const std::size_t pieces = (inner.extent + piece - 1) / piece;
+  const std::size_t units = outer * pieces;
+#pragma omp parallel if (par)
+  {
+    const auto threads = static_cast<std::size_t>(omp_get_num_threads());
+    const auto me = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t begin = units * me / threads, end = units * (me + 1) / threads;
+    if (begin < end) {
+      Odometer at(dims, begin / pieces);
+      std::size_t p = begin % pieces;
+      for (std::size_t u = begin; u < end; ++u) {
+        const std::size_t x0 = p * piece, n = std::min(piece, inner.extent - x0);
+        const auto x = static_cast<std::ptrdiff_t>(x0);
+        copy_row(in + at.in() + x * inner.in, inner.in, out + at.out() + x * inner.out, inner.out, n, alpha, beta);
+        if (++p == pieces) {
+          p = 0;
+          at.next();
+        }
+      }
+    }
+  }
+}
+
+// The copy over simplified dims when the input's fastest mode (dims[fast]) is not the
+// output's: both modes are cut into tiles.
+template <class T>
+void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T alpha, T beta, bool parallel) {
+  const Dim o = dims.back();
+  const Dim i = dims[fast];
+  dims.pop_back();
+  dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(fast));
+  std::size_t outer = 1;
+  for (const Dim& d : dims) outer *= d.extent;
+  const std::size_t tiles_o = (o.extent + kTile - 1) / kTile, tiles_i = (i.extent + kTile - 1) / kTile;
+  const std::size_t tiles = tiles_o * tiles_i;
+  const std::size_t units = outer * tiles;
+  const bool par = run_parallel(parallel, outer * o.extent * i.extent);
+#pragma omp parallel if (par)
+  {
+    const auto threads = static_cast<std::size_t>(omp_get_num_threads());
+    const auto me = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t begin = units * me / threads, end = units * (me + 1) / threads;
+    if (begin < end) {
+      Odometer at(dims, begin / tiles);
+      std::size_t t = begin % tiles;
+      for (std::size_t u = begin; u < end; ++u) {
+        const std::size_t ti = t / tiles_o, to = t % tiles_o;
+        const std::size_t i0 = ti * kTile, o0 = to * kTile;
+        const std::ptrdiff_t in_off = at.in() + static_cast<std::ptrdiff_t>(i0) * i.in + static_cast<std::ptrdiff_t>(o0) * o.in;
+        const std::ptrdiff_t out_off =
+            at.out() + static_cast<std::ptrdiff_t>(i0) * i.out + static_cast<std::ptrdiff_t>(o0) * o.out;
+        copy_tile(in + in_off, o.in, i.in, out + out_off, o.out, i.out, std::min(kTile, o.extent - o0),
+                  std::min(kTile, i.extent - i0), alpha, beta);
+        if (++t == tiles) {
+          t = 0;
+          at.next();
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel) {
+  if (!simplify(dims)) return;
+  if (dims.empty()) {
+    out[0] = beta == T(0) ? alpha * in[0] : alpha * in[0] + beta * out[0];
+    return;
+  }
+  std::size_t fast = dims.size() - 1;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d].in < dims[fast].in) fast = d;
+  }
+  // Rows when the output's fastest mode is also the input's fastest, or when it is nearly
+  // so (a short jump in the input still reads whole cache lines across a few rows).
+  if (fast == dims.size() - 1 || dims.back().in <= 4) {
+    copy_rows(in, out, std::move(dims), alpha, beta, parallel);
+  } else {
+    copy_tiles(in, out, std::move(dims), fast, alpha, beta, parallel);
+  }
+}
+
+template <class T>
+double copy_flops(std::size_t n, T alpha, T beta) {
+  return static_cast<double>(n) * ((alpha != T(1) ? 1.0 : 0.0) + (beta != T(0) ? 2.0 : 0.0));
+}
+
+// Accumulates over the summed dims for each element of the kept dims (see reduce).
+template <class T>
+void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
+  std::size_t kept_count = 1, summed_count = 1;
+  for (const Dim& d : kept) kept_count *= d.extent;
+  for (const Dim& d : summed) summed_count *= d.extent;
+  const bool par = run_parallel(parallel, kept_count * summed_count);
+  // Summed dims walk the input in memory order, fastest last.
+  std::stable_sort(summed.begin(), summed.end(), [](const Dim& x, const Dim& y) { return x.in > y.in; });
+  std::ptrdiff_t fastest_kept = -1;
+  for (std::size_t d = 0; d < kept.size(); ++d) {
+    if (fastest_kept < 0 || kept[d].in < kept[static_cast<std::size_t>(fastest_kept)].in) {
+      fastest_kept = static_cast<std::ptrdiff_t>(d);
+    }
+  }
+  const bool lanes = fastest_kept >= 0 && (summed.empty() || kept[static_cast<std::size_t>(fastest_kept)].in < summed.back().in);
+  if (lanes) {
+    // The input's fastest mode is kept: each summed index adds a whole lane of outputs
+    // (contiguous reads), so the lane is the inner loop.
+    const Dim lane = kept[static_cast<std::size_t>(fastest_kept)];
+    kept.erase(kept.begin() + fastest_kept);
+    std::size_t units = 1;
+    for (const Dim& d : kept) units *= d.extent;
+#pragma omp parallel if (par)
+    {
+      const auto threads = static_cast<std::size_t>(omp_get_num_threads());
+      const auto me = static_cast<std::size_t>(omp_get_thread_num());
+      const std::size_t begin = units * me / threads, end = units * (me + 1) / threads;
+      if (begin < end) {
+        Odometer at(kept, begin);
+        for (std::size_t u = begin; u < end; ++u, at.next()) {
+          Odometer s(summed, 0);
+          for (std::size_t x = 0; x < summed_count; ++x, s.next()) {
+            copy_row(in + at.in() + s.in(), lane.in, out + at.out(), lane.out, lane.extent, alpha,
+                     x == 0 ? T(0) : T(1));
+          }
+        }
+      }
+    }
+    return;
+  }
+  // The input's fastest mode is summed: each output is one sum with contiguous inner reads.
+  const Dim inner = summed.back();
+  summed.pop_back();
+#pragma omp parallel if (par)
+  {
+    const auto threads = static_cast<std::size_t>(omp_get_num_threads());
+    const auto me = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t begin = kept_count * me / threads, end = kept_count * (me + 1) / threads;
+    if (begin < end) {
+      std::size_t outer = summed_count / inner.extent;
+      Odometer at(kept, begin);
+      for (std::size_t u = begin; u < end; ++u, at.next()) {
+        T sum = T(0);
+        Odometer s(summed, 0);
+        for (std::size_t x = 0; x < outer; ++x, s.next()) {
+          const T* p = in + at.in() + s.in();
+          for (std::size_t y = 0; y < inner.extent; ++y) sum += p[static_cast<std::ptrdiff_t>(y) * inner.in];
+        }
+        out[at.out()] = alpha * sum;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+KernelCount strided_copy(const T* in, const Strides& in_strides, T* out, const Strides& out_strides,
+                         const Extents& extents, T alpha, T beta, bool parallel) {
+  if (in_strides.size() != extents.size() || out_strides.size() != extents.size()) {
+    throw std::invalid_argument("strided_copy: " + std::to_string(extents.size()) + " extents but " +
+                                std::to_string(in_strides.size()) + " input and " +
+                                std::to_string(out_strides.size()) + " output strides");
+  }
+  std::vector<Dim> dims(extents.size());
+  for (std::size_t d = 0; d < extents.size(); ++d) dims[d] = {extents[d], in_strides[d], out_strides[d]};
+  copy_dims(in, out, std::move(dims), alpha, beta, parallel);
+  return {copy_flops(product(extents), alpha, beta), 1};
+}
+
+template <class T>
+KernelCount permute(const T* in, const Extents& in_extents, const std::vector<std::size_t>& perm, T* out, T alpha) {
+  const std::size_t rank = in_extents.size();
+  if (perm.size() != rank) {
+    throw std::invalid_argument("permute: permutation of length " + std::to_string(perm.size()) +
+                                " for a tensor of rank " + std::to_string(rank));
+  }
+  std::vector<bool> seen(rank, false);
+  for (std::size_t p : perm) {
+    if (p >= rank || seen[p]) throw std::invalid_argument("permute: the permutation repeats or exceeds a mode");
+    seen[p] = true;
+  }
+  const Strides in_strides = row_major_strides(in_extents);
+  Extents out_extents(rank);
+  for (std::size_t d = 0; d < rank; ++d) out_extents[d] = in_extents[perm[d]];
+  const Strides out_strides = row_major_strides(out_extents);
+  std::vector<Dim> dims(rank);
+  for (std::size_t d = 0; d < rank; ++d) dims[d] = {out_extents[d], in_strides[perm[d]], out_strides[d]};
+  // The identity permutation simplifies to one contiguous row: a scaled copy.
+  copy_dims(in, out, std::move(dims), alpha, T(0), true);
+  return {copy_flops(product(in_extents), alpha, T(0)), 1};
+}
+
+template <class T>
+KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes, T* out, const Modes& out_modes,
+                   T alpha) {
+  if (in_extents.size() != in_modes.size()) {
+    throw std::invalid_argument("reduce: " + std::to_string(in_modes.size()) + " modes for " +
+                                std::to_string(in_extents.size()) + " extents");
+  }
+  const Strides in_strides = row_major_strides(in_extents);
+  // Distinct ids of the input in order of first appearance; a repeated id is a diagonal,
+  // addressed with the sum of the strides of its occurrences.
+  Modes ids;
+  std::vector<Dim> modes;  // per distinct id: extent, input stride
+  bool repeated = false;
+  for (std::size_t p = 0; p < in_modes.size(); ++p) {
+    auto it = std::find(ids.begin(), ids.end(), in_modes[p]);
+    if (it == ids.end()) {
+      ids.push_back(in_modes[p]);
+      modes.push_back({in_extents[p], in_strides[p], 0});
+      continue;
+    }
+    Dim& d = modes[static_cast<std::size_t>(it - ids.begin())];
+    if (d.extent != in_extents[p]) {
+      throw std::invalid_argument("reduce: mode " + std::to_string(in_modes[p]) + " repeats with extents " +
+                                  std::to_string(d.extent) + " and " + std::to_string(in_extents[p]));
+    }
+    d.in += in_strides[p];
+    repeated = true;
+  }
+  std::vector<bool> kept(ids.size(), false);
+  Extents out_extents;
+  for (int id : out_modes) {
+    auto it = std::find(ids.begin(), ids.end(), id);
+    if (it == ids.end()) throw std::invalid_argument("reduce: output mode " + std::to_string(id) + " is not an input mode");
+    const auto x = static_cast<std::size_t>(it - ids.begin());
+    if (kept[x]) throw std::invalid_argument("reduce: output mode " + std::to_string(id) + " repeats");
+    kept[x] = true;
+    out_extents.push_back(modes[x].extent);
+  }
+  if (!repeated && out_modes.size() == in_modes.size()) {
+    std::vector<std::size_t> perm;
+    for (int id : out_modes) perm.push_back(static_cast<std::size_t>(std::find(in_modes.begin(), in_modes.end(), id) - in_modes.begin()));
+    return permute(in, in_extents, perm, out, alpha);
+  }
+  const std::size_t out_size = product(out_extents);
+  if (out_size == 0) return {0, 0};
+  const Strides out_strides = row_major_strides(out_extents);
+  std::vector<Dim> kept_dims, summed_dims;
+  for (std::size_t d = 0; d < out_modes.size(); ++d) {
+    const auto x = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), out_modes[d]) - ids.begin());
+    if (modes[x].extent > 1) kept_dims.push_back({modes[x].extent, modes[x].in, out_strides[d]});
+  }
+  std::size_t summed_count = 1;
+  for (std::size_t x = 0; x < ids.size(); ++x) {
+    if (kept[x]) continue;
+    summed_count *= modes[x].extent;
+    if (modes[x].extent > 1) summed_dims.push_back(modes[x]);
+  }
+  if (summed_count == 0) {
+    // An empty sum.
+    const bool par = run_parallel(true, out_size);
+#pragma omp parallel for if (par)
+    for (std::size_t x = 0; x < out_size; ++x) out[x] = T(0);
+    return {0, 1};
+  }
+  if (summed_dims.empty()) {
+    // Only diagonals and extent-1 sums: a strided copy.
+    copy_dims(in, out, std::move(kept_dims), alpha, T(0), true);
+    return {copy_flops(out_size, alpha, T(0)), 1};
+  }
+  reduce_dims(in, out, std::move(kept_dims), std::move(summed_dims), alpha, true);
+  return {static_cast<double>(out_size) * static_cast<double>(summed_count), 1};
+}
+
+#define TENEX_INSTANTIATE_PERMUTE(T)                                                                             \
+  template KernelCount strided_copy<T>(const T*, const Strides&, T*, const Strides&, const Extents&, T, T, bool); \
+  template KernelCount permute<T>(const T*, const Extents&, const std::vector<std::size_t>&, T*, T);              \
+  template KernelCount reduce<T>(const T*, const Extents&, const Modes&, T*, const Modes&, T);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PERMUTE)
+#undef TENEX_INSTANTIATE_PERMUTE
+
+}  // namespace tenex::detail::cpu

@@ -1,0 +1,292 @@
+// Errors of the linear algebra expressions. Bad statements (a decomposition of a tensor
+// that is not a matrix, a non-square input where one is needed, slice bounds out of range,
+// reversed or miscounted, an unknown chip label or an index out of range, mismatched
+// generalized eigenproblem operands) throw ShapeError at the statement, with the messages
+// pinned here, and leave the target as it was. A matrix that is not positive definite is
+// an evaluation error: stored, and rethrown as NumericalError by every read.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <tenex/tenex.hpp>
+
+namespace {
+
+using tenex::Shape;
+using tenex::Tensor;
+
+#define TENEX_TEST_APPEND_TYPE(T) , T
+template <class Void, class... T> struct DropFirst { using type = std::tuple<T...>; };
+using Scalars = DropFirst<void TENEX_FOR_EACH_SCALAR(TENEX_TEST_APPEND_TYPE)>::type;
+#undef TENEX_TEST_APPEND_TYPE
+
+template <class T>
+Tensor<T> counting(const Shape& shape) {
+  std::vector<T> v(shape.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i + 1);
+  return Tensor<T>(shape, v);
+}
+
+// A target with a value of its own, to check that a rejected statement leaves it alone.
+template <class T>
+Tensor<T> sentinel() {
+  return Tensor<T>(Shape{2}, {T(7), T(8)});
+}
+
+template <class T>
+void check_sentinel(const Tensor<T>& t) {
+  CHECK_FALSE(t.pending());
+  CHECK(t.shape() == Shape{2});
+  CHECK(t.to_vector() == std::vector<T>{T(7), T(8)});
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: decompositions need matrices", T, la_errors_rank) {
+  auto a = counting<T>({2, 3, 4});
+  auto target = sentinel<T>();
+  auto second = sentinel<T>();
+  auto third = sentinel<T>();
+  CHECK_THROWS_WITH_AS(target("i,j,k") = tenex::cholesky(a("i,j,k")),
+                       "tenex: cholesky: the operand (\"i,j,k\") {2, 3, 4} has rank 3; a matrix (rank 2) is needed",
+                       tenex::ShapeError);
+  CHECK_THROWS_AS(static_cast<void>(tenex::cholesky(a("i,j,k"))), tenex::ShapeError);
+  check_sentinel(target);
+  CHECK_THROWS_WITH_AS(std::make_pair(target("i,j"), second("j")) = tenex::eigen_solve(a("i,j,k")),
+                       "tenex: eigen_solve: the operand (\"i,j,k\") {2, 3, 4} has rank 3; a matrix (rank 2) is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  check_sentinel(second);
+  CHECK_THROWS_WITH_AS(tenex::tie(target("i,k"), second("k,j")) = tenex::qr(a("i,j,k")),
+                       "tenex: qr: the operand (\"i,j,k\") {2, 3, 4} has rank 3; a matrix (rank 2) is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  check_sentinel(second);
+  auto v = counting<T>({5});
+  CHECK_THROWS_WITH_AS(tenex::tie(target("i,k"), second("k"), third("k,j")) = tenex::svd(v("i")),
+                       "tenex: svd: the operand (\"i\") {5} has rank 1; a matrix (rank 2) is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  check_sentinel(second);
+  check_sentinel(third);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::pow(v("i"), 2),
+                       "tenex: pow: the operand (\"i\") {5} has rank 1; a matrix (rank 2) is needed", tenex::ShapeError);
+  check_sentinel(target);
+  // The operands are untouched.
+  CHECK(a.to_vector() == counting<T>({2, 3, 4}).to_vector());
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_rank, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: square matrices where they are needed", T, la_errors_square) {
+  auto a = counting<T>({3, 4});
+  auto target = sentinel<T>();
+  auto second = sentinel<T>();
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::cholesky(a("i,j")),
+                       "tenex: cholesky: the operand (\"i,j\") {3, 4} is not square; a square matrix is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  CHECK_THROWS_WITH_AS(std::make_pair(target("i,j"), second("j")) = tenex::eigen_solve(a("i,j")),
+                       "tenex: eigen_solve: the operand (\"i,j\") {3, 4} is not square; a square matrix is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  check_sentinel(second);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::pow(a("i,j"), 3),
+                       "tenex: pow: the operand (\"i,j\") {3, 4} is not square; a square matrix is needed",
+                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::pow(a("i,j"), 0),
+                       "tenex: pow: the operand (\"i,j\") {3, 4} is not square; a square matrix is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  // QR and SVD take any matrix: no error for the same operand.
+  Tensor<T> q, r;
+  CHECK_NOTHROW(tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j")));
+  CHECK(q.shape() == Shape{3, 3});
+  CHECK(r.shape() == Shape{3, 4});
+  // A square result of a non-square operand's expression is fine: cholesky(a a^T).
+  Tensor<T> l;
+  CHECK_NOTHROW(l("i,j") = tenex::cholesky(a("i,k") * a("j,k")));
+  CHECK(l.shape() == Shape{3, 3});
+  // The check is on the operand expression: a slice that makes it square is accepted,
+  // one that does not is not.
+  CHECK_NOTHROW(target("i,j") = tenex::pow(tenex::slice(a("i,j"), {0, 1}, {3, 4}), 2));
+  CHECK(target.shape() == Shape{3, 3});
+  auto kept = sentinel<T>();
+  CHECK_THROWS_WITH_AS(kept("i,j") = tenex::pow(tenex::slice(a("i,j"), {0, 0}, {2, 3}), 2),
+                       "tenex: pow: the operand (\"i,j\") {2, 3} is not square; a square matrix is needed",
+                       tenex::ShapeError);
+  check_sentinel(kept);
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_square, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: generalized eigenproblem operands", T, la_errors_generalized) {
+  auto a = counting<T>({3, 3});
+  auto b = counting<T>({4, 4});
+  auto target = sentinel<T>();
+  auto second = sentinel<T>();
+  CHECK_THROWS_WITH_AS(std::make_pair(target("i,j"), second("j")) = tenex::eigen_solve(a("i,j"), b("i,j")),
+                       "tenex: eigen_solve: b (\"i,j\") {4, 4} must have the shape of a (\"i,j\") {3, 3}",
+                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(tenex::tie(target("i,j"), second("j")) = tenex::eigen_solve(a("i,j"), b("i,j")),
+                       "tenex: eigen_solve: b (\"i,j\") {4, 4} must have the shape of a (\"i,j\") {3, 3}",
+                       tenex::ShapeError);
+  CHECK_THROWS_AS(static_cast<void>(tenex::eigen_solve(a("i,j"), b("i,j"))), tenex::ShapeError);
+  check_sentinel(target);
+  check_sentinel(second);
+  // b not square, and b not a matrix.
+  auto wide = counting<T>({3, 4});
+  CHECK_THROWS_WITH_AS(static_cast<void>(tenex::eigen_solve(a("i,j"), wide("i,j"))),
+                       "tenex: eigen_solve: the operand (\"i,j\") {3, 4} is not square; a square matrix is needed",
+                       tenex::ShapeError);
+  auto cube = counting<T>({3, 3, 3});
+  CHECK_THROWS_WITH_AS(static_cast<void>(tenex::eigen_solve(a("i,j"), cube("i,j,k"))),
+                       "tenex: eigen_solve: the operand (\"i,j,k\") {3, 3, 3} has rank 3; a matrix (rank 2) is needed",
+                       tenex::ShapeError);
+  check_sentinel(target);
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_generalized, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: slice bounds", T, la_errors_slice) {
+  auto a = counting<T>({3, 4});
+  auto target = sentinel<T>();
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::slice(a("i,j"), {0, 0}, {2, 5}),
+                       "tenex: slice: bound hi = 5 of label \"j\" is out of range for extent 4 in (\"i,j\") {3, 4}",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::slice(a("i,j"), {0, 0}, {4, 4}),
+                       "tenex: slice: bound hi = 4 of label \"i\" is out of range for extent 3 in (\"i,j\") {3, 4}",
+                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::slice(a("i,j"), {2, 0}, {1, 4}),
+                       "tenex: slice: bounds [2, 1) of label \"i\" are reversed in (\"i,j\") {3, 4}",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::slice(a("i,j"), {0}, {1}),
+                       "tenex: slice: (\"i,j\") {3, 4} needs 2 bounds in lo and hi, got 1 and 1", tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::slice(a("i,j"), {0, 0}, {1}),
+                       "tenex: slice: (\"i,j\") {3, 4} needs 2 bounds in lo and hi, got 2 and 1", tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(target("i,j") = tenex::slice(a("i,j"), {0, 0, 0}, {1, 1, 1}),
+                       "tenex: slice: (\"i,j\") {3, 4} needs 2 bounds in lo and hi, got 3 and 3", tenex::ShapeError);
+  check_sentinel(target);
+  // The bounds are checked against the operand expression's labels and extents.
+  CHECK_THROWS_WITH_AS(
+      target("j,i") = tenex::slice(tenex::permute(a("i,j"), "j,i"), {0, 0}, {4, 4}),
+      "tenex: slice: bound hi = 4 of label \"i\" is out of range for extent 3 in (\"j,i\") {4, 3}", tenex::ShapeError);
+  check_sentinel(target);
+  // Edges that are fine: hi = extent, lo = hi (empty).
+  Tensor<T> ok;
+  CHECK_NOTHROW(ok("i,j") = tenex::slice(a("i,j"), {3, 4}, {3, 4}));
+  CHECK(ok.shape() == Shape{0, 0});
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_slice, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: chip label and index", T, la_errors_chip) {
+  auto a = counting<T>({3, 4});
+  auto target = sentinel<T>();
+  CHECK_THROWS_WITH_AS(target("j") = tenex::chip(a("i,j"), "x", 0),
+                       "tenex: chip: label \"x\" is not among the labels of (\"i,j\") {3, 4}", tenex::ShapeError);
+  check_sentinel(target);
+  CHECK_THROWS_WITH_AS(target("j") = tenex::chip(a("i,j"), "i", 3),
+                       "tenex: chip: index 3 of label \"i\" is out of range for extent 3 in (\"i,j\") {3, 4}",
+                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(target("i") = tenex::chip(a("i,j"), "j", 4),
+                       "tenex: chip: index 4 of label \"j\" is out of range for extent 4 in (\"i,j\") {3, 4}",
+                       tenex::ShapeError);
+  check_sentinel(target);
+  CHECK_NOTHROW(target("i") = tenex::chip(a("i,j"), "j", 3));
+  CHECK(target.shape() == Shape{3});
+  CHECK(target.at(1) == a.at(1, 3));
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_chip, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: cholesky of a matrix that is not positive definite", T,
+                          la_errors_not_spd) {
+  // Symmetric with eigenvalues 1 - 2 sqrt(2), 1 and 1 + 2 sqrt(2): indefinite.
+  Tensor<T> a(Shape{3, 3}, {1, 2, 0, 2, 1, 2, 0, 2, 1});
+  Tensor<T> l;
+  CHECK_NOTHROW(l("i,j") = tenex::cholesky(a("i,j")));
+  CHECK(l.shape() == Shape{3, 3});
+  const Tensor<T>& cl = l;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    CHECK_THROWS_AS(l.at(0, 0), tenex::NumericalError);
+    CHECK_THROWS_AS(cl.at(2, 2), tenex::NumericalError);
+    CHECK_THROWS_AS(l.data(), tenex::NumericalError);
+    CHECK_THROWS_AS(cl.data(), tenex::NumericalError);
+    CHECK_THROWS_AS(l.wait(), tenex::NumericalError);
+    CHECK_THROWS_AS(l.to_vector(), tenex::NumericalError);
+  }
+  try {
+    l.wait();
+    FAIL("no exception");
+  } catch (const tenex::NumericalError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("potrf") != std::string::npos);
+    CHECK(what.find("info") != std::string::npos);
+  }
+
+  // A later statement that reads the failed result fails at its own read.
+  Tensor<T> b(Shape{3}, {1, 1, 1}), y;
+  bool thrown_at_statement = false;
+  try {
+    y("i") = l("i,j") * b("j");
+  } catch (const tenex::Error&) {
+    thrown_at_statement = true;
+  }
+  CHECK_FALSE(thrown_at_statement);
+  CHECK_THROWS_AS(y.at(0), tenex::Error);
+  CHECK_THROWS_AS(y.to_vector(), tenex::Error);
+  try {
+    y.wait();
+    FAIL("no exception");
+  } catch (const tenex::Error& e) {
+    CHECK(std::string(e.what()).find("potrf") != std::string::npos);
+  }
+
+  // In one set with a consumer: both report the error.
+  Tensor<T> l2, z;
+  {
+    auto lij = tenex::cholesky(a("i,j"));
+    l2("i,j") = lij;
+    z("i") = lij * b("j");
+  }
+  CHECK_THROWS_AS(l2.wait(), tenex::NumericalError);
+  CHECK_THROWS_AS(z.wait(), tenex::Error);
+
+  // Failures of a decomposition in a composed expression: the leading 2 x 2 block of a is
+  // indefinite too.
+  Tensor<T> x;
+  CHECK_NOTHROW(x("i") = tenex::cholesky(tenex::slice(a("i,j"), {0, 0}, {2, 2})) * tenex::slice(b("j"), {0}, {2}));
+  CHECK_THROWS_AS(x.wait(), tenex::NumericalError);
+
+  // The operand is untouched and the target takes a new value.
+  CHECK(a.to_vector() == std::vector<T>{1, 2, 0, 2, 1, 2, 0, 2, 1});
+  Tensor<T> spd(Shape{3, 3}, {4, 2, 0, 2, 5, 1, 0, 1, 3});
+  l("i,j") = tenex::cholesky(spd("i,j"));
+  CHECK_NOTHROW(l.wait());
+  CHECK(l.at(0, 0) > T(0));
+  CHECK(l.at(0, 1) == T(0));
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_not_spd, Scalars);
+
+TEST_CASE("linear algebra errors: a negative definite b in the generalized eigenproblem") {
+  // sygvd factorises b with potrf first: an indefinite b is an evaluation error.
+  Tensor<double> a(Shape{2, 2}, {1, 0, 0, 1});
+  Tensor<double> b(Shape{2, 2}, {1, 2, 2, 1});
+  Tensor<double> v, w;
+  CHECK_NOTHROW(std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j"), b("i,j")));
+  CHECK_THROWS_AS(v.wait(), tenex::NumericalError);
+  CHECK_THROWS_AS(w.wait(), tenex::NumericalError);
+  CHECK_THROWS_AS(w.at(0), tenex::NumericalError);
+  try {
+    w.wait();
+    FAIL("no exception");
+  } catch (const tenex::Error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("sygvd") != std::string::npos);
+    CHECK(what.find("info") != std::string::npos);
+  }
+}
