@@ -417,12 +417,15 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: cholesky of permuted, sliced, chipped
   const Tensor<T> a = random_spd<T>(n, 21, 5.0);
   Tensor<T> a_in = a;
 
-  Tensor<T> l1, l2, l3;
-  l1("i,j") = tenex::cholesky(tenex::permute(a_in("i,j"), "j,i"));
+  // Labels are names: the factor of an operand labelled (j,i) is labelled (j,i), so a
+  // target written ("j,i") holds L itself and one written ("i,j") its transpose.
+  Tensor<T> l1, l1t, l2, l3;
+  l1("j,i") = tenex::cholesky(tenex::permute(a_in("i,j"), "j,i"));
   check_cholesky(a, l1);   // A^T = A
-  l2("i,j") = tenex::cholesky(a_in("j,i"));
+  l1t("i,j") = tenex::cholesky(tenex::permute(a_in("i,j"), "j,i"));
+  check_upper(l1t);
+  l2("j,i") = tenex::cholesky(a_in("j,i"));
   check_cholesky(a, l2);
-  // The (j,i)-labelled factor of a("j,i") assigned to (i,j) is the transpose of L.
   l3("i,j") = tenex::cholesky(a_in("j,i"));
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) CHECK(l3.at(i, j) == l2.at(j, i));
@@ -658,7 +661,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: eigen_solve composes inside expressio
 
   // Eigenvalues of a permuted operand (A^T = A) and of a slice (a principal block).
   Tensor<T> vp, wp, vs, ws;
-  std::make_pair(vp("i,j"), wp("j")) = tenex::eigen_solve(tenex::permute(a_in("i,j"), "j,i"));
+  std::make_pair(vp("j,i"), wp("i")) = tenex::eigen_solve(tenex::permute(a_in("i,j"), "j,i"));
   check_eigen(a, vp, wp);
   std::make_pair(vs("i,j"), ws("j")) = tenex::eigen_solve(tenex::slice(a_in("i,j"), {1, 1}, {5, 5}));
   check_eigen(tensor<T>(block(dense(a), 1, 5, 1, 5)), vs, ws);
@@ -842,8 +845,8 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: qr of square, tall and wide matrices"
       Tensor<T> q, r;
       {
         auto [qe, re] = tenex::qr(a_in("i,j"));
-        q("row,new") = qe;
-        r("inner,col") = re;
+        q("i,new") = qe;
+        r("inner,j") = re;
       }
       check_qr(a, q, r);
     }
@@ -877,7 +880,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: qr of permuted, sliced and summed ope
 
   // A^T (4 x 6, wide) through a permutation.
   Tensor<T> q, r;
-  tenex::tie(q("i,k"), r("k,j")) = tenex::qr(tenex::permute(a_in("i,j"), "j,i"));
+  tenex::tie(q("j,k"), r("k,i")) = tenex::qr(tenex::permute(a_in("i,j"), "j,i"));
   check_qr(tensor<T>(transpose(ad)), q, r);
 
   // A block in the middle of A.
@@ -1004,7 +1007,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: svd of structured and non-contiguous 
   Tensor<T> a_in = a;
   const Dense ad = dense(a);
   Tensor<T> up, sp, vtp;
-  tenex::tie(up("i,k"), sp("k"), vtp("k,j")) = tenex::svd(tenex::permute(a_in("i,j"), "j,i"));
+  tenex::tie(up("j,k"), sp("k"), vtp("k,i")) = tenex::svd(tenex::permute(a_in("i,j"), "j,i"));
   check_svd(tensor<T>(transpose(ad)), up, sp, vtp);
   Tensor<T> us, ss, vts;
   tenex::tie(us("i,k"), ss("k"), vts("k,j")) = tenex::svd(tenex::slice(a_in("i,j"), {2, 1}, {6, 3}));
@@ -1240,7 +1243,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: pow against repeated products", T, la
     for (std::size_t j = 0; j < n; ++j) CHECK(pt.at(i, j) == p4.at(j, i));
   }
   Tensor<T> ptp;
-  ptp("i,j") = tenex::pow(tenex::permute(a("i,j"), "j,i"), 4);   // (A^T)^4 = (A^4)^T
+  ptp("j,i") = tenex::pow(tenex::permute(a("i,j"), "j,i"), 4);   // (A^T)^4 = (A^4)^T
   CHECK(distance(dense(ptp), transpose(dense(p4))) <= tolerance<T>(4 * n, std::pow(norm(abs_a), 4)));
 
   // Sizes 0 and 1.
