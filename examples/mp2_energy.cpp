@@ -13,9 +13,9 @@
 //   mp2_energy [--nocc 20] [--nvirt 120] [--naux 400] [--dot mp2.dot] [--check]
 //
 // Prints the energy, the wall time and the GFLOP/s tenex counted; writes the
-// graph of the energy expression as Graphviz DOT (and SVG when `dot` is
-// installed). --check recomputes the energy with plain loops and exits with 1
-// when the relative difference exceeds 1e-10.
+// optimized graph tenex ran for V, T and E as Graphviz DOT (and SVG when `dot`
+// is installed). --check recomputes the energy with plain loops and exits with
+// 1 when the relative difference exceeds 1e-10.
 #include <tenex/tenex.hpp>
 
 #include <chrono>
@@ -24,7 +24,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,6 +128,53 @@ double reference_energy(const tenex::Tensor<double>& B, const tenex::Tensor<doub
   return energy;
 }
 
+// Catches the graph of the sets evaluated while it lives: TENEX_DUMP_GRAPH=DIR
+// makes tenex write each evaluated set's optimized graph to DIR/set-N.dot, so
+// this points it at a scratch directory (and restores it afterwards).
+class GraphCapture {
+ public:
+  GraphCapture() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tenex-mp2-XXXXXX").string();
+    if (mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
+    if (const char* old = std::getenv("TENEX_DUMP_GRAPH")) previous_ = old;
+    if (!dir_.empty()) setenv("TENEX_DUMP_GRAPH", dir_.c_str(), 1);
+  }
+  ~GraphCapture() {
+    stop();
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  GraphCapture(const GraphCapture&) = delete;
+  GraphCapture& operator=(const GraphCapture&) = delete;
+
+  void stop() {
+    if (previous_) {
+      setenv("TENEX_DUMP_GRAPH", previous_->c_str(), 1);
+    } else {
+      unsetenv("TENEX_DUMP_GRAPH");
+    }
+  }
+  /// Copies the graph of the last set evaluated to `path`; false if there is none.
+  bool save_last(const std::filesystem::path& path) const {
+    std::filesystem::path last;
+    long newest = -1;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+      const std::string name = entry.path().filename().string();   // set-N.dot
+      if (name.rfind("set-", 0) != 0) continue;
+      const long number = std::strtol(name.c_str() + 4, nullptr, 10);
+      if (number > newest) newest = number, last = entry.path();
+    }
+    if (newest < 0) return false;
+    std::filesystem::copy_file(last, path, std::filesystem::copy_options::overwrite_existing, error);
+    return !error;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::optional<std::string> previous_;
+};
+
 // Single-quotes `text` for the shell.
 std::string shell_quote(const std::string& text) {
   std::string quoted = "'";
@@ -134,12 +182,9 @@ std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
-// Writes the DOT text, and an SVG next to it when Graphviz is installed.
-void write_graph(const tenex::OpGraph& graph, const std::string& dot_path) {
-  std::ofstream file(dot_path);
-  file << graph.to_dot();
-  file.close();
-  if (!file) {
+// Writes the DOT file, and an SVG next to it when Graphviz is installed.
+void save_graph(const GraphCapture& capture, const std::string& dot_path) {
+  if (!capture.save_last(dot_path)) {
     std::printf("  graph        could not write %s\n", dot_path.c_str());
     return;
   }
@@ -182,18 +227,17 @@ int main(int argc, char** argv) {
     D("i,a,j,b") = eo("i") - ev("a") + eo("j") - ev("b");
     flops += tenex::last_run_stats().flops;
 
-    tenex::OpGraph graph;
+    GraphCapture capture;
     {
       // A named handle keeps the set open: the three statements below are
       // linked through it and through their pending results, and run as one
-      // graph when the scope closes.
+      // optimized graph when the scope closes.
       auto integrals = B("Q,i,a") * B("Q,j,b");
       V("i,a,j,b") = integrals;
       T("i,a,j,b") = V("i,a,j,b") / D("i,a,j,b");
-      auto energy = T("i,a,j,b") * (2.0 * V("i,a,j,b") - V("i,b,j,a"));
-      energy.add_to_graph(graph);
-      E("") = energy;
+      E("") = T("i,a,j,b") * (2.0 * V("i,a,j,b") - V("i,b,j,a"));
     }  // <- evaluated here
+    capture.stop();
     flops += tenex::last_run_stats().flops;
     const double mp2 = E.at();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -202,7 +246,7 @@ int main(int argc, char** argv) {
     std::printf("  wall time    %.4f s\n", seconds);
     std::printf("  performance  %.2f GFLOP/s (%.3f GFLOP counted by tenex)\n", flops / seconds * 1e-9,
                 flops * 1e-9);
-    write_graph(graph, o.dot);
+    save_graph(capture, o.dot);
 
     if (o.check) {
       const double reference = reference_energy(B, eo, ev, o);

@@ -1259,6 +1259,67 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: pow against repeated products", T, la
 TEST_CASE_TEMPLATE_APPLY(la_pow, Scalars);
 
 // =========================================================================================
+// linked sets, aliasing and value semantics
+// =========================================================================================
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra: decompositions in linked sets, on their own targets, after later writes", T,
+                          la_linked) {
+  const std::size_t n = 5;
+  const Tensor<T> a = random_spd<T>(n, 1001, 5.0);
+  const Dense ad = dense(a);
+
+  // A decomposition of a pending result links to the set that produces it.
+  Tensor<T> a_in = a, twice, l;
+  {
+    auto aij = a_in("i,j");
+    twice("i,j") = aij + aij;
+    l("i,j") = tenex::cholesky(twice("i,j"));
+    CHECK(l.pending());
+  }
+  CHECK(distance(dense(twice), scale_columns(ad, std::vector<double>(n, 2.0))) == 0.0);
+  check_cholesky(twice, l);
+
+  // The target on its own right side: as if the right side were computed first.
+  Tensor<T> self = a;
+  self("i,j") = tenex::cholesky(self("i,j"));
+  check_cholesky(a, self);
+  Tensor<T> sq = random_matrix<T>(n, n, 1002), sq0 = sq;
+  sq("i,j") = tenex::pow(sq("i,j"), 2);
+  CHECK(distance(dense(sq), product(dense(sq0), dense(sq0))) <= tolerance<T>(n, n));
+  Tensor<T> qself = random_matrix<T>(n, 3, 1003), qself0 = qself, r;
+  tenex::tie(qself("i,k"), r("k,j")) = tenex::qr(qself("i,j"));
+  check_qr(qself0, qself, r);
+
+  // A later write to an operand does not change a pending decomposition.
+  Tensor<T> b = a, lb, vb, wb;
+  {
+    auto chol = tenex::cholesky(b("i,j"));
+    auto [vec, val] = tenex::eigen_solve(b("i,j"));
+    lb("i,j") = chol;
+    vb("i,j") = vec;
+    b.at(0, 0) = T(-1);   // no longer positive definite
+    wb("j") = val;
+  }
+  CHECK(b.at(0, 0) == T(-1));
+  check_cholesky(a, lb);
+  check_eigen(a, vb, wb);
+
+  // The eigenvectors of one set feed a statement of the same set: V^T A V = diag(w).
+  Tensor<T> a2 = a, v, w, d;
+  {
+    auto [vec, val] = tenex::eigen_solve(a2("i,j"));
+    v("i,j") = vec;
+    w("j") = val;
+    d("k,l") = v("i,k") * a2("i,j") * v("j,l");
+  }
+  check_eigen(a, v, w);
+  Dense expected(n, n);
+  for (std::size_t i = 0; i < n; ++i) expected(i, i) = w.at(i);
+  CHECK(distance(dense(d), expected) <= tolerance<T>(n, norm(ad)));
+}
+TEST_CASE_TEMPLATE_APPLY(la_linked, Scalars);
+
+// =========================================================================================
 // the operation graph
 // =========================================================================================
 

@@ -6,6 +6,7 @@
 // an evaluation error: stored, and rethrown as NumericalError by every read.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -286,3 +287,38 @@ TEST_CASE("linear algebra errors: a negative definite b in the generalized eigen
     CHECK(what.find("info") != std::string::npos);
   }
 }
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: a non-finite input to a decomposition", T, la_errors_non_finite) {
+  // LAPACK cannot be given NaN or infinity: an evaluation error naming the operation,
+  // rethrown by every read of every factor, never NaN results or a crash.
+  for (const T bad : {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity()}) {
+    CAPTURE(bad);
+    Tensor<T> a(Shape{3, 3}, {4, 2, 0, 2, 5, 1, 0, 1, 3});
+    a.at(2, 1) = bad;
+    a.at(1, 2) = bad;
+    Tensor<T> l, v, w, q, r, u, s, vt;
+    CHECK_NOTHROW(l("i,j") = tenex::cholesky(a("i,j")));
+    CHECK_NOTHROW(std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j")));
+    CHECK_NOTHROW(tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j")));
+    CHECK_NOTHROW(tenex::tie(u("i,k"), s("k"), vt("k,j")) = tenex::svd(a("i,j")));
+    const std::vector<std::pair<const char*, std::vector<const Tensor<T>*>>> results{
+        {"cholesky", {&l}}, {"eigen_solve", {&v, &w}}, {"qr", {&q, &r}}, {"svd", {&u, &s, &vt}}};
+    for (const auto& [operation, tensors] : results) {
+      CAPTURE(operation);
+      for (const Tensor<T>* t : tensors) {
+        CHECK_THROWS_AS(t->wait(), tenex::NumericalError);
+        CHECK_THROWS_AS(t->to_vector(), tenex::NumericalError);
+        try {
+          t->wait();
+          FAIL("no exception");
+        } catch (const tenex::Error& e) {
+          const std::string what = e.what();
+          INFO(what);
+          CHECK(what.find(operation) != std::string::npos);
+          CHECK(what.find("non-finite") != std::string::npos);
+        }
+      }
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(la_errors_non_finite, Scalars);

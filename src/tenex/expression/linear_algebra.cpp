@@ -63,13 +63,13 @@ using detail::operand_node;
 
 template <class T>
 CholeskyVectors<T> cholesky(const Expression<T>& a) {
-  const auto& node = detail::matrix_operand("cholesky", operand_node(a), true);
+  const auto node = detail::matrix_operand("cholesky", detail::einstein_operand(operand_node(a)), true);
   return CholeskyVectors<T>(make_handle(detail::decomposition(OpKind::cholesky, {node}), {&a.handle()}));
 }
 
 template <class T>
 std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a) {
-  const auto& node = detail::matrix_operand("eigen_solve", operand_node(a), true);
+  const auto node = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(a)), true);
   auto decomp = detail::decomposition(OpKind::eigen_solve, {node});
   const auto& l = node->labels;
   const std::size_t n = node->extents[0];
@@ -80,8 +80,8 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a) {
 
 template <class T>
 std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b) {
-  const auto& node_a = detail::matrix_operand("eigen_solve", operand_node(a), true);
-  const auto& node_b = detail::matrix_operand("eigen_solve", operand_node(b), true);
+  const auto node_a = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(a)), true);
+  const auto node_b = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(b)), true);
   if (node_a->extents != node_b->extents) {
     throw ShapeError("tenex: eigen_solve: b " + node_b->text() + " must have the shape of a " + node_a->text());
   }
@@ -95,7 +95,7 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, c
 
 template <class T>
 std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
-  const auto& node = detail::matrix_operand("qr", operand_node(a), false);
+  const auto node = detail::matrix_operand("qr", detail::einstein_operand(operand_node(a)), false);
   auto decomp = detail::decomposition(OpKind::qr, {node});
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
@@ -107,7 +107,7 @@ std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
 
 template <class T>
 std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a) {
-  const auto& node = detail::matrix_operand("svd", operand_node(a), false);
+  const auto node = detail::matrix_operand("svd", detail::einstein_operand(operand_node(a)), false);
   auto decomp = detail::decomposition(OpKind::svd, {node});
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
@@ -120,7 +120,7 @@ std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a)
 
 template <class T>
 Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<std::size_t> hi) {
-  const auto& node = operand_node(a);
+  const auto node = detail::einstein_operand(operand_node(a));
   const std::size_t rank = node->labels.size();
   if (lo.size() != rank || hi.size() != rank) {
     throw ShapeError("tenex: slice: " + node->text() + " needs " + std::to_string(rank) +
@@ -146,7 +146,7 @@ Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<
 
 template <class T>
 Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index) {
-  const auto& node = operand_node(a);
+  const auto node = detail::einstein_operand(operand_node(a));
   const std::string name(label);
   const std::size_t mode = detail::find_label(node->labels, name);
   if (mode == node->labels.size()) {
@@ -169,7 +169,7 @@ Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index) 
 
 template <class T>
 Pow<T> pow(const Expression<T>& a, unsigned n) {
-  const auto& node = detail::matrix_operand("pow", operand_node(a), true);
+  const auto node = detail::matrix_operand("pow", detail::einstein_operand(operand_node(a)), true);
   auto out = detail::derived(detail::ExprKind::pow, node);
   out->labels = node->labels;
   out->extents = node->extents;

@@ -43,7 +43,7 @@ Handle make_scale(const Expression<T>& operand, double factor) {
 
 template <class T>
 Handle make_permutation(const Expression<T>& operand, std::string_view text) {
-  const NodePtr& a = operand_node(operand);
+  const NodePtr a = einstein_operand(operand_node(operand));
   std::vector<std::string> labels = parse_labels(text);
   bool ok = labels.size() == a->labels.size();
   for (const std::string& l : labels) ok = ok && contains_label(a->labels, l);

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -377,36 +378,38 @@ std::size_t extent_of(const Problem& p, const Group& g) {
 
 bool contains(const Group& g, int d) { return std::find(g.begin(), g.end(), d) != g.end(); }
 
-// Maximal groups of available `role` modes that are adjacent and in the same order in
-// each operand kept as it is (x and/or y). When both are laid out afresh, every available
-// mode forms one group (in x's order).
+// Maximal groups of available `role` modes that are adjacent, and in the same order, in
+// each of the operands x and y that is kept as it is ("fixed"). When neither is, every
+// available mode forms one group, in x's order (x holds every `role` mode).
 std::vector<Group> runs(const Problem& p, Role role, const std::vector<char>& available, int x, bool x_fixed, int y,
                         bool y_fixed) {
-  std::vector<Group> out;
-  const int base = x_fixed || !y_fixed ? x : y;
-  const bool check_other = x_fixed && y_fixed;
-  Group current;
-  int previous_pos = -2;
-  for (int d : p.order[base]) {
+  auto wanted = [&](int d) {
     const auto u = static_cast<std::size_t>(d);
-    if (p.role[u] != role || !available[u]) {
-      if (!current.empty() && (x_fixed || y_fixed)) {
-        out.push_back(std::move(current));
-        current.clear();
-      }
-      continue;
+    return p.role[u] == role && available[u];
+  };
+  std::vector<Group> out;
+  if (!x_fixed && !y_fixed) {
+    Group all;
+    for (int d : p.order[x]) {
+      if (wanted(d)) all.push_back(d);
     }
-    int pos = -1;
-    if (check_other) {
-      const auto& o = p.order[y];
-      pos = static_cast<int>(std::find(o.begin(), o.end(), d) - o.begin());
-    }
-    if (!current.empty() && (x_fixed || y_fixed) && check_other && pos != previous_pos + 1) {
-      out.push_back(std::move(current));
+    if (!all.empty()) out.push_back(std::move(all));
+    return out;
+  }
+  const int base = x_fixed ? x : y;
+  const bool both = x_fixed && y_fixed;
+  auto position_in_y = [&](int d) {
+    const auto& o = p.order[y];
+    return std::find(o.begin(), o.end(), d) - o.begin();
+  };
+  Group current;
+  for (int d : p.order[base]) {
+    const bool adjacent_in_y = !both || current.empty() || position_in_y(d) == position_in_y(current.back()) + 1;
+    if (!wanted(d) || !adjacent_in_y) {
+      if (!current.empty()) out.push_back(std::move(current));
       current.clear();
     }
-    current.push_back(d);
-    previous_pos = pos;
+    if (wanted(d)) current.push_back(d);
   }
   if (!current.empty()) out.push_back(std::move(current));
   return out;
@@ -546,9 +549,11 @@ double plan_seconds(const Problem& p, const Plan& plan) {
 
 // Searches the plans: which of a and b to permute, how c is written, which tile modes,
 // and which groups to fuse.
-Plan make_plan(const Problem& p, double flops) {
-  Plan best;
-  best.seconds = naive_seconds(p);
+// Calls visit(plan) for every GEMM plan that can run (finite cost): which of a and b to
+// permute, how c is written, over which tile modes, and which groups to fuse. Tiled plans
+// are left out of small problems unless `all_tiles`.
+template <class Visit>
+void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) {
   const std::vector<char> all(p.modes(), 1);
   for (int permute_a = 0; permute_a < 2; ++permute_a) {
     if (permute_a && p.order[kA].size() < 2) continue;
@@ -560,7 +565,7 @@ Plan make_plan(const Problem& p, double flops) {
         // Tile mode sets: subsets of the outer modes of c (never its fastest).
         std::vector<std::vector<int>> tile_sets{{}};
         if (output == Output::tiled) {
-          if (flops < kTiledSearchMin) continue;
+          if (flops < kTiledSearchMin && !all_tiles) continue;
           tile_sets.clear();
           const std::size_t candidates = std::min(kMaxTileModes, p.order[kC].size() - 1);
           for (std::size_t bits = 1; bits < (std::size_t{1} << candidates); ++bits) {
@@ -594,7 +599,7 @@ Plan make_plan(const Problem& p, double flops) {
                 plan.gn = gn;
                 plan.gk = gk;
                 plan.seconds = plan_seconds(p, plan);
-                if (plan.seconds < best.seconds) best = plan;
+                if (plan.seconds < std::numeric_limits<double>::infinity()) visit(plan);
               }
             }
           }
@@ -602,18 +607,48 @@ Plan make_plan(const Problem& p, double flops) {
       }
     }
   }
+}
+
+Plan make_plan(const Problem& p, double flops) {
+  Plan best;
+  best.seconds = naive_seconds(p);
+  for_each_plan(p, flops, false, [&](const Plan& plan) {
+    if (plan.seconds < best.seconds) best = plan;
+  });
   return best;
 }
 
-// Plans by problem shape, most recent last.
-const Plan& cached_plan(const Problem& p, double flops) {
-  thread_local std::vector<std::pair<std::vector<std::size_t>, Plan>> cache;
+
+// What a plan depends on: the canonical problem.
+std::vector<std::size_t> plan_key(const Problem& p) {
   std::vector<std::size_t> key{p.element_size, p.beta_zero ? 1U : 0U, p.threads, p.modes()};
   for (int op = 0; op < 3; ++op) {
     key.push_back(p.order[op].size());
     for (int d : p.order[op]) key.push_back(static_cast<std::size_t>(d));
   }
   key.insert(key.end(), p.extent.begin(), p.extent.end());
+  return key;
+}
+
+// Every candidate, the plain loops last (see contract_with_plan). The last problem's list is
+// kept, as a test runs each of its plans in turn.
+const std::vector<Plan>& all_plans(const Problem& p, double flops) {
+  thread_local std::vector<std::size_t> key;
+  thread_local std::vector<Plan> plans;
+  std::vector<std::size_t> wanted = plan_key(p);
+  if (wanted != key || plans.empty()) {
+    plans.clear();
+    for_each_plan(p, flops, true, [&](const Plan& plan) { plans.push_back(plan); });
+    plans.emplace_back();
+    key = std::move(wanted);
+  }
+  return plans;
+}
+
+// Plans by problem shape, most recent last.
+const Plan& cached_plan(const Problem& p, double flops) {
+  thread_local std::vector<std::pair<std::vector<std::size_t>, Plan>> cache;
+  std::vector<std::size_t> key = plan_key(p);
   for (auto it = cache.begin(); it != cache.end(); ++it) {
     if (it->first == key) {
       std::rotate(it, it + 1, cache.end());
@@ -786,29 +821,7 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
 }
 
 // ---------------------------------------------------------------------------------------
-// Validation and the reduction of modes found in one operand only.
-
-struct ModeTable {
-  Modes ids;
-  Extents extents;
-
-  std::size_t* find(int id) {
-    auto it = std::find(ids.begin(), ids.end(), id);
-    return it == ids.end() ? nullptr : &extents[static_cast<std::size_t>(it - ids.begin())];
-  }
-  void add(int id, std::size_t extent, const char* where) {
-    if (std::size_t* known = find(id)) {
-      if (*known != extent) {
-        throw std::invalid_argument(std::string("contract: mode ") + std::to_string(id) + " has extent " +
-                                    std::to_string(*known) + " and extent " + std::to_string(extent) + " (" + where +
-                                    ")");
-      }
-      return;
-    }
-    ids.push_back(id);
-    extents.push_back(extent);
-  }
-};
+// Validation, and the canonical problem.
 
 bool has_mode(const Modes& modes, int id) { return std::find(modes.begin(), modes.end(), id) != modes.end(); }
 
@@ -819,6 +832,99 @@ Modes kept_modes(const Modes& modes, const Modes& other, const Modes& c_modes) {
     if (!has_mode(kept, id) && (has_mode(other, id) || has_mode(c_modes, id))) kept.push_back(id);
   }
   return kept;
+}
+
+// What contract() knows before it touches data.
+struct Prepared {
+  Modes keep_a, keep_b;         // the operands' modes once summed-out modes and diagonals are gone
+  Extents a_extents, b_extents;  // their extents
+  std::size_t c_size = 1;
+  bool empty_sum = false;  // a mode c lacks has extent 0
+  Problem problem;
+  double flops = 0;  // 2 * products summed
+};
+
+Prepared prepare(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
+                 const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
+  if (a_extents.size() != a_modes.size() || b_extents.size() != b_modes.size()) {
+    throw std::invalid_argument("contract: an operand's modes and extents differ in number (a: " +
+                                std::to_string(a_modes.size()) + " modes, " + std::to_string(a_extents.size()) +
+                                " extents; b: " + std::to_string(b_modes.size()) + " modes, " +
+                                std::to_string(b_extents.size()) + " extents)");
+  }
+  Modes ids;
+  Extents id_extents;
+  auto add = [&](int id, std::size_t extent) {
+    auto it = std::find(ids.begin(), ids.end(), id);
+    if (it == ids.end()) {
+      ids.push_back(id);
+      id_extents.push_back(extent);
+    } else if (id_extents[static_cast<std::size_t>(it - ids.begin())] != extent) {
+      throw std::invalid_argument("contract: mode " + std::to_string(id) + " has extents " +
+                                  std::to_string(id_extents[static_cast<std::size_t>(it - ids.begin())]) + " and " +
+                                  std::to_string(extent));
+    }
+  };
+  auto extent_of_id = [&](int id) { return id_extents[static_cast<std::size_t>(std::find(ids.begin(), ids.end(), id) - ids.begin())]; };
+  for (std::size_t x = 0; x < a_modes.size(); ++x) add(a_modes[x], a_extents[x]);
+  for (std::size_t x = 0; x < b_modes.size(); ++x) add(b_modes[x], b_extents[x]);
+  Prepared r;
+  Extents c_extents;
+  for (int id : c_modes) {
+    if (!has_mode(ids, id)) throw std::invalid_argument("contract: mode " + std::to_string(id) + " of c is in neither a nor b");
+    if (std::count(c_modes.begin(), c_modes.end(), id) != 1) {
+      throw std::invalid_argument("contract: mode " + std::to_string(id) + " repeats in c");
+    }
+    c_extents.push_back(extent_of_id(id));
+    r.c_size *= c_extents.back();
+  }
+  // With c non-empty, a zero extent is on a mode c lacks: every sum is empty.
+  r.empty_sum = std::find(id_extents.begin(), id_extents.end(), 0) != id_extents.end();
+  r.keep_a = kept_modes(a_modes, b_modes, c_modes);
+  r.keep_b = kept_modes(b_modes, a_modes, c_modes);
+  for (int id : r.keep_a) r.a_extents.push_back(extent_of_id(id));
+  for (int id : r.keep_b) r.b_extents.push_back(extent_of_id(id));
+
+  Problem& p = r.problem;
+  p.element_size = element_size;
+  p.beta_zero = beta_zero;
+  p.threads = static_cast<std::size_t>(omp_get_max_threads());
+  Modes distinct;
+  const std::array<const Modes*, 3> modes{&r.keep_a, &r.keep_b, &c_modes};
+  const std::array<const Extents*, 3> extents{&r.a_extents, &r.b_extents, &c_extents};
+  for (int op = 0; op < 3; ++op) {
+    for (std::size_t x = 0; x < modes[op]->size(); ++x) {
+      const int id = (*modes[op])[x];
+      if ((*extents[op])[x] > 1 && !has_mode(distinct, id)) {
+        distinct.push_back(id);
+        p.extent.push_back((*extents[op])[x]);
+      }
+    }
+  }
+  for (int op = 0; op < 3; ++op) {
+    p.stride[op].assign(distinct.size(), 0);
+    std::ptrdiff_t s = 1;
+    for (std::size_t x = modes[op]->size(); x-- > 0;) {
+      const std::size_t e = (*extents[op])[x];
+      auto it = std::find(distinct.begin(), distinct.end(), (*modes[op])[x]);
+      if (it != distinct.end()) p.stride[op][static_cast<std::size_t>(it - distinct.begin())] = s;
+      s *= static_cast<std::ptrdiff_t>(e);
+      p.size[op] *= e;
+    }
+    for (int id : *modes[op]) {
+      auto it = std::find(distinct.begin(), distinct.end(), id);
+      if (it != distinct.end()) p.order[op].push_back(static_cast<int>(it - distinct.begin()));
+    }
+  }
+  double products = static_cast<double>(r.c_size);
+  for (std::size_t d = 0; d < distinct.size(); ++d) {
+    const auto u = static_cast<int>(d);
+    const bool in_a = p.has(kA, u), in_b = p.has(kB, u), in_c = p.has(kC, u);
+    p.role.push_back(in_a && in_b ? (in_c ? Role::batch : Role::k) : (in_a ? Role::m : Role::n));
+    if (!in_c) products *= static_cast<double>(p.extent[d]);
+  }
+  r.flops = 2.0 * products;
+  return r;
 }
 
 template <class T>
@@ -834,113 +940,80 @@ void scale_c(T beta, T* c, std::size_t n, KernelCount& count) {
   }
 }
 
+// contract(), running `forced` (an index into all_plans) when given, else the cheapest plan.
+template <class T>
+KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
+                         const Modes& a_modes, const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
+                         const Modes& c_modes) {
+  const Prepared prepared =
+      prepare(sizeof(T), beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
+  KernelCount counted;
+  if (prepared.c_size == 0) return counted;
+  if (prepared.empty_sum || alpha == T(0)) {
+    scale_c(beta, c, prepared.c_size, counted);
+    return counted;
+  }
+  // Sum out the modes only one operand holds, and take diagonals.
+  std::optional<Scratch<T>> a_reduced, b_reduced;
+  auto presum = [&](const T* in, const Extents& in_extents, const Modes& in_modes, const Modes& keep,
+                    const Extents& keep_extents, std::optional<Scratch<T>>& out) -> const T* {
+    std::size_t n = 1;
+    for (std::size_t e : keep_extents) n *= e;
+    out.emplace(n);
+    const KernelCount k = reduce(in, in_extents, in_modes, out->get(), keep, T(1));
+    counted.flops += k.flops;
+    counted.calls += k.calls;
+    return out->get();
+  };
+  if (prepared.keep_a != a_modes) a = presum(a, a_extents, a_modes, prepared.keep_a, prepared.a_extents, a_reduced);
+  if (prepared.keep_b != b_modes) b = presum(b, b_extents, b_modes, prepared.keep_b, prepared.b_extents, b_reduced);
+
+  const Problem& p = prepared.problem;
+  counted.flops += prepared.flops;
+  Plan chosen;
+  if (forced) {
+    const std::vector<Plan>& plans = all_plans(p, prepared.flops);
+    if (*forced >= plans.size()) {
+      throw std::invalid_argument("contract_with_plan: plan " + std::to_string(*forced) + " of " +
+                                  std::to_string(plans.size()));
+    }
+    chosen = plans[*forced];
+  } else {
+    chosen = cached_plan(p, prepared.flops);
+  }
+  counted.calls += chosen.naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, chosen, alpha, a, b, beta, c);
+  return counted;
+}
+
 }  // namespace
 
 template <class T>
 KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
                      const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes) {
-  if (a_extents.size() != a_modes.size() || b_extents.size() != b_modes.size()) {
-    throw std::invalid_argument("contract: an operand's modes and extents differ in number (a: " +
-                                std::to_string(a_modes.size()) + " modes, " + std::to_string(a_extents.size()) +
-                                " extents; b: " + std::to_string(b_modes.size()) + " modes, " +
-                                std::to_string(b_extents.size()) + " extents)");
-  }
-  ModeTable table;
-  for (std::size_t x = 0; x < a_modes.size(); ++x) table.add(a_modes[x], a_extents[x], "a");
-  for (std::size_t x = 0; x < b_modes.size(); ++x) table.add(b_modes[x], b_extents[x], "a and b");
-  Extents c_extents;
-  for (std::size_t x = 0; x < c_modes.size(); ++x) {
-    const std::size_t* e = table.find(c_modes[x]);
-    if (!e) throw std::invalid_argument("contract: mode " + std::to_string(c_modes[x]) + " of c is in neither a nor b");
-    if (std::count(c_modes.begin(), c_modes.end(), c_modes[x]) != 1) {
-      throw std::invalid_argument("contract: mode " + std::to_string(c_modes[x]) + " repeats in c");
-    }
-    c_extents.push_back(*e);
-  }
-  std::size_t c_size = 1;
-  for (std::size_t e : c_extents) c_size *= e;
-  KernelCount counted;
-  if (c_size == 0) return counted;
-  // A zero extent left is one c lacks: every sum is empty.
-  const bool empty_sum = std::find(table.extents.begin(), table.extents.end(), 0) != table.extents.end();
-  if (empty_sum || alpha == T(0)) {
-    scale_c(beta, c, c_size, counted);
-    return counted;
-  }
-
-  // Sum out the modes only one operand holds, and take diagonals.
-  Modes keep_a = kept_modes(a_modes, b_modes, c_modes), keep_b = kept_modes(b_modes, a_modes, c_modes);
-  std::optional<Scratch<T>> a_reduced, b_reduced;
-  Extents a_ext = a_extents, b_ext = b_extents;
-  auto presum = [&](const T* in, const Extents& in_ext, const Modes& in_modes, const Modes& keep,
-                    std::optional<Scratch<T>>& out, Extents& out_ext) -> const T* {
-    out_ext.clear();
-    std::size_t n = 1;
-    for (int id : keep) {
-      out_ext.push_back(*table.find(id));
-      n *= out_ext.back();
-    }
-    out.emplace(n);
-    const KernelCount k = reduce(in, in_ext, in_modes, out->get(), keep, T(1));
-    counted.flops += k.flops;
-    counted.calls += k.calls;
-    return out->get();
-  };
-  if (keep_a != a_modes) a = presum(a, a_extents, a_modes, keep_a, a_reduced, a_ext);
-  if (keep_b != b_modes) b = presum(b, b_extents, b_modes, keep_b, b_reduced, b_ext);
-
-  // The canonical problem.
-  Problem p;
-  p.element_size = sizeof(T);
-  p.beta_zero = beta == T(0);
-  p.threads = static_cast<std::size_t>(omp_get_max_threads());
-  Modes distinct;
-  const std::array<const Modes*, 3> modes{&keep_a, &keep_b, &c_modes};
-  const std::array<const Extents*, 3> extents{&a_ext, &b_ext, &c_extents};
-  for (int op = 0; op < 3; ++op) {
-    for (std::size_t x = 0; x < modes[op]->size(); ++x) {
-      const int id = (*modes[op])[x];
-      if ((*extents[op])[x] > 1 && !has_mode(distinct, id)) {
-        distinct.push_back(id);
-        p.extent.push_back((*extents[op])[x]);
-      }
-    }
-  }
-  for (int op = 0; op < 3; ++op) {
-    p.stride[op].assign(distinct.size(), 0);
-    std::ptrdiff_t s = 1;
-    for (std::size_t x = modes[op]->size(); x-- > 0;) {
-      const std::size_t e = (*extents[op])[x];
-      if (e > 1) {
-        const auto d = static_cast<std::size_t>(std::find(distinct.begin(), distinct.end(), (*modes[op])[x]) - distinct.begin());
-        p.stride[op][d] = s;
-      }
-      s *= static_cast<std::ptrdiff_t>(e);
-      p.size[op] *= e;
-    }
-    for (int id : *modes[op]) {
-      auto it = std::find(distinct.begin(), distinct.end(), id);
-      if (it != distinct.end()) p.order[op].push_back(static_cast<int>(it - distinct.begin()));
-    }
-  }
-  double products = static_cast<double>(c_size);
-  for (std::size_t d = 0; d < distinct.size(); ++d) {
-    const bool in_a = p.has(kA, static_cast<int>(d)), in_b = p.has(kB, static_cast<int>(d)),
-               in_c = p.has(kC, static_cast<int>(d));
-    p.role.push_back(in_a && in_b ? (in_c ? Role::batch : Role::k) : (in_a ? Role::m : Role::n));
-    if (!in_c) products *= static_cast<double>(p.extent[d]);
-  }
-  const double flops = 2.0 * products;
-  counted.flops += flops;
-
-  const Plan& plan = cached_plan(p, flops);
-  counted.calls += plan.naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, plan, alpha, a, b, beta, c);
-  return counted;
+  return run_contract<T>(std::nullopt, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes);
 }
 
-#define TENEX_INSTANTIATE_CONTRACT(T)                                                                             \
+template <class T>
+std::size_t contract_plan_count(const Extents& a_extents, const Modes& a_modes, const Extents& b_extents,
+                                const Modes& b_modes, const Modes& c_modes, bool beta_zero) {
+  const Prepared prepared = prepare(sizeof(T), beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  return all_plans(prepared.problem, prepared.flops).size();
+}
+
+template <class T>
+KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Extents& a_extents, const Modes& a_modes,
+                               const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
+                               const Modes& c_modes) {
+  return run_contract<T>(plan, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes);
+}
+
+#define TENEX_INSTANTIATE_CONTRACT(T)                                                                               \
   template KernelCount contract<T>(T, const T*, const Extents&, const Modes&, const T*, const Extents&, const Modes&, \
-                                   T, T*, const Modes&);
+                                   T, T*, const Modes&);                                                            \
+  template std::size_t contract_plan_count<T>(const Extents&, const Modes&, const Extents&, const Modes&,            \
+                                              const Modes&, bool);                                                  \
+  template KernelCount contract_with_plan<T>(std::size_t, T, const T*, const Extents&, const Modes&, const T*,      \
+                                             const Extents&, const Modes&, T, T*, const Modes&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CONTRACT)
 #undef TENEX_INSTANTIATE_CONTRACT
 

@@ -51,6 +51,19 @@ template <class T>
 KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
                      const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes);
 
+/// For tests: contract() chooses among candidate plans (which operands to permute, which
+/// modes to fuse into the GEMM, how c is written, or plain loops). contract_plan_count gives
+/// how many there are for a problem; contract_with_plan runs candidate `plan` instead of the
+/// cheapest, so that a test can check every path on small shapes. `plan` must be below the
+/// count; the last candidate is always the plain-loop kernel.
+template <class T>
+std::size_t contract_plan_count(const Extents& a_extents, const Modes& a_modes, const Extents& b_extents,
+                                const Modes& b_modes, const Modes& c_modes, bool beta_zero);
+template <class T>
+KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Extents& a_extents, const Modes& a_modes,
+                               const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
+                               const Modes& c_modes);
+
 enum class BinaryOp { add, subtract, multiply, divide };
 
 /// c[c_modes] = op(alpha_a * a[a_modes], alpha_b * b[b_modes]), broadcasting: a_modes and

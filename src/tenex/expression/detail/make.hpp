@@ -1,6 +1,7 @@
 // Helpers shared by the expression classes to validate operands and make handles.
 #pragma once
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -53,6 +54,66 @@ inline void union_labels(const ExprNode& a, const ExprNode& b, ExprNode& out) {
       out.extents.push_back(b.extents[j]);
     }
   }
+}
+
+/// Labels an operation that needs definite modes (a decomposition, slice, chip, pow,
+/// permutation) sees of `node`: inside a product a label on two or more factors is
+/// summed, as in plain Einstein notation, and the rest are kept in natural order.
+inline std::vector<std::string> implicit_labels(const ExprNode& node) {
+  switch (node.kind) {
+    case ExprKind::multiplication: {
+      std::vector<const ExprNode*> stack{&node}, leaves;
+      while (!stack.empty()) {
+        const ExprNode* n = stack.back();
+        stack.pop_back();
+        if (n->kind == ExprKind::multiplication || n->kind == ExprKind::scale) {
+          for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) stack.push_back(it->get());
+        } else {
+          leaves.push_back(n);
+        }
+      }
+      std::vector<std::string> all;
+      for (const ExprNode* leaf : leaves) {
+        for (const std::string& l : implicit_labels(*leaf)) all.push_back(l);
+      }
+      std::vector<std::string> kept;
+      for (const std::string& l : node.labels) {
+        if (std::count(all.begin(), all.end(), l) == 1) kept.push_back(l);
+      }
+      return kept;
+    }
+    case ExprKind::addition:
+    case ExprKind::subtraction:
+    case ExprKind::division: {
+      std::vector<std::string> kept;
+      for (const std::string& l : node.labels) {
+        for (const auto& c : node.children) {
+          auto ci = implicit_labels(*c);
+          if (contains_label(ci, l)) {
+            kept.push_back(l);
+            break;
+          }
+        }
+      }
+      return kept;
+    }
+    case ExprKind::scale: return implicit_labels(*node.children[0]);
+    default: return node.labels;
+  }
+}
+
+/// `node` with the labels an operation needing definite modes sees (implicit_labels):
+/// `cholesky(s("i,k") * s("j,k"))` factors the matrix (i,j) = sum_k s(i,k) s(j,k).
+inline NodePtr einstein_operand(const NodePtr& node) {
+  std::vector<std::string> kept = implicit_labels(*node);
+  if (kept == node->labels) return node;
+  auto out = std::make_shared<ExprNode>();
+  out->kind = ExprKind::permutation;  // a permutation to a subset of the labels sums the others
+  out->dtype = node->dtype;
+  out->children = {node};
+  out->labels = kept;
+  for (const std::string& l : kept) out->extents.push_back(node->extents[find_label(node->labels, l)]);
+  return out;
 }
 
 }  // namespace tenex::detail

@@ -1,0 +1,674 @@
+// CPU kernels (backend/cpu/kernels.hpp) against naive nested loops: permutation, strided
+// copy, reduction, contraction (every candidate plan, the TCCG cases at small extents,
+// degenerate shapes, beta != 0), broadcasting element-wise operations and scaling.
+//
+// References are computed in double from the same inputs; a contraction is compared with
+// a tolerance relative to the magnitude of what it sums (sum of |a||b|), so an element
+// that is wrong by more than rounding fails. When beta == 0 the output starts as NaN: a
+// kernel that reads it fails.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/scalar.hpp"
+
+namespace cpu = tenex::detail::cpu;
+
+namespace {
+
+#define TENEX_TEST_TUPLE_OF(T) , std::tuple<T>{}
+using Scalars = decltype(std::tuple_cat(std::tuple<>{} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
+#undef TENEX_TEST_TUPLE_OF
+
+using cpu::Extents;
+using cpu::Modes;
+
+template <class T>
+double eps() {
+  return static_cast<double>(std::numeric_limits<T>::epsilon());
+}
+
+std::size_t volume(const Extents& e) {
+  std::size_t n = 1;
+  for (std::size_t x : e) n *= x;
+  return n;
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(u(rng));
+  return v;
+}
+
+std::string describe(const Modes& modes, const Extents& extents) {
+  std::string s = "(";
+  for (std::size_t x = 0; x < modes.size(); ++x) {
+    if (x) s += ",";
+    s += std::to_string(modes[x]) + ":" + std::to_string(extents[x]);
+  }
+  return s + ")";
+}
+
+// Every distinct id of the operands with its extent, and a walk over all their values.
+struct IndexSpace {
+  Modes ids;
+  Extents extents;
+
+  void add(const Modes& modes, const Extents& ext) {
+    for (std::size_t x = 0; x < modes.size(); ++x) {
+      if (std::find(ids.begin(), ids.end(), modes[x]) == ids.end()) {
+        ids.push_back(modes[x]);
+        extents.push_back(ext[x]);
+      }
+    }
+  }
+  std::size_t extent(int id) const {
+    return extents[static_cast<std::size_t>(std::find(ids.begin(), ids.end(), id) - ids.begin())];
+  }
+  // Row-major offset into an array with `modes` at the index values `value` (per id).
+  std::size_t offset(const Modes& modes, const std::vector<std::size_t>& value) const {
+    std::size_t off = 0;
+    for (int id : modes) {
+      const auto d = static_cast<std::size_t>(std::find(ids.begin(), ids.end(), id) - ids.begin());
+      off = off * extents[d] + value[d];
+    }
+    return off;
+  }
+  // Calls f(value) for every combination of index values.
+  template <class F>
+  void for_each(F f) const {
+    if (volume(extents) == 0) return;
+    std::vector<std::size_t> value(ids.size(), 0);
+    while (true) {
+      f(value);
+      std::size_t d = ids.size();
+      while (d > 0) {
+        --d;
+        if (++value[d] < extents[d]) break;
+        value[d] = 0;
+        if (d == 0) return;
+      }
+      if (ids.empty()) return;
+    }
+  }
+};
+
+// c = alpha * sum a b + beta * c0 in double, and the magnitude |alpha| sum |a||b| + |beta c0|.
+struct Expected {
+  std::vector<double> values, magnitude;
+  double terms = 1;  // products summed into each element
+};
+
+template <class T>
+Expected reference_contract(double alpha, const std::vector<T>& a, const Extents& a_ext, const Modes& a_modes,
+                            const std::vector<T>& b, const Extents& b_ext, const Modes& b_modes, double beta,
+                            const std::vector<T>& c0, const Modes& c_modes) {
+  IndexSpace space;
+  space.add(a_modes, a_ext);
+  space.add(b_modes, b_ext);
+  Extents c_ext;
+  for (int id : c_modes) c_ext.push_back(space.extent(id));
+  const std::size_t n = volume(c_ext);
+  Expected e;
+  e.values.assign(n, 0.0);
+  e.magnitude.assign(n, 0.0);
+  space.for_each([&](const std::vector<std::size_t>& v) {
+    const double x = static_cast<double>(a[space.offset(a_modes, v)]);
+    const double y = static_cast<double>(b[space.offset(b_modes, v)]);
+    const std::size_t o = space.offset(c_modes, v);
+    e.values[o] += x * y;
+    e.magnitude[o] += std::abs(x * y);
+  });
+  e.terms = n == 0 ? 1.0 : static_cast<double>(volume(space.extents)) / static_cast<double>(n);
+  for (std::size_t x = 0; x < n; ++x) {
+    e.values[x] *= alpha;
+    e.magnitude[x] *= std::abs(alpha);
+    if (beta != 0.0) {
+      e.values[x] += beta * static_cast<double>(c0[x]);
+      e.magnitude[x] += std::abs(beta * static_cast<double>(c0[x]));
+    }
+  }
+  return e;
+}
+
+// Elements of `got` off the expected values by more than rounding of a sum of e.terms
+// products can explain (a worst-case bound: terms * eps relative to the magnitude).
+template <class T>
+std::size_t mismatches(const std::vector<T>& got, const Expected& e) {
+  if (got.size() != e.values.size()) return got.size() + e.values.size() + 1;
+  const double rtol = 4.0 * eps<T>() * (e.terms + 4.0);
+  std::size_t bad = 0;
+  for (std::size_t x = 0; x < got.size(); ++x) {
+    const double g = static_cast<double>(got[x]);
+    if (!(std::abs(g - e.values[x]) <= rtol * e.magnitude[x] + 1e-300)) ++bad;
+  }
+  return bad;
+}
+
+struct Problem {
+  Extents a_ext, b_ext;
+  Modes a_modes, b_modes, c_modes;
+};
+
+Extents extents_for(const Modes& modes, const std::vector<std::size_t>& extent_of_id) {
+  Extents e;
+  for (int id : modes) e.push_back(extent_of_id[static_cast<std::size_t>(id)]);
+  return e;
+}
+
+// An einsum such as "bda,dc->abc" with the extent of each letter.
+Problem parse(const std::string& einsum, const std::vector<std::size_t>& extent_of_letter) {
+  Problem p;
+  Modes* target = &p.a_modes;
+  for (std::size_t x = 0; x < einsum.size(); ++x) {
+    const char ch = einsum[x];
+    if (ch == ',') {
+      target = &p.b_modes;
+    } else if (ch == '-') {
+      target = &p.c_modes;
+      ++x;
+    } else {
+      target->push_back(ch - 'a');
+    }
+  }
+  p.a_ext = extents_for(p.a_modes, extent_of_letter);
+  p.b_ext = extents_for(p.b_modes, extent_of_letter);
+  return p;
+}
+
+// A random contraction: modes of every kind (batch, free in a or b, contracted, summed in one
+// operand only), shuffled orders, and now and then a repeated mode (a diagonal).
+Problem random_problem(std::mt19937& rng, std::size_t max_modes, std::size_t max_extent) {
+  std::uniform_int_distribution<std::size_t> count(0, max_modes), extent(1, max_extent);
+  std::uniform_int_distribution<int> kind(0, 9);
+  const std::size_t n = count(rng);
+  std::vector<std::size_t> extent_of(n);
+  Problem p;
+  for (std::size_t d = 0; d < n; ++d) {
+    extent_of[d] = extent(rng);
+    const int id = static_cast<int>(d);
+    switch (kind(rng)) {
+      case 0: case 1:  // batch
+        p.a_modes.push_back(id); p.b_modes.push_back(id); p.c_modes.push_back(id); break;
+      case 2: case 3:  // free in a
+        p.a_modes.push_back(id); p.c_modes.push_back(id); break;
+      case 4: case 5:  // free in b
+        p.b_modes.push_back(id); p.c_modes.push_back(id); break;
+      case 6: case 7: case 8:  // contracted
+        p.a_modes.push_back(id); p.b_modes.push_back(id); break;
+      default:  // summed in one operand only
+        (d % 2 ? p.a_modes : p.b_modes).push_back(id); break;
+    }
+  }
+  std::shuffle(p.a_modes.begin(), p.a_modes.end(), rng);
+  std::shuffle(p.b_modes.begin(), p.b_modes.end(), rng);
+  std::shuffle(p.c_modes.begin(), p.c_modes.end(), rng);
+  if (!p.a_modes.empty() && kind(rng) == 0) {
+    std::uniform_int_distribution<std::size_t> at(0, p.a_modes.size());
+    const int id = p.a_modes[at(rng) % p.a_modes.size()];
+    p.a_modes.insert(p.a_modes.begin() + static_cast<std::ptrdiff_t>(at(rng)), id);
+  }
+  p.a_ext = extents_for(p.a_modes, extent_of);
+  p.b_ext = extents_for(p.b_modes, extent_of);
+  return p;
+}
+
+Extents c_extents(const Problem& p) {
+  IndexSpace s;
+  s.add(p.a_modes, p.a_ext);
+  s.add(p.b_modes, p.b_ext);
+  Extents e;
+  for (int id : p.c_modes) e.push_back(s.extent(id));
+  return e;
+}
+
+std::string describe(const Problem& p) {
+  return "a" + describe(p.a_modes, p.a_ext) + " b" + describe(p.b_modes, p.b_ext) + " -> c" +
+         describe(p.c_modes, c_extents(p));
+}
+
+// Runs contract (the cheapest plan) and, with `every_plan`, each candidate plan, on random
+// data; checks each result against the reference. Returns the number of runs checked.
+template <class T>
+std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta, bool every_plan) {
+  const auto a = random_values<T>(volume(p.a_ext), rng);
+  const auto b = random_values<T>(volume(p.b_ext), rng);
+  const std::size_t n = volume(c_extents(p));
+  const auto c0 = beta == T(0) ? std::vector<T>(n, std::numeric_limits<T>::quiet_NaN()) : random_values<T>(n, rng);
+  const Expected expected = reference_contract(static_cast<double>(alpha), a, p.a_ext, p.a_modes, b, p.b_ext,
+                                               p.b_modes, static_cast<double>(beta), c0, p.c_modes);
+  const std::size_t plans =
+      every_plan ? cpu::contract_plan_count<T>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, beta == T(0)) : 0;
+  std::size_t runs = 0;
+  for (std::size_t plan = 0; plan <= plans; ++plan) {
+    std::vector<T> c = c0;
+    cpu::KernelCount counted;
+    if (plan == plans) {
+      counted = cpu::contract(alpha, a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta, c.data(),
+                              p.c_modes);
+    } else {
+      counted = cpu::contract_with_plan(plan, alpha, a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes,
+                                        beta, c.data(), p.c_modes);
+    }
+    INFO(describe(p), " plan ", plan, " of ", plans, " (", plans, " = cheapest)");
+    CHECK(mismatches(c, expected) == 0);
+    CHECK(counted.flops >= 0.0);
+    ++runs;
+  }
+  return runs;
+}
+
+// The public TCCG cases (shared/bench/tccg_public.tsv).
+const char* const kTccg[] = {
+    "bda,dc->abc",         "dbea,ec->abcd",       "ebad,ce->abcd",       "ecbfa,fd->abcde",    "ea,ebcd->abcd",
+    "ec,abed->abcd",       "acd,dbc->ab",         "acd,db->abc",         "adc,bd->abc",        "adec,ebd->abc",
+    "aebf,fdec->abcd",     "aecf,fbed->abcd",     "aedf,fbec->abcd",     "aefc,fbed->abcd",    "eafc,bfde->abcd",
+    "dega,gfbc->abcdef",   "degc,gfab->abcdef",   "dfgb,geac->abcdef",   "efga,gdbc->abcdef",  "efgc,gdab->abcdef",
+    "gdac,efgb->abcdef",   "geab,dfgc->abcdef",   "gebc,dfga->abcdef",   "gfac,degb->abcdef"};
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------
+// permute, strided_copy
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute matches index arithmetic", T, cpu_kernels_permute) {
+  std::mt19937 rng(11);
+  std::vector<Extents> shapes{{}, {1}, {7}, {3, 4}, {37, 45}, {64, 3, 33}, {2, 1, 3, 1, 2}, {5, 6, 7, 4},
+                              {3, 4, 2, 5, 3}, {40, 1, 70}, {130, 257}, {9, 2, 65, 2}};
+  std::uniform_int_distribution<std::size_t> rank(0, 5), extent(1, 6);
+  for (int x = 0; x < 40; ++x) {
+    Extents e(rank(rng));
+    for (auto& v : e) v = extent(rng);
+    shapes.push_back(e);
+  }
+  for (const Extents& in_ext : shapes) {
+    std::vector<std::size_t> perm(in_ext.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int trial = 0; trial < 3; ++trial) {
+      if (trial > 0) std::shuffle(perm.begin(), perm.end(), rng);
+      const auto in = random_values<T>(volume(in_ext), rng);
+      std::vector<T> out(in.size(), std::numeric_limits<T>::quiet_NaN());
+      const T alpha = trial == 1 ? T(1) : T(-1.5);
+      cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
+      // Reference: walk the input, write where the permutation sends each element.
+      IndexSpace space;
+      Modes in_modes(in_ext.size()), out_modes;
+      std::iota(in_modes.begin(), in_modes.end(), 0);
+      for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
+      space.add(in_modes, in_ext);
+      std::size_t bad = 0;
+      space.for_each([&](const std::vector<std::size_t>& v) {
+        if (out[space.offset(out_modes, v)] != alpha * in[space.offset(in_modes, v)]) ++bad;
+      });
+      INFO("extents ", describe(in_modes, in_ext), " trial ", trial);
+      CHECK(bad == 0);
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_permute, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute rejects a bad permutation", T, cpu_kernels_permute_errors) {
+  std::vector<T> in(6), out(6);
+  CHECK_THROWS_AS(cpu::permute(in.data(), Extents{2, 3}, {0, 0}, out.data()), std::invalid_argument);
+  CHECK_THROWS_AS(cpu::permute(in.data(), Extents{2, 3}, {1}, out.data()), std::invalid_argument);
+  CHECK_THROWS_AS(cpu::permute(in.data(), Extents{2, 3}, {0, 2}, out.data()), std::invalid_argument);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_permute_errors, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_copy scatters with beta", T, cpu_kernels_strided_copy) {
+  std::mt19937 rng(12);
+  // A 3-d block written into the middle of a bigger array, transposed, with beta != 0 and 0.
+  const Extents ext{5, 40, 33};
+  const cpu::Strides in_strides{40 * 33, 33, 1};
+  const cpu::Strides out_strides{1, 7 * 50, 7};  // out[x][y][z] at x + 350 y + 7 z: disjoint
+  const auto in = random_values<T>(volume(ext), rng);
+  for (T beta : {T(0), T(0.5)}) {
+    const std::size_t out_size = 350 * 40 + 7 * 33 + 5;
+    auto out0 = random_values<T>(out_size, rng);
+    std::vector<T> out = out0;
+    cpu::strided_copy(in.data(), in_strides, out.data(), out_strides, ext, T(2), beta);
+    std::vector<bool> touched(out_size, false);
+    std::size_t bad = 0;
+    for (std::size_t x = 0; x < 5; ++x) {
+      for (std::size_t y = 0; y < 40; ++y) {
+        for (std::size_t z = 0; z < 33; ++z) {
+          const std::size_t o = x + 350 * y + 7 * z;
+          touched[o] = true;
+          const double want = 2.0 * static_cast<double>(in[x * 40 * 33 + y * 33 + z]) +
+                              static_cast<double>(beta) * static_cast<double>(out0[o]);
+          if (std::abs(static_cast<double>(out[o]) - want) > 4 * eps<T>() * (std::abs(want) + 2)) ++bad;
+        }
+      }
+    }
+    for (std::size_t o = 0; o < out_size; ++o) {
+      if (!touched[o] && !(out[o] == out0[o])) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_copy, Scalars);
+
+// ----------------------------------------------------------------------------------------
+// reduce
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: reduce takes diagonals, sums and permutes", T, cpu_kernels_reduce) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<std::size_t> count(0, 4), extent(1, 5), repeat(0, 3);
+  std::size_t checked = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t n = count(rng);
+    std::vector<std::size_t> extent_of(n);
+    Modes in_modes;
+    for (std::size_t d = 0; d < n; ++d) {
+      extent_of[d] = trial % 50 == 0 && d == 0 ? 40 : extent(rng);
+      in_modes.push_back(static_cast<int>(d));
+      if (repeat(rng) == 0) in_modes.push_back(static_cast<int>(d));  // a diagonal
+    }
+    std::shuffle(in_modes.begin(), in_modes.end(), rng);
+    Modes out_modes;
+    for (std::size_t d = 0; d < n; ++d) {
+      if (repeat(rng) != 0) out_modes.push_back(static_cast<int>(d));
+    }
+    std::shuffle(out_modes.begin(), out_modes.end(), rng);
+    const Extents in_ext = extents_for(in_modes, extent_of), out_ext = extents_for(out_modes, extent_of);
+    const auto in = random_values<T>(volume(in_ext), rng);
+    std::vector<T> out(volume(out_ext), std::numeric_limits<T>::quiet_NaN());
+    const T alpha = T(0.75);
+    cpu::reduce(in.data(), in_ext, in_modes, out.data(), out_modes, alpha);
+    // Reference: a contraction of `in` with the scalar 1.
+    const Expected e = reference_contract(0.75, in, in_ext, in_modes, std::vector<T>{T(1)}, Extents{}, Modes{}, 0.0,
+                                          std::vector<T>(out.size()), out_modes);
+    INFO("in ", describe(in_modes, in_ext), " out ", describe(out_modes, out_ext));
+    CHECK(mismatches(out, e) == 0);
+    ++checked;
+  }
+  CHECK(checked == 300);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_reduce, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: reduce of a large matrix along each mode", T, cpu_kernels_reduce_large) {
+  std::mt19937 rng(14);
+  const Extents ext{300, 257};
+  const auto in = random_values<T>(volume(ext), rng);
+  for (const Modes& out_modes : {Modes{0}, Modes{1}, Modes{}, Modes{1, 0}}) {
+    std::vector<T> out(volume(extents_for(out_modes, {300, 257})));
+    cpu::reduce(in.data(), ext, Modes{0, 1}, out.data(), out_modes, T(1));
+    const Expected e = reference_contract(1.0, in, ext, Modes{0, 1}, std::vector<T>{T(1)}, Extents{}, Modes{}, 0.0,
+                                          std::vector<T>(out.size()), out_modes);
+    CHECK(mismatches(out, e) == 0);
+  }
+  // The trace of a square matrix: a repeated mode, summed.
+  const Extents square{200, 200};
+  const auto s = random_values<T>(volume(square), rng);
+  T trace = T(7);
+  cpu::reduce(s.data(), square, Modes{4, 4}, &trace, Modes{}, T(1));
+  double want = 0, magnitude = 0;
+  for (std::size_t i = 0; i < 200; ++i) {
+    want += static_cast<double>(s[i * 201]);
+    magnitude += std::abs(static_cast<double>(s[i * 201]));
+  }
+  CHECK(std::abs(static_cast<double>(trace) - want) <= 4 * eps<T>() * 204 * magnitude);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_reduce_large, Scalars);
+
+// ----------------------------------------------------------------------------------------
+// contract
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on random problems", T, cpu_kernels_contract_random) {
+  std::mt19937 rng(21);
+  std::size_t runs = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const Problem p = random_problem(rng, 6, 4);
+    const T beta = trial % 3 == 0 ? T(0.5) : T(0);
+    runs += check_contract<T>(p, rng, T(trial % 2 ? 1.0 : -0.75), beta, true);
+  }
+  CHECK(runs > 120);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_random, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on the TCCG cases at small extents", T,
+                          cpu_kernels_contract_tccg) {
+  std::mt19937 rng(22);
+  std::uniform_int_distribution<std::size_t> extent(2, 5);
+  for (const char* einsum : kTccg) {
+    std::vector<std::size_t> extent_of(26);
+    for (auto& e : extent_of) e = extent(rng);
+    const Problem p = parse(einsum, extent_of);
+    INFO(einsum);
+    check_contract<T>(p, rng, T(1), T(0), true);
+    check_contract<T>(p, rng, T(-2), T(0.25), false);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_tccg, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T,
+                          cpu_kernels_contract_large) {
+  std::mt19937 rng(23);
+  // Big enough for GEMM plans, slices across threads, tiles and pre-permutations.
+  const std::vector<std::pair<const char*, const char*>> cases{
+      {"ik,kj->ij", "i=130,j=90,k=70"},
+      {"abk,bkc->abc", "a=70,b=3,c=65,k=50"},
+      {"bda,dc->abc", "a=24,b=20,c=9,d=31"},
+      {"dbea,ec->abcd", "a=12,b=11,c=5,d=13,e=14"},
+      {"ecbfa,fd->abcde", "a=9,b=7,c=6,d=5,e=8,f=9"},
+      {"acd,dbc->ab", "a=33,b=29,c=31,d=27"},
+      {"aecf,fbed->abcd", "a=10,b=9,c=8,d=11,e=12,f=7"},
+      {"dfgb,geac->abcdef", "a=8,b=6,c=7,d=9,e=5,f=6,g=8"},
+      {"geab,dfgc->abcdef", "a=7,b=6,c=8,d=9,e=6,f=7,g=9"},
+  };
+  for (const auto& [einsum, extents] : cases) {
+    std::vector<std::size_t> extent_of(26, 1);
+    for (const char* x = extents; *x; ++x) {
+      if (x[1] == '=') extent_of[static_cast<std::size_t>(*x - 'a')] = std::stoul(x + 2);
+    }
+    const Problem p = parse(einsum, extent_of);
+    INFO(einsum, " ", extents);
+    check_contract<T>(p, rng, T(1), T(0), false);
+    check_contract<T>(p, rng, T(0.5), T(-1), false);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_large, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, degenerate shapes", T, cpu_kernels_contract_degenerate) {
+  std::mt19937 rng(24);
+  const std::vector<Problem> problems{
+      {{}, {}, {}, {}, {}},                                  // scalar * scalar
+      {{}, {3, 4}, {}, {0, 1}, {1, 0}},                      // scalar * matrix, transposed
+      {{5}, {6}, {0}, {1}, {0, 1}},                          // outer product
+      {{5}, {6}, {0}, {1}, {1, 0}},                          // outer product, transposed
+      {{4, 5}, {5, 4}, {0, 1}, {1, 0}, {0, 1}},              // Hadamard
+      {{4, 5, 3}, {3, 5, 4}, {0, 1, 2}, {2, 1, 0}, {1, 2, 0}},  // Hadamard, permuted
+      {{7}, {7}, {0}, {0}, {}},                              // dot product
+      {{6, 6}, {}, {0, 0}, {}, {}},                          // trace
+      {{6, 6}, {}, {0, 0}, {}, {0}},                         // diagonal
+      {{4, 3, 5}, {5, 2}, {0, 9, 1}, {1, 2}, {0, 2}},        // mode 9 summed in a only
+      {{4, 3}, {3, 2, 6}, {0, 1}, {1, 2, 7}, {2, 0}},        // mode 7 summed in b only
+      {{1, 1}, {1, 1}, {0, 1}, {1, 2}, {0, 2}},              // all extents 1
+      {{3, 1, 4}, {4, 1, 2}, {0, 1, 2}, {2, 3, 4}, {4, 3, 1, 0}},  // extent-1 modes everywhere
+  };
+  for (const Problem& p : problems) {
+    for (T beta : {T(0), T(2)}) check_contract<T>(p, rng, T(1.5), beta, true);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_degenerate, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract with zero extents and alpha == 0", T, cpu_kernels_contract_zero) {
+  std::mt19937 rng(25);
+  // c has a zero extent: nothing is written.
+  {
+    std::vector<T> a(12, T(1)), b(1, T(1));
+    T sentinel = T(42);
+    cpu::contract(T(1), a.data(), Extents{0, 3}, Modes{0, 1}, a.data(), Extents{3, 4}, Modes{1, 2}, T(0), &sentinel,
+                  Modes{0, 2});
+    CHECK(sentinel == T(42));
+  }
+  // k has extent 0: c = beta c (zeros when beta == 0, even over NaN).
+  for (T beta : {T(0), T(3)}) {
+    std::vector<T> a(1), b(1);
+    auto c0 = random_values<T>(20, rng);
+    std::vector<T> c = beta == T(0) ? std::vector<T>(20, std::numeric_limits<T>::quiet_NaN()) : c0;
+    cpu::contract(T(1), a.data(), Extents{4, 0}, Modes{0, 1}, b.data(), Extents{0, 5}, Modes{1, 2}, beta, c.data(),
+                  Modes{0, 2});
+    std::size_t bad = 0;
+    for (std::size_t x = 0; x < 20; ++x) {
+      if (c[x] != beta * (beta == T(0) ? T(0) : c0[x])) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+  // A mode summed in one operand only, of extent 0.
+  {
+    std::vector<T> a(1), b = random_values<T>(6, rng);
+    std::vector<T> c(6, std::numeric_limits<T>::quiet_NaN());
+    cpu::contract(T(1), a.data(), Extents{0}, Modes{5}, b.data(), Extents{2, 3}, Modes{0, 1}, T(0), c.data(),
+                  Modes{1, 0});
+    CHECK(std::count(c.begin(), c.end(), T(0)) == 6);
+  }
+  // alpha == 0: c = beta c, a and b unread.
+  {
+    std::vector<T> a(6, std::numeric_limits<T>::quiet_NaN()), b(6, std::numeric_limits<T>::quiet_NaN());
+    std::vector<T> c(4, T(2));
+    cpu::contract(T(0), a.data(), Extents{2, 3}, Modes{0, 1}, b.data(), Extents{3, 2}, Modes{1, 2}, T(0.5), c.data(),
+                  Modes{0, 2});
+    CHECK(std::count(c.begin(), c.end(), T(1)) == 4);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_zero, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract counts flops and calls", T, cpu_kernels_contract_counts) {
+  std::mt19937 rng(26);
+  const auto a = random_values<T>(6 * 7 * 3, rng), b = random_values<T>(7 * 5 * 3, rng);
+  std::vector<T> c(6 * 5 * 3);
+  // c(b,i,j) = a(b,i,k) b(b,k,j): 2 m n k batch flops, at least one call.
+  const cpu::KernelCount counted = cpu::contract(T(1), a.data(), Extents{3, 6, 7}, Modes{0, 1, 2}, b.data(),
+                                                 Extents{3, 7, 5}, Modes{0, 2, 3}, T(0), c.data(), Modes{0, 1, 3});
+  CHECK(counted.flops == doctest::Approx(2.0 * 6 * 5 * 7 * 3));
+  CHECK(counted.calls >= 1);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_counts, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract rejects inconsistent modes", T, cpu_kernels_contract_errors) {
+  std::vector<T> a(64), b(64), c(64);
+  // c holds a mode neither operand has.
+  CHECK_THROWS_AS(cpu::contract(T(1), a.data(), Extents{2, 3}, Modes{0, 1}, b.data(), Extents{3, 2}, Modes{1, 2}, T(0),
+                                c.data(), Modes{0, 5}),
+                  std::invalid_argument);
+  // One mode, two extents.
+  CHECK_THROWS_AS(cpu::contract(T(1), a.data(), Extents{2, 3}, Modes{0, 1}, b.data(), Extents{4, 2}, Modes{1, 2}, T(0),
+                                c.data(), Modes{0, 2}),
+                  std::invalid_argument);
+  // A mode repeated in c.
+  CHECK_THROWS_AS(cpu::contract(T(1), a.data(), Extents{2, 3}, Modes{0, 1}, b.data(), Extents{3, 2}, Modes{1, 2}, T(0),
+                                c.data(), Modes{0, 0}),
+                  std::invalid_argument);
+  // Modes and extents of different lengths.
+  CHECK_THROWS_AS(cpu::contract(T(1), a.data(), Extents{2}, Modes{0, 1}, b.data(), Extents{3, 2}, Modes{1, 2}, T(0),
+                                c.data(), Modes{0, 2}),
+                  std::invalid_argument);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_errors, Scalars);
+
+// ----------------------------------------------------------------------------------------
+// elementwise, scale
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: elementwise broadcasts every operation", T, cpu_kernels_elementwise) {
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<std::size_t> count(0, 4), extent(1, 6), keep(0, 2);
+  const cpu::BinaryOp ops[] = {cpu::BinaryOp::add, cpu::BinaryOp::subtract, cpu::BinaryOp::multiply,
+                               cpu::BinaryOp::divide};
+  std::vector<std::pair<Modes, Extents>> shapes;
+  for (int trial = 0; trial < 60; ++trial) {
+    Modes m(count(rng));
+    std::iota(m.begin(), m.end(), 0);
+    Extents e;
+    for (std::size_t x = 0; x < m.size(); ++x) e.push_back(extent(rng));
+    shapes.emplace_back(m, e);
+  }
+  shapes.push_back({{0, 1}, {300, 257}});  // large: the threaded paths
+  shapes.push_back({{0, 1, 2}, {50, 40, 30}});
+  std::size_t trial = 0;
+  for (const auto& [c_modes_sorted, c_ext_sorted] : shapes) {
+    Modes c_modes = c_modes_sorted;
+    std::shuffle(c_modes.begin(), c_modes.end(), rng);
+    Extents c_ext;
+    for (int id : c_modes) c_ext.push_back(c_ext_sorted[static_cast<std::size_t>(id)]);
+    for (cpu::BinaryOp op : ops) {
+      ++trial;
+      Modes a_modes, b_modes;
+      for (int id : c_modes) {
+        // Every third trial keeps all modes in c's order: the contiguous fast path.
+        if (trial % 3 == 0 || keep(rng) != 0) a_modes.push_back(id);
+        if (trial % 3 == 0 || keep(rng) != 0) b_modes.push_back(id);
+      }
+      if (trial % 3 != 0) {
+        std::shuffle(a_modes.begin(), a_modes.end(), rng);
+        std::shuffle(b_modes.begin(), b_modes.end(), rng);
+      }
+      const Extents a_ext = extents_for(a_modes, c_ext_sorted), b_ext = extents_for(b_modes, c_ext_sorted);
+      const auto a = random_values<T>(volume(a_ext), rng);
+      auto b = random_values<T>(volume(b_ext), rng, 0.5, 1.5);
+      const T alpha_a = T(1.25), alpha_b = trial % 2 ? T(1) : T(-0.5);
+      std::vector<T> c(volume(c_ext), std::numeric_limits<T>::quiet_NaN());
+      cpu::elementwise(op, alpha_a, a.data(), a_modes, alpha_b, b.data(), b_modes, c.data(), c_ext, c_modes);
+      IndexSpace space;
+      space.add(c_modes, c_ext);
+      std::size_t bad = 0;
+      space.for_each([&](const std::vector<std::size_t>& v) {
+        const double x = static_cast<double>(alpha_a) * static_cast<double>(a[space.offset(a_modes, v)]);
+        const double y = static_cast<double>(alpha_b) * static_cast<double>(b[space.offset(b_modes, v)]);
+        double want = 0;
+        switch (op) {
+          case cpu::BinaryOp::add: want = x + y; break;
+          case cpu::BinaryOp::subtract: want = x - y; break;
+          case cpu::BinaryOp::multiply: want = x * y; break;
+          case cpu::BinaryOp::divide: want = x / y; break;
+        }
+        const double got = static_cast<double>(c[space.offset(c_modes, v)]);
+        const double scale = std::abs(x) + std::abs(y) + std::abs(want);
+        if (!(std::abs(got - want) <= 8 * eps<T>() * scale)) ++bad;
+      });
+      INFO("c ", describe(c_modes, c_ext), " a ", describe(a_modes, a_ext), " b ", describe(b_modes, b_ext));
+      CHECK(bad == 0);
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_elementwise, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: elementwise rejects modes the result lacks", T,
+                          cpu_kernels_elementwise_errors) {
+  std::vector<T> a(6), b(6), c(6);
+  CHECK_THROWS_AS(cpu::elementwise(cpu::BinaryOp::add, T(1), a.data(), Modes{0, 7}, T(1), b.data(), Modes{0}, c.data(),
+                                   Extents{2, 3}, Modes{0, 1}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(cpu::elementwise(cpu::BinaryOp::add, T(1), a.data(), Modes{0}, T(1), b.data(), Modes{1, 1}, c.data(),
+                                   Extents{2, 3}, Modes{0, 1}),
+                  std::invalid_argument);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_elementwise_errors, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: scale, also in place", T, cpu_kernels_scale) {
+  std::mt19937 rng(32);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{100000}}) {
+    const auto a = random_values<T>(n, rng);
+    std::vector<T> c(n), d = a;
+    cpu::scale(T(-3), a.data(), c.data(), n);
+    cpu::scale(T(-3), d.data(), d.data(), n);
+    std::size_t bad = 0;
+    for (std::size_t x = 0; x < n; ++x) {
+      if (c[x] != T(-3) * a[x] || d[x] != c[x]) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_scale, Scalars);
