@@ -1429,3 +1429,39 @@ TEST_CASE("linear algebra: an evaluated set's graph holds each decomposition onc
   check_qr(a, q, r);
   CHECK(distance(dense(x), dense(a)) <= tolerance<double>(5, norm(dense(a))));
 }
+
+// The operand of a decomposition, slice, chip, pow or permutation that is a product sums
+// the labels repeated across its factors, as plain Einstein notation does.
+TEST_CASE("linear algebra: a product as the operand sums its repeated labels") {
+  Tensor<double> s({3, 4}), c({3, 3});
+  tenex::fill_random(s, 31);
+  tenex::fill_random(c, 32);
+  Tensor<double> sst, c2, c4, l, llt, p, x, chipped, pt;
+  sst("i,j") = s("i,k") * s("j,k");
+  c2("i,j") = c("i,k") * c("k,j");
+  c4("i,j") = c2("i,k") * c2("k,j");
+
+  l("i,j") = tenex::cholesky(s("i,k") * s("j,k"));
+  llt("i,j") = l("i,k") * l("j,k");
+  CHECK(tenex::allclose(llt, sst, 1e-10, 1e-12));
+
+  p("i,j") = tenex::pow(c("i,k") * c("k,j"), 2);
+  CHECK(tenex::allclose(p, c4, 1e-10, 1e-12));
+
+  x("i,j") = tenex::slice(c("i,k") * c("k,j"), {1, 0}, {3, 2});
+  REQUIRE(x.shape() == Shape{2, 2});
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t j = 0; j < 2; ++j) CHECK(x.at(i, j) == doctest::Approx(c2.at(i + 1, j)).epsilon(1e-12));
+  }
+
+  chipped("j") = tenex::chip(c("i,k") * c("k,j"), "i", 2);
+  for (std::size_t j = 0; j < 3; ++j) CHECK(chipped.at(j) == doctest::Approx(c2.at(2, j)).epsilon(1e-12));
+
+  pt("j,i") = tenex::permute(c("i,k") * c("k,j"), "j,i");
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = 0; j < 3; ++j) CHECK(pt.at(j, i) == doctest::Approx(c2.at(i, j)).epsilon(1e-12));
+  }
+
+  // A label on one factor only stays: the operand (i,k,j) of a Hadamard-free product is rank 3.
+  CHECK_THROWS_AS(tenex::cholesky(s("i,k") * c("j,l")), tenex::ShapeError);
+}
