@@ -218,6 +218,7 @@ int main(int argc, char** argv) {
     Tensor<double> eo = orbital_energies(o.nocc, -1.0, -0.5, 1);
     Tensor<double> ev = orbital_energies(o.nvirt, 0.5, 2.0, 2);
     B.wait();
+    GraphCapture capture;   // keeps the graph of the last set below for --dot
 
     const auto start = std::chrono::steady_clock::now();
     double flops = 0.0;
@@ -227,7 +228,6 @@ int main(int argc, char** argv) {
     D("i,a,j,b") = eo("i") - ev("a") + eo("j") - ev("b");
     flops += tenex::last_run_stats().flops;
 
-    GraphCapture capture;
     {
       // A named handle keeps the set open: the three statements below are
       // linked through it and through their pending results, and run as one

@@ -239,10 +239,12 @@ std::string describe(const Problem& p) {
          describe(p.c_modes, c_extents(p));
 }
 
-// Runs contract (the cheapest plan) and, with `every_plan`, each candidate plan, on random
-// data; checks each result against the reference. Returns the number of runs checked.
+// Runs contract (the cheapest plan) and, with `every_plan`, each candidate plan (or every
+// `step`-th), on random data; checks each result against the reference. Returns the number
+// of runs checked.
 template <class T>
-std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta, bool every_plan) {
+std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta, bool every_plan,
+                           std::size_t step = 1) {
   const auto a = random_values<T>(volume(p.a_ext), rng);
   const auto b = random_values<T>(volume(p.b_ext), rng);
   const std::size_t n = volume(c_extents(p));
@@ -252,7 +254,7 @@ std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta,
   const std::size_t plans =
       every_plan ? cpu::contract_plan_count<T>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, beta == T(0)) : 0;
   std::size_t runs = 0;
-  for (std::size_t plan = 0; plan <= plans; ++plan) {
+  for (std::size_t plan = 0; plan <= plans; plan = plan + step > plans && plan < plans ? plans : plan + step) {
     std::vector<T> c = c0;
     cpu::KernelCount counted;
     if (plan == plans) {
@@ -453,12 +455,26 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on the TCCG cases a
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_tccg, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on a problem large enough for threads", T,
+                          cpu_kernels_contract_threaded_plans) {
+  std::mt19937 rng(27);
+  // Above the threshold for threads (4 Mflop), with few candidate plans.
+  std::vector<std::size_t> extent_of{48, 40, 36, 40};
+  extent_of.resize(26, 1);
+  check_contract<T>(parse("acd,dbc->ab", extent_of), rng, T(1), T(0), true, 3);
+  extent_of = {60, 50, 12, 64};
+  extent_of.resize(26, 1);
+  check_contract<T>(parse("bda,dc->abc", extent_of), rng, T(-1), T(0.5), true, 5);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_threaded_plans, Scalars);
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T,
                           cpu_kernels_contract_large) {
   std::mt19937 rng(23);
   // Big enough for GEMM plans, slices across threads, tiles and pre-permutations.
   const std::vector<std::pair<const char*, const char*>> cases{
-      {"ik,kj->ij", "i=130,j=90,k=70"},
+      {"ik,kj->ij", "i=200,j=150,k=100"},   // one GEMM cut along m among threads
+      {"acd,dbc->ab", "a=20,b=18,c=100,d=80"},  // small c, long k: k cut among threads
       {"abk,bkc->abc", "a=70,b=3,c=65,k=50"},
       {"bda,dc->abc", "a=24,b=20,c=9,d=31"},
       {"dbea,ec->abcd", "a=12,b=11,c=5,d=13,e=14"},

@@ -67,28 +67,29 @@ struct Case {
     auto product = [&](const std::vector<int>& ids) {
       std::string s;
       for (std::size_t n = 0; n < ids.size(); ++n) s += (n ? " * " : "") + operand(ids[n]);
-      return ids.size() > 1 ? "(" + s + ")" : s;
+      return s;
     };
+    auto grouped = [](const std::string& s) { return s.find(' ') == std::string::npos ? s : "(" + s + ")"; };
     std::string rhs;
     if (!elementwise) {
       std::vector<int> all;
       for (std::size_t k = 0; k < operands.size(); ++k) all.push_back(static_cast<int>(k));
       rhs = product(all);
     } else {
-      rhs = product(terms[0]);
+      rhs = grouped(product(terms[0]));
       for (std::size_t t = 1; t < terms.size(); ++t) {
         const char* sym = ops[t - 1] == ref::Op::add ? " + " : ops[t - 1] == ref::Op::subtract ? " - " : " / ";
-        rhs = (t > 1 ? "(" + rhs + ")" : rhs) + sym + product(terms[t]);
+        rhs = (t > 1 ? "(" + rhs + ")" : rhs) + sym + grouped(product(terms[t]));
       }
     }
     std::ostringstream a;
     a << alpha;
     switch (modifier) {
       case Modifier::none: break;
-      case Modifier::scale_left: rhs = a.str() + " * (" + rhs + ")"; break;
-      case Modifier::scale_right: rhs = "(" + rhs + ") * " + a.str(); break;
-      case Modifier::divide: rhs = "(" + rhs + ") / " + a.str(); break;
-      case Modifier::negate: rhs = "-(" + rhs + ")"; break;
+      case Modifier::scale_left: rhs = a.str() + " * " + grouped(rhs); break;
+      case Modifier::scale_right: rhs = grouped(rhs) + " * " + a.str(); break;
+      case Modifier::divide: rhs = grouped(rhs) + " / " + a.str(); break;
+      case Modifier::negate: rhs = "-" + grouped(rhs); break;
     }
     const char* op = assign == Assign::set ? " = " : assign == Assign::add ? " += " : " -= ";
     std::string s = "c(\"" + target + "\")" + op + rhs + ";   with ";

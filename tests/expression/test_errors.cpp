@@ -131,6 +131,13 @@ TEST_CASE("errors: data of the wrong size") {
   CHECK_THROWS_AS(tenex::Tensor<double>(Shape{}, std::vector<double>{}), tenex::Error);
 }
 
+TEST_CASE("errors: a shape whose number of elements overflows") {
+  // 2^62 * 8 and 2^61 * sizeof(double) wrap around std::size_t: such a tensor cannot exist.
+  CHECK_THROWS_AS(tenex::Tensor<double>(Shape{std::size_t{1} << 62, 8}), tenex::Error);
+  CHECK_THROWS_AS(tenex::Tensor<double>(Shape{std::size_t{1} << 61}), tenex::Error);
+  CHECK_THROWS_AS(tenex::Tensor<float>(Shape{std::size_t{1} << 32, std::size_t{1} << 32}), tenex::Error);
+}
+
 TEST_CASE("errors: at() out of range or with the wrong number of indices") {
   Tensor<double> t = counting({2, 3});
   const Tensor<double>& ct = t;

@@ -1009,6 +1009,81 @@ TEST_CASE_TEMPLATE_DEFINE("semantics: products and element-wise operations mixed
 TEST_CASE_TEMPLATE_APPLY(semantics_mixed, Scalars);
 
 // ---------------------------------------------------------------------------------------
+// Backend choice
+
+namespace {
+
+// Runs this test executable again on one test case with extra environment variables
+// (the environment is read once a process has not chosen a backend itself).
+int run_self(const std::string& environment, const std::string& test_case) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command =
+      environment + " '" + self + "' '--test-case=" + test_case + "' --no-intro=true > /dev/null 2>&1";
+  return std::system(command.c_str());
+}
+
+void check_backend_runs() {
+  auto a = random_tensor<double>({4, 3}, 160), b = random_tensor<double>({3, 2}, 161);
+  Tensor<double> c;
+  c("i,j") = a("i,k") * b("k,j");
+  CHECK_MATCHES(c, ref::einsum({array(a, "i,k"), array(b, "k,j")}, labels("i,j")));
+}
+
+}  // namespace
+
+TEST_CASE("semantics: TENEX_BACKEND chooses the default backend") {
+  const char* child = std::getenv("TENEX_TEST_BACKEND_CHILD");
+  if (!child) {
+    for (const std::string kind : {"cpu", "auto", "cuda"}) {
+      INFO("TENEX_BACKEND=", kind);
+      CHECK(run_self("TENEX_TEST_BACKEND_CHILD=" + kind + " TENEX_BACKEND=" + kind,
+                     "semantics: TENEX_BACKEND chooses the default backend") == 0);
+    }
+    return;
+  }
+  // In the child process.
+  const std::string kind = child;
+  if (kind == "cpu") {
+    CHECK(tenex::default_backend() == tenex::BackendKind::cpu);
+    check_backend_runs();
+  } else if (kind == "auto") {
+    CHECK(tenex::default_backend() == tenex::BackendKind::automatic);
+    check_backend_runs();
+  } else if (kind == "cuda" && tenex::cuda_available()) {
+    CHECK(tenex::default_backend() == tenex::BackendKind::cuda);
+    check_backend_runs();
+  } else if (kind == "cuda") {
+    CHECK(tenex::default_backend() == tenex::BackendKind::cuda);
+    auto a = random_tensor<double>({2, 2}, 162);
+    Tensor<double> c;
+    CHECK_NOTHROW(c("i,j") = a("i,j") * 2.0);   // the error is stored in c
+    CHECK_THROWS_AS(c.wait(), tenex::BackendError);
+    try {
+      c.wait();
+    } catch (const tenex::Error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find("CUDA") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("semantics: set_default_backend") {
+  const tenex::BackendKind before = tenex::default_backend();
+  tenex::set_default_backend(tenex::BackendKind::cpu);
+  CHECK(tenex::default_backend() == tenex::BackendKind::cpu);
+  check_backend_runs();
+  tenex::set_default_backend(tenex::BackendKind::automatic);
+  CHECK(tenex::default_backend() == tenex::BackendKind::automatic);
+  check_backend_runs();
+  if (!tenex::cuda_available()) {
+    CHECK_THROWS_AS(tenex::set_default_backend(tenex::BackendKind::cuda), tenex::BackendError);
+    CHECK(tenex::default_backend() == tenex::BackendKind::automatic);
+  }
+  tenex::set_default_backend(before == tenex::BackendKind::cuda && !tenex::cuda_available() ? tenex::BackendKind::automatic
+                                                                                             : before);
+}
+
+// ---------------------------------------------------------------------------------------
 // Shapes
 
 TEST_CASE("semantics: shapes compose without data") {
@@ -1078,6 +1153,31 @@ TEST_CASE("semantics: sparse maps zero the elements they exclude") {
       c("j,i") = x;
     }
     CHECK_MATCHES(c, ref::permuted(expected, labels("j,i")));
+  }
+  SUBCASE("registered after the assignment, before the set runs") {
+    Tensor<double> c;
+    {
+      auto x = a("i,k") * b("k,j");
+      c("i,j") = x;
+      x.set_sparse_map("i", "j", L);
+    }
+    CHECK_MATCHES(c, expected);
+  }
+  SUBCASE("registered inside a one-line statement") {
+    Tensor<double> c;
+    c("i,j") = (a("i,k") * b("k,j")).set_sparse_map("i", "j", L);
+    CHECK_MATCHES(c, expected);
+  }
+  SUBCASE("a map of another set does not apply") {
+    Tensor<double> c, d;
+    {
+      auto x = a("i,k") * b("k,j");
+      x.set_sparse_map("i", "j", L);
+      c("i,j") = x;
+    }
+    d("i,j") = a("i,k") * b("k,j");
+    CHECK_MATCHES(c, expected);
+    CHECK_MATCHES(d, product);
   }
   SUBCASE("built from a std::map") {
     tenex::SparseMap M(std::map<std::size_t, std::vector<std::size_t>>{{0, {0, 1}}, {1, {1, 2}}, {2, {3, 4, 0}}});

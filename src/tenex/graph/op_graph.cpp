@@ -5,6 +5,7 @@
 #include <boost/graph/graphviz.hpp>
 #include <boost/graph/topological_sort.hpp>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -68,6 +69,14 @@ OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
 
 NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   for (NodeId op : operands) impl_->check(op);
+  std::size_t count = 1;
+  for (std::size_t e : node.extents) {
+    if (e != 0 && count > std::numeric_limits<std::size_t>::max() / e) {
+      throw ShapeError("tenex: OpGraph: the result of " + std::string(op_kind_name(node.kind)) + " (\"" +
+                       join(node.labels) + "\") {" + join(node.extents) + "} has more elements than std::size_t can count");
+    }
+    count *= e;
+  }
   if (node.elements == 0 && node.kind != OpKind::eigen_solve && node.kind != OpKind::qr &&
       node.kind != OpKind::svd) {
     node.elements = node.size();

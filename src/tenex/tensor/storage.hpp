@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <new>
 
@@ -24,6 +25,7 @@ class AlignedArray {
   AlignedArray() = default;
   explicit AlignedArray(std::size_t n) : size_(n) {
     if (n == 0) return;
+    if (n > (std::numeric_limits<std::size_t>::max() - 63) / sizeof(T)) throw std::bad_alloc();
     std::size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
     data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
     if (!data_) throw std::bad_alloc();

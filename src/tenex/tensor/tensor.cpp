@@ -17,7 +17,12 @@ namespace detail {
 template <class T>
 Storage<T>::Storage(Shape shape, Init init) : shape_(std::move(shape)) {
   if (init == Init::deferred) return;
-  allocate();
+  try {
+    allocate();
+  } catch (const std::bad_alloc&) {
+    throw BackendError("tenex: Tensor: cannot allocate " + std::to_string(shape_.size()) + " elements of " +
+                       std::to_string(sizeof(T)) + " bytes for shape " + shape_.to_string());
+  }
   if (init == Init::zero && shape_.size() > 0) std::memset(elements_.data(), 0, shape_.size() * sizeof(T));
 }
 

@@ -73,37 +73,111 @@ constexpr double kMemoryBandwidth = 14e9;
 constexpr double kCacheBandwidth = 25e9;
 // Element products per second of the plain loops of the fallback kernel (per core).
 constexpr double kNaiveRate = 1.5e9;
+// Writing one run of a tile to a page other than the previous run's (a TLB miss, mostly).
+constexpr double kScatteredRunSeconds = 25e-9;
 // A tile larger than this spills out of the core's L2 before it is scattered.
 constexpr double kTileBytes = 768.0 * 1024;
+// A matrix this small stays in a core's L2 cache between uses.
+constexpr double kCacheResident = 512.0 * 1024;
 // The least extent a GEMM dimension is cut down to when cut into tasks.
 constexpr std::size_t kMinSlice = 48;
 // Problems smaller than this (flops) skip the search over tiles: it costs more than it saves.
 constexpr double kTiledSearchMin = 2e7;
 // Outer modes of c a tiled plan may loop over.
 constexpr std::size_t kMaxTileModes = 5;
+// Less work than this (flops, or products for the plain loops) runs on the calling thread:
+// starting a parallel region costs microseconds, and milliseconds when the other threads
+// have gone to sleep.
+constexpr double kParallelFlops = 4e6;
 
 enum class Role : unsigned char { batch, m, n, k };
 constexpr int kA = 0, kB = 1, kC = 2;
 
 // ---------------------------------------------------------------------------------------
 // Scratch memory: 64-byte aligned and left uninitialised (it is always written first).
+//
+// Freed blocks are kept per thread for the next contraction: fresh pages cost a page fault
+// and the kernel's zeroing on first touch, milliseconds for the tens of megabytes a
+// permuted operand takes, on every call. At most kPoolBytes stay held per thread.
+
+constexpr std::size_t kPoolBytes = std::size_t{128} << 20;
+constexpr std::size_t kPoolBlocks = 8;
+
+class ScratchPool {
+ public:
+  ScratchPool() = default;
+  ScratchPool(const ScratchPool&) = delete;
+  ScratchPool& operator=(const ScratchPool&) = delete;
+  ~ScratchPool() {
+    for (const Block& b : blocks_) std::free(b.data);
+  }
+
+  static ScratchPool& local() {
+    thread_local ScratchPool pool;
+    return pool;
+  }
+
+  void* take(std::size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    Block* fit = nullptr;
+    for (Block& b : blocks_) {
+      if (!b.used && b.bytes >= bytes && (!fit || b.bytes < fit->bytes)) fit = &b;
+    }
+    if (fit) {
+      fit->used = true;
+      return fit->data;
+    }
+    void* data = std::aligned_alloc(64, bytes);
+    if (!data) throw std::bad_alloc();
+    blocks_.push_back({data, bytes, true});
+    return data;
+  }
+
+  void give(void* data) {
+    for (Block& b : blocks_) {
+      if (b.data == data) b.used = false;
+    }
+    // Free the largest idle blocks while too much is held.
+    while (true) {
+      std::size_t held = 0, idle = 0;
+      Block* largest = nullptr;
+      for (Block& b : blocks_) {
+        if (b.used) continue;
+        held += b.bytes;
+        ++idle;
+        if (!largest || b.bytes > largest->bytes) largest = &b;
+      }
+      if (!largest || (held <= kPoolBytes && idle <= kPoolBlocks)) break;
+      std::free(largest->data);
+      *largest = blocks_.back();
+      blocks_.pop_back();
+    }
+  }
+
+ private:
+  struct Block {
+    void* data;
+    std::size_t bytes;
+    bool used;
+  };
+  std::vector<Block> blocks_;
+};
 
 template <class T>
 class Scratch {
  public:
   explicit Scratch(std::size_t n) {
-    if (n == 0) return;
-    const std::size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    data_.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
-    if (!data_) throw std::bad_alloc();
+    if (n > 0) data_ = static_cast<T*>(ScratchPool::local().take(n * sizeof(T)));
   }
-  T* get() const { return data_.get(); }
+  ~Scratch() {
+    if (data_) ScratchPool::local().give(data_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return data_; }
 
  private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> data_;
+  T* data_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -288,54 +362,148 @@ void offsets(const std::vector<Loop>& loops, std::size_t x, std::ptrdiff_t& a, s
   }
 }
 
+// The GEMM calls of one task: parts [m0, m0 + part.m) x [n0, n0 + part.n) of the outer
+// index x, accumulated over the inner indices [y0, y1) and over [k0, k0 + part.k) of k.
+struct Part {
+  Geometry part;
+  std::size_t x = 0, m0 = 0, n0 = 0, k0 = 0, y0 = 0, y1 = 1;
+};
+
+template <class T>
+void run_part(const Nest& nest, const Part& p, T alpha, const T* a, const T* b, T beta, T* c) {
+  const Geometry& g = nest.gemm;
+  std::ptrdiff_t oa = 0, ob = 0, oc = 0;
+  offsets(nest.outer, p.x, oa, ob, oc);
+  oa += static_cast<std::ptrdiff_t>(p.m0) * g.a_m + static_cast<std::ptrdiff_t>(p.k0) * g.a_k;
+  ob += static_cast<std::ptrdiff_t>(p.n0) * g.b_n + static_cast<std::ptrdiff_t>(p.k0) * g.b_k;
+  oc += static_cast<std::ptrdiff_t>(p.m0) * p.part.c_m + static_cast<std::ptrdiff_t>(p.n0) * p.part.c_n;
+  for (std::size_t y = p.y0; y < p.y1; ++y) {
+    std::ptrdiff_t ia = oa, ib = ob, ic = oc;
+    offsets(nest.inner, y, ia, ib, ic);
+    gemm(p.part, alpha, a + ia, b + ib, y == p.y0 ? beta : T(1), c + ic);
+  }
+}
+
+std::size_t pieces(std::size_t n, std::size_t slice) { return (n + slice - 1) / slice; }
+
 // Runs the nest: c = alpha a b + beta c, with beta applied by the first GEMM into each part
-// of c (beta == 0: c is not read). With `parallel`, tasks (outer indices, cut further along
-// m and n when there are too few) are shared among threads. Returns the number of GEMM calls.
+// of c (beta == 0: c is not read). Returns the number of GEMM calls.
+//
+// With `parallel`, the outer indices are tasks shared among threads, each calling a
+// single-threaded GEMM. With too few of them, each GEMM is cut along m (or n), where reading
+// the other factor once more per slice costs little next to the flops; else, when c is small
+// and k long, k is cut and each thread sums into its own copy of c; else the GEMMs run one
+// after the other, each threaded by the BLAS.
 template <class T>
 std::size_t run_nest(const Nest& nest, T alpha, const T* a, const T* b, T beta, T* c, bool parallel) {
   const Geometry& g = nest.gemm;
   const std::size_t outer = count(nest.outer), inner = count(nest.inner);
-  const std::size_t threads = parallel && !omp_in_parallel() ? static_cast<std::size_t>(omp_get_max_threads()) : 1;
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+                       static_cast<double>(outer) * static_cast<double>(inner);
+  const std::size_t threads = parallel && flops >= kParallelFlops && !omp_in_parallel()
+                                  ? static_cast<std::size_t>(omp_get_max_threads())
+                                  : 1;
+  const std::size_t want = 2 * threads;
   std::size_t slice_m = g.m, slice_n = g.n;
-  auto slices = [](std::size_t n, std::size_t s) { return (n + s - 1) / s; };
-  if (threads > 1) {
-    // Enough tasks for every thread to get several, for balance.
-    while (outer * slices(g.m, slice_m) * slices(g.n, slice_n) < 4 * threads) {
-      if (slice_m >= slice_n && slice_m >= 2 * kMinSlice) {
-        slice_m = (slice_m + 1) / 2;
-      } else if (slice_n >= 2 * kMinSlice) {
-        slice_n = (slice_n + 1) / 2;
-      } else if (slice_m >= 2 * kMinSlice) {
-        slice_m = (slice_m + 1) / 2;
+  if (threads > 1 && outer < want) {
+    // Bytes read again from memory because of the cuts may cost a few percent of the GEMM
+    // time; a factor that fits in a core's L2 is read again for free.
+    const double budget = flops / 64.0;
+    auto from_memory = [](double bytes) { return bytes <= kCacheResident ? 0.0 : bytes; };
+    const double panel_a = from_memory(static_cast<double>(g.m * g.k * sizeof(T)));
+    const double panel_b = from_memory(static_cast<double>(g.k * g.n * sizeof(T)));
+    auto extra = [&](std::size_t sm, std::size_t sn) {
+      return static_cast<double>(outer) * static_cast<double>(inner) *
+             ((static_cast<double>(pieces(g.m, sm)) - 1.0) * panel_b + (static_cast<double>(pieces(g.n, sn)) - 1.0) * panel_a);
+    };
+    while (outer * pieces(g.m, slice_m) * pieces(g.n, slice_n) < want) {
+      const std::size_t half_m = (slice_m + 1) / 2, half_n = (slice_n + 1) / 2;
+      const bool can_m = slice_m >= 2 * kMinSlice && extra(half_m, slice_n) <= budget;
+      const bool can_n = slice_n >= 2 * kMinSlice && extra(slice_m, half_n) <= budget;
+      if (can_m && (!can_n || slice_m >= slice_n)) {
+        slice_m = half_m;
+      } else if (can_n) {
+        slice_n = half_n;
       } else {
         break;
       }
     }
   }
-  const std::size_t pieces_m = slices(g.m, slice_m), pieces_n = slices(g.n, slice_n);
+  const std::size_t pieces_m = pieces(g.m, slice_m), pieces_n = pieces(g.n, slice_n);
   const std::size_t tasks = outer * pieces_m * pieces_n;
-  const bool par = threads > 1 && tasks > 1;
-  std::optional<SingleThreadedBlas> single;
-  if (par) single.emplace();
-#pragma omp parallel for schedule(dynamic) if (par)
-  for (std::size_t t = 0; t < tasks; ++t) {
-    const std::size_t piece_n = t % pieces_n, piece_m = (t / pieces_n) % pieces_m, x = t / (pieces_n * pieces_m);
-    std::ptrdiff_t oa = 0, ob = 0, oc = 0;
-    offsets(nest.outer, x, oa, ob, oc);
-    Geometry part = g;
-    const std::size_t i0 = piece_m * slice_m, j0 = piece_n * slice_n;
-    part.m = std::min(slice_m, g.m - i0);
-    part.n = std::min(slice_n, g.n - j0);
-    oa += static_cast<std::ptrdiff_t>(i0) * g.a_m;
-    ob += static_cast<std::ptrdiff_t>(j0) * g.b_n;
-    oc += static_cast<std::ptrdiff_t>(i0) * g.c_m + static_cast<std::ptrdiff_t>(j0) * g.c_n;
-    for (std::size_t y = 0; y < inner; ++y) {
-      std::ptrdiff_t ia = oa, ib = ob, ic = oc;
-      offsets(nest.inner, y, ia, ib, ic);
-      gemm(part, alpha, a + ia, b + ib, y == 0 ? beta : T(1), c + ic);
+
+  if (threads > 1 && tasks >= threads) {
+    SingleThreadedBlas single;
+#pragma omp parallel for schedule(dynamic)
+    for (std::size_t t = 0; t < tasks; ++t) {
+      Part p;
+      p.part = g;
+      p.x = t / (pieces_n * pieces_m);
+      p.m0 = (t / pieces_n) % pieces_m * slice_m;
+      p.n0 = t % pieces_n * slice_n;
+      p.part.m = std::min(slice_m, g.m - p.m0);
+      p.part.n = std::min(slice_n, g.n - p.n0);
+      p.y1 = inner;
+      run_part(nest, p, alpha, a, b, beta, c);
     }
+    return tasks * inner;
   }
-  return tasks * inner;
+
+  // Cut the sums: each thread adds its share of (inner index, slice of k) into its own
+  // m x n buffer; the buffers are then summed into c.
+  const std::size_t k_pieces = inner >= threads ? 1 : pieces(threads, inner);
+  const std::size_t units = inner * k_pieces;
+  const bool split_k = threads > 1 && outer == 1 && units >= threads && g.k >= k_pieces * kMinSlice &&
+                       g.m * g.n <= (std::size_t{1} << 20);
+  if (split_k) {
+    const std::size_t mn = g.m * g.n, slice_k = pieces(g.k, k_pieces);
+    Scratch<T> partial(mn * threads);
+    {
+      SingleThreadedBlas single;
+#pragma omp parallel num_threads(static_cast<int>(threads))
+      {
+        const auto me = static_cast<std::size_t>(omp_get_thread_num());
+        const auto team = static_cast<std::size_t>(omp_get_num_threads());
+        T* mine = partial.get() + me * mn;
+        bool first = true;
+        for (std::size_t u = units * me / team; u < units * (me + 1) / team; ++u) {
+          Part p;
+          p.part = g;
+          p.part.c_m = static_cast<std::ptrdiff_t>(g.n);
+          p.part.c_n = 1;
+          p.y0 = u / k_pieces;
+          p.y1 = p.y0 + 1;
+          p.k0 = u % k_pieces * slice_k;
+          p.part.k = std::min(slice_k, g.k - std::min(g.k, p.k0));
+          if (p.part.k == 0) continue;
+          run_part(nest, p, T(1), a, b, first ? T(0) : T(1), mine);
+          first = false;
+        }
+        if (first) std::fill(mine, mine + mn, T(0));
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (std::size_t i = 0; i < g.m; ++i) {
+          for (std::size_t j = 0; j < g.n; ++j) {
+            T sum = T(0);
+            for (std::size_t t = 0; t < team; ++t) sum += partial.get()[t * mn + i * g.n + j];
+            T& out = c[static_cast<std::ptrdiff_t>(i) * g.c_m + static_cast<std::ptrdiff_t>(j) * g.c_n];
+            out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;
+          }
+        }
+      }
+    }
+    return units;
+  }
+
+  // One GEMM after the other, each threaded by the BLAS (or all on this thread).
+  for (std::size_t x = 0; x < outer; ++x) {
+    Part p;
+    p.part = g;
+    p.x = x;
+    p.y1 = inner;
+    run_part(nest, p, alpha, a, b, beta, c);
+  }
+  return outer * inner;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -542,6 +710,8 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     }
     const double waste = std::max(0.0, 64.0 / (run * es) - 1.0);
     seconds += 2.0 * bytes_c / (kCacheBandwidth * workers) + (waste + read_c) * bytes_c / kMemoryBandwidth;
+    // Runs shorter than a page land on a different page each: a TLB miss per run.
+    if (run * es < 4096.0) seconds += static_cast<double>(p.size[kC]) / run * kScatteredRunSeconds / workers;
     if (bytes_c / tile_tasks > kTileBytes) seconds += bytes_c / kMemoryBandwidth;
   }
   return seconds;
@@ -682,8 +852,8 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
     rows.pop_back();
   }
   const std::size_t units = count(rows), terms = count(sums);
-  const bool par = units > 1 && p.size[kC] * terms >= (std::size_t{1} << 15) && omp_get_max_threads() > 1 &&
-                   !omp_in_parallel();
+  const bool par = units > 1 && static_cast<double>(p.size[kC]) * static_cast<double>(terms) >= kParallelFlops / 4 &&
+                   omp_get_max_threads() > 1 && !omp_in_parallel();
 #pragma omp parallel for schedule(static) if (par)
   for (std::size_t u = 0; u < units; ++u) {
     std::ptrdiff_t oa = 0, ob = 0, oc = 0;
@@ -800,7 +970,9 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   }
   const std::size_t tasks = count(tile_loops);
   const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
-  const bool par = threads > 1 && tasks > 1;
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+                       static_cast<double>(count(nest.outer) * count(nest.inner) * tasks);
+  const bool par = threads > 1 && tasks > 1 && flops >= kParallelFlops;
   Scratch<T> buffers(tile_size * (par ? threads : 1));
   std::optional<SingleThreadedBlas> single;
   if (par) single.emplace();
@@ -981,6 +1153,12 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
   } else {
     chosen = cached_plan(p, prepared.flops);
   }
+#ifdef TENEX_CONTRACT_TRACE
+  {
+    auto g = [&](const Group& x) { std::string s; for (int d : x) s += std::to_string(d) + "(" + std::to_string(p.extent[d]) + ")"; return s; };
+    std::printf("plan: naive=%d pa=%d pb=%d out=%d gm=%s gn=%s gk=%s tiles=%s est=%.2fms\n", chosen.naive, chosen.permute_a, chosen.permute_b, (int)chosen.output, g(chosen.gm).c_str(), g(chosen.gn).c_str(), g(chosen.gk).c_str(), g(chosen.tiles).c_str(), chosen.seconds*1e3);
+  }
+#endif
   counted.calls += chosen.naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, chosen, alpha, a, b, beta, c);
   return counted;
 }

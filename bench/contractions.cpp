@@ -1,0 +1,287 @@
+// Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
+//
+//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME]
+//
+// The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
+// name, einsum ("bda,dc->abc": a's labels, b's labels, the result's), extents
+// ("a=312,b=312,..."), gflop and group, tab-separated; '#' starts a comment. For each case
+// this times the tenex statement c("a,b,c") = A("b,d,a") * B("d,c") (double, which runs at
+// its ';') and one cblas_dgemm of the same m, n, k on fresh contiguous matrices, where m is
+// the product of A's free extents, n of B's and k of the contracted ones. Runs alternate
+// between the two so that drift in machine load hits both; each side reports its best of
+// --repeat runs after one warm-up. ratio = gemm / tenex: 1 or more means tenex is as fast as
+// one GEMM of the same size. `check` is the largest relative difference of a few elements of
+// the result against sums computed here, a guard against timing the wrong thing.
+#include <cblas.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tenex/tenex.hpp>
+
+namespace {
+
+using tenex::Tensor;
+
+struct Options {
+  std::string path;
+  int repeat = 5;
+  std::string filter;
+};
+
+struct Case {
+  std::string name;
+  std::string einsum;
+  std::string a, b, c;             // labels of each operand, one letter a mode
+  std::map<char, std::size_t> extent;
+};
+
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options options;
+#ifdef TENEX_TCCG_TSV
+  options.path = TENEX_TCCG_TSV;
+#endif
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--repeat" || arg == "--filter") {
+      if (i + 1 >= argc) return std::nullopt;
+      const std::string_view value = argv[++i];
+      if (arg == "--filter") {
+        options.filter = value;
+        continue;
+      }
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), options.repeat);
+      if (error != std::errc() || end != value.data() + value.size() || options.repeat < 1) return std::nullopt;
+    } else if (!arg.empty() && arg[0] != '-') {
+      options.path = arg;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (options.path.empty()) return std::nullopt;
+  return options;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = text.find(separator, begin);
+    parts.push_back(text.substr(begin, end - begin));
+    if (end == std::string::npos) return parts;
+    begin = end + 1;
+  }
+}
+
+// Throws std::runtime_error naming the line when it is not a case.
+std::vector<Case> read_cases(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<Case> cases;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto fields = split(line, '\t');
+    const std::size_t comma = fields.size() >= 3 ? fields[1].find(',') : std::string::npos;
+    const std::size_t arrow = fields.size() >= 3 ? fields[1].find("->") : std::string::npos;
+    if (comma == std::string::npos || arrow == std::string::npos || arrow < comma) {
+      throw std::runtime_error(path + ":" + std::to_string(number) + ": expected name, einsum, extents");
+    }
+    Case c;
+    c.name = fields[0];
+    c.einsum = fields[1];
+    c.a = fields[1].substr(0, comma);
+    c.b = fields[1].substr(comma + 1, arrow - comma - 1);
+    c.c = fields[1].substr(arrow + 2);
+    for (const std::string& item : split(fields[2], ',')) {
+      std::size_t value = 0;
+      const char* first = item.data() + std::min<std::size_t>(2, item.size());
+      const auto [end, error] = std::from_chars(first, item.data() + item.size(), value);
+      if (item.size() < 3 || item[1] != '=' || error != std::errc() || end != item.data() + item.size()) {
+        throw std::runtime_error(path + ":" + std::to_string(number) + ": bad extent '" + item + "'");
+      }
+      c.extent[item[0]] = value;
+    }
+    for (char label : c.a + c.b) {
+      if (!c.extent.count(label)) {
+        throw std::runtime_error(path + ":" + std::to_string(number) + ": no extent for '" + label + "'");
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// "bda" -> "b,d,a"
+std::string labels_of(const std::string& letters) {
+  std::string labels;
+  for (char ch : letters) {
+    if (!labels.empty()) labels += ',';
+    labels += ch;
+  }
+  return labels;
+}
+
+std::vector<std::size_t> extents_of(const Case& c, const std::string& letters) {
+  std::vector<std::size_t> extents;
+  for (char ch : letters) extents.push_back(c.extent.at(ch));
+  return extents;
+}
+
+std::size_t product_of(const Case& c, const std::string& letters) {
+  std::size_t n = 1;
+  for (char ch : letters) n *= c.extent.at(ch);
+  return n;
+}
+
+struct GemmSize {
+  std::size_t m = 1, n = 1, k = 1;
+};
+
+// m: a's labels the result keeps; n: b's; k: a's labels the result drops (contracted).
+GemmSize gemm_size(const Case& c) {
+  GemmSize s;
+  for (char ch : c.a) (c.c.find(ch) != std::string::npos ? s.m : s.k) *= c.extent.at(ch);
+  for (char ch : c.b) {
+    if (c.c.find(ch) != std::string::npos) s.n *= c.extent.at(ch);
+  }
+  return s;
+}
+
+double milliseconds_of(const std::function<void()>& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::milli>(stop - start).count();
+}
+
+// Row-major offset of the element of `letters` at the index values `value` (by letter).
+std::size_t offset_of(const Case& c, const std::string& letters, const std::map<char, std::size_t>& value) {
+  std::size_t offset = 0;
+  for (char ch : letters) offset = offset * c.extent.at(ch) + value.at(ch);
+  return offset;
+}
+
+// Largest relative difference between a few elements of the result and sums over the
+// contracted labels computed here.
+double check_result(const Case& c, const Tensor<double>& a, const Tensor<double>& b, const Tensor<double>& result) {
+  std::string contracted;
+  for (char ch : c.a) {
+    if (c.b.find(ch) != std::string::npos && c.c.find(ch) == std::string::npos) contracted += ch;
+  }
+  const double* pa = a.data();
+  const double* pb = b.data();
+  const double* pc = result.data();
+  std::mt19937_64 rng(7);
+  double worst = 0;
+  for (int sample = 0; sample < 8; ++sample) {
+    std::map<char, std::size_t> value;
+    for (char ch : c.c) value[ch] = std::uniform_int_distribution<std::size_t>(0, c.extent.at(ch) - 1)(rng);
+    double sum = 0, magnitude = 0;
+    const std::size_t terms = product_of(c, contracted);
+    for (std::size_t t = 0; t < terms; ++t) {
+      std::size_t rest = t;
+      for (std::size_t x = contracted.size(); x-- > 0;) {
+        value[contracted[x]] = rest % c.extent.at(contracted[x]);
+        rest /= c.extent.at(contracted[x]);
+      }
+      const double term = pa[offset_of(c, c.a, value)] * pb[offset_of(c, c.b, value)];
+      sum += term;
+      magnitude += std::abs(term);
+    }
+    const double got = pc[offset_of(c, c.c, value)];
+    worst = std::max(worst, std::abs(got - sum) / std::max(magnitude, std::numeric_limits<double>::min()));
+  }
+  return worst;
+}
+
+struct Row {
+  double tenex_ms = std::numeric_limits<double>::infinity();
+  double gemm_ms = std::numeric_limits<double>::infinity();
+  double check = 0;
+};
+
+Row bench_case(const Case& c, int repeat) {
+  Tensor<double> a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), result;
+  tenex::fill_random(a, 1);
+  tenex::fill_random(b, 2);
+  const std::string la = labels_of(c.a), lb = labels_of(c.b), lc = labels_of(c.c);
+
+  const auto [m, n, k] = gemm_size(c);
+  std::vector<double> ga(m * k), gb(k * n), gc(m * n);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (double& x : ga) x = uniform(rng);
+  for (double& x : gb) x = uniform(rng);
+
+  const std::function<void()> with_tenex = [&] { result(lc) = a(la) * b(lb); };
+  const std::function<void()> with_gemm = [&] {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+                static_cast<int>(k), 1.0, ga.data(), static_cast<int>(k), gb.data(), static_cast<int>(n), 0.0,
+                gc.data(), static_cast<int>(n));
+  };
+  with_tenex();  // warm-up: first-touch page faults, thread start-up, plan caches
+  with_gemm();
+  Row row;
+  for (int r = 0; r < repeat; ++r) {
+    row.tenex_ms = std::min(row.tenex_ms, milliseconds_of(with_tenex));
+    row.gemm_ms = std::min(row.gemm_ms, milliseconds_of(with_gemm));
+  }
+  row.check = check_result(c, a, b, result);
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> options = parse_options(argc, argv);
+  if (!options) {
+    std::printf("usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME]\n");
+    return 2;
+  }
+  try {
+    const std::vector<Case> cases = read_cases(options->path);
+    std::printf("# tenex contraction vs one dgemm of the same m, n, k (double), best of %d runs;\n", options->repeat);
+    std::printf("# ratio = gemm_ms / tenex_ms (>= 1: as fast as GEMM)\n");
+    std::printf("%-8s %-20s %7s %10s %10s %7s %10s\n", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
+                "check");
+    double log_sum = 0;
+    int counted = 0;
+    for (const Case& c : cases) {
+      if (!options->filter.empty() && c.name.find(options->filter) == std::string::npos) continue;
+      const Row row = bench_case(c, options->repeat);
+      const GemmSize size = gemm_size(c);
+      const double gflop =
+          2.0 * static_cast<double>(size.m) * static_cast<double>(size.n) * static_cast<double>(size.k) * 1e-9;
+      const double ratio = row.gemm_ms / row.tenex_ms;
+      log_sum += std::log(ratio);
+      ++counted;
+      std::printf("%-8s %-20s %7.3f %10.2f %10.2f %7.2f %10.1e\n", c.name.c_str(), c.einsum.c_str(), gflop,
+                  row.tenex_ms, row.gemm_ms, ratio, row.check);
+      std::fflush(stdout);
+    }
+    if (counted == 0) {
+      std::printf("no case matches\n");
+      return 1;
+    }
+    std::printf("geometric mean ratio over %d cases: %.3f\n", counted, std::exp(log_sum / counted));
+  } catch (const std::exception& error) {
+    std::printf("error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
