@@ -18,6 +18,12 @@ namespace tenex::detail {
 
 class LinkedState;
 
+/// 64-byte aligned blocks. Large blocks freed by one statement are kept for the next
+/// allocation of the same size (a result overwritten in a loop reuses its pages instead
+/// of faulting in fresh ones); release_cached_memory() returns them to the system.
+void* allocate_block(std::size_t bytes);
+void free_block(void* block, std::size_t bytes) noexcept;
+
 /// 64-byte aligned, uninitialised array of T.
 template <class T>
 class AlignedArray {
@@ -26,23 +32,33 @@ class AlignedArray {
   explicit AlignedArray(std::size_t n) : size_(n) {
     if (n == 0) return;
     if (n > (std::numeric_limits<std::size_t>::max() - 63) / sizeof(T)) throw std::bad_alloc();
-    std::size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
-    if (!data_) throw std::bad_alloc();
+    data_ = static_cast<T*>(allocate_block(bytes()));
   }
   AlignedArray(const AlignedArray&) = delete;
   AlignedArray& operator=(const AlignedArray&) = delete;
   AlignedArray(AlignedArray&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr; o.size_ = 0; }
   AlignedArray& operator=(AlignedArray&& o) noexcept {
-    if (this != &o) { std::free(data_); data_ = o.data_; size_ = o.size_; o.data_ = nullptr; o.size_ = 0; }
+    if (this != &o) {
+      release();
+      data_ = o.data_;
+      size_ = o.size_;
+      o.data_ = nullptr;
+      o.size_ = 0;
+    }
     return *this;
   }
-  ~AlignedArray() { std::free(data_); }
+  ~AlignedArray() { release(); }
   T* data() { return data_; }
   const T* data() const { return data_; }
   std::size_t size() const { return size_; }
 
  private:
+  std::size_t bytes() const { return (size_ * sizeof(T) + 63) / 64 * 64; }
+  void release() noexcept {
+    if (data_) free_block(data_, bytes());
+    data_ = nullptr;
+  }
+
   T* data_ = nullptr;
   std::size_t size_ = 0;
 };

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -717,8 +718,6 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   return seconds;
 }
 
-// Searches the plans: which of a and b to permute, how c is written, which tile modes,
-// and which groups to fuse.
 // Calls visit(plan) for every GEMM plan that can run (finite cost): which of a and b to
 // permute, how c is written, over which tile modes, and which groups to fuse. Tiled plans
 // are left out of small problems unless `all_tiles`.
@@ -787,7 +786,6 @@ Plan make_plan(const Problem& p, double flops) {
   });
   return best;
 }
-
 
 // What a plan depends on: the canonical problem.
 std::vector<std::size_t> plan_key(const Problem& p) {
@@ -977,18 +975,26 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   std::optional<SingleThreadedBlas> single;
   if (par) single.emplace();
   std::size_t nest_calls = 0;
+  // An exception must not leave a parallel region: the first is kept and rethrown after it.
+  std::exception_ptr error;
 #pragma omp parallel if (par)
   {
     T* buffer = buffers.get() + tile_size * static_cast<std::size_t>(omp_get_thread_num());
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tasks; ++t) {
-      std::ptrdiff_t oa = 0, ob = 0, oc = 0;
-      offsets(tile_loops, t, oa, ob, oc);
-      const std::size_t n = run_nest(nest, alpha, a + oa, b + ob, T(0), buffer, false);
-      strided_copy(buffer, from, c + oc, to, extents, T(1), beta, false);
-      if (t == 0) nest_calls = n;
+      try {
+        std::ptrdiff_t oa = 0, ob = 0, oc = 0;
+        offsets(tile_loops, t, oa, ob, oc);
+        const std::size_t n = run_nest(nest, alpha, a + oa, b + ob, T(0), buffer, false);
+        strided_copy(buffer, from, c + oc, to, extents, T(1), beta, false);
+        if (t == 0) nest_calls = n;
+      } catch (...) {
+#pragma omp critical(tenex_contract_error)
+        if (!error) error = std::current_exception();
+      }
     }
   }
+  if (error) std::rethrow_exception(error);
   return calls + tasks * (nest_calls + 1);
 }
 
@@ -1153,12 +1159,6 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
   } else {
     chosen = cached_plan(p, prepared.flops);
   }
-#ifdef TENEX_CONTRACT_TRACE
-  {
-    auto g = [&](const Group& x) { std::string s; for (int d : x) s += std::to_string(d) + "(" + std::to_string(p.extent[d]) + ")"; return s; };
-    std::printf("plan: naive=%d pa=%d pb=%d out=%d gm=%s gn=%s gk=%s tiles=%s est=%.2fms\n", chosen.naive, chosen.permute_a, chosen.permute_b, (int)chosen.output, g(chosen.gm).c_str(), g(chosen.gn).c_str(), g(chosen.gk).c_str(), g(chosen.tiles).c_str(), chosen.seconds*1e3);
-  }
-#endif
   counted.calls += chosen.naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, chosen, alpha, a, b, beta, c);
   return counted;
 }

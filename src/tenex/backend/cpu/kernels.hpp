@@ -46,7 +46,10 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
 /// Each mode of c is in a or b (or both: a Hadamard / batch mode). A mode in a and b that c
 /// lacks is contracted; a mode in only one operand that c lacks is summed out first.
 /// Extents of c follow from a and b. Uses GEMM (cblas) with the fewest permutations.
-/// beta == 0 means c is not read (may be uninitialised).
+/// beta == 0 means c is not read (may be uninitialised). flops counts 2 per product summed
+/// (2*m*n*k*batch) plus the additions of any summing out. Runs on the OpenMP threads; while
+/// they call GEMMs a pthreads OpenBLAS is set to one thread (then restored). Scratch memory
+/// is kept per thread for the next call (at most 128 MiB).
 template <class T>
 KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
                      const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes);

@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,8 @@ constexpr std::size_t kParallelMin = std::size_t{1} << 15;
 // Side of the tiles of the transpose path: a tile of doubles is 8 KiB, so its input lines
 // and output lines stay in L1 while it is copied.
 constexpr std::size_t kTile = 32;
+// Modes of extent 2 or more in one array: at most 64, or it would not fit in memory.
+constexpr std::size_t kMaxDims = 64;
 // Rows longer than this are cut into pieces when there are too few rows to share out.
 constexpr std::size_t kRowPiece = 4096;
 
@@ -60,6 +63,7 @@ bool simplify(std::vector<Dim>& dims) {
     if (d.extent == 0) return false;
   }
   std::erase_if(dims, [](const Dim& d) { return d.extent == 1; });
+  if (dims.size() > kMaxDims) throw std::invalid_argument("strided copy: more than 64 modes of extent > 1");
   std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.out > y.out; });
   std::vector<Dim> merged;
   for (const Dim& d : dims) {
@@ -75,9 +79,10 @@ bool simplify(std::vector<Dim>& dims) {
 }
 
 // A multi-index over `dims` in row-major order that tracks its input and output offsets.
+// It does not allocate, so that it can run inside parallel regions.
 class Odometer {
  public:
-  Odometer(const std::vector<Dim>& dims, std::size_t linear) : dims_(dims), index_(dims.size(), 0) {
+  Odometer(const std::vector<Dim>& dims, std::size_t linear) : dims_(dims) {
     for (std::size_t d = dims.size(); d-- > 0;) {
       index_[d] = linear % dims[d].extent;
       linear /= dims[d].extent;
@@ -100,7 +105,7 @@ class Odometer {
 
  private:
   const std::vector<Dim>& dims_;
-  std::vector<std::size_t> index_;
+  std::array<std::size_t, kMaxDims> index_{};
   std::ptrdiff_t in_ = 0;
   std::ptrdiff_t out_ = 0;
 };

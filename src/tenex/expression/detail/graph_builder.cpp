@@ -29,6 +29,7 @@ class Builder {
     }
   }
 
+  /// A node holding `keep` (a subset of n's labels, in any order) of `n`.
   NodeId build(const NodePtr& n, const std::vector<std::string>& keep) {
     const std::string key = key_of(keep);
     if (const NodeId* hit = graph_.find_memo(n.get(), key)) return *hit;
@@ -39,7 +40,9 @@ class Builder {
 
   NodeId build_assignment(const Assignment& a) {
     if (const NodeId* hit = graph_.find_memo(a.target.get(), "output")) return *hit;
-    std::vector<std::string> keep = filter(a.rhs->labels, a.rhs_labels);
+    // Ask for the value in the target's order: the last kernel writes it in place and the
+    // output hands the buffer over instead of permuting it.
+    const std::vector<std::string>& keep = a.rhs_labels;
     NodeId value = build(a.rhs, keep);
     OpNode out;
     out.kind = OpKind::output;
@@ -160,7 +163,7 @@ class Builder {
       case ExprKind::scale: {
         OpParams p;
         p.alpha = n->factor;
-        NodeId c = build(n->children[0], filter(n->children[0]->labels, keep));
+        NodeId c = build(n->children[0], keep);
         return add(OpKind::scale, keep, extents_in(*n, keep), {c}, p);
       }
       case ExprKind::permutation: {

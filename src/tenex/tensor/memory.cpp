@@ -1,0 +1,86 @@
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+
+#include "tenex/backend/backend.hpp"
+#include "tenex/tensor/storage.hpp"
+
+namespace tenex {
+
+namespace detail {
+
+namespace {
+
+// Blocks below this size are left to malloc, which keeps them cheaply itself.
+constexpr std::size_t min_cached_bytes = std::size_t{1} << 20;
+// At most this much memory waits in the cache.
+constexpr std::size_t max_cached_bytes = std::size_t{2} << 30;
+
+struct BlockCache {
+  std::mutex mutex;
+  std::multimap<std::size_t, void*> blocks;
+  std::size_t bytes = 0;
+
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [size, block] : blocks) std::free(block);
+    blocks.clear();
+    bytes = 0;
+  }
+};
+
+// Never destroyed: tensors with static storage may free their blocks after main returns.
+BlockCache& cache() {
+  static BlockCache* instance = new BlockCache;
+  return *instance;
+}
+
+}  // namespace
+
+void* allocate_block(std::size_t bytes) {
+  if (bytes >= min_cached_bytes) {
+    BlockCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.blocks.find(bytes);
+    if (it != c.blocks.end()) {
+      void* block = it->second;
+      c.blocks.erase(it);
+      c.bytes -= bytes;
+      return block;
+    }
+  }
+  void* block = std::aligned_alloc(64, bytes);
+  if (!block) {
+    // Memory held for reuse is the first thing to give back.
+    release_cached_memory();
+    block = std::aligned_alloc(64, bytes);
+  }
+  if (!block) throw std::bad_alloc();
+  return block;
+}
+
+void free_block(void* block, std::size_t bytes) noexcept {
+  if (bytes >= min_cached_bytes) {
+    BlockCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.bytes + bytes <= max_cached_bytes) {
+      c.blocks.emplace(bytes, block);
+      c.bytes += bytes;
+      return;
+    }
+  }
+  std::free(block);
+}
+
+}  // namespace detail
+
+void release_cached_memory() { detail::cache().release(); }
+
+std::size_t cached_memory_bytes() {
+  auto& c = detail::cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.bytes;
+}
+
+}  // namespace tenex
