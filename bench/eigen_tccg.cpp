@@ -48,7 +48,14 @@
 
 #include <tenex/tenex.hpp>
 
+#include "tccg_cases.hpp"
+
 namespace {
+
+using tccg::Case;
+using tccg::extents_of;
+using tccg::labels_of;
+using tccg::read_cases;
 
 using tenex::Tensor;
 
@@ -59,12 +66,6 @@ struct Options {
   std::string filter;
 };
 
-struct Case {
-  std::string name;
-  std::string einsum;
-  std::string a, b, c;  // labels of each operand, one letter a mode
-  std::map<char, std::size_t> extent;
-};
 
 bool parse_int(std::string_view value, int& out) {
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), out);
@@ -99,71 +100,6 @@ std::optional<Options> parse_options(int argc, char** argv) {
   return options;
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t end = text.find(separator, begin);
-    parts.push_back(text.substr(begin, end - begin));
-    if (end == std::string::npos) return parts;
-    begin = end + 1;
-  }
-}
-
-// Throws std::runtime_error naming the line when it is not a case.
-std::vector<Case> read_cases(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::vector<Case> cases;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto fields = split(line, '\t');
-    const std::size_t comma = fields.size() >= 3 ? fields[1].find(',') : std::string::npos;
-    const std::size_t arrow = fields.size() >= 3 ? fields[1].find("->") : std::string::npos;
-    if (comma == std::string::npos || arrow == std::string::npos || arrow < comma) {
-      throw std::runtime_error(path + ":" + std::to_string(number) + ": expected name, einsum, extents");
-    }
-    Case c;
-    c.name = fields[0];
-    c.einsum = fields[1];
-    c.a = fields[1].substr(0, comma);
-    c.b = fields[1].substr(comma + 1, arrow - comma - 1);
-    c.c = fields[1].substr(arrow + 2);
-    for (const std::string& item : split(fields[2], ',')) {
-      std::size_t value = 0;
-      const char* first = item.data() + std::min<std::size_t>(2, item.size());
-      const auto [end, error] = std::from_chars(first, item.data() + item.size(), value);
-      if (item.size() < 3 || item[1] != '=' || error != std::errc() || end != item.data() + item.size()) {
-        throw std::runtime_error(path + ":" + std::to_string(number) + ": bad extent '" + item + "'");
-      }
-      c.extent[item[0]] = value;
-    }
-    for (char label : c.a + c.b) {
-      if (!c.extent.count(label)) {
-        throw std::runtime_error(path + ":" + std::to_string(number) + ": no extent for '" + label + "'");
-      }
-    }
-    cases.push_back(std::move(c));
-  }
-  return cases;
-}
-
-// "bda" -> "b,d,a"
-std::string labels_of(const std::string& letters) {
-  std::string labels;
-  for (char ch : letters) {
-    if (!labels.empty()) labels += ',';
-    labels += ch;
-  }
-  return labels;
-}
-
-std::vector<std::size_t> extents_of(const Case& c, const std::string& letters) {
-  std::vector<std::size_t> extents;
-  for (char ch : letters) extents.push_back(c.extent.at(ch));
-  return extents;
-}
 
 bool has(const std::string& letters, char ch) { return letters.find(ch) != std::string::npos; }
 
