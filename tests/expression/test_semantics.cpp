@@ -1360,3 +1360,17 @@ TEST_CASE("graph: TENEX_DUMP_GRAPH writes each evaluated set") {
   CHECK_MATCHES(d, ref::scaled(ref::permuted(array(c, "i,j"), labels("j,i")), 2.0));
   fs::remove_all(dir);
 }
+
+TEST_CASE("graph: shape expressions draw into an OpGraph too") {
+  tenex::Shape a{3, 4}, b{4, 5};
+  tenex::OpGraph g;
+  auto product = a("i,k") * b("k,j");
+  const tenex::NodeId id = product.add_to_graph(g);
+  g.validate();
+  CHECK(g.node(id).kind == tenex::OpKind::contract);
+  CHECK(g.node(id).extents == std::vector<std::size_t>{3, 5});
+  CHECK(g.to_dot().find("(i,j) {3, 5}") != std::string::npos);
+  const std::size_t size = g.size();
+  CHECK(product.add_to_graph(g) == id);   // memoized: the same handle, the same node
+  CHECK(g.size() == size);
+}

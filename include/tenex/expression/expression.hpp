@@ -54,7 +54,9 @@ class TENEX_API Expression {
   virtual std::string_view name() const = 0;
 
   /// Visits this expression into `graph` (once, however often it is shared) and
-  /// returns the node producing it, with all of labels() kept.
+  /// returns the node producing it. A product keeps the labels that occur on one
+  /// factor only and sums the others, as plain Einstein notation reads it:
+  /// `(a("i,k") * b("k,j")).add_to_graph(g)` is the matrix product (i,j).
   virtual NodeId add_to_graph(OpGraph& graph) const;
 
   /// Declares, for the whole linked set, that for each value of the modes `from`

@@ -100,9 +100,10 @@ class TENEX_API OpGraph {
   /// Graphviz text: each node's operation, labels, extents and parameters.
   std::string to_dot() const;
 
-  /// Memo of the expression layer: the node built for (object, key), if any.
+  /// Memo of the expression layer: the node built for (object, key), if any. The graph
+  /// keeps `owner` (the object) alive, so its address is never reused while the memo lasts.
   const NodeId* find_memo(const void* object, const std::string& key) const;
-  void set_memo(const void* object, const std::string& key, NodeId id);
+  void set_memo(const void* object, const std::string& key, NodeId id, std::shared_ptr<const void> owner);
 
  private:
   struct Impl;

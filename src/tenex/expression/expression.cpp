@@ -51,7 +51,8 @@ std::string Expression<T>::to_string() const {
 
 template <class T>
 NodeId Expression<T>::add_to_graph(OpGraph& graph) const {
-  const detail::NodePtr& node = detail::operand_node(*this);
+  // A product drawn on its own sums its repeated labels, as plain Einstein notation reads it.
+  const detail::NodePtr node = detail::einstein_operand(detail::operand_node(*this));
   return detail::add_expression_to_graph(graph, node, detail::LinkedState::root(handle_.state)->sparse_maps_view());
 }
 

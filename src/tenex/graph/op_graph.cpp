@@ -53,6 +53,7 @@ struct OpGraph::Impl {
   Graph graph;
   std::vector<SparseMapUse> sparse_maps;
   std::map<std::pair<const void*, std::string>, NodeId> memo;
+  std::vector<std::shared_ptr<const void>> owners;  // keep memoized objects' addresses unique
 
   void check(NodeId id) const {
     if (id >= boost::num_vertices(graph)) {
@@ -155,7 +156,9 @@ void OpGraph::validate() const {
       std::set<std::string> seen(n.labels.begin(), n.labels.end());
       if (seen.size() != n.labels.size()) fail(id, n, "repeats a label");
     }
-    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !n.storage) fail(id, n, "has no storage");
+    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !n.storage && n.dtype != DType::shape) {
+      fail(id, n, "has no storage");
+    }
     for (std::size_t m : n.sparse_maps) {
       if (m >= impl_->sparse_maps.size()) fail(id, n, "names sparse map " + std::to_string(m) + " that does not exist");
     }
@@ -206,6 +209,7 @@ std::vector<NodeId> OpGraph::prune() {
   }
   Impl fresh;
   fresh.sparse_maps = std::move(impl_->sparse_maps);
+  fresh.owners = std::move(impl_->owners);
   std::vector<NodeId> mapping(n, n);
   for (NodeId id : topological_order()) {
     if (!needed[id]) continue;
@@ -281,6 +285,9 @@ const NodeId* OpGraph::find_memo(const void* object, const std::string& key) con
   return it == impl_->memo.end() ? nullptr : &it->second;
 }
 
-void OpGraph::set_memo(const void* object, const std::string& key, NodeId id) { impl_->memo[{object, key}] = id; }
+void OpGraph::set_memo(const void* object, const std::string& key, NodeId id, std::shared_ptr<const void> owner) {
+  impl_->memo[{object, key}] = id;
+  if (owner) impl_->owners.push_back(std::move(owner));
+}
 
 }  // namespace tenex

@@ -34,7 +34,7 @@ class Builder {
     const std::string key = key_of(keep);
     if (const NodeId* hit = graph_.find_memo(n.get(), key)) return *hit;
     NodeId id = build_uncached(n, keep);
-    graph_.set_memo(n.get(), key, id);
+    graph_.set_memo(n.get(), key, id, n);
     return id;
   }
 
@@ -55,7 +55,7 @@ class Builder {
     out.storage = a.target;
     out.note = "target";
     NodeId id = graph_.add_node(std::move(out), {value});
-    graph_.set_memo(a.target.get(), "output", id);
+    graph_.set_memo(a.target.get(), "output", id, a.target);
     return id;
   }
 
@@ -143,11 +143,11 @@ class Builder {
     node.labels = n->written;
     for (const auto& l : n->written) node.extents.push_back(extent(*n, l));
     node.storage = n->storage;
-    if (!node.storage) {
+    if (!node.storage && dtype_ != DType::shape) {
       throw InternalError("tenex: graph building: an operand " + n->text() + " carries no data");
     }
     NodeId id = graph_.add_node(std::move(node), operands);
-    graph_.set_memo(object, key, id);
+    graph_.set_memo(object, key, id, n);
     return id;
   }
 
@@ -235,7 +235,7 @@ class Builder {
                                                              : m * k + k + k * cols;
       if (d->decomposition == OpKind::eigen_solve && operands.size() == 2) node.note = "generalized";
       packed = graph_.add_node(std::move(node), operands);
-      graph_.set_memo(d.get(), "packed", packed);
+      graph_.set_memo(d.get(), "packed", packed, d);
     }
     OpParams p;
     p.factor = n->which;
