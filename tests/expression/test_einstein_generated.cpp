@@ -22,6 +22,8 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/scalars.hpp"
+
 #include "support/reference.hpp"
 
 namespace {
@@ -29,10 +31,7 @@ namespace {
 namespace ref = tenex_test::reference;
 using ref::Random;
 
-#define TENEX_TEST_APPEND_TYPE(T) , T
-template <class Void, class... T> struct DropFirst { using type = std::tuple<T...>; };
-using Scalars = DropFirst<void TENEX_FOR_EACH_SCALAR(TENEX_TEST_APPEND_TYPE)>::type;
-#undef TENEX_TEST_APPEND_TYPE
+using tenex_test::Scalars;
 
 // ---------------------------------------------------------------------------------------
 // Case description

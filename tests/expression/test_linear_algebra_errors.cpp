@@ -14,15 +14,14 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/scalars.hpp"
+
 namespace {
 
 using tenex::Shape;
 using tenex::Tensor;
 
-#define TENEX_TEST_APPEND_TYPE(T) , T
-template <class Void, class... T> struct DropFirst { using type = std::tuple<T...>; };
-using Scalars = DropFirst<void TENEX_FOR_EACH_SCALAR(TENEX_TEST_APPEND_TYPE)>::type;
-#undef TENEX_TEST_APPEND_TYPE
+using tenex_test::Scalars;
 
 template <class T>
 Tensor<T> counting(const Shape& shape) {
