@@ -12,8 +12,13 @@ namespace detail {
 
 namespace {
 
-// Blocks below this size are left to malloc, which keeps them cheaply itself.
+// Blocks below this size are left to malloc, which keeps them cheaply itself. Under
+// AddressSanitizer nothing is cached, so a use after free stays visible to it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t min_cached_bytes = static_cast<std::size_t>(-1);
+#else
 constexpr std::size_t min_cached_bytes = std::size_t{1} << 20;
+#endif
 // At most this much memory waits in the cache.
 constexpr std::size_t max_cached_bytes = std::size_t{2} << 30;
 
