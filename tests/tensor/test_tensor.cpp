@@ -194,7 +194,7 @@ TEST_CASE_TEMPLATE_DEFINE("tensor: to_vector copies the elements", T, tensor_to_
 }
 TEST_CASE_TEMPLATE_APPLY(tensor_to_vector, Scalars);
 
-TEST_CASE_TEMPLATE_DEFINE("tensor: fill_random is reproducible and uniform in [-1, 1)", T, tensor_random) {
+TEST_CASE_TEMPLATE_DEFINE("tensor: fill_random is reproducible and uniform between -1 and 1", T, tensor_random) {
   Tensor<T> a(Shape{40, 25}), b(Shape{40, 25}), c(Shape{40, 25});
   tenex::fill_random(a, 12345);
   tenex::fill_random(b, 12345);
