@@ -1,10 +1,10 @@
 // Uses tenex built through add_subdirectory: a single-precision contraction
 // over two indices with a permuted result, checked against plain loops.
-#include <tenex/tenex.hpp>
-
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+
+#include <tenex/tenex.hpp>
 
 int main() {
   try {
@@ -14,7 +14,7 @@ int main() {
     tenex::fill_random(b, 8);
 
     tenex::Tensor<float> c;
-    c("j,i") = a("i,k,l") * b("l,k,j");   // sum over k and l; stored transposed
+    c("j,i") = a("i,k,l") * b("l,k,j");  // sum over k and l; stored transposed
 
     int failures = 0;
     if (!(c.shape() == tenex::Shape{nj, ni})) {

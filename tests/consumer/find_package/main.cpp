@@ -1,10 +1,10 @@
 // Uses an installed tenex through find_package(tenex): a small matrix product
 // with exact integer results, checked element by element.
-#include <tenex/config.hpp>
-#include <tenex/tenex.hpp>
-
 #include <cstdio>
 #include <cstring>
+
+#include <tenex/config.hpp>
+#include <tenex/tenex.hpp>
 
 int main() {
   try {
