@@ -12,6 +12,7 @@
 #include "tenex/scalar.hpp"
 #include "tenex/tensor/shape.hpp"
 #include "tenex/tensor/tensor.hpp"
+#include "tenex/tensor/memory.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/graph/op_kind.hpp"
 #include "tenex/graph/op_graph.hpp"

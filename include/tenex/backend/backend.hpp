@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "tenex/export.hpp"
+#include "tenex/tensor/memory.hpp"
 
 namespace tenex {
 
@@ -30,11 +31,5 @@ struct RunStats {
   double seconds = 0;            // wall time of the evaluation (graph building included)
 };
 TENEX_API RunStats last_run_stats();
-
-/// Large buffers freed by evaluated sets are kept (up to 2 GiB) for reuse by later
-/// allocations of the same size; this returns them to the system.
-TENEX_API void release_cached_memory();
-/// Bytes currently kept for reuse.
-TENEX_API std::size_t cached_memory_bytes();
 
 }  // namespace tenex

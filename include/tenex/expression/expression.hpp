@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tenex/export.hpp"
@@ -44,6 +45,7 @@ class TENEX_API Expression {
 
   /// Free labels of the result, in natural order (first appearance); a product's
   /// summed labels are decided by its consumer, so they are listed here too.
+  /// A moved-from expression throws tenex::Error here and wherever it is used.
   const std::vector<std::string>& labels() const;
   /// Extents matching labels().
   const std::vector<std::size_t>& extents() const;
@@ -57,6 +59,8 @@ class TENEX_API Expression {
   /// returns the node producing it. A product keeps the labels that occur on one
   /// factor only and sums the others, as plain Einstein notation reads it:
   /// `(a("i,k") * b("k,j")).add_to_graph(g)` is the matrix product (i,j).
+  /// A user class overrides it to give its own meaning (docs/extending.md); evaluation
+  /// then uses the override, exactly as it uses the library's classes.
   virtual NodeId add_to_graph(OpGraph& graph) const;
 
   /// Declares, for the whole linked set, that for each value of the modes `from`
@@ -77,20 +81,62 @@ class TENEX_API Expression {
   detail::Handle handle_;
 };
 
-/// An expression with N operands.
+/// An operand of an expression as Nary::child(i) hands it out: the operand's value and
+/// linked set, usable in new expressions like any other.
+template <class T>
+class TENEX_API Operand final : public Expression<T> {
+ public:
+  explicit Operand(detail::Handle handle) : Expression<T>(std::move(handle)) {}
+  std::string_view name() const override { return "Operand"; }
+};
+
+namespace detail {
+/// The handle of a user's Nary over `operands` (their sets merged).
+template <class T>
+TENEX_API Handle make_nary(const std::vector<const Expression<T>*>& operands);
+/// The operands of `handle`'s node, each with the handle's set.
+template <class T>
+TENEX_API std::vector<Operand<T>> operands_of(const Handle& handle);
+}  // namespace detail
+
+/// An expression with N operands. The library's classes derive from it; so may a user's,
+/// constructing it from its operands and overriding add_to_graph:
+///
+///   template <class T> struct Twice : tenex::Nary<1, T> {
+///     explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
+///     std::string_view name() const override { return "Twice"; }
+///     tenex::NodeId add_to_graph(tenex::OpGraph& g) const override { return (2.0 * this->child(0)).add_to_graph(g); }
+///   };
 template <std::size_t N, class T>
 class TENEX_API Nary : public Expression<T> {
  public:
   static constexpr std::size_t arity = N;
 
+  /// An expression over `operands` (N of them); their linked sets merge.
+  template <class... E>
+    requires(sizeof...(E) == N && (std::is_base_of_v<Expression<T>, E> && ...))
+  explicit Nary(const E&... operands)
+      : Expression<T>(detail::make_nary<T>({static_cast<const Expression<T>*>(&operands)...})),
+        children_(detail::operands_of<T>(this->handle_)) {}
+
+  /// Operand i (0 <= i < N), as an expression of this one's linked set.
+  const Expression<T>& child(std::size_t i) const { return children_.at(i); }
+
  protected:
-  using Expression<T>::Expression;
+  explicit Nary(detail::Handle handle)
+      : Expression<T>(std::move(handle)), children_(detail::operands_of<T>(this->handle_)) {}
+
+ private:
+  std::vector<Operand<T>> children_;
 };
 
-#define TENEX_DECLARE_EXPRESSION(T)               \
-  extern template class Expression<T>;  \
-  extern template class Nary<1, T>;     \
-  extern template class Nary<2, T>;
+#define TENEX_DECLARE_EXPRESSION(T)                                                                     \
+  extern template class Expression<T>;                                                                  \
+  extern template class Operand<T>;                                                                     \
+  extern template class Nary<1, T>;                                                                     \
+  extern template class Nary<2, T>;                                                                     \
+  extern template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&); \
+  extern template TENEX_API std::vector<Operand<T>> detail::operands_of<T>(const detail::Handle&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EXPRESSION)
 #undef TENEX_DECLARE_EXPRESSION
 

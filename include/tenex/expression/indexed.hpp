@@ -9,6 +9,7 @@
 //   t("") = a("i,i");                   // a repeated label takes the diagonal
 #pragma once
 
+#include <memory>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -16,6 +17,10 @@
 #include "tenex/expression/expression.hpp"
 
 namespace tenex {
+
+namespace detail {
+struct TargetRecord;
+}
 
 template <class T>
 class TENEX_API Indexed : public Expression<T> {
@@ -36,12 +41,14 @@ class TENEX_API Indexed : public Expression<T> {
   std::string_view name() const override { return "Indexed"; }
   /// The labels as written ("i,i" keeps both).
   const std::vector<std::string>& written_labels() const { return written_; }
+  /// What this target object (copies have their own) remembers of its last assignment, so
+  /// a failed multi-target statement can undo the targets it already assigned.
+  const std::shared_ptr<detail::TargetRecord>& target_record() const { return record_; }
 
  private:
-  void assign(const Expression<T>& rhs, int mode);
-
   T* object_;
   std::vector<std::string> written_;
+  std::shared_ptr<detail::TargetRecord> record_;
 };
 
 /// Several targets at once: `tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));`

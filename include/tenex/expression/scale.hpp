@@ -12,10 +12,8 @@ class TENEX_API Scale : public Nary<1, T> {
  public:
   Scale(const Expression<T>& operand, double factor);
   std::string_view name() const override { return "Scale"; }
-  double factor() const { return factor_; }
-
- private:
-  double factor_;
+  /// The factor applied (a scale of a scale holds their product).
+  double factor() const;
 };
 
 template <class T> Scale<T> operator*(double factor, const Expression<T>& operand);

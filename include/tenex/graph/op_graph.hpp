@@ -10,53 +10,48 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tenex/export.hpp"
 #include "tenex/graph/op_kind.hpp"
 #include "tenex/scalar.hpp"
+#include "tenex/tensor/tensor.hpp"
 
 namespace tenex {
 
-class SparseMap;
+template <class T>
+class Tensor;
 
 using NodeId = std::size_t;
 
-/// Parameters of a node; which ones apply depends on the kind.
-struct OpParams {
-  double alpha = 1.0;                 // scale, contract, element-wise: factor of the result
-  double alpha_b = 1.0;               // element-wise: factor of the second operand
-  std::vector<std::size_t> lo, hi;    // slice: half-open bounds per mode
-  std::size_t mode = 0;               // chip: the mode fixed (of the operand)
-  std::size_t index = 0;              // chip: its index
-  unsigned power = 0;                 // pow
-  std::size_t factor = 0;             // factor: which factor (0, 1, 2) of the packed operand
-  std::size_t offset = 0;             // factor: first element inside the packed operand
-  std::vector<std::string> operand_labels;  // output: the operand's labels renamed to the target's
-};
-
-/// One operation of the graph.
+/// One operation of the graph. Its kind is the kind of its parameters (OpGraph::add_node
+/// sets `kind` from `params`, or fills in the kind's default parameters when `params` is
+/// left empty).
 struct TENEX_API OpNode {
   OpKind kind = OpKind::input;
   DType dtype = DType::f64;
-  std::vector<std::string> labels;    // result labels (input: as written, may repeat)
-  std::vector<std::size_t> extents;   // one per label
-  OpParams params;
-  std::size_t elements = 0;           // size of the result buffer (packed decompositions: all factors)
-  std::vector<std::size_t> sparse_maps;  // indices into OpGraph::sparse_maps() that mask this result
-  std::shared_ptr<void> storage;      // input: the value read; output: the target written
-  std::string note;                   // shown in DOT: "factor L", "target c"
+  std::vector<std::string> labels;       // result labels (input: as written, may repeat)
+  std::vector<std::size_t> extents;      // one per label
+  OpParams params;                       // the struct of `kind` from TENEX_FOR_EACH_OP
+  std::size_t elements = 0;              // size of the result buffer (packed decompositions: all factors)
+  std::vector<std::size_t> sparse_maps;  // indices into OpGraph::sparse_maps() that hold for this result
+  std::shared_ptr<void> storage;         // input: the value read; output: the target written
+  std::string note;                      // shown in DOT: "factor L", "target"
 
-  std::size_t size() const;           // product of extents
-};
-
-/// A sparse map registered on the graph: source labels -> target labels.
-struct SparseMapUse {
-  std::vector<std::string> source;
-  std::vector<std::string> target;
-  std::shared_ptr<const SparseMap> map;
+  std::size_t size() const;  // product of extents
+  /// The parameters as their struct: node.get<ContractParams>().alpha.
+  template <class P>
+  const P& get() const {
+    return std::get<P>(params);
+  }
+  template <class P>
+  P& get() {
+    return std::get<P>(params);
+  }
 };
 
 class TENEX_API OpGraph {
@@ -68,8 +63,27 @@ class TENEX_API OpGraph {
   OpGraph(const OpGraph&) = delete;
   OpGraph& operator=(const OpGraph&) = delete;
 
-  /// Adds a node whose operands are `operands`, in order.
+  /// Adds a node whose operands are `operands`, in order. Checks the node against its
+  /// kind's shape rule (ShapeError naming the node) and fills in `elements`.
   NodeId add_node(OpNode node, const std::vector<NodeId>& operands = {});
+  /// The typed way to add a node, for code outside the library too (docs/extending.md):
+  ///   NodeId s = g.add(tenex::ScaleParams{2.0}, {x});                 // labels from the shape rule
+  ///   NodeId c = g.add(tenex::ContractParams{}, {a, b}, {"i", "j"});   // labels chosen
+  /// The result's labels default to what the kind's shape rule gives (for a contraction:
+  /// the labels on one operand only); extents always come from the operands. The element
+  /// type is the first operand's.
+  template <class P>
+  NodeId add(P params, const std::vector<NodeId>& operands, std::vector<std::string> labels = {}) {
+    OpNode n;
+    n.kind = op_kind_of<P>;
+    n.params = std::move(params);
+    n.labels = std::move(labels);
+    return add_derived(std::move(n), operands);
+  }
+  /// An input node reading `tensor`'s value with `labels` (comma-separated; a repeated
+  /// label takes the diagonal where it is used).
+  template <class T>
+  NodeId add_input(const Tensor<T>& tensor, std::string_view labels);
   const OpNode& node(NodeId id) const;
   OpNode& node(NodeId id);
   /// Operands of `id` in operand order.
@@ -100,14 +114,24 @@ class TENEX_API OpGraph {
   /// Graphviz text: each node's operation, labels, extents and parameters.
   std::string to_dot() const;
 
-  /// Memo of the expression layer: the node built for (object, key), if any. The graph
-  /// keeps `owner` (the object) alive, so its address is never reused while the memo lasts.
-  const NodeId* find_memo(const void* object, const std::string& key) const;
-  void set_memo(const void* object, const std::string& key, NodeId id, std::shared_ptr<const void> owner);
+  /// A number no other graph of this process has: lets the layers above keep their own
+  /// bookkeeping about a graph without storing it in the graph.
+  std::uint64_t serial() const;
+  /// Removes the operand edges of `id` (a node no one needs any more; prune() drops it).
+  void detach(NodeId id);
 
  private:
+  NodeId add_derived(OpNode node, const std::vector<NodeId>& operands);
+  NodeId add_input_storage(std::shared_ptr<void> storage, DType dtype, const std::vector<std::size_t>& extents,
+                           std::string_view labels);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+template <class T>
+NodeId OpGraph::add_input(const Tensor<T>& tensor, std::string_view labels) {
+  return add_input_storage(tensor.storage(), dtype_of<Tensor<T>>(), tensor.shape().extents(), labels);
+}
 
 }  // namespace tenex

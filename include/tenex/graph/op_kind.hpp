@@ -1,44 +1,185 @@
-// tenex/graph/op_kind.hpp — the closed set of operations an OpGraph node can be.
+// tenex/graph/op_kind.hpp — the op table: the closed set of operations an OpGraph node can be.
 //
-// TENEX_FOR_EACH_OP_KIND(X) lists every kind once; the enum, the names, and the
-// backends' visitor methods are generated from it, so a new kind is a compile
-// error wherever it is not handled.
+// TENEX_FOR_EACH_OP(X) lists every kind once, with its arity and its parameter
+// struct. From it come the OpKind enum, the names, the parameter variant
+// OpParams (compared by each struct's defaulted operator==, so common
+// subexpression elimination can never forget a field), the DOT text of the
+// parameters, the result-shape rule and the backends' strict visitor. A new
+// kind is a compile error wherever it is not handled:
+//
+//   struct SqrtParams { bool operator==(const SqrtParams&) const = default; };
+//   X(sqrt, 1, SqrtParams)   // then: describe(SqrtParams), the shape rule, run_sqrt in every backend
 #pragma once
 
+#include <cstddef>
+#include <memory>
+#include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 #include "tenex/export.hpp"
 
-//  X(name, arity)   arity -1: variadic
-#define TENEX_FOR_EACH_OP_KIND(X)                                                       \
-  X(input, -1)          /* a tensor's value; operand: the output that writes it, if any */ \
-  X(output, 1)          /* writes its operand into an assignment target, permuting      */ \
-  X(reduce, 1)          /* diagonal / sum over modes / permutation of one operand       */ \
-  X(contract, 2)        /* alpha * sum a*b over modes the result lacks (GEMM)           */ \
-  X(add, 2)             /* element-wise, broadcasting by label                          */ \
-  X(subtract, 2)                                                                          \
-  X(divide, 2)                                                                            \
-  X(scale, 1)           /* alpha * operand                                              */ \
-  X(cholesky, 1)        /* lower factor L of a = L L^T                                  */ \
-  X(eigen_solve, -1)    /* packed eigenvectors and eigenvalues of a (or a, b)           */ \
-  X(qr, 1)              /* packed reduced Q and R                                       */ \
-  X(svd, 1)             /* packed thin U, S, Vt                                         */ \
-  X(factor, 1)          /* one factor of a packed decomposition                         */ \
-  X(slice, 1)           /* half-open block [lo, hi)                                     */ \
-  X(chip, 1)            /* fixes one mode at an index, dropping it                      */ \
-  X(pow, 1)             /* matrix power                                                 */
-
 namespace tenex {
 
+class SparseMap;
+
+/// A sparse map as a graph uses it: for each value of the `source` modes only the listed
+/// values of the `target` modes may be non-zero.
+struct SparseMapUse {
+  std::vector<std::string> source;
+  std::vector<std::string> target;
+  std::shared_ptr<const SparseMap> map;
+  bool operator==(const SparseMapUse&) const = default;
+};
+
+/// A tensor's value. Operand: the output node that writes it, when the set produces it.
+struct InputParams {
+  bool operator==(const InputParams&) const = default;
+};
+/// Writes its operand into an assignment target (OpNode::storage), permuting it.
+struct OutputParams {
+  std::vector<std::string> operand_labels;  // the operand's labels renamed to the target's
+  bool operator==(const OutputParams&) const = default;
+};
+/// Diagonal, sum over modes, or permutation of one operand (labels decide which).
+struct ReduceParams {
+  bool operator==(const ReduceParams&) const = default;
+};
+/// alpha * sum of a*b over the labels the result lacks (a GEMM).
+struct ContractParams {
+  double alpha = 1.0;
+  bool operator==(const ContractParams&) const = default;
+};
+/// Element-wise alpha * a (op) alpha_b * b, broadcasting by label.
+struct ElementwiseParams {
+  double alpha = 1.0;    // factor of the result (of a, for add and subtract)
+  double alpha_b = 1.0;  // factor of the second operand (add and subtract)
+  bool operator==(const ElementwiseParams&) const = default;
+};
+struct AddParams : ElementwiseParams {
+  bool operator==(const AddParams&) const = default;
+};
+struct SubtractParams : ElementwiseParams {
+  bool operator==(const SubtractParams&) const = default;
+};
+struct DivideParams : ElementwiseParams {
+  bool operator==(const DivideParams&) const = default;
+};
+/// alpha * operand.
+struct ScaleParams {
+  double alpha = 1.0;
+  bool operator==(const ScaleParams&) const = default;
+};
+/// Lower factor L of a = L L^T, a read from its lower triangle (upper: from its upper
+/// triangle, i.e. the factor of a^T, which the operand's labels asked for).
+struct CholeskyParams {
+  bool upper = false;
+  bool operator==(const CholeskyParams&) const = default;
+};
+/// Packed eigenvectors then eigenvalues of a (one operand) or of a v = w b v (two).
+struct EigenSolveParams {
+  bool operator==(const EigenSolveParams&) const = default;
+};
+/// Packed reduced Q then R.
+struct QrParams {
+  bool operator==(const QrParams&) const = default;
+};
+/// Packed thin U, S, Vt.
+struct SvdParams {
+  bool operator==(const SvdParams&) const = default;
+};
+/// Factor `which` of a packed decomposition (see packed_factor_offset).
+struct FactorParams {
+  std::size_t which = 0;
+  bool operator==(const FactorParams&) const = default;
+};
+/// The half-open block [lo, hi) of every mode.
+struct SliceParams {
+  std::vector<std::size_t> lo, hi;
+  bool operator==(const SliceParams&) const = default;
+};
+/// Fixes operand mode `mode` at `index`, dropping it.
+struct ChipParams {
+  std::size_t mode = 0;
+  std::size_t index = 0;
+  bool operator==(const ChipParams&) const = default;
+};
+/// Matrix power (n = 0: the identity).
+struct PowParams {
+  unsigned power = 0;
+  bool operator==(const PowParams&) const = default;
+};
+/// Zeroes the elements of its operand that the sparse maps exclude.
+struct MaskParams {
+  std::vector<SparseMapUse> maps;
+  bool operator==(const MaskParams&) const = default;
+};
+
+//  X(name, arity, parameter struct)   arity -1: it varies (input: 0 or 1; eigen_solve: 1 or 2)
+#define TENEX_FOR_EACH_OP(X)            \
+  X(input, -1, InputParams)             \
+  X(output, 1, OutputParams)            \
+  X(reduce, 1, ReduceParams)            \
+  X(contract, 2, ContractParams)        \
+  X(add, 2, AddParams)                  \
+  X(subtract, 2, SubtractParams)        \
+  X(divide, 2, DivideParams)            \
+  X(scale, 1, ScaleParams)              \
+  X(cholesky, 1, CholeskyParams)        \
+  X(eigen_solve, -1, EigenSolveParams)  \
+  X(qr, 1, QrParams)                    \
+  X(svd, 1, SvdParams)                  \
+  X(factor, 1, FactorParams)            \
+  X(slice, 1, SliceParams)              \
+  X(chip, 1, ChipParams)                \
+  X(pow, 1, PowParams)                  \
+  X(mask, 1, MaskParams)
+
 enum class OpKind {
-#define TENEX_OP_KIND_ENUM(name, arity) name,
-  TENEX_FOR_EACH_OP_KIND(TENEX_OP_KIND_ENUM)
+#define TENEX_OP_KIND_ENUM(name, arity, Params) name,
+  TENEX_FOR_EACH_OP(TENEX_OP_KIND_ENUM)
 #undef TENEX_OP_KIND_ENUM
 };
+
+#define TENEX_OP_PARAMS_ALTERNATIVE(name, arity, Params) , Params
+/// The parameters of a node: alternative k + 1 belongs to OpKind k; std::monostate means
+/// "the defaults of the node's kind" (OpGraph::add_node fills them in).
+using OpParams = std::variant<std::monostate TENEX_FOR_EACH_OP(TENEX_OP_PARAMS_ALTERNATIVE)>;
+#undef TENEX_OP_PARAMS_ALTERNATIVE
+
+/// The kind whose parameter struct is P: op_kind_of<ContractParams> == OpKind::contract.
+template <class P>
+inline constexpr OpKind op_kind_of = [] {
+  static_assert(!std::is_same_v<P, P>, "tenex: not a parameter struct of TENEX_FOR_EACH_OP");
+  return OpKind::input;
+}();
+#define TENEX_OP_KIND_OF(name, arity, Params) \
+  template <>                                 \
+  inline constexpr OpKind op_kind_of<Params> = OpKind::name;
+TENEX_FOR_EACH_OP(TENEX_OP_KIND_OF)
+#undef TENEX_OP_KIND_OF
 
 /// "contract", "cholesky", ...
 TENEX_API std::string_view op_kind_name(OpKind kind);
 /// Number of operands the kind takes, -1 when it varies.
 TENEX_API int op_kind_arity(OpKind kind);
+/// The kind of `params` (an empty variant is no kind: InternalError).
+TENEX_API OpKind op_kind_of_params(const OpParams& params);
+/// Default parameters of `kind`.
+TENEX_API OpParams default_params(OpKind kind);
+/// The parameters as DOT shows them: " alpha=2", " lo={0, 1} hi={2, 3}", "" for none.
+TENEX_API std::string describe_params(const OpParams& params);
+
+/// The packed layout of a decomposition of an m x n operand, defined once: number of
+/// elements of the packed buffer, and where factor `which` starts in it.
+/// eigen_solve: vectors (m*m), values (m). qr: Q (m*k), R (k*n). svd: U (m*k), S (k), Vt (k*n);
+/// k = min(m, n).
+TENEX_API std::size_t packed_size(OpKind decomposition, std::size_t m, std::size_t n);
+TENEX_API std::size_t packed_factor_offset(OpKind decomposition, std::size_t which, std::size_t m, std::size_t n);
+/// Number of factors of a packed decomposition (0 when `kind` is not one) and their DOT names.
+TENEX_API std::size_t packed_factor_count(OpKind decomposition);
+TENEX_API std::string_view packed_factor_name(OpKind decomposition, std::size_t which);
 
 }  // namespace tenex

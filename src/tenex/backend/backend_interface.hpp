@@ -1,26 +1,35 @@
-// Backend: the small interface every backend implements, one method per op kind.
+// Backend: the small interface every backend implements (ggml's backend interface is
+// the model).
 //
-// Derived backends must handle every kind (a strict visitor): a new kind in
-// TENEX_FOR_EACH_OP_KIND is a compile error in every backend until handled.
-// supports() is asked for every node before anything runs.
+// A backend owns its memory (it allocates the buffers of intermediates and results and
+// moves tensor values to its device), says what it supports before anything runs, and
+// implements every op kind of TENEX_FOR_EACH_OP as a kernel on buffer views. The kernel
+// methods are a strict visitor generated from the op table: a backend that misses a kind
+// is an abstract class, a compile error in its own file.
+//
+// A device backend (CUDA) plugs in by deriving from Backend<T>, returning Device::cuda
+// buffers from allocate(), copying a tensor's host value to its device in read() (keeping
+// the copy in Storage::device_copy() for later sets), leaving results on the device in
+// write() until the host reads them, and registering a factory (registry.hpp).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/kernel_count.hpp"
 #include "tenex/graph/op_graph.hpp"
+#include "tenex/tensor/buffer.hpp"
+#include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
-
-using cpu::KernelCount;
 
 template <class T>
 struct KernelArgs {
   const OpNode& node;
   std::vector<const OpNode*> operand_nodes;
-  std::vector<const T*> operands;
-  T* out;  // node.elements elements (output: the target's storage)
+  std::vector<View<const T>> operands;
+  View<T> out;  // node.elements elements on the backend's device
 };
 
 template <class T>
@@ -28,19 +37,30 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
-  /// Whether this backend can run `node`.
-  virtual bool supports(const OpNode& node) const = 0;
+  virtual Device device() const = 0;
+  /// Whether this backend can run `node`; asked for every node before a set runs. When it
+  /// cannot, `why` says so (shown in the error).
+  virtual bool supports(const OpNode& node, std::string& why) const = 0;
 
-#define TENEX_BACKEND_METHOD(kind, arity) virtual KernelCount run_##kind(const KernelArgs<T>& args) = 0;
-  TENEX_FOR_EACH_OP_KIND(TENEX_BACKEND_METHOD)
+  /// A buffer of `bytes` on this backend's device (uninitialised).
+  virtual Buffer allocate(std::size_t bytes) = 0;
+  /// The value of a resolved `storage` on this backend's device, moved there if needed.
+  virtual View<const T> read(Storage<T>& storage) = 0;
+  /// Makes `buffer` (from allocate(), holding the value) the value of the pending `storage`.
+  virtual void write(Storage<T>& storage, Buffer&& buffer) = 0;
+
+#define TENEX_BACKEND_METHOD(kind, arity, Params) \
+  virtual KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) = 0;
+  TENEX_FOR_EACH_OP(TENEX_BACKEND_METHOD)
 #undef TENEX_BACKEND_METHOD
 
+  /// Runs the kernel of args.node's kind.
   KernelCount run(const KernelArgs<T>& args) {
     switch (args.node.kind) {
-#define TENEX_BACKEND_DISPATCH(kind, arity) \
-  case OpKind::kind:                        \
-    return run_##kind(args);
-      TENEX_FOR_EACH_OP_KIND(TENEX_BACKEND_DISPATCH)
+#define TENEX_BACKEND_DISPATCH(kind, arity, Params) \
+  case OpKind::kind:                                \
+    return run_##kind(std::get<Params>(args.node.params), args);
+      TENEX_FOR_EACH_OP(TENEX_BACKEND_DISPATCH)
 #undef TENEX_BACKEND_DISPATCH
     }
     return {};

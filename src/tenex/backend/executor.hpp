@@ -1,5 +1,5 @@
-// Executor: walks an optimized graph in topological order on one backend,
-// allocates intermediates, frees each after its last use, applies sparse maps,
+// Executor: walks an optimized graph in topological order on one backend, asks the
+// backend for the buffers of intermediates and results, frees each after its last use,
 // writes the outputs into their targets, and counts what it did.
 #pragma once
 
@@ -9,6 +9,12 @@
 
 namespace tenex::detail {
 
+/// Throws BackendError naming the first node `backend` does not support.
+template <class T>
+void check_supported(const OpGraph& graph, const Backend<T>& backend);
+
+/// Runs `graph`; fulfils every output's target storage. Throws on the first failure
+/// (tenex::Error; out of memory names the node, its labels, extents and bytes).
 template <class T>
 RunStats execute(const OpGraph& graph, Backend<T>& backend);
 

@@ -1,21 +1,42 @@
 #include "tenex/expression/expression.hpp"
 
-#include "tenex/expression/detail/graph_builder.hpp"
+#include "tenex/expression/detail/lowering.hpp"
 #include "tenex/expression/detail/make.hpp"
 
 namespace tenex {
 
 namespace detail {
 
-std::string ExprNode::text() const {
-  if (kind == ExprKind::indexed && !written.empty()) {
-    std::vector<std::size_t> written_extents;
-    for (const std::string& l : written) written_extents.push_back(extents.at(find_label(labels, l)));
-    if (written_extents.size() == written.size() && extents.size() == labels.size()) {
-      return describe(written, written_extents);
+template <class T>
+Handle make_nary(const std::vector<const Expression<T>*>& operands) {
+  auto node = std::make_shared<NaryNode>();
+  std::vector<const Handle*> parts;
+  for (const Expression<T>* e : operands) {
+    NodePtr child = operand_node(*e);
+    node->dtype = child->dtype;
+    for (std::size_t i = 0; i < child->labels.size(); ++i) {
+      if (!contains_label(node->labels, child->labels[i])) {
+        node->labels.push_back(child->labels[i]);
+        node->extents.push_back(child->extents[i]);
+      }
     }
+    node->children.push_back(std::move(child));
+    parts.push_back(&e->handle());
   }
-  return describe(labels, extents);
+  node->finish();
+  std::shared_ptr<LinkedState> state;
+  for (const Handle* part : parts) state = state ? LinkedState::merge(state, part->state) : LinkedState::root(part->state);
+  if (!state) state = std::make_shared<LinkedState>(node->dtype);
+  state->note_labels(node->labels, node->extents);
+  return Handle{std::move(node), std::move(state)};
+}
+
+template <class T>
+std::vector<Operand<T>> operands_of(const Handle& handle) {
+  std::vector<Operand<T>> out;
+  if (!handle.node) return out;
+  for (const NodePtr& child : handle.node->children) out.emplace_back(Handle{child, handle.state});
+  return out;
 }
 
 }  // namespace detail
@@ -36,24 +57,30 @@ Expression<T>::~Expression() = default;
 
 template <class T>
 const std::vector<std::string>& Expression<T>::labels() const {
-  return handle_.node->labels;
+  return detail::require_handle(handle_).node->labels;
 }
 
 template <class T>
 const std::vector<std::size_t>& Expression<T>::extents() const {
-  return handle_.node->extents;
+  return detail::require_handle(handle_).node->extents;
 }
 
 template <class T>
 std::string Expression<T>::to_string() const {
-  return handle_.node->text();
+  return detail::require_handle(handle_).node->text();
 }
 
 template <class T>
 NodeId Expression<T>::add_to_graph(OpGraph& graph) const {
+  const detail::NodePtr& own = detail::require_handle(handle_).node;
+  own->check_readable();
+  if (dynamic_cast<const detail::NaryNode*>(own.get())) {
+    throw Error("tenex: the expression class " + std::string(name()) +
+                " derives from Nary but does not override add_to_graph, so it has no meaning to evaluate");
+  }
   // A product drawn on its own sums its repeated labels, as plain Einstein notation reads it.
-  const detail::NodePtr node = detail::einstein_operand(detail::operand_node(*this));
-  return detail::add_expression_to_graph(graph, node, detail::LinkedState::root(handle_.state)->sparse_maps_view());
+  const detail::NodePtr node = detail::einstein_operand(own);
+  return detail::lower_into(graph, node, detail::LinkedState::root(handle_.state)->sparse_maps_view());
 }
 
 template <class T>
@@ -62,7 +89,11 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
   const std::string where = "tenex: set_sparse_map(\"" + std::string(from) + "\", \"" + std::string(to) + "\")";
   std::vector<std::string> source = detail::parse_labels(from);
   std::vector<std::string> target = detail::parse_labels(to);
-  auto root = detail::LinkedState::root(handle_.state);
+  auto root = detail::LinkedState::root(detail::require_handle(handle_).state);
+  if (root->has_run()) {
+    throw Error(where + ": part of this linked set was already evaluated (a result was read early), and a map "
+                "cannot apply to what already ran; register sparse maps before reading any result of the set");
+  }
   const auto& seen = root->labels_seen();
   std::vector<std::size_t> source_extents, target_extents;
   for (auto* group : {&source, &target}) {
@@ -100,10 +131,13 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
   return *this;
 }
 
-#define TENEX_INSTANTIATE_EXPRESSION(T)    \
-  template class Expression<T>;  \
-  template class Nary<1, T>;     \
-  template class Nary<2, T>;
+#define TENEX_INSTANTIATE_EXPRESSION(T)                                                          \
+  template class Expression<T>;                                                                  \
+  template class Operand<T>;                                                                     \
+  template class Nary<1, T>;                                                                     \
+  template class Nary<2, T>;                                                                     \
+  template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&); \
+  template TENEX_API std::vector<Operand<T>> detail::operands_of<T>(const detail::Handle&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_EXPRESSION)
 #undef TENEX_INSTANTIATE_EXPRESSION
 

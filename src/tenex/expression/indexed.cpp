@@ -6,21 +6,29 @@
 #include "tenex/expression/subtraction.hpp"
 #include "tenex/tensor/storage.hpp"
 
+#include <functional>
+
 namespace tenex {
 
 namespace detail {
+
+struct TargetRecord {
+  std::shared_ptr<bool> cancelled;
+  std::function<void()> undo;
+};
 
 namespace {
 
 /// Unique labels of `written` in order of first appearance, with their extents; a
 /// repeated label with two extents makes the node unreadable.
-void fill_labels(ExprNode& node, const std::vector<std::size_t>& extents) {
+void fill_labels(IndexedNode& node, const std::vector<std::size_t>& extents) {
   for (std::size_t i = 0; i < node.written.size(); ++i) {
     std::size_t at = find_label(node.labels, node.written[i]);
     if (at == node.labels.size()) {
       node.labels.push_back(node.written[i]);
       node.extents.push_back(extents[i]);
     } else if (node.extents[at] != extents[i] && node.unreadable.empty()) {
+      node.shape_error = true;
       node.unreadable = "tenex: labels \"" + join_labels(node.written) + "\": label \"" + node.written[i] +
                         "\" has extent " + std::to_string(node.extents[at]) + " and extent " +
                         std::to_string(extents[i]);
@@ -35,8 +43,8 @@ std::string rank_mismatch(const std::vector<std::string>& written, const Shape& 
 
 template <class S>
 Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
-  auto node = std::make_shared<ExprNode>();
-  node->kind = ExprKind::indexed;
+  auto node = std::make_shared<IndexedNode>();
+  node->made_by = &typeid(Indexed<Tensor<S>>);
   node->dtype = dtype_of<Tensor<S>>();
   node->written = std::move(written);
   auto state = std::make_shared<LinkedState>(node->dtype);
@@ -50,33 +58,40 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
         node->extents.push_back(0);
       }
     }
+    node->finish();
     return Handle{std::move(node), std::move(state)};
   }
   node->storage = storage;
   const Shape& shape = storage->shape();
   if (shape.rank() != node->written.size()) {
+    node->shape_error = true;
     node->unreadable = rank_mismatch(node->written, shape);
   } else {
     fill_labels(*node, shape.extents());
   }
+  node->finish();
   if (storage->pending()) {
     // Reading a pending result links this expression to the set that produces it.
-    if (auto producer = storage->producer()) state = LinkedState::merge(producer, state);
+    if (auto producer = std::static_pointer_cast<LinkedState>(storage->producer())) {
+      state = LinkedState::merge(producer, state);
+    }
   }
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
 }
 
 Handle make_indexed(Shape& shape, std::vector<std::string> written) {
-  auto node = std::make_shared<ExprNode>();
-  node->kind = ExprKind::indexed;
+  auto node = std::make_shared<IndexedNode>();
+  node->made_by = &typeid(Indexed<Shape>);
   node->dtype = DType::shape;
   node->written = std::move(written);
   if (shape.rank() != node->written.size()) {
+    node->shape_error = true;
     node->unreadable = rank_mismatch(node->written, shape);
   } else {
     fill_labels(*node, shape.extents());
   }
+  node->finish();
   auto state = std::make_shared<LinkedState>(DType::shape);
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
@@ -88,14 +103,21 @@ Handle make_indexed(Shape& shape, std::vector<std::string> written) {
 
 template <class T>
 Indexed<T>::Indexed(T& object, std::string_view labels)
-    : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(&object) {
-  written_ = this->handle_.node->written;
+    : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))),
+      object_(&object),
+      record_(std::make_shared<detail::TargetRecord>()) {
+  written_ = static_cast<const detail::IndexedNode&>(*this->handle_.node).written;
 }
 
 template <class T>
-Indexed<T>::Indexed(const Indexed& other) = default;
+Indexed<T>::Indexed(const Indexed& other)
+    : Expression<T>(other), object_(other.object_), written_(other.written_), record_(std::make_shared<detail::TargetRecord>()) {}
 template <class T>
-Indexed<T>::Indexed(Indexed&& other) noexcept = default;
+Indexed<T>::Indexed(Indexed&& other) noexcept
+    : Expression<T>(std::move(other)),
+      object_(other.object_),
+      written_(std::move(other.written_)),
+      record_(std::move(other.record_)) {}
 template <class T>
 Indexed<T>::~Indexed() = default;
 
@@ -134,6 +156,9 @@ struct TargetPlan {
 };
 
 TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& rhs) {
+  if (rhs.dtype != DType::shape && dynamic_cast<const DecompositionNode*>(&rhs)) {
+    throw InternalError("tenex: a packed decomposition is read through its factors only");
+  }
   TargetPlan plan;
   plan.target_labels = target;
   for (std::size_t i = 0; i < target.size(); ++i) {
@@ -166,42 +191,101 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
   return plan;
 }
 
-template <class S>
-void record(Tensor<S>& object, Handle& handle, const TargetPlan& plan) {
-  auto storage = std::make_shared<Storage<S>>(Shape(plan.extents), Storage<S>::Init::deferred);
-  auto root = LinkedState::root(handle.state);
-  root->record(Assignment{handle.node, plan.rhs_labels, plan.target_labels, storage}, root);
-  object.set_storage(std::move(storage));
+/// The last statement recorded on this thread whose right side is a factor of a
+/// decomposition: when assigning a sibling factor of the same call fails while the first
+/// target object is still alive (std::make_pair(v, w) = eigen_solve(a)), the first is
+/// undone, so a failed multi-target statement changes none of its targets. The undo data
+/// lives in the target object and dies with it.
+struct LastFactorAssignment {
+  const ExprNode* decomposition = nullptr;
+  std::weak_ptr<TargetRecord> target;
+};
+thread_local LastFactorAssignment last_factor_assignment;
+
+const ExprNode* decomposition_of(const ExprNode& rhs) {
+  if (const auto* f = dynamic_cast<const FactorNode*>(&rhs)) return f->children[0].get();
+  return nullptr;
 }
 
-void record(Shape& object, Handle&, const TargetPlan& plan) {
+template <class S>
+std::function<void()> record(Tensor<S>& object, Handle& handle, const TargetPlan& plan,
+                             const std::shared_ptr<bool>& cancelled) {
+  auto storage = std::make_shared<Storage<S>>(Shape(plan.extents), Storage<S>::Init::deferred);
+  auto root = LinkedState::root(handle.state);
+  root->record(Assignment{handle.node, plan.rhs_labels, plan.target_labels, storage, cancelled}, root);
+  auto previous = object.storage();
+  object.set_storage(storage);
+  Tensor<S>* target = &object;
+  return [target, previous, storage]() {
+    if (target->storage() == storage) target->set_storage(previous);
+    storage->fulfil(nullptr);  // never evaluated: nothing waits for it
+  };
+}
+
+std::function<void()> record(Shape& object, Handle&, const TargetPlan& plan, const std::shared_ptr<bool>&) {
   // A shape set needs no data: its result is known now.
+  Shape previous = object;
   object = Shape(plan.extents);
+  Shape* target = &object;
+  return [target, previous]() { *target = previous; };
 }
 
 }  // namespace
 
 template <class T>
-Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode) {
+Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode,
+                       const std::shared_ptr<TargetRecord>& record) {
+  require_handle(target.handle());
   NodePtr value = operand_node(rhs);
-  Handle handle = make_handle(std::const_pointer_cast<ExprNode>(value), {&rhs.handle(), &target.handle()});
-  if (mode != AssignMode::replace) {
-    // c += e is c = c + e, the right side reading the old value of c.
-    Handle combined = mode == AssignMode::add ? Addition<T>(target, rhs).handle()
-                                              : Subtraction<T>(target, rhs).handle();
-    handle.node = combined.node;
-    handle.state = LinkedState::merge(handle.state, combined.state);
+  const ExprNode* decomposition = decomposition_of(*value);
+  try {
+    Handle handle = make_handle(value, {&rhs.handle(), &target.handle()});
+    if (mode != AssignMode::replace) {
+      // c += e is c = c + e, the right side reading the value c has now (not when the target
+      // handle was made: `auto h = c("i"); c("i") = a("i"); h += b("i");` adds to a).
+      Indexed<T> current(object, join_labels(target.written_labels()));
+      Handle combined = mode == AssignMode::add ? Addition<T>(current, rhs).handle()
+                                                : Subtraction<T>(current, rhs).handle();
+      handle.node = combined.node;
+      handle.state = LinkedState::merge(handle.state, combined.state);
+    }
+    TargetPlan plan = plan_target(target.written_labels(), *handle.node);
+    auto cancelled = std::make_shared<bool>(false);
+    std::function<void()> undo = detail::record(object, handle, plan, cancelled);
+    record->cancelled = cancelled;
+    record->undo = std::move(undo);
+    last_factor_assignment = LastFactorAssignment{decomposition, decomposition ? record : nullptr};
+    return handle;
+  } catch (...) {
+    const LastFactorAssignment last = last_factor_assignment;
+    last_factor_assignment = LastFactorAssignment{};
+    if (auto sibling = last.target.lock(); decomposition && sibling && last.decomposition == decomposition &&
+                                           sibling->undo && sibling->cancelled && !*sibling->cancelled) {
+      *sibling->cancelled = true;
+      sibling->undo();
+      sibling->undo = nullptr;
+    }
+    throw;
   }
-  TargetPlan plan = plan_target(target.written_labels(), *handle.node);
-  record(object, handle, plan);
-  return handle;
 }
 
 }  // namespace detail
 
 template <class T>
 AssignTo<T>::AssignTo(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode)
-    : Nary<1, T>(detail::make_assignment(target, object, rhs, mode)) {}
+    : Nary<1, T>(detail::make_assignment(target, object, rhs, mode, target.target_record())) {}
+
+// Defined here, not in tensor/: the tensor layer knows nothing of expressions.
+Indexed<Shape> Shape::operator()(std::string_view labels) { return Indexed<Shape>(*this, labels); }
+
+template <class T>
+Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view labels) {
+  return Indexed<Tensor<T>>(*this, labels);
+}
+
+#define TENEX_INSTANTIATE_TENSOR_CALL(T) template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_TENSOR_CALL)
+#undef TENEX_INSTANTIATE_TENSOR_CALL
 
 #define TENEX_INSTANTIATE_INDEXED(T)    \
   template class Indexed<T>;  \

@@ -1,4 +1,7 @@
 // The expressions Einstein notation cannot write: decompositions, slices, chips, powers.
+#include <cmath>
+#include <utility>
+
 #include "tenex/expression/chip.hpp"
 #include "tenex/expression/cholesky.hpp"
 #include "tenex/expression/detail/make.hpp"
@@ -26,34 +29,105 @@ const NodePtr& matrix_operand(const char* operation, const NodePtr& a, bool squa
   return a;
 }
 
-std::shared_ptr<ExprNode> derived(ExprKind kind, const NodePtr& child) {
-  auto node = std::make_shared<ExprNode>();
-  node->kind = kind;
+/// The decomposition node shared by the factors of one call.
+std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr> operands) {
+  auto node = std::make_shared<DecompositionNode>();
+  node->op = op;
+  node->dtype = operands[0]->dtype;
+  node->labels = operands[0]->labels;
+  node->extents = operands[0]->extents;
+  node->children = std::move(operands);
+  node->made_by = &typeid(void);  // read through its factors only
+  node->finish();
+  return node;
+}
+
+template <class C>
+std::shared_ptr<FactorNode> factor(const NodePtr& decomp, std::size_t which, std::vector<std::string> labels,
+                                   std::vector<std::size_t> extents) {
+  auto node = std::make_shared<FactorNode>();
+  node->dtype = decomp->dtype;
+  node->children = {decomp};
+  node->which = which;
+  node->labels = std::move(labels);
+  node->extents = std::move(extents);
+  return made_by<C>(std::move(node));
+}
+
+template <class N>
+std::shared_ptr<N> unary(const NodePtr& child) {
+  auto node = std::make_shared<N>();
   node->dtype = child->dtype;
   node->children = {child};
   return node;
 }
 
-/// The decomposition node shared by the factors of one call.
-std::shared_ptr<ExprNode> decomposition(OpKind op, std::vector<NodePtr> operands) {
-  auto node = derived(ExprKind::decomposition, operands[0]);
-  node->children = std::move(operands);
-  node->decomposition = op;
-  node->labels = node->children[0]->labels;
-  node->extents = node->children[0]->extents;
-  return node;
-}
-
-std::shared_ptr<ExprNode> factor(const NodePtr& decomp, std::size_t which, std::vector<std::string> labels,
-                                 std::vector<std::size_t> extents) {
-  auto node = derived(ExprKind::factor, decomp);
-  node->which = which;
-  node->labels = std::move(labels);
-  node->extents = std::move(extents);
-  return node;
-}
-
 }  // namespace
+
+// Lowering: each of these reads its operand whole, in the operand's own order, and
+// reduces its result to what the consumer keeps.
+
+std::vector<std::string> CholeskyNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId CholeskyNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                          const std::vector<NodeId>& children) const {
+  NodeId id = lowering.add(CholeskyParams{upper}, labels, extents, children, "factor L");
+  return lowering.reduce_to(id, keep);
+}
+
+std::vector<std::string> DecompositionNode::child_keep(std::size_t i, const std::vector<std::string>&) const {
+  return children[i]->labels;
+}
+
+NodeId DecompositionNode::emit(Lowering& lowering, const std::vector<std::string>&,
+                               const std::vector<NodeId>& children) const {
+  OpParams params = op == OpKind::eigen_solve ? OpParams(EigenSolveParams{})
+                    : op == OpKind::qr        ? OpParams(QrParams{})
+                                              : OpParams(SvdParams{});
+  return lowering.add(std::move(params), labels, extents, children,
+                      op == OpKind::eigen_solve && children.size() == 2 ? "generalized" : "");
+}
+
+std::vector<std::string> FactorNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;  // the packed node, shared by every factor of the call
+}
+
+NodeId FactorNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                        const std::vector<NodeId>& children) const {
+  const OpKind op = static_cast<const DecompositionNode&>(*this->children[0]).op;
+  NodeId id = lowering.add(FactorParams{which}, labels, extents, children,
+                           std::string(packed_factor_name(op, which)));
+  return lowering.reduce_to(id, keep);
+}
+
+std::vector<std::string> SliceNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId SliceNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                       const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(lowering.add(SliceParams{lo, hi}, labels, extents, children), keep);
+}
+
+std::vector<std::string> ChipNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId ChipNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                      const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(lowering.add(ChipParams{mode, index}, labels, extents, children), keep);
+}
+
+std::vector<std::string> PowNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId PowNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                     const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(lowering.add(PowParams{power}, labels, extents, children), keep);
+}
 
 }  // namespace detail
 
@@ -64,7 +138,15 @@ using detail::operand_node;
 template <class T>
 CholeskyVectors<T> cholesky(const Expression<T>& a) {
   const auto node = detail::matrix_operand("cholesky", detail::einstein_operand(operand_node(a)), true);
-  return CholeskyVectors<T>(make_handle(detail::decomposition(OpKind::cholesky, {node}), {&a.handle()}));
+  // The labels say which triangle is read: the matrix is seen with its labels in
+  // alphabetical order, so cholesky(a("i,j")) factors a (its lower triangle) and
+  // cholesky(a("j,i")) factors a^T (the lower triangle of a^T, a's upper one). The factor
+  // keeps the operand's labels as written and is lower triangular in that order.
+  auto out = detail::unary<detail::CholeskyNode>(node);
+  out->labels = node->labels;
+  out->extents = node->extents;
+  out->upper = node->labels[1] < node->labels[0];
+  return CholeskyVectors<T>(make_handle(detail::made_by<CholeskyVectors<T>>(std::move(out)), {&a.handle()}));
 }
 
 template <class T>
@@ -73,8 +155,8 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a) {
   auto decomp = detail::decomposition(OpKind::eigen_solve, {node});
   const auto& l = node->labels;
   const std::size_t n = node->extents[0];
-  Handle vectors = make_handle(detail::factor(decomp, 0, l, {n, n}), {&a.handle()});
-  Handle values = make_handle(detail::factor(decomp, 1, {l[1]}, {n}), {&a.handle()});
+  Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&a.handle()});
+  Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&a.handle()});
   return {EigenVectors<T>(std::move(vectors)), EigenValues<T>(std::move(values))};
 }
 
@@ -88,8 +170,8 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, c
   auto decomp = detail::decomposition(OpKind::eigen_solve, {node_a, node_b});
   const auto& l = node_a->labels;
   const std::size_t n = node_a->extents[0];
-  Handle vectors = make_handle(detail::factor(decomp, 0, l, {n, n}), {&a.handle(), &b.handle()});
-  Handle values = make_handle(detail::factor(decomp, 1, {l[1]}, {n}), {&vectors});
+  Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&a.handle(), &b.handle()});
+  Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&vectors});
   return {EigenVectors<T>(std::move(vectors)), EigenValues<T>(std::move(values))};
 }
 
@@ -100,8 +182,8 @@ std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
   const std::string inner = detail::make_new_mode_label();
-  Handle q = make_handle(detail::factor(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
-  Handle r = make_handle(detail::factor(decomp, 1, {inner, l[1]}, {k, n}), {&a.handle()});
+  Handle q = make_handle(detail::factor<QRFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
+  Handle r = make_handle(detail::factor<QRFactor<T>>(decomp, 1, {inner, l[1]}, {k, n}), {&a.handle()});
   return {QRFactor<T>(std::move(q)), QRFactor<T>(std::move(r))};
 }
 
@@ -112,9 +194,9 @@ std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a)
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
   const std::string inner = detail::make_new_mode_label();
-  Handle u = make_handle(detail::factor(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
-  Handle s = make_handle(detail::factor(decomp, 1, {inner}, {k}), {&a.handle()});
-  Handle vt = make_handle(detail::factor(decomp, 2, {inner, l[1]}, {k, n}), {&a.handle()});
+  Handle u = make_handle(detail::factor<SVDFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
+  Handle s = make_handle(detail::factor<SVDFactor<T>>(decomp, 1, {inner}, {k}), {&a.handle()});
+  Handle vt = make_handle(detail::factor<SVDFactor<T>>(decomp, 2, {inner, l[1]}, {k, n}), {&a.handle()});
   return {SVDFactor<T>(std::move(u)), SVDFactor<T>(std::move(s)), SVDFactor<T>(std::move(vt))};
 }
 
@@ -126,7 +208,7 @@ Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<
     throw ShapeError("tenex: slice: " + node->text() + " needs " + std::to_string(rank) +
                      " bounds in lo and hi, got " + std::to_string(lo.size()) + " and " + std::to_string(hi.size()));
   }
-  auto out = detail::derived(detail::ExprKind::slice, node);
+  auto out = detail::unary<detail::SliceNode>(node);
   out->labels = node->labels;
   for (std::size_t d = 0; d < rank; ++d) {
     if (hi[d] > node->extents[d]) {
@@ -141,7 +223,7 @@ Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<
   }
   out->lo = std::move(lo);
   out->hi = std::move(hi);
-  return Slice<T>(make_handle(std::move(out), {&a.handle()}));
+  return Slice<T>(make_handle(detail::made_by<Slice<T>>(std::move(out)), {&a.handle()}));
 }
 
 template <class T>
@@ -156,7 +238,7 @@ Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index) 
     throw ShapeError("tenex: chip: index " + std::to_string(index) + " of label \"" + name +
                      "\" is out of range for extent " + std::to_string(node->extents[mode]) + " in " + node->text());
   }
-  auto out = detail::derived(detail::ExprKind::chip, node);
+  auto out = detail::unary<detail::ChipNode>(node);
   for (std::size_t d = 0; d < node->labels.size(); ++d) {
     if (d == mode) continue;
     out->labels.push_back(node->labels[d]);
@@ -164,17 +246,30 @@ Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index) 
   }
   out->mode = mode;
   out->index = index;
-  return Chip<T>(make_handle(std::move(out), {&a.handle()}));
+  return Chip<T>(make_handle(detail::made_by<Chip<T>>(std::move(out)), {&a.handle()}));
 }
 
 template <class T>
-Pow<T> pow(const Expression<T>& a, unsigned n) {
+Pow<T> pow(const Expression<T>& a, int n) {
   const auto node = detail::matrix_operand("pow", detail::einstein_operand(operand_node(a)), true);
-  auto out = detail::derived(detail::ExprKind::pow, node);
+  if (n < 0) {
+    throw Error("tenex: pow: the power " + std::to_string(n) + " of " + node->text() +
+                " is negative; powers of the inverse are not supported yet (use n >= 0)");
+  }
+  auto out = detail::unary<detail::PowNode>(node);
   out->labels = node->labels;
   out->extents = node->extents;
-  out->power = n;
-  return Pow<T>(make_handle(std::move(out), {&a.handle()}));
+  out->power = static_cast<unsigned>(n);
+  return Pow<T>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&a.handle()}));
+}
+
+template <class T>
+Pow<T> pow(const Expression<T>& a, double p) {
+  if (!(p >= 0.0) || p != std::floor(p) || p > 1e9) {
+    throw Error("tenex: pow: the power " + std::to_string(p) + " of " + a.to_string() +
+                " is not a non-negative integer; fractional and negative matrix powers are not supported yet");
+  }
+  return pow(a, static_cast<int>(p));
 }
 
 #define TENEX_INSTANTIATE_LINEAR_ALGEBRA(T)                                                                        \
@@ -194,7 +289,8 @@ Pow<T> pow(const Expression<T>& a, unsigned n) {
   template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);           \
   template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>); \
   template TENEX_API Chip<T> chip<T>(const Expression<T>&, std::string_view, std::size_t);                        \
-  template TENEX_API Pow<T> pow<T>(const Expression<T>&, unsigned);
+  template TENEX_API Pow<T> pow<T>(const Expression<T>&, int);                                                     \
+  template TENEX_API Pow<T> pow<T>(const Expression<T>&, double);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
 

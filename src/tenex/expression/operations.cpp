@@ -15,30 +15,47 @@ namespace detail {
 
 namespace {
 
-template <class T>
-Handle make_binary(ExprKind kind, const char* operation, const Expression<T>& lhs, const Expression<T>& rhs) {
-  const NodePtr& a = operand_node(lhs);
-  const NodePtr& b = operand_node(rhs);
+std::vector<std::size_t> extents_of(const ExprNode& node, const std::vector<std::string>& keep) {
+  std::vector<std::size_t> out;
+  for (const std::string& l : keep) out.push_back(node.extents.at(find_label(node.labels, l)));
+  return out;
+}
+
+template <class C, class T>
+Handle make_binary(std::shared_ptr<ExprNode> node, const char* operation, const Expression<T>& lhs,
+                   const Expression<T>& rhs) {
+  const NodePtr a = operand_node(lhs);
+  const NodePtr b = operand_node(rhs);
   check_shared_extents(operation, *a, *b);
-  auto node = std::make_shared<ExprNode>();
-  node->kind = kind;
   node->dtype = a->dtype;
   node->children = {a, b};
   union_labels(*a, *b, *node);
-  return make_handle(std::move(node), {&lhs.handle(), &rhs.handle()});
+  return make_handle(made_by<C>(std::move(node)), {&lhs.handle(), &rhs.handle()});
+}
+
+template <class C, class T>
+Handle make_elementwise(OpKind op, const char* operation, const Expression<T>& lhs, const Expression<T>& rhs) {
+  auto node = std::make_shared<ElementwiseNode>();
+  node->op = op;
+  return make_binary<C>(std::move(node), operation, lhs, rhs);
 }
 
 template <class T>
 Handle make_scale(const Expression<T>& operand, double factor) {
-  const NodePtr& a = operand_node(operand);
-  auto node = std::make_shared<ExprNode>();
-  node->kind = ExprKind::scale;
+  const NodePtr a = operand_node(operand);
+  // A scale of a scale is one factor: 2.0 * (x * y) * 3.0 folds to 6 (x * y).
+  NodePtr inner = a;
+  if (const auto* s = dynamic_cast<const ScaleNode*>(a.get()); s && s->made_by == &typeid(Scale<T>)) {
+    factor *= s->factor;
+    inner = s->children[0];
+  }
+  auto node = std::make_shared<ScaleNode>();
   node->dtype = a->dtype;
-  node->children = {a};
+  node->children = {inner};
   node->labels = a->labels;
   node->extents = a->extents;
   node->factor = factor;
-  return make_handle(std::move(node), {&operand.handle()});
+  return make_handle(made_by<Scale<T>>(std::move(node)), {&operand.handle()});
 }
 
 template <class T>
@@ -54,35 +71,84 @@ Handle make_permutation(const Expression<T>& operand, std::string_view text) {
     throw ShapeError("tenex: Permutation: \"" + join_labels(labels) + "\" is not a permutation of the labels of " +
                      a->text());
   }
-  auto node = std::make_shared<ExprNode>();
-  node->kind = ExprKind::permutation;
+  auto node = std::make_shared<PermutationNode>();
   node->dtype = a->dtype;
   node->children = {a};
   node->labels = labels;
-  for (const std::string& l : labels) node->extents.push_back(a->extents[find_label(a->labels, l)]);
-  return make_handle(std::move(node), {&operand.handle()});
+  node->extents = extents_of(*a, labels);
+  return make_handle(made_by<Permutation<T>>(std::move(node)), {&operand.handle()});
 }
 
 }  // namespace
+
+// Lowering of the Einstein-notation nodes.
+
+std::string_view ElementwiseNode::kind_name() const {
+  return op == OpKind::add ? "addition" : op == OpKind::subtract ? "subtraction" : "division";
+}
+
+NodeId ElementwiseNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                             const std::vector<NodeId>& children) const {
+  // Each term sums the labels nobody above keeps on its own: c(i) = a(i,j) + b(i) is
+  // sum_j a(i,j) + b(i), and a product inside a term contracts them (child_keep).
+  OpParams params = op == OpKind::add        ? OpParams(AddParams{})
+                    : op == OpKind::subtract ? OpParams(SubtractParams{})
+                                             : OpParams(DivideParams{});
+  return lowering.add(std::move(params), keep, extents_of(*this, keep), children);
+}
+
+std::vector<std::string> MultiplicationNode::child_keep(std::size_t i, const std::vector<std::string>& keep) const {
+  // Each factor keeps what the result or the other factor needs; the rest it sums itself.
+  std::vector<std::string> needed = keep;
+  const ExprNode& other = *children[1 - i];
+  needed.insert(needed.end(), other.labels.begin(), other.labels.end());
+  std::vector<std::string> out;
+  for (const std::string& l : children[i]->labels) {
+    if (contains_label(needed, l)) out.push_back(l);
+  }
+  return out;
+}
+
+NodeId MultiplicationNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                                const std::vector<NodeId>& children) const {
+  // One pairwise contraction; the contraction-ordering pass reorders whole chains.
+  return lowering.add(ContractParams{}, keep, extents_of(*this, keep), children);
+}
+
+NodeId ScaleNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                       const std::vector<NodeId>& children) const {
+  return lowering.add(ScaleParams{factor}, keep, extents_of(*this, keep), {lowering.reduce_to(children[0], keep)});
+}
+
+NodeId PermutationNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                             const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(children[0], keep);
+}
 
 }  // namespace detail
 
 template <class T>
 Addition<T>::Addition(const Expression<T>& lhs, const Expression<T>& rhs)
-    : Nary<2, T>(detail::make_binary(detail::ExprKind::addition, "Addition", lhs, rhs)) {}
+    : Nary<2, T>(detail::make_elementwise<Addition<T>>(OpKind::add, "Addition", lhs, rhs)) {}
 template <class T>
 Subtraction<T>::Subtraction(const Expression<T>& lhs, const Expression<T>& rhs)
-    : Nary<2, T>(detail::make_binary(detail::ExprKind::subtraction, "Subtraction", lhs, rhs)) {}
+    : Nary<2, T>(detail::make_elementwise<Subtraction<T>>(OpKind::subtract, "Subtraction", lhs, rhs)) {}
 template <class T>
 Multiplication<T>::Multiplication(const Expression<T>& lhs, const Expression<T>& rhs)
-    : Nary<2, T>(detail::make_binary(detail::ExprKind::multiplication, "Multiplication", lhs, rhs)) {}
+    : Nary<2, T>(detail::make_binary<Multiplication<T>>(std::make_shared<detail::MultiplicationNode>(), "Multiplication",
+                                                        lhs, rhs)) {}
 template <class T>
 Division<T>::Division(const Expression<T>& lhs, const Expression<T>& rhs)
-    : Nary<2, T>(detail::make_binary(detail::ExprKind::division, "Division", lhs, rhs)) {}
+    : Nary<2, T>(detail::make_elementwise<Division<T>>(OpKind::divide, "Division", lhs, rhs)) {}
 
 template <class T>
 Scale<T>::Scale(const Expression<T>& operand, double factor)
-    : Nary<1, T>(detail::make_scale(operand, factor)), factor_(factor) {}
+    : Nary<1, T>(detail::make_scale(operand, factor)) {}
+
+template <class T>
+double Scale<T>::factor() const {
+  return static_cast<const detail::ScaleNode&>(*detail::require_handle(this->handle_).node).factor;
+}
 
 template <class T>
 Permutation<T>::Permutation(const Expression<T>& operand, std::string_view labels)

@@ -1,6 +1,7 @@
 #include "tenex/graph/op_graph.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
 #include <boost/graph/topological_sort.hpp>
@@ -11,6 +12,8 @@
 #include <sstream>
 
 #include "tenex/error.hpp"
+#include "tenex/graph/shape_rule.hpp"
+#include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 
 namespace tenex {
@@ -23,23 +26,10 @@ struct EdgeData {
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode, EdgeData>;
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string s;
-  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? "," : "") + parts[i];
-  return s;
-}
+using detail::format_extents;
+using detail::join_labels;
 
-std::string join(const std::vector<std::size_t>& parts) {
-  std::string s;
-  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + std::to_string(parts[i]);
-  return s;
-}
-
-std::string format_double(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
+std::atomic<std::uint64_t> next_serial{1};
 
 }  // namespace
 
@@ -52,8 +42,7 @@ std::size_t OpNode::size() const {
 struct OpGraph::Impl {
   Graph graph;
   std::vector<SparseMapUse> sparse_maps;
-  std::map<std::pair<const void*, std::string>, NodeId> memo;
-  std::vector<std::shared_ptr<const void>> owners;  // keep memoized objects' addresses unique
+  std::uint64_t serial = next_serial.fetch_add(1);
 
   void check(NodeId id) const {
     if (id >= boost::num_vertices(graph)) {
@@ -70,21 +59,67 @@ OpGraph& OpGraph::operator=(OpGraph&&) noexcept = default;
 
 NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   for (NodeId op : operands) impl_->check(op);
+  if (node.params.index() == 0) {
+    node.params = default_params(node.kind);
+  } else {
+    node.kind = op_kind_of_params(node.params);
+  }
   std::size_t count = 1;
   for (std::size_t e : node.extents) {
     if (e != 0 && count > std::numeric_limits<std::size_t>::max() / e) {
       throw ShapeError("tenex: OpGraph: the result of " + std::string(op_kind_name(node.kind)) + " (\"" +
-                       join(node.labels) + "\") {" + join(node.extents) + "} has more elements than std::size_t can count");
+                       join_labels(node.labels) + "\") " + format_extents(node.extents) + " has more elements than std::size_t can count");
     }
     count *= e;
   }
-  if (node.elements == 0 && node.kind != OpKind::eigen_solve && node.kind != OpKind::qr &&
-      node.kind != OpKind::svd) {
-    node.elements = node.size();
+  if (node.elements == 0) {
+    node.elements = packed_factor_count(node.kind) > 0 && node.extents.size() == 2
+                        ? packed_size(node.kind, node.extents[0], node.extents[1])
+                        : node.size();
   }
   NodeId id = boost::add_vertex(std::move(node), impl_->graph);
   for (std::size_t i = 0; i < operands.size(); ++i) boost::add_edge(operands[i], id, EdgeData{i}, impl_->graph);
   return id;
+}
+
+NodeId OpGraph::add_derived(OpNode node, const std::vector<NodeId>& operands) {
+  std::vector<const OpNode*> ops;
+  for (NodeId op : operands) ops.push_back(&this->node(op));
+  if (!ops.empty()) node.dtype = ops[0]->dtype;
+  const int arity = op_kind_arity(node.kind);
+  if (arity >= 0 && static_cast<std::size_t>(arity) != operands.size()) {
+    throw ShapeError("tenex: OpGraph::add: " + std::string(op_kind_name(node.kind)) + " takes " +
+                     std::to_string(arity) + " operands, got " + std::to_string(operands.size()));
+  }
+  if (std::string error = detail::apply_shape_rule(node, ops, true); !error.empty()) {
+    throw ShapeError("tenex: OpGraph::add: " + std::string(op_kind_name(node.kind)) + " (\"" +
+                     join_labels(node.labels) + "\"): " + error);
+  }
+  return add_node(std::move(node), operands);
+}
+
+NodeId OpGraph::add_input_storage(std::shared_ptr<void> storage, DType dtype, const std::vector<std::size_t>& extents,
+                                  std::string_view labels) {
+  OpNode node;
+  node.kind = OpKind::input;
+  node.params = InputParams{};
+  node.dtype = dtype;
+  node.labels = detail::parse_labels(labels);
+  if (node.labels.size() != extents.size()) {
+    throw ShapeError("tenex: OpGraph::add_input: labels \"" + join_labels(node.labels) + "\" name " +
+                     std::to_string(node.labels.size()) + " modes but the tensor has extents " +
+                     format_extents(extents));
+  }
+  node.extents = extents;
+  node.storage = std::move(storage);
+  return add_node(std::move(node));
+}
+
+std::uint64_t OpGraph::serial() const { return impl_->serial; }
+
+void OpGraph::detach(NodeId id) {
+  impl_->check(id);
+  boost::clear_in_edges(id, impl_->graph);
 }
 
 const OpNode& OpGraph::node(NodeId id) const {
@@ -142,7 +177,7 @@ std::vector<NodeId> OpGraph::topological_order() const {
 void OpGraph::validate() const {
   auto fail = [](NodeId id, const OpNode& n, const std::string& what) {
     throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " (" + std::string(op_kind_name(n.kind)) +
-                        " \"" + join(n.labels) + "\" {" + join(n.extents) + "}): " + what);
+                        " \"" + join_labels(n.labels) + "\" " + format_extents(n.extents) + "): " + what);
   };
   for (NodeId id = 0; id < size(); ++id) {
     const OpNode& n = impl_->graph[id];
@@ -151,6 +186,7 @@ void OpGraph::validate() const {
     if (arity >= 0 && count != static_cast<std::size_t>(arity)) {
       fail(id, n, "takes " + std::to_string(arity) + " operands but has " + std::to_string(count));
     }
+    if (n.params.index() == 0 || op_kind_of_params(n.params) != n.kind) fail(id, n, "has parameters of another kind");
     if (n.labels.size() != n.extents.size()) fail(id, n, "has a different number of labels and extents");
     if (n.kind != OpKind::input) {
       std::set<std::string> seen(n.labels.begin(), n.labels.end());
@@ -161,6 +197,12 @@ void OpGraph::validate() const {
     }
     for (std::size_t m : n.sparse_maps) {
       if (m >= impl_->sparse_maps.size()) fail(id, n, "names sparse map " + std::to_string(m) + " that does not exist");
+    }
+    if (arity < 0 || count == static_cast<std::size_t>(arity)) {
+      std::vector<const OpNode*> ops;
+      for (NodeId op : operands(id)) ops.push_back(&impl_->graph[op]);
+      OpNode copy = n;
+      if (std::string error = detail::apply_shape_rule(copy, ops, false); !error.empty()) fail(id, n, error);
     }
   }
   (void)topological_order();
@@ -209,7 +251,7 @@ std::vector<NodeId> OpGraph::prune() {
   }
   Impl fresh;
   fresh.sparse_maps = std::move(impl_->sparse_maps);
-  fresh.owners = std::move(impl_->owners);
+  fresh.serial = impl_->serial;
   std::vector<NodeId> mapping(n, n);
   for (NodeId id : topological_order()) {
     if (!needed[id]) continue;
@@ -220,9 +262,6 @@ std::vector<NodeId> OpGraph::prune() {
     for (auto [it, end] = boost::in_edges(id, impl_->graph); it != end; ++it) {
       boost::add_edge(mapping[boost::source(*it, impl_->graph)], mapping[id], impl_->graph[*it], fresh.graph);
     }
-  }
-  for (auto& [key, id] : impl_->memo) {
-    if (id < n && mapping[id] < n) fresh.memo[key] = mapping[id];
   }
   *impl_ = std::move(fresh);
   for (NodeId& m : mapping) {
@@ -242,31 +281,12 @@ std::string OpGraph::to_dot() const {
   const Graph& g = impl_->graph;
   auto vertex_writer = [&](std::ostream& os, NodeId id) {
     const OpNode& n = g[id];
-    std::string text = std::string(op_kind_name(n.kind));
-    const OpParams& p = n.params;
-    switch (n.kind) {
-      case OpKind::scale:
-      case OpKind::contract:
-        if (p.alpha != 1.0) text += " alpha=" + format_double(p.alpha);
-        break;
-      case OpKind::add:
-      case OpKind::subtract:
-      case OpKind::divide:
-        if (p.alpha != 1.0 || p.alpha_b != 1.0) {
-          text += " alpha=" + format_double(p.alpha) + "," + format_double(p.alpha_b);
-        }
-        break;
-      case OpKind::slice: text += " lo={" + join(p.lo) + "} hi={" + join(p.hi) + "}"; break;
-      case OpKind::chip: text += " mode=" + std::to_string(p.mode) + " index=" + std::to_string(p.index); break;
-      case OpKind::pow: text += " n=" + std::to_string(p.power); break;
-      case OpKind::factor: text += " " + std::to_string(p.factor); break;
-      default: break;
-    }
+    std::string text = std::string(op_kind_name(n.kind)) + describe_params(n.params);
     if (!n.note.empty()) text += " [" + n.note + "]";
-    text += "\\n(" + join(n.labels) + ") {" + join(n.extents) + "}";
+    text += "\\n(" + join_labels(n.labels) + ") " + format_extents(n.extents);
     for (std::size_t m : n.sparse_maps) {
       const SparseMapUse& use = impl_->sparse_maps.at(m);
-      text += "\\nsparse " + join(use.source) + " -> " + join(use.target) + " (" +
+      text += "\\nsparse " + join_labels(use.source) + " -> " + join_labels(use.target) + " (" +
               std::to_string(use.map->pair_count()) + " pairs)";
     }
     const char* shape = n.kind == OpKind::input ? "ellipse" : n.kind == OpKind::output ? "house" : "box";
@@ -280,14 +300,8 @@ std::string OpGraph::to_dot() const {
   return os.str();
 }
 
-const NodeId* OpGraph::find_memo(const void* object, const std::string& key) const {
-  auto it = impl_->memo.find({object, key});
-  return it == impl_->memo.end() ? nullptr : &it->second;
-}
-
-void OpGraph::set_memo(const void* object, const std::string& key, NodeId id, std::shared_ptr<const void> owner) {
-  impl_->memo[{object, key}] = id;
-  if (owner) impl_->owners.push_back(std::move(owner));
-}
+#define TENEX_INSTANTIATE_ADD_INPUT(T) template TENEX_API NodeId OpGraph::add_input<T>(const Tensor<T>&, std::string_view);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_ADD_INPUT)
+#undef TENEX_INSTANTIATE_ADD_INPUT
 
 }  // namespace tenex

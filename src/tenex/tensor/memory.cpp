@@ -3,7 +3,7 @@
 #include <mutex>
 #include <new>
 
-#include "tenex/backend/backend.hpp"
+#include "tenex/tensor/memory.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex {
@@ -63,6 +63,16 @@ void* allocate_block(std::size_t bytes) {
   }
   if (!block) throw std::bad_alloc();
   return block;
+}
+
+namespace {
+void release_host_block(void* data, std::size_t bytes, void*) noexcept { free_block(data, bytes); }
+}  // namespace
+
+Buffer allocate_host_buffer(std::size_t bytes) {
+  if (bytes == 0) return Buffer();
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  return Buffer(allocate_block(rounded), rounded, Device::host, &release_host_block);
 }
 
 void free_block(void* block, std::size_t bytes) noexcept {

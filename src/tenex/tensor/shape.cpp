@@ -3,7 +3,6 @@
 #include <limits>
 
 #include "tenex/error.hpp"
-#include "tenex/expression/indexed.hpp"
 
 namespace tenex {
 
@@ -54,7 +53,5 @@ std::string Shape::to_string() const {
   }
   return s + "}";
 }
-
-Indexed<Shape> Shape::operator()(std::string_view labels) { return Indexed<Shape>(*this, labels); }
 
 }  // namespace tenex

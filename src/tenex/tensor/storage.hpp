@@ -12,11 +12,12 @@
 #include <memory>
 #include <new>
 
+#include "tenex/tensor/buffer.hpp"
+#include "tenex/tensor/producer.hpp"
 #include "tenex/tensor/shape.hpp"
 
 namespace tenex::detail {
 
-class LinkedState;
 
 /// 64-byte aligned blocks. Large blocks freed by one statement are kept for the next
 /// allocation of the same size (a result overwritten in a loop reuses its pages instead
@@ -67,17 +68,24 @@ template <class T>
 class Storage {
  public:
   enum class Init { zero, uninitialised, deferred };
-  /// zero / uninitialised: elements allocated now. deferred: allocated by allocate(),
-  /// which the evaluation that fulfils a pending storage calls.
+  /// zero / uninitialised: elements allocated now. deferred: the evaluation that fulfils
+  /// a pending storage hands it a buffer (adopt) or asks for one (allocate).
   Storage(Shape shape, Init init);
   void allocate();
-  /// Takes `elements` (of shape().size() elements) as the value.
-  void adopt(AlignedArray<T>&& elements);
+  /// Takes `buffer` (host memory of at least shape().size() elements) as the value.
+  void adopt(Buffer&& buffer);
 
   const Shape& shape() const { return shape_; }
-  /// Elements; only valid once resolved.
-  T* elements() { return elements_.data(); }
-  const T* elements() const { return elements_.data(); }
+  /// Host elements; only valid once resolved.
+  T* elements() { return static_cast<T*>(host_.data()); }
+  const T* elements() const { return static_cast<const T*>(host_.data()); }
+  /// The buffer holding the host copy of the value.
+  const Buffer& host_buffer() const { return host_; }
+  /// A copy of the value on another device (a GPU backend keeps it here between sets);
+  /// valid while no one wrote the host copy since. Empty when there is none.
+  Buffer& device_copy() { return device_; }
+  bool device_copy_valid() const { return device_valid_; }
+  void set_device_copy_valid(bool valid) { device_valid_ = valid; }
 
   /// True while an evaluation still has to fill this storage.
   bool pending() const { return pending_; }
@@ -85,18 +93,23 @@ class Storage {
   void resolve();
 
   // Used by the linked state.
-  void mark_pending(const std::shared_ptr<LinkedState>& producer) { pending_ = true; producer_ = producer; }
-  void set_producer(const std::shared_ptr<LinkedState>& producer) { producer_ = producer; }
-  std::shared_ptr<LinkedState> producer() const { return producer_.lock(); }
+  void mark_pending(const std::shared_ptr<Producer>& producer) {
+    pending_ = true;
+    producer_ = producer;
+  }
+  void set_producer(const std::shared_ptr<Producer>& producer) { producer_ = producer; }
+  std::shared_ptr<Producer> producer() const { return producer_.lock(); }
   /// Called by the evaluation: the elements are written, or `error` says why not.
   void fulfil(std::exception_ptr error);
   std::exception_ptr error() const { return error_; }
 
  private:
   Shape shape_;
-  AlignedArray<T> elements_;
+  Buffer host_;
+  Buffer device_;
+  bool device_valid_ = false;
   bool pending_ = false;
-  std::weak_ptr<LinkedState> producer_;
+  std::weak_ptr<Producer> producer_;
   std::exception_ptr error_;
 };
 

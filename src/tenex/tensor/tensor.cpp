@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "tenex/error.hpp"
-#include "tenex/expression/detail/linked_state.hpp"
-#include "tenex/expression/indexed.hpp"
-#include "tenex/expression/labels.hpp"
+#include "tenex/labels.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex {
@@ -23,25 +22,29 @@ Storage<T>::Storage(Shape shape, Init init) : shape_(std::move(shape)) {
     throw BackendError("tenex: Tensor: cannot allocate " + std::to_string(shape_.size()) + " elements of " +
                        std::to_string(sizeof(T)) + " bytes for shape " + shape_.to_string());
   }
-  if (init == Init::zero && shape_.size() > 0) std::memset(elements_.data(), 0, shape_.size() * sizeof(T));
+  if (init == Init::zero && shape_.size() > 0) std::memset(elements(), 0, shape_.size() * sizeof(T));
 }
 
 template <class T>
 void Storage<T>::allocate() {
-  if (elements_.size() != shape_.size() || (shape_.size() > 0 && !elements_.data())) {
-    elements_ = AlignedArray<T>(shape_.size());
+  const std::size_t n = shape_.size();
+  if (n > 0 && (!host_ || host_.bytes() < n * sizeof(T))) {
+    if (n > (std::numeric_limits<std::size_t>::max() - 63) / sizeof(T)) throw std::bad_alloc();
+    host_ = allocate_host_buffer(n * sizeof(T));
   }
+  device_valid_ = false;
 }
 
 template <class T>
-void Storage<T>::adopt(AlignedArray<T>&& elements) {
-  elements_ = std::move(elements);
+void Storage<T>::adopt(Buffer&& buffer) {
+  host_ = std::move(buffer);
+  device_valid_ = false;
 }
 
 template <class T>
 void Storage<T>::resolve() {
   if (pending_) {
-    if (auto producer = producer_.lock()) LinkedState::root(producer)->flush();
+    if (auto producer = producer_.lock()) producer->flush();
     if (pending_) {
       throw InternalError("tenex: a pending result lost the set that was to produce it");
     }
@@ -171,11 +174,6 @@ bool Tensor<T>::pending() const {
 template <class T>
 void Tensor<T>::wait() const {
   if (storage_) storage_->resolve();
-}
-
-template <class T>
-Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view labels) {
-  return Indexed<Tensor<T>>(*this, labels);
 }
 
 template <class T>

@@ -4,8 +4,11 @@
 #include <cstring>
 #include <map>
 
+#include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/linalg.hpp"
+#include "tenex/backend/registry.hpp"
 #include "tenex/error.hpp"
+#include "tenex/sparse/sparse_map.hpp"
 
 namespace tenex::detail {
 
@@ -55,6 +58,27 @@ void copy_block(const T* in, const std::vector<std::size_t>& in_extents, const s
   }
 }
 
+/// Zeroes the elements of `data` (laid out as `node`) that `use` excludes.
+template <class T>
+void apply_sparse_map(const OpNode& node, const SparseMapUse& use, T* data) {
+  const std::size_t rank = node.labels.size();
+  std::vector<std::size_t> source_modes, target_modes;
+  for (const auto& l : use.source) source_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
+  for (const auto& l : use.target) target_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
+  const std::size_t total = node.size();
+  std::vector<std::size_t> idx(rank, 0);
+  SparseMap::Index source(source_modes.size()), target(target_modes.size());
+  for (std::size_t flat = 0; flat < total; ++flat) {
+    for (std::size_t i = 0; i < source_modes.size(); ++i) source[i] = idx[source_modes[i]];
+    for (std::size_t i = 0; i < target_modes.size(); ++i) target[i] = idx[target_modes[i]];
+    if (!use.map->allows(source, target)) data[flat] = T(0);
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++idx[d] < node.extents[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 [[noreturn]] void not_a_kernel(const OpNode& node) {
   throw InternalError("tenex: cpu backend: " + std::string(op_kind_name(node.kind)) +
                       " nodes are handled by the executor, not by a kernel");
@@ -63,130 +87,182 @@ void copy_block(const T* in, const std::vector<std::size_t>& in_extents, const s
 }  // namespace
 
 template <class T>
-bool CpuBackend<T>::supports(const OpNode& node) const {
-  return node.dtype == DType::f32 || node.dtype == DType::f64;
+bool CpuBackend<T>::supports(const OpNode& node, std::string& why) const {
+  if (node.dtype == DType::f32 || node.dtype == DType::f64) return true;
+  why = "the CPU backend evaluates float and double tensors only";
+  return false;
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_input(const KernelArgs<T>& args) {
+Buffer CpuBackend<T>::allocate(std::size_t bytes) {
+  return allocate_host_buffer(bytes);
+}
+
+template <class T>
+View<const T> CpuBackend<T>::read(Storage<T>& storage) {
+  return View<const T>{storage.elements(), storage.shape().size(), Device::host};
+}
+
+template <class T>
+void CpuBackend<T>::write(Storage<T>& storage, Buffer&& buffer) {
+  storage.adopt(std::move(buffer));
+}
+
+template <class T>
+KernelCount CpuBackend<T>::run_input(const InputParams&, const KernelArgs<T>& args) {
   not_a_kernel(args.node);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_output(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_output(const OutputParams& params, const KernelArgs<T>& args) {
   ModeIds ids;
-  auto in = ids(args.node.params.operand_labels);
+  auto in = ids(params.operand_labels);
   auto out = ids(args.node.labels);
-  return cpu::reduce(args.operands[0], args.operand_nodes[0]->extents, in, args.out, out);
+  return cpu::reduce(args.operands[0].data, args.operand_nodes[0]->extents, in, args.out.data, out);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_reduce(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>& args) {
   ModeIds ids;
   auto in = ids(args.operand_nodes[0]->labels);
   auto out = ids(args.node.labels);
-  return cpu::reduce(args.operands[0], args.operand_nodes[0]->extents, in, args.out, out);
+  return cpu::reduce(args.operands[0].data, args.operand_nodes[0]->extents, in, args.out.data, out);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_contract(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_contract(const ContractParams& params, const KernelArgs<T>& args) {
   ModeIds ids;
   const OpNode& a = *args.operand_nodes[0];
   const OpNode& b = *args.operand_nodes[1];
   auto ma = ids(a.labels);
   auto mb = ids(b.labels);
   auto mc = ids(args.node.labels);
-  return cpu::contract(static_cast<T>(args.node.params.alpha), args.operands[0], a.extents, ma, args.operands[1],
-                       b.extents, mb, T(0), args.out, mc);
+  return cpu::contract(static_cast<T>(params.alpha), args.operands[0].data, a.extents, ma, args.operands[1].data,
+                       b.extents, mb, T(0), args.out.data, mc);
 }
 
 template <class T>
-static KernelCount run_elementwise(cpu::BinaryOp op, const KernelArgs<T>& args) {
+static KernelCount run_elementwise(cpu::BinaryOp op, const ElementwiseParams& params, const KernelArgs<T>& args) {
   ModeIds ids;
   auto ma = ids(args.operand_nodes[0]->labels);
   auto mb = ids(args.operand_nodes[1]->labels);
   auto mc = ids(args.node.labels);
-  return cpu::elementwise(op, static_cast<T>(args.node.params.alpha), args.operands[0], ma,
-                          static_cast<T>(args.node.params.alpha_b), args.operands[1], mb, args.out, args.node.extents,
-                          mc);
+  return cpu::elementwise(op, static_cast<T>(params.alpha), args.operands[0].data, ma, static_cast<T>(params.alpha_b),
+                          args.operands[1].data, mb, args.out.data, args.node.extents, mc);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_add(const KernelArgs<T>& args) {
-  return run_elementwise(cpu::BinaryOp::add, args);
+KernelCount CpuBackend<T>::run_add(const AddParams& params, const KernelArgs<T>& args) {
+  return run_elementwise(cpu::BinaryOp::add, params, args);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_subtract(const KernelArgs<T>& args) {
-  return run_elementwise(cpu::BinaryOp::subtract, args);
+KernelCount CpuBackend<T>::run_subtract(const SubtractParams& params, const KernelArgs<T>& args) {
+  return run_elementwise(cpu::BinaryOp::subtract, params, args);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_divide(const KernelArgs<T>& args) {
-  return run_elementwise(cpu::BinaryOp::divide, args);
+KernelCount CpuBackend<T>::run_divide(const DivideParams& params, const KernelArgs<T>& args) {
+  return run_elementwise(cpu::BinaryOp::divide, params, args);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_scale(const KernelArgs<T>& args) {
-  return cpu::scale(static_cast<T>(args.node.params.alpha), args.operands[0], args.out, args.node.size());
+KernelCount CpuBackend<T>::run_scale(const ScaleParams& params, const KernelArgs<T>& args) {
+  return cpu::scale(static_cast<T>(params.alpha), args.operands[0].data, args.out.data, args.node.size());
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_cholesky(const KernelArgs<T>& args) {
-  return cpu::cholesky(args.operands[0], args.node.extents[0], args.out);
-}
-
-template <class T>
-KernelCount CpuBackend<T>::run_eigen_solve(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_cholesky(const CholeskyParams& params, const KernelArgs<T>& args) {
   const std::size_t n = args.node.extents[0];
-  if (args.operands.size() == 2) {
-    return cpu::eigen_generalized(args.operands[0], args.operands[1], n, args.out, args.out + n * n);
+  if (!params.upper) return cpu::cholesky(args.operands[0].data, n, args.out.data);
+  // The factor of a^T: its lower triangle is a's upper one.
+  std::vector<T> transposed(n * n);
+  const T* a = args.operands[0].data;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) transposed[i * n + j] = a[j * n + i];
   }
-  return cpu::eigen_symmetric(args.operands[0], n, args.out, args.out + n * n);
+  return cpu::cholesky(transposed.data(), n, args.out.data);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_qr(const KernelArgs<T>& args) {
-  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
-  return cpu::qr(args.operands[0], m, n, args.out, args.out + m * k);
+KernelCount CpuBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
+  const std::size_t n = args.node.extents[0];
+  T* values = args.out.data + packed_factor_offset(OpKind::eigen_solve, 1, n, n);
+  if (args.operands.size() == 2) {
+    return cpu::eigen_generalized(args.operands[0].data, args.operands[1].data, n, args.out.data, values);
+  }
+  return cpu::eigen_symmetric(args.operands[0].data, n, args.out.data, values);
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_svd(const KernelArgs<T>& args) {
-  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
-  return cpu::svd(args.operands[0], m, n, args.out, args.out + m * k, args.out + m * k + k);
+KernelCount CpuBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
+  const std::size_t m = args.node.extents[0], n = args.node.extents[1];
+  return cpu::qr(args.operands[0].data, m, n, args.out.data, args.out.data + packed_factor_offset(OpKind::qr, 1, m, n));
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_factor(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
+  const std::size_t m = args.node.extents[0], n = args.node.extents[1];
+  return cpu::svd(args.operands[0].data, m, n, args.out.data, args.out.data + packed_factor_offset(OpKind::svd, 1, m, n),
+                  args.out.data + packed_factor_offset(OpKind::svd, 2, m, n));
+}
+
+template <class T>
+KernelCount CpuBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
+  const OpNode& packed = *args.operand_nodes[0];
+  const std::size_t offset = packed_factor_offset(packed.kind, params.which, packed.extents[0], packed.extents[1]);
   const std::size_t n = args.node.size();
-  if (n) std::memcpy(args.out, args.operands[0] + args.node.params.offset, n * sizeof(T));
+  if (n) std::memcpy(args.out.data, args.operands[0].data + offset, n * sizeof(T));
   return {0, 1};
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_slice(const KernelArgs<T>& args) {
-  copy_block(args.operands[0], args.operand_nodes[0]->extents, args.node.params.lo, args.node.extents, args.out);
+KernelCount CpuBackend<T>::run_slice(const SliceParams& params, const KernelArgs<T>& args) {
+  copy_block(args.operands[0].data, args.operand_nodes[0]->extents, params.lo, args.node.extents, args.out.data);
   return {0, 1};
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_chip(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_chip(const ChipParams& params, const KernelArgs<T>& args) {
   // A chip is the slice [index, index + 1) of its mode, which then has extent 1.
   const auto& in = args.operand_nodes[0]->extents;
   std::vector<std::size_t> lo(in.size(), 0), extents = in;
-  lo[args.node.params.mode] = args.node.params.index;
-  extents[args.node.params.mode] = 1;
-  copy_block(args.operands[0], in, lo, extents, args.out);
+  lo[params.mode] = params.index;
+  extents[params.mode] = 1;
+  copy_block(args.operands[0].data, in, lo, extents, args.out.data);
   return {0, 1};
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_pow(const KernelArgs<T>& args) {
-  return cpu::matrix_power(args.operands[0], args.node.extents[0], args.node.params.power, args.out);
+KernelCount CpuBackend<T>::run_pow(const PowParams& params, const KernelArgs<T>& args) {
+  return cpu::matrix_power(args.operands[0].data, args.node.extents[0], params.power, args.out.data);
+}
+
+template <class T>
+KernelCount CpuBackend<T>::run_mask(const MaskParams& params, const KernelArgs<T>& args) {
+  const std::size_t n = args.node.size();
+  if (n && args.out.data != args.operands[0].data) std::memcpy(args.out.data, args.operands[0].data, n * sizeof(T));
+  for (const SparseMapUse& use : params.maps) apply_sparse_map(args.node, use, args.out.data);
+  return {0, 1};
 }
 
 template class CpuBackend<float>;
 template class CpuBackend<double>;
+
+namespace {
+bool always() { return true; }
+std::unique_ptr<Backend<float>> make_cpu_f32() { return std::make_unique<CpuBackend<float>>(); }
+std::unique_ptr<Backend<double>> make_cpu_f64() { return std::make_unique<CpuBackend<double>>(); }
+}  // namespace
+
+BackendEntry cpu_backend_entry() {
+  BackendEntry entry;
+  entry.kind = BackendKind::cpu;
+  entry.name = "cpu";
+  entry.available = &always;
+  entry.make_f32 = &make_cpu_f32;
+  entry.make_f64 = &make_cpu_f64;
+  return entry;
+}
 
 }  // namespace tenex::detail

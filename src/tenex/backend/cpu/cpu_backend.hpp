@@ -1,6 +1,9 @@
-// The CPU backend: OpenBLAS GEMM for contractions, LAPACKE for decompositions,
-// own multithreaded kernels for permutations and element-wise work.
+// The CPU backend: OpenBLAS GEMM for contractions, LAPACKE for decompositions, own
+// multithreaded kernels for permutations, element-wise work and masks. Its memory is the
+// host block cache (tensor/memory.cpp), the one allocator of the CPU.
 #pragma once
+
+#include <memory>
 
 #include "tenex/backend/backend_interface.hpp"
 
@@ -10,13 +13,23 @@ template <class T>
 class CpuBackend final : public Backend<T> {
  public:
   std::string_view name() const override { return "cpu"; }
-  bool supports(const OpNode& node) const override;
-#define TENEX_CPU_METHOD(kind, arity) KernelCount run_##kind(const KernelArgs<T>& args) override;
-  TENEX_FOR_EACH_OP_KIND(TENEX_CPU_METHOD)
+  Device device() const override { return Device::host; }
+  bool supports(const OpNode& node, std::string& why) const override;
+  Buffer allocate(std::size_t bytes) override;
+  View<const T> read(Storage<T>& storage) override;
+  void write(Storage<T>& storage, Buffer&& buffer) override;
+
+#define TENEX_CPU_METHOD(kind, arity, Params) \
+  KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) override;
+  TENEX_FOR_EACH_OP(TENEX_CPU_METHOD)
 #undef TENEX_CPU_METHOD
 };
 
 extern template class CpuBackend<float>;
 extern template class CpuBackend<double>;
+
+/// The registry entry of the CPU backend.
+struct BackendEntry;
+BackendEntry cpu_backend_entry();
 
 }  // namespace tenex::detail

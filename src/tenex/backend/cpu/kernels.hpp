@@ -8,17 +8,15 @@
 #include <cstddef>
 #include <vector>
 
+#include "tenex/backend/kernel_count.hpp"
+
 namespace tenex::detail::cpu {
 
 using Modes = std::vector<int>;
 using Extents = std::vector<std::size_t>;
 using Strides = std::vector<std::ptrdiff_t>;
 
-/// What a kernel did, for RunStats.
-struct KernelCount {
-  double flops = 0;          // floating-point operations performed (2*m*n*k per GEMM)
-  std::size_t calls = 0;     // BLAS calls + own kernel launches
-};
+using detail::KernelCount;
 
 /// out = alpha * in permuted: out mode d is in mode perm[d]. Cache-blocked, multithreaded.
 template <class T>

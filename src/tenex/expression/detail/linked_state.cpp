@@ -1,15 +1,18 @@
 #include "tenex/expression/detail/linked_state.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <utility>
 
-#include "tenex/expression/detail/evaluate.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
 
 namespace {
 
-void set_producer(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<LinkedState>& producer) {
+std::atomic<SetRunner> installed_runner{nullptr};
+
+void set_producer(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<Producer>& producer) {
   switch (dtype) {
     case DType::f32: std::static_pointer_cast<Storage<float>>(storage)->set_producer(producer); break;
     case DType::f64: std::static_pointer_cast<Storage<double>>(storage)->set_producer(producer); break;
@@ -17,7 +20,7 @@ void set_producer(DType dtype, const std::shared_ptr<void>& storage, const std::
   }
 }
 
-void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<LinkedState>& producer) {
+void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<Producer>& producer) {
   switch (dtype) {
     case DType::f32: std::static_pointer_cast<Storage<float>>(storage)->mark_pending(producer); break;
     case DType::f64: std::static_pointer_cast<Storage<double>>(storage)->mark_pending(producer); break;
@@ -27,16 +30,27 @@ void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::
 
 }  // namespace
 
+void install_set_runner(SetRunner runner) { installed_runner.store(runner); }
+
 LinkedState::LinkedState(DType dtype) : dtype_(dtype), backend_(default_backend()) {}
 
 LinkedState::~LinkedState() {
-  // A forwarded state handed its work to its root, which outlives it.
+  // A forwarded state handed its work to its root, which outlives it. (Forwarding chains
+  // stay short, union by size and path compression see to it.)
   if (!forward_) flush();
 }
 
 std::shared_ptr<LinkedState> LinkedState::root(std::shared_ptr<LinkedState> state) {
-  while (state && state->forward_) state = state->forward_;
-  return state;
+  if (!state) return state;
+  std::shared_ptr<LinkedState> top = state;
+  while (top->forward_) top = top->forward_;
+  // Path compression: every state on the way points at the root now.
+  while (state != top) {
+    std::shared_ptr<LinkedState> next = state->forward_;
+    state->forward_ = top;
+    state = std::move(next);
+  }
+  return top;
 }
 
 std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedState>& a,
@@ -44,6 +58,11 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
   auto ra = root(a);
   auto rb = root(b);
   if (ra == rb) return ra;
+  // The smaller set moves into the larger: a set kept open by one handle over thousands of
+  // statements never moves its recorded work again.
+  if (ra->assignments_.size() + ra->size_ < rb->assignments_.size() + rb->size_) std::swap(ra, rb);
+  // Program order: statements of both sets are independent (a read of a pending result
+  // merges the sets before the reading statement is recorded), so appending keeps it.
   for (Assignment& assignment : rb->assignments_) {
     set_producer(rb->dtype_, assignment.target, ra);
     ra->assignments_.push_back(std::move(assignment));
@@ -56,6 +75,8 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
     seen = std::max(seen, extent);
   }
   rb->labels_seen_.clear();
+  ra->size_ += rb->size_;
+  ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
   return ra;
 }
@@ -73,11 +94,22 @@ void LinkedState::note_labels(const std::vector<std::string>& labels, const std:
 }
 
 void LinkedState::flush() noexcept {
-  if (forward_) return;
+  if (forward_) {
+    // A pending storage may point at a state that was merged away since.
+    LinkedState* top = forward_.get();
+    while (top->forward_) top = top->forward_.get();
+    top->flush();
+    return;
+  }
   if (assignments_.empty()) return;
-  std::vector<Assignment> batch = std::move(assignments_);
+  SetRecord set;
+  set.dtype = dtype_;
+  set.backend = backend_;
+  set.assignments = std::move(assignments_);
   assignments_.clear();
-  evaluate_set(dtype_, backend_, std::move(batch), sparse_maps_);
+  set.sparse_maps = sparse_maps_;
+  has_run_ = true;
+  if (SetRunner runner = installed_runner.load()) runner(set);
 }
 
 }  // namespace tenex::detail

@@ -1,11 +1,12 @@
 // LinkedState: what a set of linked expressions shares.
 //
-// Every expression handle holds a shared_ptr to a state. Combining handles of
-// two states merges them: the younger state forwards to the other (a
-// union-find whose links are owning pointers), so the root lives as long as
-// any handle of the set. When the last handle dies, the root's destructor
-// evaluates what the set recorded. Pending storages keep a weak pointer to
-// the root that will fill them, and reading one flushes that root early.
+// Every expression handle holds a shared_ptr to a state. Combining handles of two states
+// merges them: the smaller set forwards to the larger one's root (a union-find by size
+// whose links are owning pointers, with path compression), so the root lives as long as
+// any handle of the set and recording a statement costs O(1) amortised however long a set
+// stays open. When the last handle dies, the root's destructor evaluates what the set
+// recorded. Pending storages keep a weak pointer to a state of the set (through the
+// Producer interface of tensor/), and reading one flushes the set early.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include "tenex/backend/backend.hpp"
 #include "tenex/expression/detail/node.hpp"
 #include "tenex/sparse/sparse_map.hpp"
+#include "tenex/tensor/producer.hpp"
 
 namespace tenex::detail {
 
@@ -26,6 +28,7 @@ struct Assignment {
   std::vector<std::string> rhs_labels;     // rhs labels (after renaming new modes), kept by the target
   std::vector<std::string> target_labels;  // the target's labels, in the target's order
   std::shared_ptr<void> target;            // Storage<T> of the result
+  std::shared_ptr<bool> cancelled;         // set when a failed multi-target statement undoes it
 };
 
 struct RegisteredSparseMap {
@@ -33,7 +36,20 @@ struct RegisteredSparseMap {
   std::shared_ptr<const SparseMap> map;
 };
 
-class LinkedState {
+/// Everything a set hands to the pipeline when it runs.
+struct SetRecord {
+  DType dtype = DType::f64;
+  BackendKind backend = BackendKind::automatic;
+  std::vector<Assignment> assignments;
+  std::vector<RegisteredSparseMap> sparse_maps;
+};
+
+/// The pipeline the linked state hands its sets to (runtime/ installs it). Never throws:
+/// errors go to the results of the set.
+using SetRunner = void (*)(SetRecord& set) noexcept;
+void install_set_runner(SetRunner runner);
+
+class LinkedState final : public Producer {
  public:
   explicit LinkedState(DType dtype);
   ~LinkedState();
@@ -53,16 +69,20 @@ class LinkedState {
   const std::map<std::string, std::size_t>& labels_seen() const { return labels_seen_; }
   void add_sparse_map(RegisteredSparseMap map) { sparse_maps_.push_back(std::move(map)); }
   const std::vector<RegisteredSparseMap>& sparse_maps_view() const { return sparse_maps_; }
+  /// Whether part of the set already ran (an early read): a sparse map added now would not
+  /// apply to what ran, so set_sparse_map refuses it.
+  bool has_run() const { return has_run_; }
 
-  /// Evaluates every assignment recorded so far (on this root). Errors go to the results.
-  void flush() noexcept;
+  /// Evaluates every assignment recorded so far (on the root). Errors go to the results.
+  void flush() noexcept override;
   bool has_work() const { return !assignments_.empty(); }
-  BackendKind backend() const { return backend_; }
 
  private:
   DType dtype_;
   BackendKind backend_;
   std::shared_ptr<LinkedState> forward_;
+  std::size_t size_ = 1;  // states in this set (roots only)
+  bool has_run_ = false;
   std::vector<Assignment> assignments_;
   std::vector<RegisteredSparseMap> sparse_maps_;
   std::map<std::string, std::size_t> labels_seen_;

@@ -3,31 +3,79 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <typeinfo>
 
 #include "tenex/error.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
+#include "tenex/expression/detail/lowering.hpp"
 #include "tenex/expression/detail/node.hpp"
 #include "tenex/expression/expression.hpp"
-#include "tenex/expression/labels.hpp"
+#include "tenex/labels.hpp"
 
 namespace tenex::detail {
 
-/// The node of `e`, which must be readable as an operand (else the stored ShapeError/Error).
-template <class T>
-const NodePtr& operand_node(const Expression<T>& e) {
-  const NodePtr& node = e.handle().node;
-  if (!node->unreadable.empty()) {
-    if (node->storage || node->dtype == DType::shape) throw ShapeError(node->unreadable);
-    throw Error(node->unreadable);
+/// Throws tenex::Error when `handle` was moved from.
+inline const Handle& require_handle(const Handle& handle) {
+  if (!handle.node || !handle.state) {
+    throw Error("tenex: this expression was moved from; an expression object can be used again only after "
+                "a new expression is assigned to it");
   }
+  return handle;
+}
+
+/// The node `e` stands for as an operand. An object of a user class (its dynamic type is
+/// not the class that made its node) is lowered through its own add_to_graph once, into a
+/// fragment that every later use splices in.
+template <class T>
+NodePtr operand_node(const Expression<T>& e) {
+  const NodePtr& node = require_handle(e.handle()).node;
+  node->check_readable();
+  const std::type_info& type = typeid(e);
+  if (type == typeid(Operand<T>) || (node->made_by && type == *node->made_by)) return node;
+  if (node->snapshot && node->snapshot_type && *node->snapshot_type == type) return node->snapshot;
+  auto fragment = std::make_shared<OpGraph>();
+  const NodeId result = e.add_to_graph(*fragment);
+  const OpNode& value = fragment->node(result);
+  auto snapshot = std::make_shared<FragmentNode>();
+  snapshot->dtype = node->dtype;
+  snapshot->class_name = std::string(e.name());
+  snapshot->labels = value.labels;
+  snapshot->extents = value.extents;
+  for (std::size_t i = 0; i < value.labels.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (value.labels[i] == value.labels[j]) {
+        throw ShapeError("tenex: " + snapshot->class_name + "::add_to_graph returned a node with labels \"" +
+                         join_labels(value.labels) + "\", which repeat \"" + value.labels[i] +
+                         "\"; an expression's value has each label once");
+      }
+    }
+  }
+  snapshot->fragment = std::move(fragment);
+  snapshot->result = result;
+  snapshot->made_by = &typeid(Operand<T>);
+  snapshot->finish();
+  node->snapshot = snapshot;
+  node->snapshot_type = &type;
+  return snapshot;
+}
+
+/// Stamps `node` as made by the public class C, and fills its derived labels.
+template <class C, class N>
+std::shared_ptr<N> made_by(std::shared_ptr<N> node) {
+  node->made_by = &typeid(C);
+  node->finish();
   return node;
 }
 
 /// A handle on `node` whose set is the union of the sets of `parts`.
-inline Handle make_handle(std::shared_ptr<ExprNode> node, std::initializer_list<const Handle*> parts) {
+inline Handle make_handle(std::shared_ptr<const ExprNode> node, std::initializer_list<const Handle*> parts) {
   std::shared_ptr<LinkedState> state;
-  for (const Handle* part : parts) state = state ? LinkedState::merge(state, part->state) : LinkedState::root(part->state);
+  for (const Handle* part : parts) {
+    require_handle(*part);
+    state = state ? LinkedState::merge(state, part->state) : LinkedState::root(part->state);
+  }
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
 }
@@ -56,63 +104,17 @@ inline void union_labels(const ExprNode& a, const ExprNode& b, ExprNode& out) {
   }
 }
 
-/// Labels an operation that needs definite modes (a decomposition, slice, chip, pow,
-/// permutation) sees of `node`: inside a product a label on two or more factors is
-/// summed, as in plain Einstein notation, and the rest are kept in natural order.
-inline std::vector<std::string> implicit_labels(const ExprNode& node) {
-  switch (node.kind) {
-    case ExprKind::multiplication: {
-      std::vector<const ExprNode*> stack{&node}, leaves;
-      while (!stack.empty()) {
-        const ExprNode* n = stack.back();
-        stack.pop_back();
-        if (n->kind == ExprKind::multiplication || n->kind == ExprKind::scale) {
-          for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) stack.push_back(it->get());
-        } else {
-          leaves.push_back(n);
-        }
-      }
-      std::vector<std::string> all;
-      for (const ExprNode* leaf : leaves) {
-        for (const std::string& l : implicit_labels(*leaf)) all.push_back(l);
-      }
-      std::vector<std::string> kept;
-      for (const std::string& l : node.labels) {
-        if (std::count(all.begin(), all.end(), l) == 1) kept.push_back(l);
-      }
-      return kept;
-    }
-    case ExprKind::addition:
-    case ExprKind::subtraction:
-    case ExprKind::division: {
-      std::vector<std::string> kept;
-      for (const std::string& l : node.labels) {
-        for (const auto& c : node.children) {
-          auto ci = implicit_labels(*c);
-          if (contains_label(ci, l)) {
-            kept.push_back(l);
-            break;
-          }
-        }
-      }
-      return kept;
-    }
-    case ExprKind::scale: return implicit_labels(*node.children[0]);
-    default: return node.labels;
-  }
-}
-
-/// `node` with the labels an operation needing definite modes sees (implicit_labels):
+/// `node` with the labels an operation needing definite modes sees (its implicit labels):
 /// `cholesky(s("i,k") * s("j,k"))` factors the matrix (i,j) = sum_k s(i,k) s(j,k).
 inline NodePtr einstein_operand(const NodePtr& node) {
-  std::vector<std::string> kept = implicit_labels(*node);
-  if (kept == node->labels) return node;
-  auto out = std::make_shared<ExprNode>();
-  out->kind = ExprKind::permutation;  // a permutation to a subset of the labels sums the others
+  if (node->implicit == node->labels) return node;
+  auto out = std::make_shared<PermutationNode>();  // a permutation to a subset of the labels sums the others
   out->dtype = node->dtype;
   out->children = {node};
-  out->labels = kept;
-  for (const std::string& l : kept) out->extents.push_back(node->extents[find_label(node->labels, l)]);
+  out->labels = node->implicit;
+  for (const std::string& l : node->implicit) out->extents.push_back(node->extents[find_label(node->labels, l)]);
+  out->made_by = node->made_by;
+  out->finish();
   return out;
 }
 

@@ -1,60 +1,176 @@
-// The immutable node behind an expression handle. Handles share nodes, so a
-// named intermediate used twice is one node (and one graph node).
+// The immutable nodes behind expression handles, one struct per expression class, each
+// holding its own typed data and lowering itself into an OpGraph (emit). Handles share
+// nodes, so a named intermediate used twice is one node (and one graph node).
+//
+// Lowering is iterative (the Lowering class walks the tree with its own stack), so a node
+// only says which labels it needs of each child (child_keep) and how to add its own
+// operation once the children are built (emit). Destruction is iterative too: a sum built
+// in a loop may be a million nodes deep.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <typeinfo>
 #include <vector>
 
-#include "tenex/graph/op_kind.hpp"
+#include "tenex/graph/op_graph.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail {
 
-#define TENEX_FOR_EACH_EXPR_KIND(X) \
-  X(indexed)                        \
-  X(addition)                       \
-  X(subtraction)                    \
-  X(multiplication)                 \
-  X(division)                       \
-  X(scale)                          \
-  X(permutation)                    \
-  X(decomposition)                  \
-  X(factor)                         \
-  X(slice)                          \
-  X(chip)                           \
-  X(pow)
-
-enum class ExprKind {
-#define TENEX_EXPR_KIND_ENUM(name) name,
-  TENEX_FOR_EACH_EXPR_KIND(TENEX_EXPR_KIND_ENUM)
-#undef TENEX_EXPR_KIND_ENUM
-};
+class Lowering;
+struct ExprNode;
+using NodePtr = std::shared_ptr<const ExprNode>;
 
 struct ExprNode {
-  ExprKind kind = ExprKind::indexed;
   DType dtype = DType::f64;
-  std::vector<std::string> labels;    // free labels: unique, in natural order
-  std::vector<std::size_t> extents;   // one per label
-  std::vector<std::shared_ptr<const ExprNode>> children;
+  std::vector<std::string> labels;   // free labels: unique, in natural order
+  std::vector<std::size_t> extents;  // one per label
+  std::vector<NodePtr> children;
+  /// The labels an operation needing definite modes (a decomposition, slice, permutation)
+  /// sees: inside a product, a label on two or more factors is summed.
+  std::vector<std::string> implicit;
+  /// The public class that made this node; an expression of another dynamic type over it
+  /// is a user class whose add_to_graph must be honoured.
+  const std::type_info* made_by = nullptr;
+  /// A user class's lowering, recorded the first time its object is used as an operand.
+  mutable NodePtr snapshot;
+  mutable const std::type_info* snapshot_type = nullptr;
 
-  // indexed
-  std::vector<std::string> written;   // labels as written (may repeat: a diagonal)
-  std::shared_ptr<void> storage;      // the value read (tensors); null for shapes
-  std::string unreadable;             // why this operand cannot be read, if it cannot
+  ExprNode() = default;
+  ExprNode(const ExprNode&) = delete;
+  ExprNode& operator=(const ExprNode&) = delete;
+  virtual ~ExprNode();
 
-  // parameters
-  double factor = 1.0;                // scale
-  OpKind decomposition = OpKind::cholesky;  // decomposition: cholesky, eigen_solve, qr, svd
-  std::size_t which = 0;              // factor: index of the factor of the decomposition
-  std::vector<std::size_t> lo, hi;    // slice
-  std::size_t mode = 0, index = 0;    // chip
-  unsigned power = 0;                 // pow
+  /// "addition", "indexed", ...
+  virtual std::string_view kind_name() const = 0;
+  /// The labels child `i` must provide so this node can produce `keep`.
+  virtual std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const;
+  /// Adds this node's operation producing `keep` (a subset of labels, in any order) over the
+  /// children's built nodes, returning the node that holds the result.
+  virtual NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
+                      const std::vector<NodeId>& children) const = 0;
+  /// Whether this node is a product (or a scale of one) for the implicit-label rule.
+  virtual bool is_product() const { return false; }
+  /// Labels of the product's factors, repeated as often as they occur (products only).
+  std::vector<std::string> product_labels;
 
-  std::string text() const;           // ("i,j") {3, 4}
+  /// ("i,j") {3, 4}
+  virtual std::string text() const;
+  /// Throws the error stored when the expression was made unusable as an operand.
+  virtual void check_readable() const {}
+  /// Fills `implicit` (and product_labels) from the children; called once by make.
+  void finish();
 };
 
-using NodePtr = std::shared_ptr<const ExprNode>;
+/// `a("i,j")`: a tensor's (or shape's) value with labelled modes.
+struct IndexedNode final : ExprNode {
+  std::vector<std::string> written;  // labels as written (may repeat: a diagonal)
+  std::shared_ptr<void> storage;     // the value read (tensors); null for shapes
+  std::string unreadable;            // why this operand cannot be read, if it cannot
+  bool shape_error = false;          // unreadable because of labels/extents (ShapeError)
+
+  std::string_view kind_name() const override { return "indexed"; }
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  std::string text() const override;
+  void check_readable() const override;
+};
+
+/// `a + b`, `a - b`, `a / b`: element-wise by label, broadcasting.
+struct ElementwiseNode final : ExprNode {
+  OpKind op = OpKind::add;  // add, subtract, divide
+  std::string_view kind_name() const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `a * b`: a generalized Einstein product (contraction, Hadamard, outer).
+struct MultiplicationNode final : ExprNode {
+  std::string_view kind_name() const override { return "multiplication"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool is_product() const override { return true; }
+};
+
+/// `factor * a`.
+struct ScaleNode final : ExprNode {
+  double factor = 1.0;
+  std::string_view kind_name() const override { return "scale"; }
+  std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>& keep) const override { return keep; }
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool is_product() const override { return children[0]->is_product(); }
+};
+
+/// `permute(a, "j,i")`, and the sum over the labels a product's consumer does not keep.
+struct PermutationNode final : ExprNode {
+  std::string_view kind_name() const override { return "permutation"; }
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `cholesky(a)`: the lower factor.
+struct CholeskyNode final : ExprNode {
+  bool upper = false;  // the labels ask for the transpose: read the upper triangle
+  std::string_view kind_name() const override { return "cholesky"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// The packed result of eigen_solve, qr or svd, shared by the factors of one call.
+struct DecompositionNode final : ExprNode {
+  OpKind op = OpKind::qr;  // eigen_solve, qr, svd
+  std::string_view kind_name() const override { return "decomposition"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// Factor `which` of a decomposition (child 0).
+struct FactorNode final : ExprNode {
+  std::size_t which = 0;
+  std::string_view kind_name() const override { return "factor"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `slice(a, lo, hi)`.
+struct SliceNode final : ExprNode {
+  std::vector<std::size_t> lo, hi;
+  std::string_view kind_name() const override { return "slice"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `chip(a, label, index)`.
+struct ChipNode final : ExprNode {
+  std::size_t mode = 0, index = 0;
+  std::string_view kind_name() const override { return "chip"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `pow(a, n)`: matrix power.
+struct PowNode final : ExprNode {
+  unsigned power = 0;
+  std::string_view kind_name() const override { return "pow"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// What a user class deriving from Nary<N,T> holds: its operands, no semantics of its own
+/// (its add_to_graph override gives them).
+struct NaryNode final : ExprNode {
+  std::string class_name;
+  std::string_view kind_name() const override { return "nary"; }
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// A user class's own lowering: the graph its add_to_graph drew, spliced in where it is used.
+struct FragmentNode final : ExprNode {
+  std::shared_ptr<const OpGraph> fragment;
+  NodeId result = 0;
+  std::string class_name;
+  std::string_view kind_name() const override { return "fragment"; }
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
 
 }  // namespace tenex::detail

@@ -1,5 +1,6 @@
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "tenex/graph/passes/passes.hpp"
 
@@ -7,24 +8,33 @@ namespace tenex::passes {
 
 namespace {
 
+/// Everything but the parameters, ordered; the parameters are compared by their structs'
+/// defaulted operator== (every field, whatever a kind adds later).
 auto signature(const OpGraph& graph, NodeId id) {
   const OpNode& n = graph.node(id);
-  const OpParams& p = n.params;
-  return std::make_tuple(static_cast<int>(n.kind), n.labels, n.extents, graph.operands(id), p.alpha, p.alpha_b, p.lo,
-                         p.hi, p.mode, p.index, p.power, p.factor, p.offset, p.operand_labels, n.storage.get(),
-                         n.sparse_maps);
+  return std::make_tuple(static_cast<int>(n.kind), static_cast<int>(n.dtype), n.labels, n.extents, graph.operands(id),
+                         n.storage.get(), n.sparse_maps);
 }
 
 }  // namespace
 
 void eliminate_common_subexpressions(OpGraph& graph) {
   using Signature = decltype(signature(graph, 0));
-  std::map<Signature, NodeId> seen;
+  std::map<Signature, std::vector<NodeId>> seen;
   for (NodeId id : graph.topological_order()) {
     // Outputs write distinct targets; everything else with equal signatures is one value.
     if (graph.node(id).kind == OpKind::output) continue;
-    auto [it, inserted] = seen.emplace(signature(graph, id), id);
-    if (!inserted) graph.replace_uses(id, it->second);
+    std::vector<NodeId>& same = seen[signature(graph, id)];
+    bool merged = false;
+    for (NodeId other : same) {
+      if (graph.node(other).params == graph.node(id).params) {
+        graph.replace_uses(id, other);
+        graph.detach(id);  // dead now: let later passes see the true consumer counts
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) same.push_back(id);
   }
 }
 

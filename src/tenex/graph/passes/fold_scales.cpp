@@ -1,3 +1,6 @@
+#include <type_traits>
+#include <variant>
+
 #include "tenex/graph/passes/passes.hpp"
 
 namespace tenex::passes {
@@ -11,8 +14,19 @@ bool is_foldable(OpKind kind) {
 
 /// Multiplies the result of `node` by `factor` through its parameters.
 void scale_result(OpNode& node, double factor) {
-  node.params.alpha *= factor;
-  if (node.kind == OpKind::add || node.kind == OpKind::subtract) node.params.alpha_b *= factor;
+  std::visit(
+      [factor](auto& p) {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, ContractParams> || std::is_same_v<P, ScaleParams>) {
+          p.alpha *= factor;
+        } else if constexpr (std::is_same_v<P, AddParams> || std::is_same_v<P, SubtractParams>) {
+          p.alpha *= factor;
+          p.alpha_b *= factor;
+        } else if constexpr (std::is_same_v<P, DivideParams>) {
+          p.alpha *= factor;
+        }
+      },
+      node.params);
 }
 
 }  // namespace
@@ -31,26 +45,29 @@ void fold_scales(OpGraph& graph) {
             !operand.sparse_maps.empty()) {
           continue;
         }
-        const double factor = operand.params.alpha;
+        const double factor = operand.get<ScaleParams>().alpha;
         if (node.kind == OpKind::contract) {
-          node.params.alpha *= factor;
+          node.get<ContractParams>().alpha *= factor;
         } else if (node.kind == OpKind::divide) {
           if (i == 0) {
-            node.params.alpha *= factor;
+            node.get<DivideParams>().alpha *= factor;
           } else {
             if (factor == 0.0) continue;
-            node.params.alpha /= factor;
+            node.get<DivideParams>().alpha /= factor;
           }
         } else {
-          (i == 0 ? node.params.alpha : node.params.alpha_b) *= factor;
+          ElementwiseParams& p = node.kind == OpKind::add ? static_cast<ElementwiseParams&>(node.get<AddParams>())
+                                                          : node.get<SubtractParams>();
+          (i == 0 ? p.alpha : p.alpha_b) *= factor;
         }
         graph.set_operand(id, i, graph.operands(operands[i]).at(0));
+        if (graph.consumers(operands[i]).empty()) graph.detach(operands[i]);
       }
     }
   }
   for (NodeId id : graph.topological_order()) {
     const OpNode& scale = graph.node(id);
-    if (scale.kind != OpKind::scale) continue;
+    if (scale.kind != OpKind::scale || graph.operands(id).empty()) continue;  // detached: dead
     const NodeId operand = graph.operands(id).at(0);
     OpNode& target = graph.node(operand);
     // Only a value nobody else reads may change its factor; the labels must match too.
@@ -58,8 +75,9 @@ void fold_scales(OpGraph& graph) {
         target.sparse_maps != scale.sparse_maps) {
       continue;
     }
-    scale_result(target, scale.params.alpha);
+    scale_result(target, scale.get<ScaleParams>().alpha);
     graph.replace_uses(id, operand);
+    graph.detach(id);  // the scale reads nothing now, so a scale above it may fold too
   }
 }
 

@@ -1,4 +1,4 @@
-#include "tenex/expression/labels.hpp"
+#include "tenex/labels.hpp"
 
 #include <atomic>
 #include <cctype>

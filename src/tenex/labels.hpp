@@ -1,4 +1,5 @@
-// Parsing and printing of mode labels ("i,j", "mu,nu", "" for a scalar).
+// The label vocabulary every layer shares: parsing and printing of mode labels ("i,j", "mu,nu",
+// "" for a scalar), lookups, and the names of new modes.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,13 @@
+// What a kernel did, for RunStats.
+#pragma once
+
+#include <cstddef>
+
+namespace tenex::detail {
+
+struct KernelCount {
+  double flops = 0;       // floating-point operations performed (2*m*n*k per GEMM)
+  std::size_t calls = 0;  // BLAS calls + own kernel launches
+};
+
+}  // namespace tenex::detail

@@ -1,0 +1,42 @@
+// The backend registry: BackendKind -> a factory, asked by the pipeline for each set.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "tenex/backend/backend.hpp"
+#include "tenex/backend/backend_interface.hpp"
+
+namespace tenex::detail {
+
+struct BackendEntry {
+  BackendKind kind = BackendKind::cpu;
+  std::string_view name;
+  /// Whether the backend can run here (a device exists).
+  bool (*available)() = nullptr;
+  std::unique_ptr<Backend<float>> (*make_f32)() = nullptr;
+  std::unique_ptr<Backend<double>> (*make_f64)() = nullptr;
+};
+
+/// Adds (or replaces) the entry of entry.kind.
+void register_backend(const BackendEntry& entry);
+/// The entry of `kind`, or nullptr when this build has none.
+const BackendEntry* find_backend(BackendKind kind);
+
+template <class T>
+std::unique_ptr<Backend<T>> make_backend(const BackendEntry& entry) {
+  if constexpr (std::is_same_v<T, float>) {
+    return entry.make_f32();
+  } else {
+    return entry.make_f64();
+  }
+}
+
+/// Throws BackendError naming the accepted values when TENEX_BACKEND holds another one
+/// (and set_default_backend did not decide): the first set reports it.
+void check_backend_environment();
+/// The backend that runs a set that asked for `kind` (automatic: CUDA where a device
+/// exists, else the CPU). Throws BackendError when `kind` is not available.
+const BackendEntry& choose_backend(BackendKind kind);
+
+}  // namespace tenex::detail

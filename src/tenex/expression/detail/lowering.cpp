@@ -1,0 +1,356 @@
+#include "tenex/expression/detail/lowering.hpp"
+
+#include <algorithm>
+#include <list>
+#include <set>
+
+#include "tenex/error.hpp"
+#include "tenex/labels.hpp"
+
+namespace tenex::detail {
+
+namespace {
+
+std::string key_of(const std::vector<std::string>& keep) { return "keep:" + join_labels(keep); }
+
+std::vector<std::string> filter(const std::vector<std::string>& order, const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  for (const std::string& l : order) {
+    if (contains_label(allowed, l)) out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- ExprNode ------------------------------------------------------------------------
+
+ExprNode::~ExprNode() {
+  // Release the children without recursing: a node whose last owner is this one hands its
+  // own children to the stack before it dies.
+  std::vector<NodePtr> stack = std::move(children);
+  if (snapshot) stack.push_back(std::move(snapshot));
+  while (!stack.empty()) {
+    NodePtr node = std::move(stack.back());
+    stack.pop_back();
+    if (node && node.use_count() == 1) {
+      auto& mutable_node = const_cast<ExprNode&>(*node);
+      for (NodePtr& child : mutable_node.children) stack.push_back(std::move(child));
+      mutable_node.children.clear();
+      if (mutable_node.snapshot) stack.push_back(std::move(mutable_node.snapshot));
+    }
+  }
+}
+
+std::vector<std::string> ExprNode::child_keep(std::size_t i, const std::vector<std::string>& keep) const {
+  return filter(children[i]->labels, keep);
+}
+
+std::string ExprNode::text() const { return describe(labels, extents); }
+
+void ExprNode::finish() {
+  if (is_product()) {
+    product_labels.clear();
+    for (const NodePtr& c : children) {
+      const std::vector<std::string>& part = c->is_product() ? c->product_labels : c->implicit;
+      product_labels.insert(product_labels.end(), part.begin(), part.end());
+    }
+    implicit.clear();
+    for (const std::string& l : labels) {
+      if (std::count(product_labels.begin(), product_labels.end(), l) == 1) implicit.push_back(l);
+    }
+    return;
+  }
+  if (const auto* e = dynamic_cast<const ElementwiseNode*>(this)) {
+    implicit.clear();
+    for (const std::string& l : labels) {
+      for (const NodePtr& c : e->children) {
+        if (contains_label(c->implicit, l)) {
+          implicit.push_back(l);
+          break;
+        }
+      }
+    }
+    return;
+  }
+  if (dynamic_cast<const ScaleNode*>(this)) {
+    implicit = children[0]->implicit;
+    return;
+  }
+  implicit = labels;
+}
+
+// ---- Lowering -------------------------------------------------------------------------
+
+Lowering::Lowering(OpGraph& graph, DType dtype, Memo& memo) : graph_(graph), dtype_(dtype), memo_(memo) {}
+
+const NodeId* Lowering::find(const void* object, const std::string& key) const {
+  auto it = memo_.find({object, key});
+  if (it == memo_.end() || it->second.owner.expired() || it->second.id >= graph_.size()) return nullptr;
+  return &it->second.id;
+}
+
+void Lowering::remember(const void* object, const std::string& key, NodeId id, std::weak_ptr<const void> owner) {
+  memo_[{object, key}] = MemoEntry{id, std::move(owner)};
+}
+
+NodeId Lowering::add(OpParams params, std::vector<std::string> labels, std::vector<std::size_t> extents,
+                     const std::vector<NodeId>& operands, std::string note) {
+  OpNode node;
+  node.params = std::move(params);
+  node.kind = op_kind_of_params(node.params);
+  node.dtype = dtype_;
+  node.labels = std::move(labels);
+  node.extents = std::move(extents);
+  node.note = std::move(note);
+  return graph_.add_node(std::move(node), operands);
+}
+
+NodeId Lowering::reduce_to(NodeId id, const std::vector<std::string>& keep) {
+  const OpNode& node = graph_.node(id);
+  if (node.labels == keep) return id;
+  std::vector<std::size_t> extents;
+  for (const std::string& l : keep) {
+    const std::size_t at = find_label(node.labels, l);
+    if (at == node.labels.size()) {
+      throw InternalError("tenex: graph building: label \"" + l + "\" is not in " + describe(node.labels, node.extents));
+    }
+    extents.push_back(node.extents[at]);
+  }
+  return add(ReduceParams{}, keep, std::move(extents), {id});
+}
+
+NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<std::string>& written,
+                       const std::vector<std::size_t>& extents, const ExprNode* owner) {
+  const void* object = storage ? storage.get() : static_cast<const void*>(owner);
+  const std::string key = "input:" + join_labels(written);
+  if (const NodeId* hit = find(object, key)) return *hit;
+  if (!storage && dtype_ != DType::shape) {
+    throw InternalError("tenex: graph building: an operand " + describe(written, extents) + " carries no data");
+  }
+  std::vector<NodeId> operands;
+  if (storage) {
+    auto producer = producers_.find(storage.get());
+    if (producer != producers_.end()) operands.push_back(build_assignment(*producer->second));
+  }
+  OpNode node;
+  node.kind = OpKind::input;
+  node.params = InputParams{};
+  node.dtype = dtype_;
+  node.labels = written;
+  node.extents = extents;
+  node.storage = storage;
+  NodeId id = graph_.add_node(std::move(node), operands);
+  // A shape operand has no storage to key the memo by; its node is the graph's own.
+  if (storage) remember(object, key, id, std::weak_ptr<const void>(storage));
+  return id;
+}
+
+void Lowering::set_producers(const std::vector<Assignment>& batch) {
+  for (const Assignment& a : batch) producers_[a.target.get()] = &a;
+}
+
+NodeId Lowering::build(const NodePtr& root, const std::vector<std::string>& root_keep) {
+  struct Frame {
+    NodePtr node;
+    std::vector<std::string> keep;
+    std::string key;
+    bool expanded = false;
+    std::vector<std::vector<std::string>> child_keeps = {};
+  };
+  std::vector<Frame> stack;
+  stack.push_back(Frame{root, root_keep, key_of(root_keep), false, {}});
+  NodeId result = 0;
+  while (!stack.empty()) {
+    Frame& frame = stack.back();
+    if (const NodeId* hit = find(frame.node.get(), frame.key)) {
+      result = *hit;
+      stack.pop_back();
+      continue;
+    }
+    if (!frame.expanded) {
+      frame.expanded = true;
+      const std::size_t n = frame.node->children.size();
+      frame.child_keeps.resize(n);
+      for (std::size_t i = 0; i < n; ++i) frame.child_keeps[i] = frame.node->child_keep(i, frame.keep);
+      // Push in reverse so the first child is built first (node ids follow operand order).
+      const NodePtr node = frame.node;
+      const std::vector<std::vector<std::string>> keeps = frame.child_keeps;
+      for (std::size_t i = n; i-- > 0;) {
+        stack.push_back(Frame{node->children[i], keeps[i], key_of(keeps[i]), false, {}});
+      }
+      continue;
+    }
+    std::vector<NodeId> children;
+    for (std::size_t i = 0; i < frame.node->children.size(); ++i) {
+      const NodeId* id = find(frame.node->children[i].get(), key_of(frame.child_keeps[i]));
+      if (!id) throw InternalError("tenex: graph building: a child of " + frame.node->text() + " was not built");
+      children.push_back(*id);
+    }
+    result = frame.node->emit(*this, frame.keep, children);
+    remember(frame.node.get(), frame.key, result, std::weak_ptr<const void>(frame.node));
+    stack.pop_back();
+  }
+  return result;
+}
+
+NodeId Lowering::build_assignment(const Assignment& a) {
+  if (const NodeId* hit = find(a.target.get(), "output")) return *hit;
+  // Ask for the value in the target's order: the last kernel writes it in place and the
+  // output hands the buffer over instead of permuting it.
+  NodeId value = build(a.rhs, a.rhs_labels);
+  std::vector<std::size_t> extents;
+  for (const std::string& l : a.rhs_labels) extents.push_back(a.rhs->extents.at(find_label(a.rhs->labels, l)));
+  OutputParams params;
+  for (const std::string& l : a.rhs_labels) params.operand_labels.push_back(a.target_labels[find_label(a.rhs_labels, l)]);
+  OpNode out;
+  out.kind = OpKind::output;
+  out.params = std::move(params);
+  out.dtype = dtype_;
+  out.labels = a.target_labels;
+  out.extents = std::move(extents);
+  out.storage = a.target;
+  out.note = "target";
+  NodeId id = graph_.add_node(std::move(out), {value});
+  remember(a.target.get(), "output", id, std::weak_ptr<const void>(a.target));
+  return id;
+}
+
+void Lowering::register_sparse_maps(const std::vector<RegisteredSparseMap>& maps) {
+  std::vector<std::size_t> ids;
+  for (const RegisteredSparseMap& m : maps) {
+    std::size_t found = graph_.sparse_maps().size();
+    for (std::size_t i = 0; i < graph_.sparse_maps().size(); ++i) {
+      const SparseMapUse& use = graph_.sparse_maps()[i];
+      if (use.map == m.map && use.source == m.source && use.target == m.target) found = i;
+    }
+    if (found == graph_.sparse_maps().size()) found = graph_.add_sparse_map({m.source, m.target, m.map});
+    ids.push_back(found);
+  }
+  if (ids.empty()) return;
+  for (NodeId id = 0; id < graph_.size(); ++id) {
+    OpNode& node = graph_.node(id);
+    // Packed decompositions hold several factors: a map on their labels means nothing there.
+    if (packed_factor_count(node.kind) > 0 || node.kind == OpKind::mask) continue;
+    std::set<std::string> unique(node.labels.begin(), node.labels.end());
+    if (unique.size() != node.labels.size()) continue;
+    for (std::size_t m : ids) {
+      const SparseMapUse& use = graph_.sparse_maps()[m];
+      bool all = true;
+      for (const auto& l : use.source) all = all && unique.count(l);
+      for (const auto& l : use.target) all = all && unique.count(l);
+      if (all && std::find(node.sparse_maps.begin(), node.sparse_maps.end(), m) == node.sparse_maps.end()) {
+        node.sparse_maps.push_back(m);
+      }
+    }
+  }
+}
+
+// ---- entry points ---------------------------------------------------------------------
+
+NodeId lower_into(OpGraph& graph, const NodePtr& node, const std::vector<RegisteredSparseMap>& maps) {
+  // Memos of the graphs this thread drew into lately, by the graph's serial number (never
+  // reused), so add_to_graph called twice on one graph builds a shared node once.
+  struct Cached {
+    std::uint64_t serial;
+    Lowering::Memo memo;
+  };
+  thread_local std::list<Cached> recent;
+  constexpr std::size_t max_recent = 16;
+  auto it = std::find_if(recent.begin(), recent.end(), [&](const Cached& c) { return c.serial == graph.serial(); });
+  if (it == recent.end()) {
+    recent.push_front(Cached{graph.serial(), {}});
+    if (recent.size() > max_recent) recent.pop_back();
+  } else {
+    recent.splice(recent.begin(), recent, it);
+  }
+  Lowering lowering(graph, node->dtype, recent.front().memo);
+  NodeId id = lowering.build(node, node->labels);
+  lowering.register_sparse_maps(maps);
+  return id;
+}
+
+OpGraph build_set_graph(DType dtype, const std::vector<Assignment>& batch,
+                        const std::vector<RegisteredSparseMap>& maps) {
+  OpGraph graph;
+  Lowering::Memo memo;
+  Lowering lowering(graph, dtype, memo);
+  lowering.set_producers(batch);
+  // Program order: a statement's operands were produced by statements recorded before it.
+  for (const Assignment& a : batch) {
+    if (!a.cancelled || !*a.cancelled) lowering.build_assignment(a);
+  }
+  lowering.register_sparse_maps(maps);
+  return graph;
+}
+
+// ---- the nodes every set has ------------------------------------------------------------
+
+NodeId IndexedNode::emit(Lowering& lowering, const std::vector<std::string>& keep, const std::vector<NodeId>&) const {
+  std::vector<std::size_t> written_extents;
+  for (const std::string& l : written) written_extents.push_back(extents.at(find_label(labels, l)));
+  NodeId in = lowering.input(storage, written, written_extents, this);
+  return lowering.reduce_to(in, keep);
+}
+
+std::string IndexedNode::text() const {
+  if (!written.empty() && extents.size() == labels.size()) {
+    std::vector<std::size_t> written_extents;
+    for (const std::string& l : written) {
+      const std::size_t at = find_label(labels, l);
+      if (at == labels.size()) return describe(labels, extents);
+      written_extents.push_back(extents[at]);
+    }
+    return describe(written, written_extents);
+  }
+  return describe(labels, extents);
+}
+
+void IndexedNode::check_readable() const {
+  if (unreadable.empty()) return;
+  if (shape_error) throw ShapeError(unreadable);
+  throw Error(unreadable);
+}
+
+NodeId NaryNode::emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const {
+  throw Error("tenex: the expression class " + class_name +
+              " derives from Nary but does not override add_to_graph, so it has no meaning to evaluate");
+}
+
+NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                          const std::vector<NodeId>&) const {
+  // Splice the user's graph in: its inputs join this graph's (and read results this set
+  // produces), every other node is copied with its operands renumbered.
+  const OpGraph& from = *fragment;
+  std::vector<NodeId> mapping(from.size(), 0);
+  std::vector<bool> needed(from.size(), false);
+  std::vector<NodeId> pending{result};
+  while (!pending.empty()) {
+    NodeId id = pending.back();
+    pending.pop_back();
+    if (needed[id]) continue;
+    needed[id] = true;
+    for (NodeId op : from.operands(id)) pending.push_back(op);
+  }
+  for (NodeId id : from.topological_order()) {
+    if (!needed[id]) continue;
+    const OpNode& node = from.node(id);
+    if (node.kind == OpKind::input) {
+      mapping[id] = lowering.input(node.storage, node.labels, node.extents, this);
+      continue;
+    }
+    if (node.kind == OpKind::output) {
+      throw Error("tenex: the expression class " + class_name + " drew an output node in add_to_graph; "
+                  "an expression's graph ends in its value, not in an assignment");
+    }
+    OpNode copy = node;
+    copy.sparse_maps.clear();
+    copy.dtype = lowering.dtype();
+    std::vector<NodeId> operands;
+    for (NodeId op : from.operands(id)) operands.push_back(mapping[op]);
+    mapping[id] = lowering.graph().add_node(std::move(copy), operands);
+  }
+  return lowering.reduce_to(mapping[result], keep);
+}
+
+}  // namespace tenex::detail

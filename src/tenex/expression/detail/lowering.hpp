@@ -1,0 +1,72 @@
+// Lowering: turns expression nodes into OpGraph nodes. The memo lives here (Halide's
+// IRGraphVisitor keeps its own), keyed by the expression node and the labels asked of it,
+// so a node shared by several consumers is built once. The walk keeps its own stack: an
+// expression thousands of nodes deep lowers without recursion.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tenex/expression/detail/linked_state.hpp"
+#include "tenex/expression/detail/node.hpp"
+#include "tenex/graph/op_graph.hpp"
+
+namespace tenex::detail {
+
+class Lowering {
+ public:
+  struct MemoEntry {
+    NodeId id = 0;
+    std::weak_ptr<const void> owner;  // the memoized object: an expired entry is stale
+  };
+  using Memo = std::map<std::pair<const void*, std::string>, MemoEntry>;
+
+  /// Lowers into `graph`, remembering in `memo` what was built (memo outlives the call
+  /// when several add_to_graph calls share one graph).
+  Lowering(OpGraph& graph, DType dtype, Memo& memo);
+
+  /// A node holding `keep` (a subset of node's labels, in any order) of `node`.
+  NodeId build(const NodePtr& node, const std::vector<std::string>& keep);
+  /// The output node of a recorded statement (its value written in the target's order).
+  NodeId build_assignment(const Assignment& assignment);
+  /// Marks the targets of `batch` as produced in this graph: inputs reading them get the
+  /// output node writing them as their operand.
+  void set_producers(const std::vector<Assignment>& batch);
+  /// Records, on every node whose labels carry all of a map's labels, that the map holds there.
+  void register_sparse_maps(const std::vector<RegisteredSparseMap>& maps);
+
+  // For the nodes' emit():
+  OpGraph& graph() { return graph_; }
+  DType dtype() const { return dtype_; }
+  /// Adds a node of this graph's element type.
+  NodeId add(OpParams params, std::vector<std::string> labels, std::vector<std::size_t> extents,
+             const std::vector<NodeId>& operands, std::string note = {});
+  /// `id` reduced (summed, permuted, diagonal) to `keep`, or `id` when it already holds it.
+  NodeId reduce_to(NodeId id, const std::vector<std::string>& keep);
+  /// The input node reading `storage` with `written` labels (one per storage and labels).
+  NodeId input(const std::shared_ptr<void>& storage, const std::vector<std::string>& written,
+               const std::vector<std::size_t>& extents, const ExprNode* owner);
+
+ private:
+  const NodeId* find(const void* object, const std::string& key) const;
+  void remember(const void* object, const std::string& key, NodeId id, std::weak_ptr<const void> owner);
+
+  OpGraph& graph_;
+  DType dtype_;
+  Memo& memo_;
+  std::map<const void*, const Assignment*> producers_;
+};
+
+/// Expression<T>::add_to_graph of the library's classes: lowers `node` (its natural labels)
+/// into `graph`, sharing a memo with earlier calls on the same graph from this thread.
+NodeId lower_into(OpGraph& graph, const NodePtr& node, const std::vector<RegisteredSparseMap>& maps);
+
+/// The graph of a set's recorded statements, in program order.
+OpGraph build_set_graph(DType dtype, const std::vector<Assignment>& batch,
+                        const std::vector<RegisteredSparseMap>& maps);
+
+}  // namespace tenex::detail

@@ -1,0 +1,274 @@
+#include "tenex/graph/shape_rule.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "tenex/labels.hpp"
+
+namespace tenex::detail {
+
+namespace {
+
+using Operands = std::vector<const OpNode*>;
+
+/// Extent of each label over the operands; a label with two extents is an error.
+std::string extents_by_label(const Operands& operands, std::map<std::string, std::size_t>& out) {
+  for (const OpNode* op : operands) {
+    for (std::size_t i = 0; i < op->labels.size() && i < op->extents.size(); ++i) {
+      auto [it, inserted] = out.emplace(op->labels[i], op->extents[i]);
+      if (!inserted && it->second != op->extents[i]) {
+        return "label \"" + op->labels[i] + "\" has extents " + std::to_string(it->second) + " and " +
+               std::to_string(op->extents[i]) + " in the operands";
+      }
+    }
+  }
+  return {};
+}
+
+/// The result's labels must come from the operands; extents follow from them.
+std::string labels_from_operands(OpNode& node, const Operands& operands, bool infer) {
+  std::map<std::string, std::size_t> extents;
+  if (std::string error = extents_by_label(operands, extents); !error.empty()) return error;
+  std::vector<std::size_t> expected;
+  for (const std::string& l : node.labels) {
+    auto it = extents.find(l);
+    if (it == extents.end()) return "label \"" + l + "\" is on no operand";
+    expected.push_back(it->second);
+  }
+  if (infer && node.extents.empty()) node.extents = expected;
+  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  return {};
+}
+
+std::string same_as_operand(OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 1) return {};
+  if (infer && node.labels.empty()) node.labels = operands[0]->labels;
+  if (node.labels != operands[0]->labels) {
+    return "labels (" + join_labels(node.labels) + ") should be the operand's (" + join_labels(operands[0]->labels) + ")";
+  }
+  if (infer && node.extents.empty()) node.extents = operands[0]->extents;
+  if (node.extents != operands[0]->extents) {
+    return "extents " + format_extents(node.extents) + " should be the operand's " + format_extents(operands[0]->extents);
+  }
+  return {};
+}
+
+std::string matrix_operand(const Operands& operands, bool square) {
+  for (const OpNode* op : operands) {
+    if (op->extents.size() != 2) return "the operand " + describe(op->labels, op->extents) + " is not a matrix";
+    if (square && op->extents[0] != op->extents[1]) {
+      return "the operand " + describe(op->labels, op->extents) + " is not square";
+    }
+  }
+  return {};
+}
+
+// One rule per parameter struct of the op table: a new kind without one does not compile.
+std::string rule(const InputParams&, OpNode& node, const Operands& operands, bool) {
+  if (node.labels.size() != node.extents.size()) return "has a different number of labels and extents";
+  if (operands.size() > 1) return "an input has at most one operand (the output writing it)";
+  return {};
+}
+
+std::string rule(const OutputParams& p, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 1) return {};
+  const OpNode& op = *operands[0];
+  std::vector<std::string> renamed = p.operand_labels.empty() ? op.labels : p.operand_labels;
+  if (renamed.size() != op.labels.size()) return "renames " + std::to_string(op.labels.size()) + " operand labels to " +
+                                                 std::to_string(renamed.size());
+  if (infer && node.labels.empty()) node.labels = renamed;
+  std::vector<std::size_t> expected;
+  for (const std::string& l : node.labels) {
+    std::size_t at = find_label(renamed, l);
+    if (at == renamed.size()) return "label \"" + l + "\" is not one of the operand's (" + join_labels(renamed) + ")";
+    expected.push_back(op.extents[at]);
+  }
+  if (node.labels.size() != renamed.size()) return "writes " + std::to_string(node.labels.size()) + " of " +
+                                                   std::to_string(renamed.size()) + " operand modes";
+  if (infer && node.extents.empty()) node.extents = expected;
+  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  return {};
+}
+
+std::string rule(const ReduceParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 1) return {};
+  if (infer && node.labels.empty()) node.labels = operands[0]->labels;
+  return labels_from_operands(node, operands, infer);
+}
+
+std::string rule(const ContractParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (infer && node.labels.empty() && operands.size() == 2) {
+    // Plain Einstein notation: keep the labels on one operand only.
+    for (const OpNode* op : operands) {
+      const OpNode* other = op == operands[0] ? operands[1] : operands[0];
+      for (const std::string& l : op->labels) {
+        if (!contains_label(other->labels, l) && !contains_label(node.labels, l)) node.labels.push_back(l);
+      }
+    }
+  }
+  return labels_from_operands(node, operands, infer);
+}
+
+std::string rule_elementwise(OpNode& node, const Operands& operands, bool infer) {
+  if (infer && node.labels.empty()) {
+    for (const OpNode* op : operands) {
+      for (const std::string& l : op->labels) {
+        if (!contains_label(node.labels, l)) node.labels.push_back(l);
+      }
+    }
+  }
+  return labels_from_operands(node, operands, infer);
+}
+std::string rule(const AddParams&, OpNode& node, const Operands& operands, bool infer) {
+  return rule_elementwise(node, operands, infer);
+}
+std::string rule(const SubtractParams&, OpNode& node, const Operands& operands, bool infer) {
+  return rule_elementwise(node, operands, infer);
+}
+std::string rule(const DivideParams&, OpNode& node, const Operands& operands, bool infer) {
+  return rule_elementwise(node, operands, infer);
+}
+
+std::string rule(const ScaleParams&, OpNode& node, const Operands& operands, bool infer) {
+  return same_as_operand(node, operands, infer);
+}
+std::string rule(const MaskParams& p, OpNode& node, const Operands& operands, bool infer) {
+  for (const SparseMapUse& use : p.maps) {
+    for (const auto* group : {&use.source, &use.target}) {
+      for (const std::string& l : *group) {
+        if (operands.size() == 1 && !contains_label(operands[0]->labels, l)) {
+          return "masks label \"" + l + "\", which the operand lacks";
+        }
+      }
+    }
+  }
+  return same_as_operand(node, operands, infer);
+}
+
+std::string rule(const CholeskyParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (std::string error = matrix_operand(operands, true); !error.empty()) return error;
+  return same_as_operand(node, operands, infer);
+}
+std::string rule(const PowParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (std::string error = matrix_operand(operands, true); !error.empty()) return error;
+  return same_as_operand(node, operands, infer);
+}
+
+std::string rule_packed(OpKind kind, OpNode& node, const Operands& operands, bool infer, bool square) {
+  if (std::string error = matrix_operand(operands, square); !error.empty()) return error;
+  if (operands.size() == 2 && operands[0]->extents != operands[1]->extents) return "operands of different shapes";
+  if (operands.empty()) return {};
+  if (std::string error = same_as_operand(node, {operands[0]}, infer); !error.empty()) return error;
+  node.elements = packed_size(kind, node.extents[0], node.extents[1]);
+  return {};
+}
+std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.empty() || operands.size() > 2) return {};  // the arity check names it
+  return rule_packed(OpKind::eigen_solve, node, operands, infer, true);
+}
+std::string rule(const QrParams&, OpNode& node, const Operands& operands, bool infer) {
+  return rule_packed(OpKind::qr, node, operands, infer, false);
+}
+std::string rule(const SvdParams&, OpNode& node, const Operands& operands, bool infer) {
+  return rule_packed(OpKind::svd, node, operands, infer, false);
+}
+
+std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 1) return {};
+  const OpNode& packed = *operands[0];
+  if (packed_factor_count(packed.kind) == 0) {
+    return "the operand is a " + std::string(op_kind_name(packed.kind)) + ", not a packed decomposition";
+  }
+  if (p.which >= packed_factor_count(packed.kind)) {
+    return "factor " + std::to_string(p.which) + " of a " + std::string(op_kind_name(packed.kind)) + " does not exist";
+  }
+  if (packed.extents.size() != 2) return "the packed operand is not a matrix decomposition";
+  const std::size_t m = packed.extents[0], n = packed.extents[1], k = std::min(m, n);
+  std::vector<std::size_t> expected;
+  switch (packed.kind) {
+    case OpKind::eigen_solve: expected = p.which == 0 ? std::vector<std::size_t>{m, m} : std::vector<std::size_t>{m}; break;
+    case OpKind::qr: expected = p.which == 0 ? std::vector<std::size_t>{m, k} : std::vector<std::size_t>{k, n}; break;
+    case OpKind::svd:
+      expected = p.which == 0   ? std::vector<std::size_t>{m, k}
+                 : p.which == 1 ? std::vector<std::size_t>{k}
+                                : std::vector<std::size_t>{k, n};
+      break;
+    case OpKind::input:
+    case OpKind::output:
+    case OpKind::reduce:
+    case OpKind::contract:
+    case OpKind::add:
+    case OpKind::subtract:
+    case OpKind::divide:
+    case OpKind::scale:
+    case OpKind::cholesky:
+    case OpKind::factor:
+    case OpKind::slice:
+    case OpKind::chip:
+    case OpKind::pow:
+    case OpKind::mask: break;
+  }
+  if (node.labels.size() != expected.size()) {
+    return "factor " + std::to_string(p.which) + " has " + std::to_string(expected.size()) + " modes, labels (" +
+           join_labels(node.labels) + ") name " + std::to_string(node.labels.size());
+  }
+  if (infer && node.extents.empty()) node.extents = expected;
+  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  return {};
+}
+
+std::string rule(const SliceParams& p, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 1) return {};
+  const OpNode& op = *operands[0];
+  if (p.lo.size() != op.extents.size() || p.hi.size() != op.extents.size()) {
+    return "needs " + std::to_string(op.extents.size()) + " bounds in lo and hi";
+  }
+  std::vector<std::size_t> expected;
+  for (std::size_t d = 0; d < op.extents.size(); ++d) {
+    if (p.lo[d] > p.hi[d] || p.hi[d] > op.extents[d]) {
+      return "bounds [" + std::to_string(p.lo[d]) + ", " + std::to_string(p.hi[d]) + ") do not fit extent " +
+             std::to_string(op.extents[d]);
+    }
+    expected.push_back(p.hi[d] - p.lo[d]);
+  }
+  if (infer && node.labels.empty()) node.labels = op.labels;
+  if (node.labels != op.labels) return "labels (" + join_labels(node.labels) + ") should be the operand's";
+  if (infer && node.extents.empty()) node.extents = expected;
+  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  return {};
+}
+
+std::string rule(const ChipParams& p, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 1) return {};
+  const OpNode& op = *operands[0];
+  if (p.mode >= op.extents.size()) return "mode " + std::to_string(p.mode) + " does not exist";
+  if (p.index >= op.extents[p.mode]) {
+    return "index " + std::to_string(p.index) + " is out of range for extent " + std::to_string(op.extents[p.mode]);
+  }
+  std::vector<std::string> labels = op.labels;
+  std::vector<std::size_t> extents = op.extents;
+  labels.erase(labels.begin() + static_cast<std::ptrdiff_t>(p.mode));
+  extents.erase(extents.begin() + static_cast<std::ptrdiff_t>(p.mode));
+  if (infer && node.labels.empty()) node.labels = labels;
+  if (node.labels != labels) return "labels (" + join_labels(node.labels) + ") should be (" + join_labels(labels) + ")";
+  if (infer && node.extents.empty()) node.extents = extents;
+  if (node.extents != extents) return "extents " + format_extents(node.extents) + " should be " + format_extents(extents);
+  return {};
+}
+
+}  // namespace
+
+std::string apply_shape_rule(OpNode& node, const std::vector<const OpNode*>& operands, bool infer) {
+  return std::visit(
+      [&](const auto& p) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(p)>, std::monostate>) {
+          return "has no parameters";
+        } else {
+          return rule(p, node, operands, infer);
+        }
+      },
+      node.params);
+}
+
+}  // namespace tenex::detail
