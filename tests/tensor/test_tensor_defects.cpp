@@ -1,5 +1,6 @@
 // Tensor defects, each pinned by a test that failed before its fix: at() reports the index
-// the caller passed (indices of 2^63 and more were shown as negative numbers).
+// the caller passed (indices of 2^63 and more were shown as negative numbers), and the
+// generated config.hpp says only what is built (TENEX_HAS_CUDA).
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -86,3 +87,14 @@ TEST_CASE_TEMPLATE_DEFINE("tensor defects: at() reports the index as passed, als
   }
 }
 TEST_CASE_TEMPLATE_APPLY(tensor_defects_at_index, Scalars);
+
+// TENEX_HAS_CUDA said 1 when the library was configured with -DTENEX_ENABLE_CUDA=ON on a
+// machine with the CUDA toolkit, although no CUDA code is compiled into it. config.hpp must
+// describe what was built: this version has no CUDA backend, so the macro is 0 whatever the
+// option says (configure with -DTENEX_ENABLE_CUDA=ON to check the case that failed).
+TEST_CASE("tensor defects: config.hpp says TENEX_HAS_CUDA 0 while no CUDA backend is built") {
+  CHECK(TENEX_HAS_CUDA == 0);
+  // What the build says agrees with what the library does: no CUDA backend to choose.
+  CHECK_FALSE(tenex::cuda_available());
+  CHECK_THROWS_AS(tenex::set_default_backend(tenex::BackendKind::cuda), tenex::BackendError);
+}
