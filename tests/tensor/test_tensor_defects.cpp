@@ -1,6 +1,7 @@
 // Tensor defects, each pinned by a test that failed before its fix: at() reports the index
-// the caller passed (indices of 2^63 and more were shown as negative numbers), and the
-// generated config.hpp says only what is built (TENEX_HAS_CUDA).
+// the caller passed (indices of 2^63 and more were shown as negative numbers), the generated
+// config.hpp says only what is built (TENEX_HAS_CUDA), and the documented rule for pointers
+// from data() ("Pointer invalidation" in docs/getting-started.md).
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -98,3 +99,35 @@ TEST_CASE("tensor defects: config.hpp says TENEX_HAS_CUDA 0 while no CUDA backen
   CHECK_FALSE(tenex::cuda_available());
   CHECK_THROWS_AS(tenex::set_default_backend(tenex::BackendKind::cuda), tenex::BackendError);
 }
+
+// The rule in docs/getting-started.md ("Pointer invalidation"): after an expression captured
+// the tensor, or after a copy or an assignment, data() must be called again before writing;
+// the new pointer writes the tensor only, never the value the expression or the copy holds.
+TEST_CASE_TEMPLATE_DEFINE(
+    "tensor defects: data() called again after a capture or a copy writes the tensor only", T,
+    tensor_defects_pointer_rule) {
+  Tensor<T> a({3}, {1, 2, 3});
+  T* const before = a.data();
+  Tensor<T> c;
+  {
+    auto x = a("i");
+    c("i") = x * 2.0;
+    T* const after = a.data();  // called again after the capture: a's own elements
+    CHECK(after != before);
+    after[0] = T(100);
+  }
+  CHECK(c.to_vector() == std::vector<T>{2, 4, 6});
+  CHECK(a.to_vector() == std::vector<T>{100, 2, 3});
+
+  Tensor<T> copy = a;
+  T* const own = a.data();
+  CHECK(own != std::as_const(copy).data());
+  own[1] = T(-1);
+  CHECK(copy.to_vector() == std::vector<T>{100, 2, 3});
+  CHECK(a.to_vector() == std::vector<T>{100, -1, 3});
+
+  // After an assignment the tensor has new elements: data() again gives them.
+  a("i") = c("i") * 1.0;
+  CHECK(a.data()[2] == T(6));
+}
+TEST_CASE_TEMPLATE_APPLY(tensor_defects_pointer_rule, Scalars);

@@ -58,9 +58,21 @@ class TENEX_API Tensor {
   std::size_t rank() const { return shape().rank(); }
   std::size_t size() const { return shape().size(); }
 
-  /// Element pointer (row-major). Waits for a pending result.
+  /// Element pointer (row-major). Waits for a pending result. It shows the tensor's value until
+  /// the tensor is assigned or written through the non-const data() or at().
   const T* data() const;
-  /// Writable element pointer; waits, and detaches from values captured by expressions.
+  /// Writable element pointer; waits, and detaches from values captured by expressions or copies,
+  /// so that writing through it changes this tensor only.
+  ///
+  /// Pointer invalidation: the pointer may be written through only until the tensor is assigned
+  /// (`t = u`, `t("i,j") = ...`), copied, or captured by an expression (`t("i,j")` as an
+  /// operand). An expression reads the value the tensor had when it was written, through the
+  /// same elements: writing through an older pointer may change a pending result, or a copy.
+  /// Call data() again after any of these; the same holds for references from at().
+  ///
+  ///   double* p = t.data();
+  ///   c("i,j") = 2.0 * t("i,j");           // captures t: p must not be written any more
+  ///   t.data()[0] = 1.0;                    // data() again: c keeps 2 * the old t
   T* data();
   std::vector<T> to_vector() const;
 
