@@ -58,23 +58,35 @@ class TENEX_API Tensor {
   std::size_t rank() const { return shape().rank(); }
   std::size_t size() const { return shape().size(); }
 
-  /// Element pointer (row-major). Waits for a pending result.
+  /// Element pointer (row-major). Waits for a pending result. It shows the tensor's value until
+  /// the tensor is assigned or written through the non-const data() or at().
   const T* data() const;
-  /// Writable element pointer; waits, and detaches from values captured by expressions.
+  /// Writable element pointer; waits, and detaches from values captured by expressions or copies,
+  /// so that writing through it changes this tensor only.
+  ///
+  /// Pointer invalidation: the pointer may be written through only until the tensor is assigned
+  /// (`t = u`, `t("i,j") = ...`), copied, or captured by an expression (`t("i,j")` as an
+  /// operand). An expression reads the value the tensor had when it was written, through the
+  /// same elements: writing through an older pointer may change a pending result, or a copy.
+  /// Call data() again after any of these; the same holds for references from at().
+  ///
+  ///   double* p = t.data();
+  ///   c("i,j") = 2.0 * t("i,j");           // captures t: p must not be written any more
+  ///   t.data()[0] = 1.0;                    // data() again: c keeps 2 * the old t
   T* data();
   std::vector<T> to_vector() const;
 
-  /// Bounds-checked element access: at(i, j, k).
+  /// Bounds-checked element access: at(i, j, k), with indices of any integer type. An index out
+  /// of range throws tenex::Error naming it as passed (-1, or 18446744073709551615 for SIZE_MAX).
+  /// The reference from the non-const form follows the rule of data() below.
   template <class... I>
   T at(I... index) const {
-    static_assert((std::is_integral_v<I> && ...), "tenex::Tensor::at takes integer indices");
-    const long long idx[] = {static_cast<long long>(index)..., 0};
+    const AtIndex idx[] = {at_index(index)..., AtIndex{}};
     return data()[offset(idx, sizeof...(I))];
   }
   template <class... I>
   T& at(I... index) {
-    static_assert((std::is_integral_v<I> && ...), "tenex::Tensor::at takes integer indices");
-    const long long idx[] = {static_cast<long long>(index)..., 0};
+    const AtIndex idx[] = {at_index(index)..., AtIndex{}};
     const std::size_t off = offset(idx, sizeof...(I));
     return data()[off];
   }
@@ -92,7 +104,23 @@ class TENEX_API Tensor {
   void set_storage(std::shared_ptr<detail::Storage<T>> storage) { storage_ = std::move(storage); }
 
  private:
-  std::size_t offset(const long long* index, std::size_t count) const;
+  // An index of at() as the caller gave it: every value of a signed or an unsigned type up to
+  // 64 bits keeps its meaning (converting all to long long showed SIZE_MAX as -1).
+  struct AtIndex {
+    std::uint64_t magnitude = 0;
+    bool negative = false;
+  };
+  template <class I>
+  static constexpr AtIndex at_index(I index) {
+    static_assert(std::is_integral_v<I> && sizeof(I) <= sizeof(std::uint64_t),
+                  "tenex::Tensor::at takes integer indices of at most 64 bits");
+    if constexpr (std::is_signed_v<I>) {
+      // -(index + 1) + 1 cannot overflow, also for the most negative value.
+      if (index < 0) return {static_cast<std::uint64_t>(-(index + 1)) + 1, true};
+    }
+    return {static_cast<std::uint64_t>(index), false};
+  }
+  std::size_t offset(const AtIndex* index, std::size_t count) const;
 
   std::shared_ptr<detail::Storage<T>> storage_;
 };

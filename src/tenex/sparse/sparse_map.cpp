@@ -16,24 +16,33 @@ SparseMap::SparseMap(const std::map<std::size_t, std::vector<std::size_t>>& one_
 }
 
 void SparseMap::insert(const Index& source, const std::vector<Index>& targets) {
+  // Strong guarantee: validate into locals, build the new targets apart, then change the map
+  // only with operations that cannot throw (set::merge moves nodes and allocates nothing).
   if (source.empty()) throw Error("tenex: SparseMap::insert: the source index tuple is empty");
-  if (entries_.empty()) {
-    source_rank_ = source.size();
-    target_rank_ = 0;
-  } else if (source.size() != source_rank_) {
+  if (!entries_.empty() && source.size() != source_rank_) {
     throw Error("tenex: SparseMap::insert: source tuple of length " + std::to_string(source.size()) +
                 " in a map whose source tuples have length " + std::to_string(source_rank_));
   }
+  // 0 while no target tuple has fixed the length: an empty map, or sources inserted with none.
+  const std::size_t known_target_rank = entries_.empty() ? 0 : target_rank_;
+  std::size_t target_rank = known_target_rank;
   for (const Index& t : targets) {
     if (t.empty()) throw Error("tenex: SparseMap::insert: a target index tuple is empty");
-    if (target_rank_ == 0) target_rank_ = t.size();
-    if (t.size() != target_rank_) {
-      throw Error("tenex: SparseMap::insert: target tuple of length " + std::to_string(t.size()) +
-                  " in a map whose target tuples have length " + std::to_string(target_rank_));
+    if (target_rank == 0) target_rank = t.size();
+    if (t.size() == target_rank) continue;
+    if (known_target_rank == 0) {
+      throw Error("tenex: SparseMap::insert: target tuples of lengths " + std::to_string(target_rank) +
+                  " and " + std::to_string(t.size()) +
+                  " in one insertion; all target tuples of a map must have one length");
     }
+    throw Error("tenex: SparseMap::insert: target tuple of length " + std::to_string(t.size()) +
+                " in a map whose target tuples have length " + std::to_string(target_rank));
   }
-  auto& allowed = entries_[source];
-  allowed.insert(targets.begin(), targets.end());
+  std::set<Index> added(targets.begin(), targets.end());
+  auto& allowed = entries_[source];  // inserts an empty set or throws with the map unchanged
+  allowed.merge(added);
+  source_rank_ = source.size();
+  target_rank_ = target_rank;
 }
 
 bool SparseMap::allows(const Index& source, const Index& target) const {

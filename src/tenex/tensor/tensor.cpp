@@ -149,7 +149,7 @@ std::vector<T> Tensor<T>::to_vector() const {
 }
 
 template <class T>
-std::size_t Tensor<T>::offset(const long long* index, std::size_t count) const {
+std::size_t Tensor<T>::offset(const AtIndex* index, std::size_t count) const {
   const Shape& s = require_value(storage_, "Tensor::at").shape();
   if (count != s.rank()) {
     throw Error("tenex: Tensor::at: " + std::to_string(count) + " indices given for a tensor of rank " +
@@ -157,11 +157,13 @@ std::size_t Tensor<T>::offset(const long long* index, std::size_t count) const {
   }
   std::size_t off = 0;
   for (std::size_t d = 0; d < count; ++d) {
-    if (index[d] < 0 || static_cast<unsigned long long>(index[d]) >= s.extent(d)) {
-      throw Error("tenex: Tensor::at: index " + std::to_string(index[d]) + " is out of range for mode " +
-                  std::to_string(d) + " of extent " + std::to_string(s.extent(d)) + " (shape " + s.to_string() + ")");
+    const AtIndex& i = index[d];
+    if (i.negative || i.magnitude >= s.extent(d)) {
+      const std::string shown = (i.negative ? "-" : "") + std::to_string(i.magnitude);
+      throw Error("tenex: Tensor::at: index " + shown + " is out of range for mode " + std::to_string(d) +
+                  " of extent " + std::to_string(s.extent(d)) + " (shape " + s.to_string() + ")");
     }
-    off = off * s.extent(d) + static_cast<std::size_t>(index[d]);
+    off = off * s.extent(d) + static_cast<std::size_t>(i.magnitude);
   }
   return off;
 }
