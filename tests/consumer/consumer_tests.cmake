@@ -59,6 +59,9 @@ endif()
 if(TARGET quickstart)
   add_test(NAME example_quickstart COMMAND quickstart)
   set_tests_properties(example_quickstart PROPERTIES LABELS example)
+  # docs/extending.md's user classes: prints "2 4" then "1 5".
+  add_test(NAME example_extending COMMAND extending)
+  set_tests_properties(example_extending PROPERTIES LABELS example PASS_REGULAR_EXPRESSION "2 4\n1 5")
 endif()
 add_test(NAME readme_quickstart_snippet
   COMMAND "${CMAKE_COMMAND}"
@@ -66,3 +69,10 @@ add_test(NAME readme_quickstart_snippet
     "-DSNIPPET=${tenex_SOURCE_DIR}/examples/quickstart.cpp"
     -P "${CMAKE_CURRENT_LIST_DIR}/readme_snippet.cmake")
 set_tests_properties(readme_quickstart_snippet PROPERTIES LABELS example)
+# docs/extending.md's first ```cpp block is examples/extending.cpp, which the tests run.
+add_test(NAME extending_doc_snippet
+  COMMAND "${CMAKE_COMMAND}"
+    "-DREADME=${tenex_SOURCE_DIR}/docs/extending.md"
+    "-DSNIPPET=${tenex_SOURCE_DIR}/examples/extending.cpp"
+    -P "${CMAKE_CURRENT_LIST_DIR}/readme_snippet.cmake")
+set_tests_properties(extending_doc_snippet PROPERTIES LABELS example)
