@@ -72,6 +72,22 @@ std::string describe(const std::vector<std::string>& labels, const std::vector<s
   return "(\"" + join_labels(labels) + "\") " + format_extents(extents);
 }
 
+std::vector<std::string> union_labels(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out = a;
+  for (const std::string& l : b) {
+    if (!contains_label(out, l)) out.push_back(l);
+  }
+  return out;
+}
+
+std::vector<std::string> filter_labels(const std::vector<std::string>& order, const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  for (const std::string& l : order) {
+    if (contains_label(allowed, l)) out.push_back(l);
+  }
+  return out;
+}
+
 std::size_t find_label(const std::vector<std::string>& labels, const std::string& label) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] == label) return i;

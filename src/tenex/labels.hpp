@@ -23,6 +23,10 @@ std::string describe(const std::vector<std::string>& labels, const std::vector<s
 /// Position of `label` in `labels`, or labels.size().
 std::size_t find_label(const std::vector<std::string>& labels, const std::string& label);
 bool contains_label(const std::vector<std::string>& labels, const std::string& label);
+/// The labels of `a`, then those of `b` that `a` lacks.
+std::vector<std::string> union_labels(const std::vector<std::string>& a, const std::vector<std::string>& b);
+/// The labels of `order` that `allowed` contains, in the order of `order`.
+std::vector<std::string> filter_labels(const std::vector<std::string>& order, const std::vector<std::string>& allowed);
 
 /// Labels made by a decomposition for a mode that is new (the inner mode of QR or SVD):
 /// not an identifier, so never equal to a user's label; renamed by the assignment target.

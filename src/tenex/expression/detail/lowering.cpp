@@ -13,14 +13,6 @@ namespace {
 
 std::string key_of(const std::vector<std::string>& keep) { return "keep:" + join_labels(keep); }
 
-std::vector<std::string> filter(const std::vector<std::string>& order, const std::vector<std::string>& allowed) {
-  std::vector<std::string> out;
-  for (const std::string& l : order) {
-    if (contains_label(allowed, l)) out.push_back(l);
-  }
-  return out;
-}
-
 }  // namespace
 
 // ---- ExprNode ------------------------------------------------------------------------
@@ -43,7 +35,7 @@ ExprNode::~ExprNode() {
 }
 
 std::vector<std::string> ExprNode::child_keep(std::size_t i, const std::vector<std::string>& keep) const {
-  return filter(children[i]->labels, keep);
+  return filter_labels(children[i]->labels, keep);
 }
 
 std::string ExprNode::text() const { return describe(labels, extents); }

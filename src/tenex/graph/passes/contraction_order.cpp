@@ -4,11 +4,14 @@
 #include <functional>
 #include <limits>
 
+#include "tenex/labels.hpp"
+
 namespace tenex::passes {
 
 namespace {
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+using tenex::detail::contains_label;
+using tenex::detail::union_labels;
 
 double product_of(const std::vector<std::string>& labels, const std::map<std::string, std::size_t>& extents) {
   double p = 1;
@@ -16,21 +19,13 @@ double product_of(const std::vector<std::string>& labels, const std::map<std::st
   return p;
 }
 
-std::vector<std::string> union_of(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<std::string> u = a;
-  for (const auto& l : b) {
-    if (!has(u, l)) u.push_back(l);
-  }
-  return u;
-}
-
 }  // namespace
 
 std::vector<std::string> pair_result_labels(const std::vector<std::string>& a, const std::vector<std::string>& b,
                                             const std::vector<std::string>& needed) {
   std::vector<std::string> out;
-  for (const auto& l : union_of(a, b)) {
-    if (has(needed, l)) out.push_back(l);
+  for (const auto& l : union_labels(a, b)) {
+    if (contains_label(needed, l)) out.push_back(l);
   }
   return out;
 }
@@ -53,8 +48,8 @@ ContractionPath order_product(const std::vector<std::vector<std::string>>& opera
         auto& target = (s >> i & 1) ? inside : outside;
         target.insert(target.end(), operands[i].begin(), operands[i].end());
       }
-      for (const auto& l : union_of({}, inside)) {
-        if (has(outside, l)) result[s].push_back(l);
+      for (const auto& l : union_labels({}, inside)) {
+        if (contains_label(outside, l)) result[s].push_back(l);
       }
       if (!(s & (s - 1))) result[s] = operands[__builtin_ctzll(s)];
     }
@@ -68,7 +63,7 @@ ContractionPath order_product(const std::vector<std::vector<std::string>>& opera
       for (std::size_t a = (s - 1) & s; a > 0; a = (a - 1) & s) {
         if (!(a & low)) continue;
         const std::size_t b = s ^ a;
-        double c = cost[a] + cost[b] + 2.0 * product_of(union_of(result[a], result[b]), extents);
+        double c = cost[a] + cost[b] + 2.0 * product_of(union_labels(result[a], result[b]), extents);
         if (c < cost[s]) {
           cost[s] = c;
           split[s] = a;
@@ -103,7 +98,7 @@ ContractionPath order_product(const std::vector<std::vector<std::string>>& opera
           if (live[s] && s != i && s != j) needed.insert(needed.end(), slots[s].begin(), slots[s].end());
         }
         auto out = pair_result_labels(slots[i], slots[j], needed);
-        double c = product_of(union_of(slots[i], slots[j]), extents) + product_of(out, extents) * 1e-3;
+        double c = product_of(union_labels(slots[i], slots[j]), extents) + product_of(out, extents) * 1e-3;
         if (c < best) {
           best = c;
           bi = i;

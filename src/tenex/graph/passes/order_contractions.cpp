@@ -5,14 +5,13 @@
 
 #include "tenex/graph/passes/contraction_order.hpp"
 #include "tenex/graph/passes/passes.hpp"
+#include "tenex/labels.hpp"
 
 namespace tenex::passes {
 
 namespace {
 
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
+using detail::contains_label;
 
 /// `id` is read by exactly one node, once.
 bool used_once(const OpGraph& graph, NodeId id) {
@@ -46,7 +45,7 @@ void collect(const OpGraph& graph, NodeId id, const std::vector<std::string>& ou
     bool summed_elsewhere = false;
     for (const OpNode* side : {&a, &b}) {
       for (const std::string& l : side->labels) {
-        if (!contains(node.labels, l) && contains(outside, l)) summed_elsewhere = true;
+        if (!contains_label(node.labels, l) && contains_label(outside, l)) summed_elsewhere = true;
       }
     }
     if (!summed_elsewhere) {
