@@ -1,0 +1,789 @@
+// Conformance (ggml's test-backend-ops idea): every op kind of TENEX_FOR_EACH_OP, on every
+// backend this build has and this machine can run, in float and double, driven through
+// the public DSL and compared with the naive reference (support/reference.hpp) or, for
+// the decompositions, with their defining identities evaluated by plain loops in double
+// (L L^T = A, A V = V diag(w), A V = B V diag(w), Q R = A, U diag(S) Vt = A).
+//
+// Each statement runs with TENEX_DUMP_GRAPH set, and the optimized graph it ran must hold
+// the kind under test; every kind named in any dumped graph is recorded, and at the end of
+// each backend the kinds seen must be the whole op table. The kinds are driven from the
+// table: a new kind without a Conformance case does not compile.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include <tenex/config.hpp>
+#include <tenex/tenex.hpp>
+
+#include "support/reference.hpp"
+#include "support/scalars.hpp"
+
+namespace {
+
+namespace ref = tenex_test::reference;
+using tenex::BackendKind;
+using tenex::Shape;
+using tenex::Tensor;
+using tenex_test::Scalars;
+
+#define TENEX_TEST_KIND_NAME(name, arity, Params) #name,
+const std::vector<std::string> table_names = {TENEX_FOR_EACH_OP(TENEX_TEST_KIND_NAME)};
+#undef TENEX_TEST_KIND_NAME
+
+// ---- data --------------------------------------------------------------------------------
+
+template <class T>
+Tensor<T> random_tensor(const Shape& shape, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  ref::Random rng(seed);
+  std::vector<T> values(shape.size());
+  for (T& v : values) v = static_cast<T>(lo + (hi - lo) * (rng.uniform() + 1.0) / 2.0);
+  return Tensor<T>(shape, std::move(values));
+}
+
+template <class T>
+ref::Array array(const Tensor<T>& t, std::string_view labels) {
+  return ref::to_array(t, labels);
+}
+
+ref::Labels labels(std::string_view text) { return ref::parse_labels(text); }
+
+template <class T>
+constexpr double eps() {
+  return static_cast<double>(std::numeric_limits<T>::epsilon());
+}
+
+/// "" when `got` has the extents of `expected` and its values within rtol = atol = 64 eps(T)
+/// of it, relative to `magnitude` (the same computation on absolute values).
+template <class T>
+std::string mismatch(const Tensor<T>& got, const ref::Array& expected, const ref::Array& magnitude) {
+  const ref::Extents extents(got.shape().extents().begin(), got.shape().extents().end());
+  if (extents != expected.extents) {
+    return "shape " + ref::format_extents(extents) + ", expected " + ref::format_extents(expected.extents);
+  }
+  const auto values = got.to_vector();
+  return ref::compare(std::vector<double>(values.begin(), values.end()), expected, magnitude, 64 * eps<T>(),
+                      64 * eps<T>());
+}
+
+#define CHECK_MATCHES(got, expected, magnitude)                       \
+  do {                                                                \
+    const std::string mismatch_ = mismatch(got, expected, magnitude); \
+    INFO(#got " vs " #expected ": ", mismatch_);                      \
+    CHECK(mismatch_.empty());                                         \
+  } while (false)
+
+/// Same values exactly (copies, permutations, slices, chips: no arithmetic).
+template <class T>
+void check_exact(const Tensor<T>& got, const ref::Array& expected) {
+  REQUIRE(ref::Extents(got.shape().extents().begin(), got.shape().extents().end()) == expected.extents);
+  const auto values = got.to_vector();
+  REQUIRE(values.size() == expected.values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(i);
+    CHECK(static_cast<double>(values[i]) == expected.values[i]);
+  }
+}
+
+// ---- plain dense matrices in double: the oracle side of the identities --------------------
+
+struct Dense {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> v;
+  Dense(std::size_t r, std::size_t c) : rows(r), cols(c), v(r * c, 0.0) {}
+  double& operator()(std::size_t i, std::size_t j) { return v[i * cols + j]; }
+  double operator()(std::size_t i, std::size_t j) const { return v[i * cols + j]; }
+};
+
+template <class T>
+Dense dense(const Tensor<T>& t) {
+  REQUIRE(t.rank() == 2);
+  Dense d(t.shape().extent(0), t.shape().extent(1));
+  for (std::size_t i = 0; i < d.rows; ++i) {
+    for (std::size_t j = 0; j < d.cols; ++j) d(i, j) = static_cast<double>(t.at(i, j));
+  }
+  return d;
+}
+
+template <class T>
+std::vector<double> dense_vector(const Tensor<T>& t) {
+  REQUIRE(t.rank() == 1);
+  std::vector<double> out(t.shape().extent(0));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.at(i));
+  return out;
+}
+
+template <class T>
+Tensor<T> tensor(const Dense& d) {
+  std::vector<T> values(d.v.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(d.v[i]);
+  return Tensor<T>(Shape{d.rows, d.cols}, std::move(values));
+}
+
+Dense product(const Dense& a, const Dense& b) {
+  REQUIRE(a.cols == b.rows);
+  Dense c(a.rows, b.cols);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t k = 0; k < a.cols; ++k) {
+      for (std::size_t j = 0; j < b.cols; ++j) c(i, j) += a(i, k) * b(k, j);
+    }
+  }
+  return c;
+}
+
+Dense transpose(const Dense& a) {
+  Dense t(a.cols, a.rows);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
+  }
+  return t;
+}
+
+/// a with column j scaled by w[j] (a diag(w)).
+Dense scale_columns(Dense a, const std::vector<double>& w) {
+  REQUIRE(w.size() == a.cols);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t j = 0; j < a.cols; ++j) a(i, j) *= w[j];
+  }
+  return a;
+}
+
+Dense identity(std::size_t n) {
+  Dense d(n, n);
+  for (std::size_t i = 0; i < n; ++i) d(i, i) = 1.0;
+  return d;
+}
+
+double norm(const Dense& a) {
+  double s = 0;
+  for (double x : a.v) s += x * x;
+  return std::sqrt(s);
+}
+
+double max_difference(const Dense& a, const Dense& b) {
+  REQUIRE(a.rows == b.rows);
+  REQUIRE(a.cols == b.cols);
+  double m = 0;
+  for (std::size_t i = 0; i < a.v.size(); ++i) m = std::max(m, std::abs(a.v[i] - b.v[i]));
+  return m;
+}
+
+/// The bound of a backward-stable n x n computation on a matrix of norm `scale`.
+template <class T>
+double residual_bound(std::size_t n, double scale) {
+  return 100.0 * static_cast<double>(n) * eps<T>() * std::max(scale, 1.0);
+}
+
+#define CHECK_IDENTITY(lhs, rhs, bound)                                          \
+  do {                                                                           \
+    const double difference_ = max_difference(lhs, rhs);                         \
+    INFO(#lhs " = " #rhs ": max difference ", difference_, ", bound ", (bound)); \
+    CHECK(difference_ <= (bound));                                               \
+  } while (false)
+
+/// A random symmetric matrix, and a symmetric positive definite one (M M^T + n I).
+template <class T>
+Tensor<T> symmetric(std::size_t n, std::uint64_t seed) {
+  const Dense m = dense(random_tensor<T>(Shape{n, n}, seed));
+  Dense s(n, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) s(i, j) = m(i, j) + m(j, i);
+  }
+  return tensor<T>(s);
+}
+
+template <class T>
+Tensor<T> positive_definite(std::size_t n, std::uint64_t seed) {
+  const Dense m = dense(random_tensor<T>(Shape{n, n}, seed));
+  Dense s = product(m, transpose(m));
+  for (std::size_t i = 0; i < n; ++i) s(i, i) += static_cast<double>(n);
+  return tensor<T>(s);
+}
+
+// ---- the dumped graphs ------------------------------------------------------------------
+
+/// Runs `statement` with TENEX_DUMP_GRAPH set to a fresh folder; returns the DOT text of
+/// every set it evaluated.
+std::vector<std::string> dumped_graphs(const std::function<void()>& statement) {
+  static std::atomic<int> counter{0};
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("tenex-test-conformance-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);
+  try {
+    statement();
+  } catch (...) {
+    ::unsetenv("TENEX_DUMP_GRAPH");
+    std::filesystem::remove_all(dir);
+    throw;
+  }
+  ::unsetenv("TENEX_DUMP_GRAPH");
+  std::vector<std::string> graphs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    graphs.push_back(text.str());
+  }
+  std::filesystem::remove_all(dir);
+  return graphs;
+}
+
+/// The kinds of the nodes in DOT text: each node's label starts with its kind.
+std::set<std::string> kinds_in(const std::string& dot) {
+  std::set<std::string> kinds;
+  const std::string needle = "label=\"";
+  for (std::size_t at = dot.find(needle); at != std::string::npos; at = dot.find(needle, at + 1)) {
+    std::size_t end = at + needle.size();
+    while (end < dot.size() && (std::islower(static_cast<unsigned char>(dot[end])) || dot[end] == '_')) ++end;
+    const std::string word = dot.substr(at + needle.size(), end - at - needle.size());
+    if (std::find(table_names.begin(), table_names.end(), word) != table_names.end()) kinds.insert(word);
+  }
+  return kinds;
+}
+
+/// What one backend's run has seen.
+struct Context {
+  std::string backend;
+  std::set<std::string> seen;  // kinds found in the graphs evaluated so far
+
+  /// Runs `statement`, which must evaluate at least one set; every kind of `expected` must
+  /// be in one of the graphs it ran. Returns the graphs.
+  std::vector<std::string> run(const std::vector<std::string>& expected,
+                               const std::function<void()>& statement) {
+    const std::vector<std::string> graphs = dumped_graphs(statement);
+    CHECK_MESSAGE(!graphs.empty(), "the statement evaluated no set");
+    std::set<std::string> here;
+    std::string all;
+    for (const std::string& dot : graphs) {
+      const std::set<std::string> k = kinds_in(dot);
+      here.insert(k.begin(), k.end());
+      all += dot;
+    }
+    for (const std::string& kind : expected)
+      CHECK_MESSAGE(here.count(kind) == 1, "no ", kind, " node in:\n", all);
+    seen.insert(here.begin(), here.end());
+    return graphs;
+  }
+};
+
+/// The default backend for the sets made in its lifetime; automatic again afterwards.
+class BackendScope {
+ public:
+  explicit BackendScope(BackendKind kind) { tenex::set_default_backend(kind); }
+  ~BackendScope() { tenex::set_default_backend(BackendKind::automatic); }
+  BackendScope(const BackendScope&) = delete;
+  BackendScope& operator=(const BackendScope&) = delete;
+};
+
+// ---- one case per kind ---------------------------------------------------------------------
+
+template <class P>
+struct Conformance {
+  static_assert(!std::is_same_v<P, P>,
+                "test_conformance.cpp: a kind of TENEX_FOR_EACH_OP has no Conformance case; add one");
+};
+
+template <>
+struct Conformance<tenex::InputParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{3, 4}, 11);
+    Tensor<T> b, c;
+    ctx.run({"input", "output"}, [&] { b("i,j") = a("i,j"); });
+    check_exact(b, array(a, "i,j"));
+    // A value the set produces, read by a later statement of the same set.
+    ctx.run({"input", "output"}, [&] {
+      auto twice = 2.0 * a("i,j");
+      b("i,j") = twice;
+      c("i,j") = b("i,j") + a("i,j");
+    });
+    check_exact(b, ref::scaled(array(a, "i,j"), 2.0));
+    const auto expected = ref::scaled(array(a, "i,j"), 3.0);
+    CHECK_MATCHES(c, expected, ref::absolute(expected));
+  }
+};
+
+template <>
+struct Conformance<tenex::OutputParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{2, 3, 4}, 12);
+    Tensor<T> p;
+    ctx.run({"output"}, [&] { p("k,i,j") = a("i,j,k"); });  // written in another order
+    check_exact(p, ref::permuted(array(a, "i,j,k"), labels("k,i,j")));
+    // Accumulation into an existing target.
+    auto c = random_tensor<T>(Shape{2, 3, 4}, 13);
+    const auto before = array(c, "i,j,k");
+    ctx.run({"output"}, [&] { c("i,j,k") += a("i,j,k"); });
+    const auto expected = ref::elementwise(ref::Op::add, before, array(a, "i,j,k"), labels("i,j,k"));
+    CHECK_MATCHES(c, expected,
+                  ref::elementwise(ref::Op::add, ref::absolute(before), ref::absolute(array(a, "i,j,k")),
+                                   labels("i,j,k")));
+  }
+};
+
+template <>
+struct Conformance<tenex::ReduceParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{4, 4}, 21);
+    auto x = random_tensor<T>(Shape{3, 5}, 22);
+    auto m = random_tensor<T>(Shape{2, 3, 4}, 23);
+    Tensor<T> d, t, s, p;
+    ctx.run({"reduce"}, [&] { d("i") = a("i,i"); });  // diagonal
+    check_exact(d, ref::einsum({array(a, "i,i")}, labels("i")));
+    ctx.run({"reduce"}, [&] { t("") = a("i,i"); });  // trace
+    const auto trace = ref::einsum({array(a, "i,i")}, labels(""));
+    CHECK_MATCHES(t, trace, ref::einsum({ref::absolute(array(a, "i,i"))}, labels("")));
+    ctx.run({"reduce"}, [&] { s("i") = x("i,j"); });  // sum over j
+    const auto sum = ref::einsum({array(x, "i,j")}, labels("i"));
+    CHECK_MATCHES(s, sum, ref::einsum({ref::absolute(array(x, "i,j"))}, labels("i")));
+    ctx.run({"reduce"}, [&] { p("j,k,i") = m("i,j,k"); });  // permutation
+    check_exact(p, ref::permuted(array(m, "i,j,k"), labels("j,k,i")));
+    // A permuted value feeding an addition (the addition may write in the target's order).
+    Tensor<T> r;
+    ctx.run({"add"}, [&] { r("j,k,i") = m("i,j,k") + m("i,j,k"); });
+    const auto twice = ref::scaled(ref::permuted(array(m, "i,j,k"), labels("j,k,i")), 2.0);
+    CHECK_MATCHES(r, twice, ref::absolute(twice));
+    // The diagonal of two modes of a rank-3 operand.
+    auto c3 = random_tensor<T>(Shape{3, 3, 2}, 24);
+    Tensor<T> q;
+    ctx.run({"reduce"}, [&] { q("i,j") = c3("i,i,j"); });
+    check_exact(q, ref::einsum({array(c3, "i,i,j")}, labels("i,j")));
+  }
+};
+
+template <>
+struct Conformance<tenex::ContractParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{4, 5}, 31), b = random_tensor<T>(Shape{5, 3}, 32);
+    Tensor<T> c;
+    ctx.run({"contract"}, [&] { c("i,j") = a("i,k") * b("k,j"); });
+    const auto ops = std::vector<ref::Array>{array(a, "i,k"), array(b, "k,j")};
+    CHECK_MATCHES(c, ref::einsum(ops, labels("i,j")),
+                  ref::einsum({ref::absolute(ops[0]), ref::absolute(ops[1])}, labels("i,j")));
+    // Two summed labels, a batch label, and a scalar result.
+    auto x = random_tensor<T>(Shape{2, 3, 4}, 33), y = random_tensor<T>(Shape{4, 3, 5}, 34);
+    Tensor<T> z;
+    ctx.run({"contract"}, [&] { z("i,l") = x("i,j,k") * y("k,j,l"); });
+    const auto zx = array(x, "i,j,k"), zy = array(y, "k,j,l");
+    CHECK_MATCHES(z, ref::einsum({zx, zy}, labels("i,l")),
+                  ref::einsum({ref::absolute(zx), ref::absolute(zy)}, labels("i,l")));
+    auto u = random_tensor<T>(Shape{3, 2, 4}, 35), v = random_tensor<T>(Shape{3, 4, 5}, 36);
+    Tensor<T> w;
+    ctx.run({"contract"}, [&] { w("b,i,j") = u("b,i,k") * v("b,k,j"); });
+    const auto wu = array(u, "b,i,k"), wv = array(v, "b,k,j");
+    CHECK_MATCHES(w, ref::einsum({wu, wv}, labels("b,i,j")),
+                  ref::einsum({ref::absolute(wu), ref::absolute(wv)}, labels("b,i,j")));
+    Tensor<T> s;
+    ctx.run({"contract"}, [&] { s("") = a("i,k") * a("i,k"); });
+    const auto aa = array(a, "i,k");
+    CHECK_MATCHES(s, ref::einsum({aa, aa}, labels("")), ref::einsum({aa, aa}, labels("")));
+  }
+};
+
+/// add, subtract and divide: broadcasting by label both ways, and a transposed operand.
+template <class P, ref::Op op>
+struct ElementwiseConformance {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::string kind(tenex::op_kind_name(tenex::op_kind_of<P>));
+    // Divisors in [1, 2]: no cancellation to speak of.
+    const double lo = op == ref::Op::divide ? 1.0 : -1.0;
+    const double hi = op == ref::Op::divide ? 2.0 : 1.0;
+    auto a = random_tensor<T>(Shape{3, 4}, 41);
+    auto v = random_tensor<T>(Shape{4}, 42, lo, hi);
+    auto e = random_tensor<T>(Shape{3}, 43);
+    auto bt = random_tensor<T>(Shape{4, 3}, 44, lo, hi);
+    auto apply = [](const auto& x, const auto& y) {
+      if constexpr (op == ref::Op::add) {
+        return x + y;
+      } else if constexpr (op == ref::Op::subtract) {
+        return x - y;
+      } else {
+        return x / y;
+      }
+    };
+    auto magnitude = [&](const ref::Array& x, const ref::Array& y, const ref::Labels& out) {
+      if constexpr (op == ref::Op::divide) {
+        return ref::absolute(ref::elementwise(op, x, y, out));
+      } else {
+        return ref::elementwise(ref::Op::add, ref::absolute(x), ref::absolute(y), out);
+      }
+    };
+    Tensor<T> c, d, f;
+    ctx.run({kind}, [&] { c("i,j") = apply(a("i,j"), v("j")); });  // v broadcast along i
+    const auto ca = array(a, "i,j"), cv = array(v, "j");
+    CHECK_MATCHES(c, ref::elementwise(op, ca, cv, labels("i,j")), magnitude(ca, cv, labels("i,j")));
+    ctx.run({kind}, [&] { d("i,a") = apply(e("i"), v("a")); });  // an outer difference
+    const auto de = array(e, "i"), dv = array(v, "a");
+    CHECK_MATCHES(d, ref::elementwise(op, de, dv, labels("i,a")), magnitude(de, dv, labels("i,a")));
+    ctx.run({kind}, [&] { f("i,j") = apply(a("i,j"), bt("j,i")); });  // matched by label
+    const auto fb = array(bt, "j,i");
+    CHECK_MATCHES(f, ref::elementwise(op, ca, fb, labels("i,j")), magnitude(ca, fb, labels("i,j")));
+  }
+};
+template <>
+struct Conformance<tenex::AddParams> : ElementwiseConformance<tenex::AddParams, ref::Op::add> {};
+template <>
+struct Conformance<tenex::SubtractParams> : ElementwiseConformance<tenex::SubtractParams, ref::Op::subtract> {
+};
+template <>
+struct Conformance<tenex::DivideParams> : ElementwiseConformance<tenex::DivideParams, ref::Op::divide> {};
+
+template <>
+struct Conformance<tenex::ScaleParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{3, 5}, 51);
+    Tensor<T> c, n;
+    const auto graphs = ctx.run({"scale"}, [&] { c("i,j") = 2.5 * a("i,j"); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("scale alpha=2.5") != std::string::npos, graphs[0]);
+    const auto expected = ref::scaled(array(a, "i,j"), 2.5);
+    CHECK_MATCHES(c, expected, ref::absolute(expected));
+    ctx.run({"scale"}, [&] { n("j,i") = -a("i,j"); });
+    check_exact(n, ref::scaled(ref::permuted(array(a, "i,j"), labels("j,i")), -1.0));
+  }
+};
+
+template <>
+struct Conformance<tenex::CholeskyParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 5;
+    auto a = positive_definite<T>(n, 61);
+    const Dense ad = dense(a);
+    Tensor<T> l, lt;
+    ctx.run({"cholesky"}, [&] { l("i,j") = tenex::cholesky(a("i,j")); });
+    const Dense ld = dense(l);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = i + 1; j < n; ++j) CHECK(ld(i, j) == 0.0);  // lower triangular
+    }
+    CHECK_IDENTITY(product(ld, transpose(ld)), ad, residual_bound<T>(n, norm(ad)));
+    // The factor stored transposed: Lt = L^T, upper triangular, Lt^T Lt = A.
+    ctx.run({"cholesky"}, [&] { lt("j,i") = tenex::cholesky(a("i,j")); });
+    const Dense ltd = dense(lt);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < i; ++j) CHECK(ltd(i, j) == 0.0);
+    }
+    CHECK_IDENTITY(product(transpose(ltd), ltd), ad, residual_bound<T>(n, norm(ad)));
+  }
+};
+
+template <class T>
+void check_ascending(const std::vector<double>& w) {
+  for (std::size_t i = 1; i < w.size(); ++i) CHECK(w[i - 1] <= w[i]);
+}
+
+template <>
+struct Conformance<tenex::EigenSolveParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 5;
+    auto a = symmetric<T>(n, 71);
+    const Dense ad = dense(a);
+    Tensor<T> v, w;
+    ctx.run({"eigen_solve", "factor"},
+            [&] { std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j")); });
+    const Dense vd = dense(v);
+    const std::vector<double> wd = dense_vector(w);
+    check_ascending<T>(wd);
+    CHECK_IDENTITY(product(ad, vd), scale_columns(vd, wd), residual_bound<T>(n, norm(ad)));
+    CHECK_IDENTITY(product(transpose(vd), vd), identity(n), residual_bound<T>(n, 1.0));
+
+    // The generalized problem a v = w b v, b positive definite.
+    auto b = positive_definite<T>(n, 72);
+    const Dense bd = dense(b);
+    Tensor<T> gv, gw;
+    ctx.run({"eigen_solve", "factor"}, [&] {
+      auto [vectors, values] = tenex::eigen_solve(a("i,j"), b("i,j"));
+      gv("i,j") = vectors;
+      gw("j") = values;
+    });
+    const Dense gvd = dense(gv);
+    const std::vector<double> gwd = dense_vector(gw);
+    check_ascending<T>(gwd);
+    CHECK_IDENTITY(product(ad, gvd), scale_columns(product(bd, gvd), gwd),
+                   residual_bound<T>(n, norm(ad) + norm(bd)) * std::max(1.0, norm(gvd)));
+  }
+};
+
+template <>
+struct Conformance<tenex::QrParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{6, 4}, {3, 5}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      const std::size_t k = std::min(m, n);
+      auto a = random_tensor<T>(Shape{m, n}, 80 + m);
+      const Dense ad = dense(a);
+      Tensor<T> q, r;
+      ctx.run({"qr", "factor"}, [&] { tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j")); });
+      REQUIRE(q.shape() == Shape{m, k});
+      REQUIRE(r.shape() == Shape{k, n});
+      const Dense qd = dense(q), rd = dense(r);
+      for (std::size_t i = 0; i < k; ++i) {
+        for (std::size_t j = 0; j < i; ++j) CHECK(rd(i, j) == 0.0);  // upper triangular
+      }
+      CHECK_IDENTITY(product(qd, rd), ad, residual_bound<T>(std::max(m, n), norm(ad)));
+      CHECK_IDENTITY(product(transpose(qd), qd), identity(k), residual_bound<T>(m, 1.0));
+    }
+  }
+};
+
+template <>
+struct Conformance<tenex::SvdParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{4, 6}, {5, 3}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      const std::size_t k = std::min(m, n);
+      auto a = random_tensor<T>(Shape{m, n}, 90 + m);
+      const Dense ad = dense(a);
+      Tensor<T> u, s, vt;
+      ctx.run({"svd", "factor"}, [&] {
+        auto [uf, sf, vtf] = tenex::svd(a("i,j"));
+        u("i,k") = uf;
+        s("k") = sf;
+        vt("k,j") = vtf;
+      });
+      REQUIRE(u.shape() == Shape{m, k});
+      REQUIRE(s.shape() == Shape{k});
+      REQUIRE(vt.shape() == Shape{k, n});
+      const Dense ud = dense(u), vtd = dense(vt);
+      const std::vector<double> sd = dense_vector(s);
+      for (std::size_t i = 0; i < k; ++i) {
+        CHECK(sd[i] >= 0.0);
+        if (i > 0) CHECK(sd[i - 1] >= sd[i]);  // descending
+      }
+      CHECK_IDENTITY(product(scale_columns(ud, sd), vtd), ad, residual_bound<T>(std::max(m, n), norm(ad)));
+      CHECK_IDENTITY(product(transpose(ud), ud), identity(k), residual_bound<T>(m, 1.0));
+      CHECK_IDENTITY(product(vtd, transpose(vtd)), identity(k), residual_bound<T>(n, 1.0));
+    }
+  }
+};
+
+/// One factor alone: the eigenvalues without their vectors, checked by the invariants
+/// sum w = trace a and sum w^2 = ||a||_F^2.
+template <>
+struct Conformance<tenex::FactorParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 6;
+    auto a = symmetric<T>(n, 101);
+    const Dense ad = dense(a);
+    Tensor<T> w;
+    const auto graphs = ctx.run({"factor", "eigen_solve"}, [&] {
+      auto [vectors, values] = tenex::eigen_solve(a("i,j"));
+      w("j") = values;
+    });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("factor 1 [values]") != std::string::npos, graphs[0]);
+    const std::vector<double> wd = dense_vector(w);
+    REQUIRE(wd.size() == n);
+    check_ascending<T>(wd);
+    double trace = 0, sum = 0, squares = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      trace += ad(i, i);
+      sum += wd[i];
+      squares += wd[i] * wd[i];
+    }
+    CHECK(std::abs(sum - trace) <= residual_bound<T>(n, norm(ad)));
+    CHECK(std::abs(squares - norm(ad) * norm(ad)) <= residual_bound<T>(n, norm(ad) * norm(ad)));
+  }
+};
+
+template <>
+struct Conformance<tenex::SliceParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{4, 6}, 111);
+    Tensor<T> s, t;
+    const auto graphs = ctx.run({"slice"}, [&] { s("i,j") = tenex::slice(a("i,j"), {1, 2}, {3, 5}); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("slice lo={1, 2} hi={3, 5}") != std::string::npos, graphs[0]);
+    REQUIRE(s.shape() == Shape{2, 3});
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (std::size_t j = 0; j < 3; ++j) CHECK(s.at(i, j) == a.at(i + 1, j + 2));
+    }
+    // A rank-3 block, stored permuted.
+    auto x = random_tensor<T>(Shape{3, 4, 5}, 112);
+    ctx.run({"slice"}, [&] { t("k,i,j") = tenex::slice(x("i,j,k"), {0, 1, 2}, {2, 4, 5}); });
+    REQUIRE(t.shape() == Shape{3, 2, 3});
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (std::size_t j = 0; j < 3; ++j) {
+        for (std::size_t k = 0; k < 3; ++k) CHECK(t.at(k, i, j) == x.at(i, j + 1, k + 2));
+      }
+    }
+  }
+};
+
+template <>
+struct Conformance<tenex::ChipParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{3, 4}, 121);
+    Tensor<T> row, mid;
+    const auto graphs = ctx.run({"chip"}, [&] { row("j") = tenex::chip(a("i,j"), "i", 1); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("chip mode=0 index=1") != std::string::npos, graphs[0]);
+    REQUIRE(row.shape() == Shape{4});
+    for (std::size_t j = 0; j < 4; ++j) CHECK(row.at(j) == a.at(1, j));
+    auto x = random_tensor<T>(Shape{2, 3, 4}, 122);
+    ctx.run({"chip"}, [&] { mid("k,i") = tenex::chip(x("i,j,k"), "j", 2); });
+    REQUIRE(mid.shape() == Shape{4, 2});
+    for (std::size_t i = 0; i < 2; ++i) {
+      for (std::size_t k = 0; k < 4; ++k) CHECK(mid.at(k, i) == x.at(i, 2, k));
+    }
+  }
+};
+
+template <>
+struct Conformance<tenex::PowParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 4;
+    auto a = random_tensor<T>(Shape{n, n}, 131);
+    const Dense ad = dense(a);
+    Tensor<T> p3, p1, p0;
+    const auto graphs = ctx.run({"pow"}, [&] { p3("i,j") = tenex::pow(a("i,j"), 3); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("pow n=3") != std::string::npos, graphs[0]);
+    const Dense cube = product(product(ad, ad), ad);
+    CHECK_IDENTITY(dense(p3), cube, residual_bound<T>(n, norm(ad) * norm(ad) * norm(ad)));
+    ctx.run({}, [&] { p1("i,j") = tenex::pow(a("i,j"), 1); });
+    CHECK_IDENTITY(dense(p1), ad, residual_bound<T>(n, norm(ad)));
+    ctx.run({}, [&] { p0("i,j") = tenex::pow(a("i,j"), 0); });
+    CHECK_IDENTITY(dense(p0), identity(n), 0.0);
+  }
+};
+
+template <>
+struct Conformance<tenex::MaskParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto a = random_tensor<T>(Shape{3, 4}, 141), b = random_tensor<T>(Shape{4, 4}, 142);
+    tenex::SparseMap map;
+    map.insert({0}, {{0}, {1}});
+    map.insert({1}, {{1}, {2}});
+    map.insert({2}, {{3}});
+    ref::SparsePattern pattern{{"i"}, {"j"}, {}};
+    pattern.allowed[{0}] = {{0}, {1}};
+    pattern.allowed[{1}] = {{1}, {2}};
+    pattern.allowed[{2}] = {{3}};
+    Tensor<T> c, d;
+    ctx.run({"mask"}, [&] {
+      auto x = a("i,j");
+      x.set_sparse_map("i", "j", map);
+      c("i,j") = x * 1.0;
+    });
+    REQUIRE(c.shape() == Shape{3, 4});
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 4; ++j) {
+        CAPTURE(i);
+        CAPTURE(j);
+        if (map.allows({i}, {j})) {
+          ++kept;
+          CHECK(c.at(i, j) == a.at(i, j));
+        } else {
+          CHECK(c.at(i, j) == T(0));
+        }
+      }
+    }
+    CHECK(kept == map.pair_count());
+    // On a product: the dense product with the excluded elements zeroed.
+    ctx.run({"mask", "contract"}, [&] {
+      auto y = a("i,k") * b("k,j");
+      y.set_sparse_map("i", "j", map);
+      d("i,j") = y;
+    });
+    const auto ops = std::vector<ref::Array>{array(a, "i,k"), array(b, "k,j")};
+    CHECK_MATCHES(d, ref::masked(ref::einsum(ops, labels("i,j")), pattern),
+                  ref::einsum({ref::absolute(ops[0]), ref::absolute(ops[1])}, labels("i,j")));
+  }
+};
+
+std::string backend_name(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::automatic:
+      return "automatic";
+    case BackendKind::cpu:
+      return "cpu";
+    case BackendKind::cuda:
+      return "cuda";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against the reference", T,
+                          conformance) {
+  std::vector<BackendKind> backends = {BackendKind::cpu};
+  std::string skipped;
+  if (tenex::cuda_available()) {
+    backends.push_back(BackendKind::cuda);
+  } else {
+    skipped = TENEX_HAS_CUDA ? " (cuda: built, but no device)" : " (cuda: not built)";
+  }
+  std::string ran;
+  for (BackendKind b : backends) ran += (ran.empty() ? "" : ", ") + backend_name(b);
+  const std::string type = std::is_same_v<T, float> ? "float" : "double";
+  MESSAGE("conformance for ", type, " on: ", ran, skipped);
+
+  for (const BackendKind backend : backends) {
+    Context ctx{backend_name(backend), {}};
+    std::set<std::string> covered;
+    {
+      const BackendScope scope(backend);
+      REQUIRE(tenex::default_backend() == backend);
+#define TENEX_TEST_CONFORMANCE(name, arity, Params)   \
+  {                                                   \
+    INFO("kind " #name " on ", ctx.backend);          \
+    Conformance<tenex::Params>::template run<T>(ctx); \
+    covered.insert(#name);                            \
+  }
+      TENEX_FOR_EACH_OP(TENEX_TEST_CONFORMANCE)
+#undef TENEX_TEST_CONFORMANCE
+    }
+    CHECK(tenex::default_backend() == BackendKind::automatic);
+    INFO("backend ", ctx.backend);
+    const std::set<std::string> table(table_names.begin(), table_names.end());
+    CHECK(covered == table);
+    // Every kind of the op table ran in some evaluated graph of this backend.
+    std::string missing;
+    for (const std::string& kind : table) {
+      if (!ctx.seen.count(kind)) missing += " " + kind;
+    }
+    CHECK_MESSAGE(ctx.seen == table, "kinds never seen in an evaluated graph:", missing);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(conformance, Scalars);
