@@ -267,7 +267,7 @@ struct Rejects<tenex::FactorParams> {
   static void check(GraphOperands<T>& in) {
     using tenex::FactorParams;
     CHECK_ADD_REJECTS(in.g, in.g.add(FactorParams{0}, {in.ij}, {"i", "j"}),
-                      message("factor", "i,j", "the operand is a input, not a packed decomposition"));
+                      message("factor", "i,j", "the operand is a node of kind input, not a packed decomposition"));
     const NodeId qr = in.g.add(tenex::QrParams{}, {in.ij});
     CHECK_ADD_REJECTS(in.g, in.g.add(FactorParams{2}, {qr}, {"k", "j"}),
                       message("factor", "k,j", "factor 2 of a qr does not exist"));
@@ -506,14 +506,10 @@ TEST_CASE("op table: parameters of different kinds never compare equal") {
   CHECK_THROWS_AS((void)tenex::op_kind_of_params(OpParams{}), tenex::InternalError);
 }
 
-// ---- known defects ------------------------------------------------------------------------
-// What the documentation of OpGraph::add and validate promises, which the library does not
-// do yet. Each fails today and is marked should_fail so the suite stays green; when the
-// library is fixed, doctest reports "should have failed": then drop the decorator.
+// ---- defects found while writing these tests, fixed -----------------------------------------
 
-// shape_rule.cpp's eigen_solve rule leaves the operand count to "the arity check", but the
-// kind's arity is -1 (one or two operands), so neither add nor validate checks it.
-TEST_CASE("op table: eigen_solve takes one or two operands (known defect)" * doctest::should_fail()) {
+// eigen_solve's arity is -1 (one or two operands): its shape rule checks the count.
+TEST_CASE("op table: eigen_solve takes one or two operands") {
   GraphOperands<double> in;
   CHECK_THROWS_AS((void)in.g.add(tenex::EigenSolveParams{}, {}), tenex::ShapeError);
   CHECK_THROWS_AS((void)in.g.add(tenex::EigenSolveParams{}, {in.sq, in.sq, in.sq}), tenex::ShapeError);
@@ -526,10 +522,8 @@ TEST_CASE("op table: eigen_solve takes one or two operands (known defect)" * doc
   CHECK_THROWS_AS(raw.g.validate(), tenex::InternalError);
 }
 
-// add checks the shape rule, but the rule does not forbid repeated result labels; only
-// validate does, so add returns nodes that make validate throw InternalError.
-TEST_CASE("op table: add rejects the repeated result labels validate rejects (known defect)" *
-          doctest::should_fail()) {
+// add checks the shape rule, which forbids repeated result labels as validate does.
+TEST_CASE("op table: add rejects the repeated result labels validate rejects") {
   GraphOperands<double> in;
   // The default labels of a unary kind are its operand's, here the (i,i) of a diagonal read.
   CHECK_THROWS_AS((void)in.g.add(tenex::ReduceParams{}, {in.diag}), tenex::ShapeError);

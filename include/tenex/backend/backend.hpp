@@ -16,6 +16,8 @@ enum class BackendKind { automatic, cpu, cuda };
 
 /// Backend of sets created from now on (all threads). Throws tenex::BackendError for
 /// BackendKind::cuda when this build has no CUDA backend or no device exists.
+/// BackendKind::automatic undoes an earlier choice: TENEX_BACKEND decides again
+/// (unset: CUDA where a device exists, else the CPU).
 TENEX_API void set_default_backend(BackendKind kind);
 /// The default: set_default_backend's, else TENEX_BACKEND=cpu|cuda|auto, else automatic.
 TENEX_API BackendKind default_backend();

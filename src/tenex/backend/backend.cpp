@@ -54,7 +54,8 @@ void set_default_backend(BackendKind kind) {
         " and no device was found); use BackendKind::cpu or "
         "BackendKind::automatic");
   }
-  chosen_backend.store(static_cast<int>(kind));
+  // automatic hands the choice back to TENEX_BACKEND (unset: automatic).
+  chosen_backend.store(kind == BackendKind::automatic ? -1 : static_cast<int>(kind));
 }
 
 BackendKind default_backend() {

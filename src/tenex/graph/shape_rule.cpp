@@ -164,7 +164,9 @@ std::string rule_packed(OpKind kind, OpNode& node, const Operands& operands, boo
   return {};
 }
 std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {
-  if (operands.empty() || operands.size() > 2) return {};  // the arity check names it
+  if (operands.empty() || operands.size() > 2) {
+    return "takes one or two operands (a, or a and b), got " + std::to_string(operands.size());
+  }
   return rule_packed(OpKind::eigen_solve, node, operands, infer, true);
 }
 std::string rule(const QrParams&, OpNode& node, const Operands& operands, bool infer) {
@@ -178,7 +180,8 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
   if (operands.size() != 1) return {};
   const OpNode& packed = *operands[0];
   if (packed_factor_count(packed.kind) == 0) {
-    return "the operand is a " + std::string(op_kind_name(packed.kind)) + ", not a packed decomposition";
+    return "the operand is a node of kind " + std::string(op_kind_name(packed.kind)) +
+           ", not a packed decomposition";
   }
   if (p.which >= packed_factor_count(packed.kind)) {
     return "factor " + std::to_string(p.which) + " of a " + std::string(op_kind_name(packed.kind)) + " does not exist";
@@ -260,7 +263,7 @@ std::string rule(const ChipParams& p, OpNode& node, const Operands& operands, bo
 }  // namespace
 
 std::string apply_shape_rule(OpNode& node, const std::vector<const OpNode*>& operands, bool infer) {
-  return std::visit(
+  std::string error = std::visit(
       [&](const auto& p) -> std::string {
         if constexpr (std::is_same_v<std::decay_t<decltype(p)>, std::monostate>) {
           return "has no parameters";
@@ -269,6 +272,14 @@ std::string apply_shape_rule(OpNode& node, const std::vector<const OpNode*>& ope
         }
       },
       node.params);
+  if (!error.empty() || node.kind == OpKind::input) return error;
+  // Only an input may repeat a label (a diagonal read); every result has each label once.
+  for (std::size_t i = 0; i < node.labels.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (node.labels[i] == node.labels[j]) return "repeats label \"" + node.labels[i] + "\"";
+    }
+  }
+  return {};
 }
 
 }  // namespace tenex::detail
