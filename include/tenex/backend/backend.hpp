@@ -31,8 +31,9 @@ struct RunStats {
 };
 TENEX_API RunStats last_run_stats();
 
-/// Large buffers freed by evaluated sets are kept (up to 2 GiB) for reuse by later
-/// allocations of the same size; this returns them to the system.
+/// Large buffers freed by evaluated sets (and the CPU kernels' scratch) are kept (up to
+/// 2 GiB) for reuse by later allocations of about the same size; this returns them to the
+/// system.
 TENEX_API void release_cached_memory();
 /// Bytes currently kept for reuse.
 TENEX_API std::size_t cached_memory_bytes();

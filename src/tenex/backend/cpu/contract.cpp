@@ -31,12 +31,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -44,6 +42,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/scratch.hpp"
 #include "tenex/scalar.hpp"
 
 // OpenBLAS's thread controls, declared weak so that the library still links (and simply
@@ -93,93 +92,6 @@ constexpr double kParallelFlops = 4e6;
 
 enum class Role : unsigned char { batch, m, n, k };
 constexpr int kA = 0, kB = 1, kC = 2;
-
-// ---------------------------------------------------------------------------------------
-// Scratch memory: 64-byte aligned and left uninitialised (it is always written first).
-//
-// Freed blocks are kept per thread for the next contraction: fresh pages cost a page fault
-// and the kernel's zeroing on first touch, milliseconds for the tens of megabytes a
-// permuted operand takes, on every call. At most kPoolBytes stay held per thread.
-
-constexpr std::size_t kPoolBytes = std::size_t{128} << 20;
-constexpr std::size_t kPoolBlocks = 8;
-
-class ScratchPool {
- public:
-  ScratchPool() = default;
-  ScratchPool(const ScratchPool&) = delete;
-  ScratchPool& operator=(const ScratchPool&) = delete;
-  ~ScratchPool() {
-    for (const Block& b : blocks_) std::free(b.data);
-  }
-
-  static ScratchPool& local() {
-    thread_local ScratchPool pool;
-    return pool;
-  }
-
-  void* take(std::size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
-    Block* fit = nullptr;
-    for (Block& b : blocks_) {
-      if (!b.used && b.bytes >= bytes && (!fit || b.bytes < fit->bytes)) fit = &b;
-    }
-    if (fit) {
-      fit->used = true;
-      return fit->data;
-    }
-    void* data = std::aligned_alloc(64, bytes);
-    if (!data) throw std::bad_alloc();
-    blocks_.push_back({data, bytes, true});
-    return data;
-  }
-
-  void give(void* data) {
-    for (Block& b : blocks_) {
-      if (b.data == data) b.used = false;
-    }
-    // Free the largest idle blocks while too much is held.
-    while (true) {
-      std::size_t held = 0, idle = 0;
-      Block* largest = nullptr;
-      for (Block& b : blocks_) {
-        if (b.used) continue;
-        held += b.bytes;
-        ++idle;
-        if (!largest || b.bytes > largest->bytes) largest = &b;
-      }
-      if (!largest || (held <= kPoolBytes && idle <= kPoolBlocks)) break;
-      std::free(largest->data);
-      *largest = blocks_.back();
-      blocks_.pop_back();
-    }
-  }
-
- private:
-  struct Block {
-    void* data;
-    std::size_t bytes;
-    bool used;
-  };
-  std::vector<Block> blocks_;
-};
-
-template <class T>
-class Scratch {
- public:
-  explicit Scratch(std::size_t n) {
-    if (n > 0) data_ = static_cast<T*>(ScratchPool::local().take(n * sizeof(T)));
-  }
-  ~Scratch() {
-    if (data_) ScratchPool::local().give(data_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  T* get() const { return data_; }
-
- private:
-  T* data_ = nullptr;
-};
 
 // ---------------------------------------------------------------------------------------
 // BLAS calls on strided matrices.
