@@ -1,6 +1,7 @@
 // CPU kernels (backend/cpu/kernels.hpp) against naive nested loops: permutation, strided
 // copy, reduction, contraction (every candidate plan, the TCCG cases at small extents,
-// degenerate shapes, beta != 0), broadcasting element-wise operations and scaling.
+// degenerate shapes, beta != 0, scratch from the block cache), broadcasting element-wise
+// operations and scaling.
 //
 // References are computed in double from the same inputs; a contraction is compared with
 // a tolerance relative to the magnitude of what it sums (sum of |a||b|), so an element
@@ -18,6 +19,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <tenex/backend/backend.hpp>
 
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/scalar.hpp"
@@ -573,6 +576,30 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract counts flops and calls", T, cpu
   CHECK(counted.calls >= 1);
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_counts, Scalars);
+
+TEST_CASE("cpu kernels: contract takes its scratch from the block cache") {
+  // c(i,j) = a(k,i) b(k,j), a of 1 MiB: the plans that permute a copy it into scratch, which
+  // waits in the block cache for the next call until release_cached_memory().
+  const Extents a_extents{256, 512}, b_extents{256, 4};
+  const Modes a_modes{0, 1}, b_modes{0, 2}, c_modes{1, 2};
+  std::mt19937 rng(29);
+  const auto a = random_values<double>(volume(a_extents), rng), b = random_values<double>(volume(b_extents), rng);
+  std::vector<double> c(512 * 4);
+  tenex::release_cached_memory();
+  const std::size_t plans = cpu::contract_plan_count<double>(a_extents, a_modes, b_extents, b_modes, c_modes, true);
+  for (std::size_t plan = 0; plan < plans; ++plan) {
+    cpu::contract_with_plan(plan, 1.0, a.data(), a_extents, a_modes, b.data(), b_extents, b_modes, 0.0, c.data(),
+                            c_modes);
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer nothing is cached.
+  CHECK(tenex::cached_memory_bytes() == 0);
+#else
+  CHECK(tenex::cached_memory_bytes() >= volume(a_extents) * sizeof(double));
+#endif
+  tenex::release_cached_memory();
+  CHECK(tenex::cached_memory_bytes() == 0);
+}
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract rejects inconsistent modes", T, cpu_kernels_contract_errors) {
   std::vector<T> a(64), b(64), c(64);

@@ -1,5 +1,5 @@
 // The block cache behind large tensors: freed blocks of 1 MiB and more wait for the
-// next allocation of the same size, and release_cached_memory() hands them back.
+// next allocation of the same size class, and release_cached_memory() hands them back.
 #include <doctest/doctest.h>
 
 #include <tenex/tenex.hpp>
@@ -19,6 +19,11 @@ TEST_CASE("memory: large freed buffers are kept for reuse and released on reques
     CHECK(tenex::cached_memory_bytes() == 0);
     CHECK(again.at(511, 511) == 0.0);
     CHECK(again.at(0, 0) == 0.0);
+  }
+  CHECK(tenex::cached_memory_bytes() >= big.size() * sizeof(double));
+  {
+    tenex::Tensor<double> nearly(tenex::Shape{512, 500});   // a little smaller: the same size class
+    CHECK(tenex::cached_memory_bytes() == 0);
   }
   CHECK(tenex::cached_memory_bytes() >= big.size() * sizeof(double));
 #endif

@@ -10,8 +10,9 @@
 
 namespace tenex {
 
-/// Large buffers freed by evaluated sets are kept (up to 2 GiB) for reuse by later
-/// allocations of the same size; this returns them to the system.
+/// Large buffers freed by evaluated sets (and the CPU kernels' scratch) are kept (up to
+/// 2 GiB) for reuse by later allocations of about the same size; this returns them to the
+/// system.
 TENEX_API void release_cached_memory();
 /// Bytes currently kept for reuse.
 TENEX_API std::size_t cached_memory_bytes();

@@ -1,10 +1,14 @@
+#include <bit>
 #include <cstdlib>
+#include <iterator>
+#include <list>
 #include <map>
 #include <mutex>
 #include <new>
 
+#include "tenex/tensor/buffer.hpp"
+#include "tenex/tensor/host_memory.hpp"
 #include "tenex/tensor/memory.hpp"
-#include "tenex/tensor/storage.hpp"
 
 namespace tenex {
 
@@ -22,15 +26,55 @@ constexpr std::size_t min_cached_bytes = std::size_t{1} << 20;
 // At most this much memory waits in the cache.
 constexpr std::size_t max_cached_bytes = std::size_t{2} << 30;
 
+bool cacheable(std::size_t bytes) { return bytes >= min_cached_bytes && bytes <= max_cached_bytes; }
+
+// The bytes a block is allocated with: a cacheable size rounds up to the next of eight evenly
+// spaced sizes per doubling, so that blocks of nearly the same size serve each other.
+std::size_t size_class(std::size_t bytes) {
+  if (!cacheable(bytes)) return bytes;
+  const std::size_t step = std::bit_floor(bytes) / 8;
+  return (bytes + step - 1) / step * step;
+}
+
 struct BlockCache {
+  struct Idle {
+    void* block;
+    std::size_t bytes;
+  };
+
   std::mutex mutex;
-  std::multimap<std::size_t, void*> blocks;
+  std::list<Idle> idle;                                           // least recently freed first
+  std::multimap<std::size_t, std::list<Idle>::iterator> by_size;  // equal sizes in the order freed
   std::size_t bytes = 0;
+
+  // The most recently freed block of `size` bytes (its pages are the likeliest to be in
+  // cache), or null. Called with the mutex held.
+  void* take(std::size_t size) {
+    const auto [first, last] = by_size.equal_range(size);
+    if (first == last) return nullptr;
+    const auto it = std::prev(last);
+    void* block = it->second->block;
+    idle.erase(it->second);
+    by_size.erase(it);
+    bytes -= size;
+    return block;
+  }
+
+  // Frees the block freed longest ago. Called with the mutex held.
+  void drop_oldest() {
+    auto it = by_size.lower_bound(idle.front().bytes);
+    while (it->second != idle.begin()) ++it;
+    std::free(idle.front().block);
+    bytes -= idle.front().bytes;
+    by_size.erase(it);
+    idle.pop_front();
+  }
 
   void release() {
     std::lock_guard<std::mutex> lock(mutex);
-    for (auto& [size, block] : blocks) std::free(block);
-    blocks.clear();
+    for (const Idle& b : idle) std::free(b.block);
+    idle.clear();
+    by_size.clear();
     bytes = 0;
   }
 };
@@ -44,16 +88,11 @@ BlockCache& cache() {
 }  // namespace
 
 void* allocate_block(std::size_t bytes) {
-  if (bytes >= min_cached_bytes) {
+  bytes = size_class(bytes);
+  if (cacheable(bytes)) {
     BlockCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    auto it = c.blocks.find(bytes);
-    if (it != c.blocks.end()) {
-      void* block = it->second;
-      c.blocks.erase(it);
-      c.bytes -= bytes;
-      return block;
-    }
+    if (void* block = c.take(bytes)) return block;
   }
   void* block = std::aligned_alloc(64, bytes);
   if (!block) {
@@ -76,13 +115,24 @@ Buffer allocate_host_buffer(std::size_t bytes) {
 }
 
 void free_block(void* block, std::size_t bytes) noexcept {
-  if (bytes >= min_cached_bytes) {
+  bytes = size_class(bytes);
+  if (cacheable(bytes)) {
     BlockCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.bytes + bytes <= max_cached_bytes) {
-      c.blocks.emplace(bytes, block);
+    // Recent blocks are the likeliest to be asked for again: the oldest make room.
+    while (c.bytes + bytes > max_cached_bytes) c.drop_oldest();
+    try {
+      const auto it = c.idle.insert(c.idle.end(), {block, bytes});
+      try {
+        c.by_size.emplace(bytes, it);
+      } catch (...) {
+        c.idle.erase(it);
+        throw;
+      }
       c.bytes += bytes;
       return;
+    } catch (const std::bad_alloc&) {
+      // No memory for the bookkeeping: the block goes back instead.
     }
   }
   std::free(block);

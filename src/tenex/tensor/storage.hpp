@@ -13,17 +13,12 @@
 #include <new>
 
 #include "tenex/tensor/buffer.hpp"
+#include "tenex/tensor/host_memory.hpp"
 #include "tenex/tensor/producer.hpp"
 #include "tenex/tensor/shape.hpp"
 
 namespace tenex::detail {
 
-
-/// 64-byte aligned blocks. Large blocks freed by one statement are kept for the next
-/// allocation of the same size (a result overwritten in a loop reuses its pages instead
-/// of faulting in fresh ones); release_cached_memory() returns them to the system.
-void* allocate_block(std::size_t bytes);
-void free_block(void* block, std::size_t bytes) noexcept;
 
 /// 64-byte aligned, uninitialised array of T.
 template <class T>

@@ -47,7 +47,7 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
 /// beta == 0 means c is not read (may be uninitialised). flops counts 2 per product summed
 /// (2*m*n*k*batch) plus the additions of any summing out. Runs on the OpenMP threads; while
 /// they call GEMMs a pthreads OpenBLAS is set to one thread (then restored). Scratch memory
-/// is kept per thread for the next call (at most 128 MiB).
+/// comes from the block cache (tensor/host_memory.hpp), which keeps it for the next call.
 template <class T>
 KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
                      const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes);

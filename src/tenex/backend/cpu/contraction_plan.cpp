@@ -1,0 +1,294 @@
+// A plan fuses a group of m modes, one of n modes and one of k modes into the dimensions of
+// a GEMM and loops over every other mode (loops over k modes accumulate). A group can be
+// fused where its modes are adjacent, in the same order, in every operand that holds them as
+// it is; each matrix needs one unit-stride dimension, which is why a plan can also lay an
+// operand out afresh:
+//   - a or b is permuted whole into a layout that suits the GEMM (cheap when it is small);
+//   - c is written to a buffer laid out for the GEMM and permuted into place, either whole
+//     ("buffered") or one tile at a time, by tasks that loop over some outer modes of c
+//     ("tiled"): a tile stays in cache between the GEMMs that write it and the copy that
+//     scatters it, so the permutation of c costs almost no memory traffic.
+// Every candidate is costed with a small model (bytes the permutations move at memory
+// bandwidth; GEMM time from a per-core peak scaled down for small dimensions, plus a fixed
+// cost per call) and the cheapest runs.
+#include "tenex/backend/cpu/contraction_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tenex/backend/cpu/gemm_call.hpp"
+#include "tenex/backend/cpu/operand_layout.hpp"
+#include "tenex/backend/cpu/thread_partition.hpp"
+
+namespace tenex::detail::cpu::contraction {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Cost model constants. They only rank plans against each other, so they need to be right
+// within a factor, not exact; measured on a Zen 4 core with OpenBLAS 0.3.21.
+
+// GEMM flops per second of one core on large double matrices (twice that for float).
+constexpr double kCorePeakDouble = 45e9;
+// A GEMM dimension of extent x runs at x / (x + kHalfSpeed) of the peak: a dimension of 8
+// halves the speed (packing and edge cases dominate).
+constexpr double kHalfSpeed = 8.0;
+// Fixed cost of one GEMM call (argument checks, buffer set-up).
+constexpr double kCallSeconds = 0.4e-6;
+// Bytes per second a permutation moves through memory (reads plus writes, all cores).
+constexpr double kMemoryBandwidth = 14e9;
+// Bytes per second of a permutation within cache (per core).
+constexpr double kCacheBandwidth = 25e9;
+// Element products per second of the plain loops of the fallback kernel (per core).
+constexpr double kNaiveRate = 1.5e9;
+// Writing one run of a tile to a page other than the previous run's (a TLB miss, mostly).
+constexpr double kScatteredRunSeconds = 25e-9;
+// A tile larger than this spills out of the core's L2 before it is scattered.
+constexpr double kTileBytes = 768.0 * 1024;
+// Problems smaller than this (flops) skip the search over tiles: it costs more than it saves.
+constexpr double kTiledSearchMin = 2e7;
+// Outer modes of c a tiled plan may loop over.
+constexpr std::size_t kMaxTileModes = 5;
+
+// Maximal groups of available `role` modes that are adjacent, and in the same order, in
+// each of the operands x and y that is kept as it is ("fixed"). When neither is, every
+// available mode forms one group, in x's order (x holds every `role` mode).
+std::vector<Group> runs(const Problem& p, Role role, const std::vector<char>& available, int x, bool x_fixed, int y,
+                        bool y_fixed) {
+  auto wanted = [&](int d) {
+    const auto u = static_cast<std::size_t>(d);
+    return p.role[u] == role && available[u];
+  };
+  std::vector<Group> out;
+  if (!x_fixed && !y_fixed) {
+    Group all;
+    for (int d : p.order[x]) {
+      if (wanted(d)) all.push_back(d);
+    }
+    if (!all.empty()) out.push_back(std::move(all));
+    return out;
+  }
+  const int base = x_fixed ? x : y;
+  const bool both = x_fixed && y_fixed;
+  auto position_in_y = [&](int d) {
+    const auto& o = p.order[y];
+    return std::find(o.begin(), o.end(), d) - o.begin();
+  };
+  Group current;
+  for (int d : p.order[base]) {
+    const bool adjacent_in_y = !both || current.empty() || position_in_y(d) == position_in_y(current.back()) + 1;
+    if (!wanted(d) || !adjacent_in_y) {
+      if (!current.empty()) out.push_back(std::move(current));
+      current.clear();
+    }
+    if (wanted(d)) current.push_back(d);
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+  return out;
+}
+
+double speed(double x) { return x / (x + kHalfSpeed); }
+
+// Seconds of the plain-loop kernel.
+double naive_seconds(const Problem& p) {
+  double products = static_cast<double>(p.size[kC]);
+  for (std::size_t d = 0; d < p.modes(); ++d) {
+    if (p.role[d] == Role::k) products *= static_cast<double>(p.extent[d]);
+  }
+  return products / (kNaiveRate * static_cast<double>(p.threads)) +
+         static_cast<double>(p.size[kC] * p.element_size) / kMemoryBandwidth;
+}
+
+// Seconds the plan is expected to take, or infinity when it cannot run.
+double plan_seconds(const Problem& p, const Plan& plan) {
+  const std::size_t m = extent_of(p, plan.gm), n = extent_of(p, plan.gn), k = extent_of(p, plan.gk);
+  Geometry g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  if (plan.permute_a) {
+    std::tie(g.a_m, g.a_k) = fresh_group_strides(p, kA, plan.gm, plan.gk);
+  } else {
+    g.a_m = group_stride(p.stride[kA], plan.gm);
+    g.a_k = group_stride(p.stride[kA], plan.gk);
+  }
+  if (plan.permute_b) {
+    std::tie(g.b_k, g.b_n) = fresh_group_strides(p, kB, plan.gk, plan.gn);
+  } else {
+    g.b_k = group_stride(p.stride[kB], plan.gk);
+    g.b_n = group_stride(p.stride[kB], plan.gn);
+  }
+  if (plan.output == Output::direct) {
+    g.c_m = group_stride(p.stride[kC], plan.gm);
+    g.c_n = group_stride(p.stride[kC], plan.gn);
+  } else {
+    std::tie(g.c_m, g.c_n) = fresh_group_strides(p, kC, plan.gm, plan.gn);
+  }
+  if (!blas_accepts(g)) return std::numeric_limits<double>::infinity();
+
+  double loops_c = 1, loops_k = 1, tile_tasks = 1;
+  for (std::size_t u = 0; u < p.modes(); ++u) {
+    const int d = static_cast<int>(u);
+    const auto e = static_cast<double>(p.extent[u]);
+    if (p.role[u] == Role::k) {
+      if (!contains(plan.gk, d)) loops_k *= e;
+    } else if (!contains(plan.gm, d) && !contains(plan.gn, d)) {
+      loops_c *= e;
+    }
+    if (contains(plan.tiles, d)) tile_tasks *= e;
+  }
+  const auto es = static_cast<double>(p.element_size);
+  const double peak = kCorePeakDouble * 8.0 / es;
+  const auto threads = static_cast<double>(p.threads);
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  const double calls = loops_c * loops_k;
+  const double flops = 2.0 * dm * dn * dk * calls;
+  double tasks = 0;
+  if (plan.output == Output::tiled) {
+    tasks = tile_tasks;
+  } else {
+    tasks = loops_c * std::max(1.0, std::floor(dm / kMinSlice)) * std::max(1.0, std::floor(dn / kMinSlice));
+  }
+  const double workers = std::min(threads, tasks);
+  double seconds = flops / (workers * peak * speed(dm) * speed(dn) * speed(dk)) + calls * kCallSeconds / workers;
+
+  const auto bytes_c = static_cast<double>(p.size[kC]) * es;
+  if (plan.permute_a) seconds += 2.0 * static_cast<double>(p.size[kA]) * es / kMemoryBandwidth;
+  if (plan.permute_b) seconds += 2.0 * static_cast<double>(p.size[kB]) * es / kMemoryBandwidth;
+  // Accumulating GEMMs re-read and re-write c (or its tile, or buffer) once per k loop.
+  if (loops_k > 1) seconds += (loops_k - 1.0) * 2.0 * bytes_c / (kCacheBandwidth * workers);
+  const double read_c = p.beta_zero ? 0.0 : 1.0;
+  if (plan.output == Output::buffered) {
+    seconds += (2.0 + read_c) * bytes_c / kMemoryBandwidth;
+  } else if (plan.output == Output::tiled) {
+    // Copying a tile from cache; writes of fewer than a cache line's worth per run waste
+    // the rest of the line.
+    double run = 1;
+    for (auto it = p.order[kC].rbegin(); it != p.order[kC].rend() && !contains(plan.tiles, *it); ++it) {
+      run *= static_cast<double>(p.extent[static_cast<std::size_t>(*it)]);
+    }
+    const double waste = std::max(0.0, 64.0 / (run * es) - 1.0);
+    seconds += 2.0 * bytes_c / (kCacheBandwidth * workers) + (waste + read_c) * bytes_c / kMemoryBandwidth;
+    // Runs shorter than a page land on a different page each: a TLB miss per run.
+    if (run * es < 4096.0) seconds += static_cast<double>(p.size[kC]) / run * kScatteredRunSeconds / workers;
+    if (bytes_c / tile_tasks > kTileBytes) seconds += bytes_c / kMemoryBandwidth;
+  }
+  return seconds;
+}
+
+// Calls visit(plan) for every GEMM plan that can run (finite cost): which of a and b to
+// permute, how c is written, over which tile modes, and which groups to fuse. Tiled plans
+// are left out of small problems unless `all_tiles`.
+template <class Visit>
+void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) {
+  const std::vector<char> all(p.modes(), 1);
+  for (int permute_a = 0; permute_a < 2; ++permute_a) {
+    if (permute_a && p.order[kA].size() < 2) continue;
+    for (int permute_b = 0; permute_b < 2; ++permute_b) {
+      if (permute_b && p.order[kB].size() < 2) continue;
+      const std::vector<Group> runs_k = runs(p, Role::k, all, kA, !permute_a, kB, !permute_b);
+      for (Output output : {Output::direct, Output::buffered, Output::tiled}) {
+        if (output != Output::direct && p.order[kC].size() < 2) continue;
+        // Tile mode sets: subsets of the outer modes of c (never its fastest).
+        std::vector<std::vector<int>> tile_sets{{}};
+        if (output == Output::tiled) {
+          if (flops < kTiledSearchMin && !all_tiles) continue;
+          tile_sets.clear();
+          const std::size_t candidates = std::min(kMaxTileModes, p.order[kC].size() - 1);
+          for (std::size_t bits = 1; bits < (std::size_t{1} << candidates); ++bits) {
+            std::vector<int> set;
+            for (std::size_t x = 0; x < candidates; ++x) {
+              if (bits >> x & 1U) set.push_back(p.order[kC][x]);
+            }
+            tile_sets.push_back(std::move(set));
+          }
+        }
+        for (const auto& tiles : tile_sets) {
+          std::vector<char> available(p.modes(), 1);
+          for (int d : tiles) available[static_cast<std::size_t>(d)] = 0;
+          const bool c_fixed = output == Output::direct;
+          std::vector<Group> runs_m = runs(p, Role::m, available, kA, !permute_a, kC, c_fixed);
+          std::vector<Group> runs_n = runs(p, Role::n, available, kB, !permute_b, kC, c_fixed);
+          runs_m.emplace_back();
+          runs_n.emplace_back();
+          std::vector<Group> ks = runs_k;
+          ks.emplace_back();
+          Plan plan;
+          plan.naive = false;
+          plan.permute_a = permute_a;
+          plan.permute_b = permute_b;
+          plan.output = output;
+          plan.tiles = tiles;
+          for (const Group& gm : runs_m) {
+            for (const Group& gn : runs_n) {
+              for (const Group& gk : ks) {
+                plan.gm = gm;
+                plan.gn = gn;
+                plan.gk = gk;
+                plan.seconds = plan_seconds(p, plan);
+                if (plan.seconds < std::numeric_limits<double>::infinity()) visit(plan);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+Plan make_plan(const Problem& p, double flops) {
+  Plan best;
+  best.seconds = naive_seconds(p);
+  for_each_plan(p, flops, false, [&](const Plan& plan) {
+    if (plan.seconds < best.seconds) best = plan;
+  });
+  return best;
+}
+
+// What a plan depends on: the canonical problem.
+std::vector<std::size_t> plan_key(const Problem& p) {
+  std::vector<std::size_t> key{p.element_size, p.beta_zero ? 1U : 0U, p.threads, p.modes()};
+  for (int op = 0; op < 3; ++op) {
+    key.push_back(p.order[op].size());
+    for (int d : p.order[op]) key.push_back(static_cast<std::size_t>(d));
+  }
+  key.insert(key.end(), p.extent.begin(), p.extent.end());
+  return key;
+}
+
+}  // namespace
+
+const std::vector<Plan>& all_plans(const Problem& p, double flops) {
+  thread_local std::vector<std::size_t> key;
+  thread_local std::vector<Plan> plans;
+  std::vector<std::size_t> wanted = plan_key(p);
+  if (wanted != key || plans.empty()) {
+    plans.clear();
+    for_each_plan(p, flops, true, [&](const Plan& plan) { plans.push_back(plan); });
+    plans.emplace_back();
+    key = std::move(wanted);
+  }
+  return plans;
+}
+
+// Plans by problem shape, most recent last.
+const Plan& cached_plan(const Problem& p, double flops) {
+  thread_local std::vector<std::pair<std::vector<std::size_t>, Plan>> cache;
+  std::vector<std::size_t> key = plan_key(p);
+  for (auto it = cache.begin(); it != cache.end(); ++it) {
+    if (it->first == key) {
+      std::rotate(it, it + 1, cache.end());
+      return cache.back().second;
+    }
+  }
+  constexpr std::size_t kCachedPlans = 64;
+  if (cache.size() >= kCachedPlans) cache.erase(cache.begin());
+  cache.emplace_back(std::move(key), make_plan(p, flops));
+  return cache.back().second;
+}
+
+}  // namespace tenex::detail::cpu::contraction

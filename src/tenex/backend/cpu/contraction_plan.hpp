@@ -1,0 +1,31 @@
+// Contraction plans: which operands to lay out afresh, which groups of modes to fuse into
+// the GEMM's m, n and k, and how c is written, every candidate costed by a small model and
+// the cheapest chosen (or the plain loops); plans are cached per thread by problem shape.
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "tenex/backend/cpu/contraction_problem.hpp"
+
+namespace tenex::detail::cpu::contraction {
+
+enum class Output : unsigned char { direct, buffered, tiled };
+
+struct Plan {
+  bool naive = true;  // plain loops instead of GEMM
+  bool permute_a = false, permute_b = false;
+  Output output = Output::direct;
+  std::vector<int> gm, gn, gk;  // fused groups, slowest mode first
+  std::vector<int> tiles;       // tiled: modes of c the tasks loop over
+  double seconds = std::numeric_limits<double>::infinity();
+};
+
+// Every candidate, the plain loops last (see contract_with_plan). The last problem's list is
+// kept, as a test runs each of its plans in turn.
+const std::vector<Plan>& all_plans(const Problem& p, double flops);
+
+// The cheapest plan for the problem, the 64 problem shapes seen last kept per thread.
+const Plan& cached_plan(const Problem& p, double flops);
+
+}  // namespace tenex::detail::cpu::contraction

@@ -1,0 +1,118 @@
+#include "tenex/backend/cpu/gemm_call.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <optional>
+#include <utility>
+
+#include "tenex/scalar.hpp"
+
+namespace tenex::detail::cpu::contraction {
+namespace {
+
+void xgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha, const float* a, int lda,
+           const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void xgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha, const double* a, int lda,
+           const double* b, int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The row-major cblas call for a Geometry. `swap` computes C^T = B^T A^T instead, for a C
+// whose unit stride runs along m.
+struct BlasCall {
+  bool swap = false;
+  CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
+  int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+};
+
+bool unit(std::size_t extent, std::ptrdiff_t stride) { return extent <= 1 || stride == 1; }
+
+bool fits_int(std::size_t x) { return x <= static_cast<std::size_t>(INT_MAX); }
+
+bool leading_ok(std::ptrdiff_t ld, std::size_t least) {
+  return ld >= static_cast<std::ptrdiff_t>(std::max<std::size_t>(least, 1)) && ld <= INT_MAX;
+}
+
+// A matrix needs a unit stride along one dimension (a vector needs none), a leading
+// dimension at least its row length, and sizes within int.
+std::optional<BlasCall> blas_call(Geometry g) {
+  if (!fits_int(g.m) || !fits_int(g.n) || !fits_int(g.k)) return std::nullopt;
+  BlasCall call;
+  call.swap = !unit(g.n, g.c_n);
+  if (call.swap) {
+    if (!unit(g.m, g.c_m)) return std::nullopt;
+    std::swap(g.m, g.n);
+    std::swap(g.c_m, g.c_n);
+    std::swap(g.a_m, g.b_n);
+    std::swap(g.a_k, g.b_k);
+  }
+  const auto ldc = g.m <= 1 ? static_cast<std::ptrdiff_t>(std::max<std::size_t>(g.n, 1)) : g.c_m;
+  if (!leading_ok(ldc, g.n)) return std::nullopt;
+  std::ptrdiff_t lda = 0, ldb = 0;
+  if (unit(g.k, g.a_k) && (g.m <= 1 || g.a_m >= static_cast<std::ptrdiff_t>(g.k))) {
+    call.ta = CblasNoTrans;
+    lda = g.m <= 1 ? static_cast<std::ptrdiff_t>(std::max<std::size_t>(g.k, 1)) : g.a_m;
+    if (!leading_ok(lda, g.k)) return std::nullopt;
+  } else if (unit(g.m, g.a_m)) {
+    call.ta = CblasTrans;
+    lda = g.k <= 1 ? static_cast<std::ptrdiff_t>(std::max<std::size_t>(g.m, 1)) : g.a_k;
+    if (!leading_ok(lda, g.m)) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  if (unit(g.n, g.b_n) && (g.k <= 1 || g.b_k >= static_cast<std::ptrdiff_t>(g.n))) {
+    call.tb = CblasNoTrans;
+    ldb = g.k <= 1 ? static_cast<std::ptrdiff_t>(std::max<std::size_t>(g.n, 1)) : g.b_k;
+    if (!leading_ok(ldb, g.n)) return std::nullopt;
+  } else if (unit(g.k, g.b_k)) {
+    call.tb = CblasTrans;
+    ldb = g.n <= 1 ? static_cast<std::ptrdiff_t>(std::max<std::size_t>(g.k, 1)) : g.b_n;
+    if (!leading_ok(ldb, g.k)) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  call.m = static_cast<int>(g.m);
+  call.n = static_cast<int>(g.n);
+  call.k = static_cast<int>(g.k);
+  call.lda = static_cast<int>(lda);
+  call.ldb = static_cast<int>(ldb);
+  call.ldc = static_cast<int>(ldc);
+  return call;
+}
+
+}  // namespace
+
+bool blas_accepts(const Geometry& g) { return blas_call(g).has_value(); }
+
+template <class T>
+void gemm(const Geometry& g, T alpha, const T* a, const T* b, T beta, T* c) {
+  if (const auto call = blas_call(g)) {
+    const T* first = call->swap ? b : a;
+    const T* second = call->swap ? a : b;
+    xgemm(call->ta, call->tb, call->m, call->n, call->k, alpha, first, call->lda, second, call->ldb, beta, c,
+          call->ldc);
+    return;
+  }
+  for (std::size_t i = 0; i < g.m; ++i) {
+    for (std::size_t j = 0; j < g.n; ++j) {
+      T sum = T(0);
+      for (std::size_t p = 0; p < g.k; ++p) {
+        sum += a[static_cast<std::ptrdiff_t>(i) * g.a_m + static_cast<std::ptrdiff_t>(p) * g.a_k] *
+               b[static_cast<std::ptrdiff_t>(p) * g.b_k + static_cast<std::ptrdiff_t>(j) * g.b_n];
+      }
+      T& out = c[static_cast<std::ptrdiff_t>(i) * g.c_m + static_cast<std::ptrdiff_t>(j) * g.c_n];
+      out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;
+    }
+  }
+}
+
+#define TENEX_INSTANTIATE_GEMM(T) template void gemm<T>(const Geometry&, T, const T*, const T*, T, T*);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_GEMM)
+#undef TENEX_INSTANTIATE_GEMM
+
+}  // namespace tenex::detail::cpu::contraction

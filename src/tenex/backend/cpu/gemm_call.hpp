@@ -1,0 +1,27 @@
+// GEMM calls on strided matrices: whether one row-major cblas call can run a matrix geometry,
+// and the call itself.
+#pragma once
+
+#include <cstddef>
+
+namespace tenex::detail::cpu::contraction {
+
+// C (m x n) += A (m x k) B (k x n), each matrix given by the element strides of its two
+// dimensions ("a_m": the stride of A along m, ...).
+struct Geometry {
+  std::size_t m = 1, n = 1, k = 1;
+  std::ptrdiff_t a_m = 1, a_k = 1, b_k = 1, b_n = 1, c_m = 1, c_n = 1;
+};
+
+// Whether gemm() runs the geometry as one cblas call: each matrix needs a unit stride along
+// one dimension (a vector needs none), a leading dimension at least its row length, and
+// sizes within int.
+bool blas_accepts(const Geometry& g);
+
+// c = alpha a b + beta c on strided matrices (beta == 0: c is not read). Plans only produce
+// geometries blas_accepts; the plain loop behind it is a safety net that keeps this function
+// from failing inside a parallel region.
+template <class T>
+void gemm(const Geometry& g, T alpha, const T* a, const T* b, T beta, T* c);
+
+}  // namespace tenex::detail::cpu::contraction

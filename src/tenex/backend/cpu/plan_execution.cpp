@@ -1,0 +1,167 @@
+#include "tenex/backend/cpu/plan_execution.hpp"
+
+#include <omp.h>
+
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <vector>
+
+#include "tenex/backend/cpu/gemm_nest.hpp"
+#include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/operand_layout.hpp"
+#include "tenex/backend/cpu/scratch.hpp"
+#include "tenex/backend/cpu/single_threaded_blas.hpp"
+#include "tenex/backend/cpu/thread_partition.hpp"
+#include "tenex/scalar.hpp"
+
+namespace tenex::detail::cpu::contraction {
+
+template <class T>
+std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
+  std::vector<Loop> rows, sums;
+  for (int d : p.order[kC]) {
+    const auto u = static_cast<std::size_t>(d);
+    rows.push_back({p.extent[u], p.stride[kA][u], p.stride[kB][u], p.stride[kC][u]});
+  }
+  for (std::size_t u = 0; u < p.modes(); ++u) {
+    if (p.role[u] == Role::k) sums.push_back({p.extent[u], p.stride[kA][u], p.stride[kB][u], 0});
+  }
+  Loop lane{1, 0, 0, 0};
+  if (!rows.empty()) {
+    lane = rows.back();
+    rows.pop_back();
+  }
+  const std::size_t units = count(rows), terms = count(sums);
+  const bool par = units > 1 && static_cast<double>(p.size[kC]) * static_cast<double>(terms) >= kParallelFlops / 4 &&
+                   omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (par)
+  for (std::size_t u = 0; u < units; ++u) {
+    std::ptrdiff_t oa = 0, ob = 0, oc = 0;
+    offsets(rows, u, oa, ob, oc);
+    for (std::size_t x = 0; x < lane.extent; ++x) {
+      const auto i = static_cast<std::ptrdiff_t>(x);
+      const T* pa = a + oa + i * lane.a;
+      const T* pb = b + ob + i * lane.b;
+      T sum = T(0);
+      for (std::size_t y = 0; y < terms; ++y) {
+        std::ptrdiff_t sa = 0, sb = 0, sc = 0;
+        offsets(sums, y, sa, sb, sc);
+        sum += pa[sa] * pb[sb];
+      }
+      T& out = c[oc + i * lane.c];
+      out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;
+    }
+  }
+  return 1;
+}
+
+template <class T>
+std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
+  std::size_t calls = 0;
+  // Operands laid out afresh.
+  std::optional<Scratch<T>> a_copy, b_copy;
+  std::vector<std::ptrdiff_t> sa = p.stride[kA], sb = p.stride[kB];
+  if (plan.permute_a) {
+    a_copy.emplace(p.size[kA]);
+    sa = pack_operand(p, kA, fresh_layout(p, kA, plan.gm, plan.gk, {}), a, a_copy->get());
+    a = a_copy->get();
+    ++calls;
+  }
+  if (plan.permute_b) {
+    b_copy.emplace(p.size[kB]);
+    sb = pack_operand(p, kB, fresh_layout(p, kB, plan.gk, plan.gn, {}), b, b_copy->get());
+    b = b_copy->get();
+    ++calls;
+  }
+  // Where the GEMMs write: c itself, or a buffer (whole c, or one tile per task).
+  std::vector<std::ptrdiff_t> sc = p.stride[kC];
+  std::vector<int> c_layout;
+  if (plan.output != Output::direct) {
+    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles);
+    sc = dense_strides(p, c_layout);
+  }
+  Nest nest;
+  Geometry& g = nest.gemm;
+  g.m = extent_of(p, plan.gm);
+  g.n = extent_of(p, plan.gn);
+  g.k = extent_of(p, plan.gk);
+  g.a_m = group_stride(sa, plan.gm);
+  g.a_k = group_stride(sa, plan.gk);
+  g.b_k = group_stride(sb, plan.gk);
+  g.b_n = group_stride(sb, plan.gn);
+  g.c_m = group_stride(sc, plan.gm);
+  g.c_n = group_stride(sc, plan.gn);
+  std::vector<Loop> tile_loops;
+  for (int d : p.order[kC]) {
+    const auto u = static_cast<std::size_t>(d);
+    if (contains(plan.gm, d) || contains(plan.gn, d)) continue;
+    if (contains(plan.tiles, d)) {
+      tile_loops.push_back({p.extent[u], sa[u], sb[u], p.stride[kC][u]});
+    } else {
+      nest.outer.push_back({p.extent[u], sa[u], sb[u], sc[u]});
+    }
+  }
+  for (int d : p.order[kA]) {
+    const auto u = static_cast<std::size_t>(d);
+    if (p.role[u] == Role::k && !contains(plan.gk, d)) nest.inner.push_back({p.extent[u], sa[u], sb[u], 0});
+  }
+
+  if (plan.output == Output::direct) {
+    return calls + run_nest(nest, alpha, a, b, beta, c, true);
+  }
+  // The scatter of the buffer (or of one tile) into c.
+  Extents extents;
+  Strides from, to;
+  for (int d : c_layout) {
+    extents.push_back(p.extent[static_cast<std::size_t>(d)]);
+    from.push_back(sc[static_cast<std::size_t>(d)]);
+    to.push_back(p.stride[kC][static_cast<std::size_t>(d)]);
+  }
+  std::size_t tile_size = 1;
+  for (std::size_t e : extents) tile_size *= e;
+  if (plan.output == Output::buffered) {
+    Scratch<T> buffer(tile_size);
+    calls += run_nest(nest, alpha, a, b, T(0), buffer.get(), true);
+    strided_copy(buffer.get(), from, c, to, extents, T(1), beta);
+    return calls + 1;
+  }
+  const std::size_t tasks = count(tile_loops);
+  const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+                       static_cast<double>(count(nest.outer) * count(nest.inner) * tasks);
+  const bool par = threads > 1 && tasks > 1 && flops >= kParallelFlops;
+  Scratch<T> buffers(tile_size * (par ? threads : 1));
+  std::optional<SingleThreadedBlas> single;
+  if (par) single.emplace();
+  std::size_t nest_calls = 0;
+  // An exception must not leave a parallel region: the first is kept and rethrown after it.
+  std::exception_ptr error;
+#pragma omp parallel if (par)
+  {
+    T* buffer = buffers.get() + tile_size * static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp for schedule(dynamic)
+    for (std::size_t t = 0; t < tasks; ++t) {
+      try {
+        std::ptrdiff_t oa = 0, ob = 0, oc = 0;
+        offsets(tile_loops, t, oa, ob, oc);
+        const std::size_t n = run_nest(nest, alpha, a + oa, b + ob, T(0), buffer, false);
+        strided_copy(buffer, from, c + oc, to, extents, T(1), beta, false);
+        if (t == 0) nest_calls = n;
+      } catch (...) {
+#pragma omp critical(tenex_contract_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return calls + tasks * (nest_calls + 1);
+}
+
+#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                   \
+  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*);           \
+  template std::size_t run_plan<T>(const Problem&, const Plan&, T, const T*, const T*, T, T*);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PLAN_EXECUTION)
+#undef TENEX_INSTANTIATE_PLAN_EXECUTION
+
+}  // namespace tenex::detail::cpu::contraction

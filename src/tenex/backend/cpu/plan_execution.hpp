@@ -1,0 +1,21 @@
+// Running a chosen plan: the plain loops, or the GEMM nest with the operands laid out as the
+// plan says and c written in place, through a buffer, or one tile at a time.
+#pragma once
+
+#include <cstddef>
+
+#include "tenex/backend/cpu/contraction_plan.hpp"
+#include "tenex/backend/cpu/contraction_problem.hpp"
+
+namespace tenex::detail::cpu::contraction {
+
+// c = alpha * sum a b + beta c with plain loops: for tiny problems, Hadamard products and
+// scalars, where GEMM calls would be mostly overhead. Returns the number of kernel calls.
+template <class T>
+std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c);
+
+// c = alpha * sum a b + beta c as `plan` says. Returns the number of GEMM and copy calls.
+template <class T>
+std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c);
+
+}  // namespace tenex::detail::cpu::contraction
