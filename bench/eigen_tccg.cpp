@@ -217,15 +217,14 @@ class EigenRunnerOf final : public EigenRunner {
 std::unique_ptr<EigenRunner> make_eigen_runner(const Case& c, const EigenPlan& plan, const Tensor<double>& a,
                                                const Tensor<double>& b, const Eigen::ThreadPoolDevice& device) {
   const std::size_t ra = c.a.size(), rb = c.b.size(), rc = c.c.size();
-#define TENEX_EIGEN_CASE(RA, RB, RC)                                        \
-  if (ra == RA && rb == RB && rc == RC) {                                   \
+#define TENEX_EIGEN_CASE(RA, RB, RC)                                           \
+  if (ra == RA && rb == RB && rc == RC) {                                      \
     return std::make_unique<EigenRunnerOf<RA, RB, RC>>(c, plan, a, b, device); \
   }
   TENEX_EIGEN_RANKS(TENEX_EIGEN_CASE)
 #undef TENEX_EIGEN_CASE
   throw std::runtime_error(c.name + " (" + c.einsum + "): no Eigen instantiation for ranks (" + std::to_string(ra) +
-                           ", " + std::to_string(rb) + ", " + std::to_string(rc) +
-                           "); add it to TENEX_EIGEN_RANKS");
+                           ", " + std::to_string(rb) + ", " + std::to_string(rc) + "); add it to TENEX_EIGEN_RANKS");
 }
 
 double milliseconds_of(const std::function<void()>& run) {

@@ -175,8 +175,7 @@ void bench_size(std::size_t n, int repeat) {
         },
         [&] {
           std::vector<double> vectors(a_data, a_data + n * n), values(n);
-          require_success(LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', ln, vectors.data(), ln, values.data()),
-                          "dsyevd");
+          require_success(LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', ln, vectors.data(), ln, values.data()), "dsyevd");
           w_ref = std::move(values);
         },
         repeat);
@@ -194,9 +193,9 @@ void bench_size(std::size_t n, int repeat) {
         },
         [&] {
           std::vector<double> vectors(a_data, a_data + n * n), b_work(b_data, b_data + n * n), values(n);
-          require_success(LAPACKE_dsygvd(LAPACK_ROW_MAJOR, 1, 'V', 'L', ln, vectors.data(), ln, b_work.data(), ln,
-                                         values.data()),
-                          "dsygvd");
+          require_success(
+              LAPACKE_dsygvd(LAPACK_ROW_MAJOR, 1, 'V', 'L', ln, vectors.data(), ln, b_work.data(), ln, values.data()),
+              "dsygvd");
           w_ref = std::move(values);
         },
         repeat);
@@ -245,9 +244,9 @@ void bench_size(std::size_t n, int repeat) {
         },
         [&] {
           std::vector<double> work(general_data, general_data + n * n), s(n), u(n * n), vt(n * n);
-          require_success(LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', ln, ln, work.data(), ln, s.data(), u.data(), ln,
-                                         vt.data(), ln),
-                          "dgesdd");
+          require_success(
+              LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', ln, ln, work.data(), ln, s.data(), u.data(), ln, vt.data(), ln),
+              "dgesdd");
           s_ref = std::move(s);
         },
         repeat);

@@ -17,7 +17,7 @@ namespace tccg {
 struct Case {
   std::string name;
   std::string einsum;
-  std::string a, b, c;             // labels of each operand, one letter a mode
+  std::string a, b, c;  // labels of each operand, one letter a mode
   std::map<char, std::size_t> extent;
 };
 

@@ -24,7 +24,7 @@ class LeadingBlock : public tenex::Nary<1, T> {
   std::string_view name() const override { return "LeadingBlock"; }
   tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
     const tenex::NodeId x = this->child(0).add_to_graph(graph);
-    return graph.add(tenex::SliceParams{{0, 0}, {k_, k_}}, {x});   // labels and extents from the shape rule
+    return graph.add(tenex::SliceParams{{0, 0}, {k_, k_}}, {x});  // labels and extents from the shape rule
   }
 
  private:
@@ -34,10 +34,10 @@ class LeadingBlock : public tenex::Nary<1, T> {
 int main() {
   tenex::Tensor<double> x(tenex::Shape{2}, {1, 2}), z;
   z("i") = Twice<tenex::Tensor<double>>(x("i"));
-  std::cout << z.at(0) << " " << z.at(1) << "\n";   // 2 4
+  std::cout << z.at(0) << " " << z.at(1) << "\n";  // 2 4
 
   tenex::Tensor<double> a(tenex::Shape{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), b;
-  b("i,j") = LeadingBlock<tenex::Tensor<double>>(a("i,j"), 2);   // the block of a
-  std::cout << b.at(0, 0) << " " << b.at(1, 1) << "\n";   // 1 5
+  b("i,j") = LeadingBlock<tenex::Tensor<double>>(a("i,j"), 2);  // the block of a
+  std::cout << b.at(0, 0) << " " << b.at(1, 1) << "\n";         // 1 5
   return z.at(1) == 4.0 && b.at(1, 1) == 5.0 ? 0 : 1;
 }

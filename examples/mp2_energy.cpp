@@ -167,7 +167,7 @@ class GraphCapture {
     long newest = -1;
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
-      const std::string name = entry.path().filename().string();   // set-N.dot
+      const std::string name = entry.path().filename().string();  // set-N.dot
       if (name.rfind("set-", 0) != 0) continue;
       const long number = std::strtol(name.c_str() + 4, nullptr, 10);
       if (number > newest) newest = number, last = entry.path();
@@ -229,8 +229,8 @@ int main(int argc, char** argv) {
   try {
     using tenex::Tensor;
     const std::size_t nbf = o.nocc + o.nvirt;
-    std::printf("MP2 correlation energy: %zu occupied, %zu virtual (%zu basis functions), %zu auxiliary\n",
-                o.nocc, o.nvirt, nbf, o.naux);
+    std::printf("MP2 correlation energy: %zu occupied, %zu virtual (%zu basis functions), %zu auxiliary\n", o.nocc,
+                o.nvirt, nbf, o.naux);
 
     // Synthetic inputs. S: identity plus a small positive semidefinite part.
     Tensor<double> X({nbf, nbf}), Y({nbf, nbf}), S, F, Bao({o.naux, nbf, nbf});
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
 
     // 1. Roothaan equations: one generalized eigenproblem, both factors from one sygvd.
     Tensor<double> C, e;
-    std::make_pair(C("m,n"), e("n")) = tenex::eigen_solve(F("m,n"), S("m,n"));   // vectors are columns
+    std::make_pair(C("m,n"), e("n")) = tenex::eigen_solve(F("m,n"), S("m,n"));  // vectors are columns
     flops += tenex::last_run_stats().flops;
     C.wait();
     const double t_roothaan = since(start);
@@ -282,10 +282,10 @@ int main(int argc, char** argv) {
     const double t_transform = since(stage);
 
     // 4. MP2.
-    GraphCapture capture;   // keeps the graph of the MP2 set for --dot
+    GraphCapture capture;  // keeps the graph of the MP2 set for --dot
     stage = std::chrono::steady_clock::now();
     Tensor<double> V, D, T, E;
-    D("i,a,j,b") = eo("i") - ev("a") + eo("j") - ev("b");   // one statement, one set: runs at the ';'
+    D("i,a,j,b") = eo("i") - ev("a") + eo("j") - ev("b");  // one statement, one set: runs at the ';'
     flops += tenex::last_run_stats().flops;
     {
       // A named handle keeps the set open: the statements below are linked through it and
@@ -306,8 +306,7 @@ int main(int argc, char** argv) {
     std::printf("  mp2          %.4f s   V, D, T, E\n", t_mp2);
     std::printf("  E(MP2)       %.12f\n", mp2);
     std::printf("  wall time    %.4f s\n", seconds);
-    std::printf("  performance  %.2f GFLOP/s (%.3f GFLOP counted by tenex)\n", flops / seconds * 1e-9,
-                flops * 1e-9);
+    std::printf("  performance  %.2f GFLOP/s (%.3f GFLOP counted by tenex)\n", flops / seconds * 1e-9, flops * 1e-9);
     save_graph(capture, o.dot);
 
     if (o.check) {
@@ -319,9 +318,10 @@ int main(int argc, char** argv) {
       const double reference = reference_energy(B, eo, ev, o);
       const double difference = std::abs(mp2 - reference) / std::abs(reference);
       const bool ok = difference <= 1e-10 && eigen_error <= 1e-10;
-      std::printf("  check        |FC - SCe|, |C^T S C - I| <= %.2e; plain loops give %.12f, relative "
-                  "difference %.2e: %s\n",
-                  eigen_error, reference, difference, ok ? "ok" : "FAILED (> 1e-10)");
+      std::printf(
+          "  check        |FC - SCe|, |C^T S C - I| <= %.2e; plain loops give %.12f, relative "
+          "difference %.2e: %s\n",
+          eigen_error, reference, difference, ok ? "ok" : "FAILED (> 1e-10)");
       if (!ok) return 1;
     }
     return 0;

@@ -7,11 +7,11 @@ int main() {
   tenex::fill_random(a, 1);
   tenex::fill_random(b, 2);
 
-  c("i,j") = a("i,k,l") * b("l,k,j");   // one statement, one set: runs at the ';'
+  c("i,j") = a("i,k,l") * b("l,k,j");  // one statement, one set: runs at the ';'
   {
-    auto aikl = a("i,k,l");             // a named intermediate links statements
+    auto aikl = a("i,k,l");  // a named intermediate links statements
     c("i,j") = aikl * b("l,k,j");
-    d("i,k,l") = 2.0 * aikl;            // same node, read once
-  }                                     // <- both statements are evaluated here
+    d("i,k,l") = 2.0 * aikl;  // same node, read once
+  }                           // <- both statements are evaluated here
   std::cout << "c(0,0) = " << c.at(0, 0) << ", d(0,0,0) = " << d.at(0, 0, 0) << "\n";
 }

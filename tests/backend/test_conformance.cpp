@@ -271,8 +271,7 @@ struct Context {
 
   /// Runs `statement`, which must evaluate at least one set; every kind of `expected` must
   /// be in one of the graphs it ran. Returns the graphs.
-  std::vector<std::string> run(const std::vector<std::string>& expected,
-                               const std::function<void()>& statement) {
+  std::vector<std::string> run(const std::vector<std::string>& expected, const std::function<void()>& statement) {
     const std::vector<std::string> graphs = dumped_graphs(statement);
     CHECK_MESSAGE(!graphs.empty(), "the statement evaluated no set");
     std::set<std::string> here;
@@ -282,8 +281,7 @@ struct Context {
       here.insert(k.begin(), k.end());
       all += dot;
     }
-    for (const std::string& kind : expected)
-      CHECK_MESSAGE(here.count(kind) == 1, "no ", kind, " node in:\n", all);
+    for (const std::string& kind : expected) CHECK_MESSAGE(here.count(kind) == 1, "no ", kind, " node in:\n", all);
     seen.insert(here.begin(), here.end());
     return graphs;
   }
@@ -339,9 +337,9 @@ struct Conformance<tenex::OutputParams> {
     const auto before = array(c, "i,j,k");
     ctx.run({"output"}, [&] { c("i,j,k") += a("i,j,k"); });
     const auto expected = ref::elementwise(ref::Op::add, before, array(a, "i,j,k"), labels("i,j,k"));
-    CHECK_MATCHES(c, expected,
-                  ref::elementwise(ref::Op::add, ref::absolute(before), ref::absolute(array(a, "i,j,k")),
-                                   labels("i,j,k")));
+    CHECK_MATCHES(
+        c, expected,
+        ref::elementwise(ref::Op::add, ref::absolute(before), ref::absolute(array(a, "i,j,k")), labels("i,j,k")));
   }
 };
 
@@ -450,8 +448,7 @@ struct ElementwiseConformance {
 template <>
 struct Conformance<tenex::AddParams> : ElementwiseConformance<tenex::AddParams, ref::Op::add> {};
 template <>
-struct Conformance<tenex::SubtractParams> : ElementwiseConformance<tenex::SubtractParams, ref::Op::subtract> {
-};
+struct Conformance<tenex::SubtractParams> : ElementwiseConformance<tenex::SubtractParams, ref::Op::subtract> {};
 template <>
 struct Conformance<tenex::DivideParams> : ElementwiseConformance<tenex::DivideParams, ref::Op::divide> {};
 
@@ -508,8 +505,7 @@ struct Conformance<tenex::EigenSolveParams> {
     auto a = symmetric<T>(n, 71);
     const Dense ad = dense(a);
     Tensor<T> v, w;
-    ctx.run({"eigen_solve", "factor"},
-            [&] { std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j")); });
+    ctx.run({"eigen_solve", "factor"}, [&] { std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j")); });
     const Dense vd = dense(v);
     const std::vector<double> wd = dense_vector(w);
     check_ascending<T>(wd);
@@ -733,20 +729,16 @@ struct Conformance<tenex::MaskParams> {
 
 std::string backend_name(BackendKind kind) {
   switch (kind) {
-    case BackendKind::automatic:
-      return "automatic";
-    case BackendKind::cpu:
-      return "cpu";
-    case BackendKind::cuda:
-      return "cuda";
+    case BackendKind::automatic: return "automatic";
+    case BackendKind::cpu: return "cpu";
+    case BackendKind::cuda: return "cuda";
   }
   return "unknown";
 }
 
 }  // namespace
 
-TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against the reference", T,
-                          conformance) {
+TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against the reference", T, conformance) {
   std::vector<BackendKind> backends = {BackendKind::cpu};
   std::string skipped;
   if (tenex::cuda_available()) {

@@ -29,8 +29,9 @@ namespace cpu = tenex::detail::cpu;
 
 namespace {
 
-#define TENEX_TEST_TUPLE_OF(T) , std::tuple<T>{}
-using Scalars = decltype(std::tuple_cat(std::tuple<>{} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
+#define TENEX_TEST_TUPLE_OF(T) \
+  , std::tuple<T> {}
+using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
 using cpu::Extents;
@@ -203,16 +204,31 @@ Problem random_problem(std::mt19937& rng, std::size_t max_modes, std::size_t max
     extent_of[d] = extent(rng);
     const int id = static_cast<int>(d);
     switch (kind(rng)) {
-      case 0: case 1:  // batch
-        p.a_modes.push_back(id); p.b_modes.push_back(id); p.c_modes.push_back(id); break;
-      case 2: case 3:  // free in a
-        p.a_modes.push_back(id); p.c_modes.push_back(id); break;
-      case 4: case 5:  // free in b
-        p.b_modes.push_back(id); p.c_modes.push_back(id); break;
-      case 6: case 7: case 8:  // contracted
-        p.a_modes.push_back(id); p.b_modes.push_back(id); break;
+      case 0:
+      case 1:  // batch
+        p.a_modes.push_back(id);
+        p.b_modes.push_back(id);
+        p.c_modes.push_back(id);
+        break;
+      case 2:
+      case 3:  // free in a
+        p.a_modes.push_back(id);
+        p.c_modes.push_back(id);
+        break;
+      case 4:
+      case 5:  // free in b
+        p.b_modes.push_back(id);
+        p.c_modes.push_back(id);
+        break;
+      case 6:
+      case 7:
+      case 8:  // contracted
+        p.a_modes.push_back(id);
+        p.b_modes.push_back(id);
+        break;
       default:  // summed in one operand only
-        (d % 2 ? p.a_modes : p.b_modes).push_back(id); break;
+        (d % 2 ? p.a_modes : p.b_modes).push_back(id);
+        break;
     }
   }
   std::shuffle(p.a_modes.begin(), p.a_modes.end(), rng);
@@ -252,8 +268,8 @@ std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta,
   const auto b = random_values<T>(volume(p.b_ext), rng);
   const std::size_t n = volume(c_extents(p));
   const auto c0 = beta == T(0) ? std::vector<T>(n, std::numeric_limits<T>::quiet_NaN()) : random_values<T>(n, rng);
-  const Expected expected = reference_contract(static_cast<double>(alpha), a, p.a_ext, p.a_modes, b, p.b_ext,
-                                               p.b_modes, static_cast<double>(beta), c0, p.c_modes);
+  const Expected expected = reference_contract(static_cast<double>(alpha), a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes,
+                                               static_cast<double>(beta), c0, p.c_modes);
   const std::size_t plans =
       every_plan ? cpu::contract_plan_count<T>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, beta == T(0)) : 0;
   std::size_t runs = 0;
@@ -261,11 +277,11 @@ std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta,
     std::vector<T> c = c0;
     cpu::KernelCount counted;
     if (plan == plans) {
-      counted = cpu::contract(alpha, a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta, c.data(),
-                              p.c_modes);
+      counted =
+          cpu::contract(alpha, a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta, c.data(), p.c_modes);
     } else {
-      counted = cpu::contract_with_plan(plan, alpha, a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes,
-                                        beta, c.data(), p.c_modes);
+      counted = cpu::contract_with_plan(plan, alpha, a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta,
+                                        c.data(), p.c_modes);
     }
     INFO(describe(p), " plan ", plan, " of ", plans, " (", plans, " = cheapest)");
     CHECK(mismatches(c, expected) == 0);
@@ -276,12 +292,12 @@ std::size_t check_contract(const Problem& p, std::mt19937& rng, T alpha, T beta,
 }
 
 // The public TCCG cases (shared/bench/tccg_public.tsv).
-const char* const kTccg[] = {
-    "bda,dc->abc",         "dbea,ec->abcd",       "ebad,ce->abcd",       "ecbfa,fd->abcde",    "ea,ebcd->abcd",
-    "ec,abed->abcd",       "acd,dbc->ab",         "acd,db->abc",         "adc,bd->abc",        "adec,ebd->abc",
-    "aebf,fdec->abcd",     "aecf,fbed->abcd",     "aedf,fbec->abcd",     "aefc,fbed->abcd",    "eafc,bfde->abcd",
-    "dega,gfbc->abcdef",   "degc,gfab->abcdef",   "dfgb,geac->abcdef",   "efga,gdbc->abcdef",  "efgc,gdab->abcdef",
-    "gdac,efgb->abcdef",   "geab,dfgc->abcdef",   "gebc,dfga->abcdef",   "gfac,degb->abcdef"};
+const char* const kTccg[] = {"bda,dc->abc",       "dbea,ec->abcd",     "ebad,ce->abcd",     "ecbfa,fd->abcde",
+                             "ea,ebcd->abcd",     "ec,abed->abcd",     "acd,dbc->ab",       "acd,db->abc",
+                             "adc,bd->abc",       "adec,ebd->abc",     "aebf,fdec->abcd",   "aecf,fbed->abcd",
+                             "aedf,fbec->abcd",   "aefc,fbed->abcd",   "eafc,bfde->abcd",   "dega,gfbc->abcdef",
+                             "degc,gfab->abcdef", "dfgb,geac->abcdef", "efga,gdbc->abcdef", "efgc,gdab->abcdef",
+                             "gdac,efgb->abcdef", "geab,dfgc->abcdef", "gebc,dfga->abcdef", "gfac,degb->abcdef"};
 
 }  // namespace
 
@@ -290,8 +306,18 @@ const char* const kTccg[] = {
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute matches index arithmetic", T, cpu_kernels_permute) {
   std::mt19937 rng(11);
-  std::vector<Extents> shapes{{}, {1}, {7}, {3, 4}, {37, 45}, {64, 3, 33}, {2, 1, 3, 1, 2}, {5, 6, 7, 4},
-                              {3, 4, 2, 5, 3}, {40, 1, 70}, {130, 257}, {9, 2, 65, 2}};
+  std::vector<Extents> shapes{{},
+                              {1},
+                              {7},
+                              {3, 4},
+                              {37, 45},
+                              {64, 3, 33},
+                              {2, 1, 3, 1, 2},
+                              {5, 6, 7, 4},
+                              {3, 4, 2, 5, 3},
+                              {40, 1, 70},
+                              {130, 257},
+                              {9, 2, 65, 2}};
   std::uniform_int_distribution<std::size_t> rank(0, 5), extent(1, 6);
   for (int x = 0; x < 40; ++x) {
     Extents e(rank(rng));
@@ -471,12 +497,11 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on a problem large 
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_threaded_plans, Scalars);
 
-TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T,
-                          cpu_kernels_contract_large) {
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T, cpu_kernels_contract_large) {
   std::mt19937 rng(23);
   // Big enough for GEMM plans, slices across threads, tiles and pre-permutations.
   const std::vector<std::pair<const char*, const char*>> cases{
-      {"ik,kj->ij", "i=200,j=150,k=100"},   // one GEMM cut along m among threads
+      {"ik,kj->ij", "i=200,j=150,k=100"},       // one GEMM cut along m among threads
       {"acd,dbc->ab", "a=20,b=18,c=100,d=80"},  // small c, long k: k cut among threads
       {"abk,bkc->abc", "a=70,b=3,c=65,k=50"},
       {"bda,dc->abc", "a=24,b=20,c=9,d=31"},
@@ -503,18 +528,18 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_large, Scalars);
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, degenerate shapes", T, cpu_kernels_contract_degenerate) {
   std::mt19937 rng(24);
   const std::vector<Problem> problems{
-      {{}, {}, {}, {}, {}},                                  // scalar * scalar
-      {{}, {3, 4}, {}, {0, 1}, {1, 0}},                      // scalar * matrix, transposed
-      {{5}, {6}, {0}, {1}, {0, 1}},                          // outer product
-      {{5}, {6}, {0}, {1}, {1, 0}},                          // outer product, transposed
-      {{4, 5}, {5, 4}, {0, 1}, {1, 0}, {0, 1}},              // Hadamard
-      {{4, 5, 3}, {3, 5, 4}, {0, 1, 2}, {2, 1, 0}, {1, 2, 0}},  // Hadamard, permuted
-      {{7}, {7}, {0}, {0}, {}},                              // dot product
-      {{6, 6}, {}, {0, 0}, {}, {}},                          // trace
-      {{6, 6}, {}, {0, 0}, {}, {0}},                         // diagonal
-      {{4, 3, 5}, {5, 2}, {0, 9, 1}, {1, 2}, {0, 2}},        // mode 9 summed in a only
-      {{4, 3}, {3, 2, 6}, {0, 1}, {1, 2, 7}, {2, 0}},        // mode 7 summed in b only
-      {{1, 1}, {1, 1}, {0, 1}, {1, 2}, {0, 2}},              // all extents 1
+      {{}, {}, {}, {}, {}},                                        // scalar * scalar
+      {{}, {3, 4}, {}, {0, 1}, {1, 0}},                            // scalar * matrix, transposed
+      {{5}, {6}, {0}, {1}, {0, 1}},                                // outer product
+      {{5}, {6}, {0}, {1}, {1, 0}},                                // outer product, transposed
+      {{4, 5}, {5, 4}, {0, 1}, {1, 0}, {0, 1}},                    // Hadamard
+      {{4, 5, 3}, {3, 5, 4}, {0, 1, 2}, {2, 1, 0}, {1, 2, 0}},     // Hadamard, permuted
+      {{7}, {7}, {0}, {0}, {}},                                    // dot product
+      {{6, 6}, {}, {0, 0}, {}, {}},                                // trace
+      {{6, 6}, {}, {0, 0}, {}, {0}},                               // diagonal
+      {{4, 3, 5}, {5, 2}, {0, 9, 1}, {1, 2}, {0, 2}},              // mode 9 summed in a only
+      {{4, 3}, {3, 2, 6}, {0, 1}, {1, 2, 7}, {2, 0}},              // mode 7 summed in b only
+      {{1, 1}, {1, 1}, {0, 1}, {1, 2}, {0, 2}},                    // all extents 1
       {{3, 1, 4}, {4, 1, 2}, {0, 1, 2}, {2, 3, 4}, {4, 3, 1, 0}},  // extent-1 modes everywhere
   };
   for (const Problem& p : problems) {

@@ -20,8 +20,9 @@ namespace cpu = tenex::detail::cpu;
 
 namespace {
 
-#define TENEX_TEST_TUPLE_OF(T) , std::tuple<T>{}
-using Scalars = decltype(std::tuple_cat(std::tuple<>{} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
+#define TENEX_TEST_TUPLE_OF(T) \
+  , std::tuple<T> {}
+using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
 // Reference arithmetic is done in double on row-major std::vector<double>.
@@ -313,8 +314,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg: cholesky of a matrix that is not SPD thro
   std::vector<T> l(16);
   const std::string routine = letter<T>() + "potrf";
   CHECK_THROWS_AS(cpu::cholesky(a.data(), 4, l.data()), tenex::NumericalError);
-  CHECK_THROWS_WITH_AS(cpu::cholesky(a.data(), 4, l.data()), doctest::Contains(routine.c_str()),
-                       tenex::NumericalError);
+  CHECK_THROWS_WITH_AS(cpu::cholesky(a.data(), 4, l.data()), doctest::Contains(routine.c_str()), tenex::NumericalError);
   CHECK_THROWS_WITH_AS(cpu::cholesky(a.data(), 4, l.data()), doctest::Contains("info = 3"), tenex::NumericalError);
   CHECK_THROWS_WITH_AS(cpu::cholesky(a.data(), 4, l.data()),
                        doctest::Contains("leading minor of order 3 is not positive definite"), tenex::NumericalError);
@@ -325,8 +325,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg: cholesky of a matrix that is not SPD thro
 
   std::vector<T> with_nan = to<T>(random_spd(3, 4));
   with_nan[2 * 3 + 1] = std::numeric_limits<T>::quiet_NaN();
-  CHECK_THROWS_WITH_AS(cpu::cholesky(with_nan.data(), 3, l.data()), doctest::Contains("non-finite entry (nan) at (2, 1)"),
-                       tenex::NumericalError);
+  CHECK_THROWS_WITH_AS(cpu::cholesky(with_nan.data(), 3, l.data()),
+                       doctest::Contains("non-finite entry (nan) at (2, 1)"), tenex::NumericalError);
   std::vector<T> with_inf = to<T>(random_spd(3, 4));
   with_inf[0] = std::numeric_limits<T>::infinity();
   CHECK_THROWS_WITH_AS(cpu::cholesky(with_inf.data(), 3, l.data()), doctest::Contains("(inf) at (0, 0)"),
@@ -401,8 +401,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg: generalized eigen with indefinite b throw
   const std::string routine = letter<T>() + "sygvd";
   CHECK_THROWS_WITH_AS(cpu::eigen_generalized(a.data(), b.data(), n, v.data(), w.data()),
                        doctest::Contains(routine.c_str()), tenex::NumericalError);
-  CHECK_THROWS_WITH_AS(cpu::eigen_generalized(a.data(), b.data(), n, v.data(), w.data()),
-                       doctest::Contains("info = 5"), tenex::NumericalError);
+  CHECK_THROWS_WITH_AS(cpu::eigen_generalized(a.data(), b.data(), n, v.data(), w.data()), doctest::Contains("info = 5"),
+                       tenex::NumericalError);
   CHECK_THROWS_WITH_AS(cpu::eigen_generalized(a.data(), b.data(), n, v.data(), w.data()),
                        doctest::Contains("leading minor of order 2 of b is not positive definite"),
                        tenex::NumericalError);
@@ -436,7 +436,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg: qr counts geqrf + orgqr flops", T, cpu_li
   std::vector<T> q(m * n), r(n * n);
   const cpu::KernelCount count = cpu::qr(a.data(), m, n, q.data(), r.data());
   const double dm = m, dn = n;
-  CHECK(count.flops == doctest::Approx(2 * dm * dn * dn - 2 * dn * dn * dn / 3 + 2 * dm * dn * dn - 2 * dn * dn * dn / 3));
+  CHECK(count.flops ==
+        doctest::Approx(2 * dm * dn * dn - 2 * dn * dn * dn / 3 + 2 * dm * dn * dn - 2 * dn * dn * dn / 3));
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_linalg_qr_count, Scalars);
 

@@ -4,13 +4,13 @@
 // cholesky, pow's domain, scale chains, the backend variable and the graph dump.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -228,9 +228,9 @@ TEST_CASE_TEMPLATE_DEFINE("architecture: cholesky reads the triangle its labels 
     }
   };
   Tensor<T> l1, l2;
-  l1("i,j") = tenex::cholesky(a("i,j"));   // a's lower triangle
+  l1("i,j") = tenex::cholesky(a("i,j"));  // a's lower triangle
   check(l1, lower_of(a, false));
-  l2("j,i") = tenex::cholesky(b("j,i"));   // the transpose of b: b's upper triangle
+  l2("j,i") = tenex::cholesky(b("j,i"));  // the transpose of b: b's upper triangle
   check(l2, lower_of(b, true));
 }
 

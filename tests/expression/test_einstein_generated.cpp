@@ -40,9 +40,9 @@ enum class Modifier { none, scale_left, scale_right, divide, negate };
 enum class Assign { set, add, subtract };
 
 struct Operand {
-  std::string labels;   // as the user writes them: "i,k"
+  std::string labels;  // as the user writes them: "i,k"
   ref::Extents extents;
-  bool denominator = false;   // values kept away from zero
+  bool denominator = false;  // values kept away from zero
 };
 
 struct Case {
@@ -103,7 +103,7 @@ struct Case {
 // Generators
 
 const std::vector<std::string> kLabelPool = {"i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "mu", "nu"};
-constexpr std::size_t kBudget = 20000;   // most label combinations the reference loops over
+constexpr std::size_t kBudget = 20000;  // most label combinations the reference loops over
 
 template <class V>
 void shuffle(V& v, Random& rng) {
@@ -194,11 +194,11 @@ Case gen_chain(Random& rng) {
     if (rng.chance(0.3)) {
       auto extra = s.fresh(1, 1, 3);
       labels.push_back(extra[0]);
-      if (rng.chance(0.6)) kept.push_back(extra[0]);   // else summed over one operand only
+      if (rng.chance(0.6)) kept.push_back(extra[0]);  // else summed over one operand only
     }
     c.operands.push_back(s.operand(shuffled(labels, rng)));
   }
-  if (rng.chance(0.2)) kept.erase(kept.begin());   // sum over the chain's first open label too
+  if (rng.chance(0.2)) kept.erase(kept.begin());  // sum over the chain's first open label too
   c.target = ref::join_labels(shuffled(kept, rng));
   random_modifier(c, rng);
   return c;
@@ -211,12 +211,12 @@ Case gen_diagonal(Random& rng) {
   auto distinct = s.fresh(1 + rng.below(3), 2, 4);
   const std::size_t rank = std::max<std::size_t>(distinct.size() + 1, 2 + rng.below(4));
   std::vector<std::string> labels = distinct;
-  labels.push_back(distinct[rng.below(distinct.size())]);   // at least one repeat
+  labels.push_back(distinct[rng.below(distinct.size())]);  // at least one repeat
   while (labels.size() < rank) labels.push_back(distinct[rng.below(distinct.size())]);
   shuffle(labels, rng);
   c.operands.push_back(s.operand(labels));
   std::vector<std::string> pool = distinct;
-  if (rng.chance(0.35)) {   // times a matrix sharing one of the diagonal's labels
+  if (rng.chance(0.35)) {  // times a matrix sharing one of the diagonal's labels
     auto other = s.fresh(1);
     c.operands.push_back(s.operand(shuffled({distinct[0], other[0]}, rng)));
     pool.push_back(other[0]);
@@ -325,7 +325,7 @@ Case gen_general(Random& rng) {
     std::vector<std::string> candidates = shuffled(labels, rng);
     for (std::size_t m = 0; m < rank; ++m) {
       if (m < candidates.size() && !rng.chance(0.1)) ol.push_back(candidates[m]);
-      else ol.push_back(labels[rng.below(labels.size())]);   // a repeat: a diagonal
+      else ol.push_back(labels[rng.below(labels.size())]);  // a repeat: a diagonal
     }
     seen.insert(ol.begin(), ol.end());
     c.operands.push_back(s.operand(ol));
@@ -363,14 +363,14 @@ Case gen_elementwise(Random& rng) {
     const int first = static_cast<int>(c.operands.size());
     if (op == ref::Op::divide || mine.empty() || rng.chance(0.6)) {
       auto labels = mine;
-      if (!labels.empty() && op != ref::Op::divide && rng.chance(0.15)) {   // a diagonal
+      if (!labels.empty() && op != ref::Op::divide && rng.chance(0.15)) {  // a diagonal
         labels.push_back(labels[0]);
       }
       Operand o = s.operand(shuffled(labels, rng));
       o.denominator = op == ref::Op::divide;
       c.operands.push_back(o);
       c.terms.push_back({first});
-    } else {   // a product with a summed label of its own
+    } else {  // a product with a summed label of its own
       auto k = s.fresh(1);
       std::vector<std::string> left = {k[0]}, right = {k[0]};
       for (const auto& l : mine) (rng.chance(0.5) ? left : right).push_back(l);
@@ -399,9 +399,15 @@ struct Category {
 
 const std::vector<Category>& categories() {
   static const std::vector<Category> list = {
-      {"contraction", gen_contraction, 30}, {"chain", gen_chain, 20},   {"diagonal", gen_diagonal, 25},
-      {"batch", gen_batch, 20},             {"outer", gen_outer, 15},   {"sum", gen_sum, 20},
-      {"scalar", gen_scalar, 20},           {"general", gen_general, 40}, {"elementwise", gen_elementwise, 40},
+      {"contraction", gen_contraction, 30},
+      {"chain", gen_chain, 20},
+      {"diagonal", gen_diagonal, 25},
+      {"batch", gen_batch, 20},
+      {"outer", gen_outer, 15},
+      {"sum", gen_sum, 20},
+      {"scalar", gen_scalar, 20},
+      {"general", gen_general, 40},
+      {"elementwise", gen_elementwise, 40},
       {"accumulate", gen_accumulate, 15},
   };
   return list;
@@ -495,8 +501,8 @@ Expected reference_result(const Case& c, const std::vector<ref::Array>& inputs, 
   e.value = ref::scaled(e.value, factor);
   e.magnitude = ref::scaled(e.magnitude, std::abs(factor));
   if (c.assign != Assign::set) {
-    e.value = ref::elementwise(c.assign == Assign::add ? ref::Op::add : ref::Op::subtract, *old_target, e.value,
-                               target);
+    e.value =
+        ref::elementwise(c.assign == Assign::add ? ref::Op::add : ref::Op::subtract, *old_target, e.value, target);
     e.magnitude = ref::elementwise(ref::Op::add, ref::absolute(*old_target), e.magnitude, target);
   }
   return e;
@@ -629,9 +635,9 @@ void run_case(const Case& c) {
     CHECK(got_extents == target_extents);
     if (got_extents != target_extents) return;
     const std::vector<T> got = result.to_vector();
-    const std::string report = ref::compare(std::vector<double>(got.begin(), got.end()), expected.value,
-                                            expected.magnitude, relative_tolerance<T>(),
-                                            relative_tolerance<T>() * 1e-3);
+    const std::string report =
+        ref::compare(std::vector<double>(got.begin(), got.end()), expected.value, expected.magnitude,
+                     relative_tolerance<T>(), relative_tolerance<T>() * 1e-3);
     INFO(report);
     CHECK(report.empty());
   } catch (const std::exception& e) {
@@ -653,11 +659,15 @@ void run_category(const char* name) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE_DEFINE("einstein generated: contraction", T, einstein_contraction) { run_category<T>("contraction"); }
+TEST_CASE_TEMPLATE_DEFINE("einstein generated: contraction", T, einstein_contraction) {
+  run_category<T>("contraction");
+}
 TEST_CASE_TEMPLATE_APPLY(einstein_contraction, Scalars);
 TEST_CASE_TEMPLATE_DEFINE("einstein generated: chain", T, einstein_chain) { run_category<T>("chain"); }
 TEST_CASE_TEMPLATE_APPLY(einstein_chain, Scalars);
-TEST_CASE_TEMPLATE_DEFINE("einstein generated: diagonal and trace", T, einstein_diagonal) { run_category<T>("diagonal"); }
+TEST_CASE_TEMPLATE_DEFINE("einstein generated: diagonal and trace", T, einstein_diagonal) {
+  run_category<T>("diagonal");
+}
 TEST_CASE_TEMPLATE_APPLY(einstein_diagonal, Scalars);
 TEST_CASE_TEMPLATE_DEFINE("einstein generated: batch", T, einstein_batch) { run_category<T>("batch"); }
 TEST_CASE_TEMPLATE_APPLY(einstein_batch, Scalars);
@@ -669,7 +679,9 @@ TEST_CASE_TEMPLATE_DEFINE("einstein generated: scalars", T, einstein_scalar) { r
 TEST_CASE_TEMPLATE_APPLY(einstein_scalar, Scalars);
 TEST_CASE_TEMPLATE_DEFINE("einstein generated: general", T, einstein_general) { run_category<T>("general"); }
 TEST_CASE_TEMPLATE_APPLY(einstein_general, Scalars);
-TEST_CASE_TEMPLATE_DEFINE("einstein generated: elementwise", T, einstein_elementwise) { run_category<T>("elementwise"); }
+TEST_CASE_TEMPLATE_DEFINE("einstein generated: elementwise", T, einstein_elementwise) {
+  run_category<T>("elementwise");
+}
 TEST_CASE_TEMPLATE_APPLY(einstein_elementwise, Scalars);
 TEST_CASE_TEMPLATE_DEFINE("einstein generated: accumulate", T, einstein_accumulate) { run_category<T>("accumulate"); }
 TEST_CASE_TEMPLATE_APPLY(einstein_accumulate, Scalars);

@@ -67,15 +67,17 @@ TEST_CASE("errors: one label with two extents") {
   auto a = counting({3, 4});
   auto b = counting({5, 6});
   Tensor<double> c({2}, {1, 2});
-  CHECK_THROWS_WITH_AS(c("i,j") = a("i,k") * b("k,j"),
-                       "tenex: Multiplication: label \"k\" has extent 4 in (\"i,k\") {3, 4} but extent 5 in (\"k,j\") {5, 6}",
-                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      c("i,j") = a("i,k") * b("k,j"),
+      "tenex: Multiplication: label \"k\" has extent 4 in (\"i,k\") {3, 4} but extent 5 in (\"k,j\") {5, 6}",
+      tenex::ShapeError);
   CHECK_THROWS_WITH_AS(c("i,j") = a("i,j") + b("i,j"),
                        "tenex: Addition: label \"i\" has extent 3 in (\"i,j\") {3, 4} but extent 5 in (\"i,j\") {5, 6}",
                        tenex::ShapeError);
-  CHECK_THROWS_WITH_AS(c("i,k") = a("i,j") - b("j,k"),
-                       "tenex: Subtraction: label \"j\" has extent 4 in (\"i,j\") {3, 4} but extent 5 in (\"j,k\") {5, 6}",
-                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      c("i,k") = a("i,j") - b("j,k"),
+      "tenex: Subtraction: label \"j\" has extent 4 in (\"i,j\") {3, 4} but extent 5 in (\"j,k\") {5, 6}",
+      tenex::ShapeError);
   CHECK_THROWS_WITH_AS(c("i,k") = a("i,j") / b("j,k"),
                        "tenex: Division: label \"j\" has extent 4 in (\"i,j\") {3, 4} but extent 5 in (\"j,k\") {5, 6}",
                        tenex::ShapeError);
@@ -89,9 +91,10 @@ TEST_CASE("errors: one label with two extents") {
 
   // Shapes check the same way.
   Shape sa{3, 4}, sb{5, 6}, sc{9};
-  CHECK_THROWS_WITH_AS(sc("i,j") = sa("i,k") * sb("k,j"),
-                       "tenex: Multiplication: label \"k\" has extent 4 in (\"i,k\") {3, 4} but extent 5 in (\"k,j\") {5, 6}",
-                       tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(
+      sc("i,j") = sa("i,k") * sb("k,j"),
+      "tenex: Multiplication: label \"k\" has extent 4 in (\"i,k\") {3, 4} but extent 5 in (\"k,j\") {5, 6}",
+      tenex::ShapeError);
   CHECK(sc == Shape{9});
 }
 
@@ -103,19 +106,17 @@ TEST_CASE("errors: a target that repeats a label") {
   CHECK(c.to_vector() == std::vector<double>{1, 2, 3, 4});
   auto square = counting({3, 3});
   Tensor<double> d = counting({3, 3});
-  CHECK_THROWS_WITH_AS(d("i,i") += square("i,j"), "tenex: assignment target \"i,i\" repeats label \"i\"",
-                       tenex::Error);
-  CHECK_THROWS_WITH_AS(d("j,j") -= square("j,j"), "tenex: assignment target \"j,j\" repeats label \"j\"",
-                       tenex::Error);
+  CHECK_THROWS_WITH_AS(d("i,i") += square("i,j"), "tenex: assignment target \"i,i\" repeats label \"i\"", tenex::Error);
+  CHECK_THROWS_WITH_AS(d("j,j") -= square("j,j"), "tenex: assignment target \"j,j\" repeats label \"j\"", tenex::Error);
   CHECK(d.to_vector() == counting({3, 3}).to_vector());
 }
 
 TEST_CASE("errors: a target label the right side does not produce") {
   auto a = counting({3, 4});
   Tensor<double> c({2, 2}, {1, 2, 3, 4});
-  CHECK_THROWS_WITH_AS(c("i,x") = a("i,j"),
-                       "tenex: assignment target \"i,x\": label \"x\" is not produced by the right side (\"i,j\") {3, 4}",
-                       tenex::Error);
+  CHECK_THROWS_WITH_AS(
+      c("i,x") = a("i,j"),
+      "tenex: assignment target \"i,x\": label \"x\" is not produced by the right side (\"i,j\") {3, 4}", tenex::Error);
   CHECK(c.shape() == Shape{2, 2});
   CHECK(c.to_vector() == std::vector<double>{1, 2, 3, 4});
   Tensor<double> fresh;
@@ -159,7 +160,8 @@ TEST_CASE("errors: at() out of range or with the wrong number of indices") {
 TEST_CASE("errors: reading a tensor that was never given a value") {
   tenex::Tensor<double> x;
   tenex::Tensor<double> c({1}, {5});
-  CHECK_THROWS_WITH_AS(c("i") = x("i"), "tenex: the tensor labelled \"i\" has no value: give it a shape or assign to it first",
+  CHECK_THROWS_WITH_AS(c("i") = x("i"),
+                       "tenex: the tensor labelled \"i\" has no value: give it a shape or assign to it first",
                        tenex::Error);
   CHECK(c.to_vector() == std::vector<double>{5});
   CHECK_FALSE(x.has_value());
@@ -193,7 +195,7 @@ TEST_CASE("errors: sparse maps with unknown labels or out-of-range indices") {
     CHECK_THROWS_AS(e.set_sparse_map("i", "j", target_out_of_range), tenex::Error);
     tenex::SparseMap two_modes;
     two_modes.insert({0, 0}, {{0}});
-    CHECK_THROWS_AS(e.set_sparse_map("i", "j", two_modes), tenex::Error);   // 2 source indices for 1 label
+    CHECK_THROWS_AS(e.set_sparse_map("i", "j", two_modes), tenex::Error);  // 2 source indices for 1 label
     c("i,j") = e * 1.0;
   }
   // None of the rejected maps was registered.
@@ -207,7 +209,7 @@ TEST_CASE("errors: a rejected statement leaves its set intact") {
   {
     auto x = a("i,k");
     d("i,k") = x * 2.0;
-    CHECK_THROWS_AS(c("i,j") = x * b("k,j"), tenex::ShapeError);   // k: 3 against 4
+    CHECK_THROWS_AS(c("i,j") = x * b("k,j"), tenex::ShapeError);  // k: 3 against 4
     CHECK(d.pending());
   }
   CHECK(d.to_vector() == std::vector<double>{2, 4, 6, 8, 10, 12});

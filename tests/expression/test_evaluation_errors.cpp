@@ -34,16 +34,16 @@ TEST_CASE_TEMPLATE_DEFINE("evaluation errors: a failed Cholesky factorisation is
                           evaluation_error_reads) {
   auto a = indefinite<T>();
   Tensor<T> l;
-  CHECK_NOTHROW(l("i,j") = tenex::cholesky(a("i,j")));   // stored, not thrown from the destructor
+  CHECK_NOTHROW(l("i,j") = tenex::cholesky(a("i,j")));  // stored, not thrown from the destructor
   CHECK(l.shape() == Shape{2, 2});
   CHECK_THROWS_AS(l.wait(), tenex::NumericalError);
-  CHECK_THROWS_AS(l.wait(), tenex::NumericalError);   // every read, not just the first
+  CHECK_THROWS_AS(l.wait(), tenex::NumericalError);  // every read, not just the first
   const Tensor<T>& cl = l;
   CHECK_THROWS_AS(cl.data(), tenex::NumericalError);
   CHECK_THROWS_AS(l.data(), tenex::NumericalError);
   CHECK_THROWS_AS(cl.at(0, 0), tenex::NumericalError);
   CHECK_THROWS_AS(l.to_vector(), tenex::NumericalError);
-  CHECK_THROWS_AS(static_cast<void>(Tensor<T>(l)), tenex::NumericalError);   // copying reads
+  CHECK_THROWS_AS(static_cast<void>(Tensor<T>(l)), tenex::NumericalError);  // copying reads
   Tensor<T> assigned;
   CHECK_THROWS_AS(assigned = l, tenex::NumericalError);
   try {
@@ -69,8 +69,8 @@ TEST_CASE("evaluation errors: results that depend on a failed one report the err
   CHECK_NOTHROW([&] {
     auto ai = a("i,j");
     l("i,j") = tenex::cholesky(ai);
-    m("i,j") = l("i,k") * a("k,j");   // needs l
-    n("i,j") = 2.0 * ai;              // does not
+    m("i,j") = l("i,k") * a("k,j");  // needs l
+    n("i,j") = 2.0 * ai;             // does not
   }());
   CHECK_THROWS_AS(l.at(0, 0), tenex::NumericalError);
   CHECK_THROWS_AS(m.wait(), tenex::Error);
@@ -109,7 +109,7 @@ TEST_CASE("evaluation errors: a failed set inside a scope") {
     auto ai = a("i,j");
     l("i,j") = tenex::cholesky(ai);
     CHECK(l.pending());
-    CHECK_THROWS_AS(l.wait(), tenex::NumericalError);   // reading inside the scope evaluates
+    CHECK_THROWS_AS(l.wait(), tenex::NumericalError);  // reading inside the scope evaluates
   }
   CHECK_THROWS_AS(l.wait(), tenex::NumericalError);
 }

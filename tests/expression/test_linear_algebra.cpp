@@ -243,7 +243,8 @@ void check_generalized_eigen(const Tensor<T>& a, const Tensor<T>& b, const Tenso
   for (double x : wd) wmax = std::max(wmax, std::abs(x));
   const double scale = (norm(ad) + norm(bd) * wmax) * std::max(1.0, norm(vd));
   CHECK(distance(product(ad, vd), scale_columns(product(bd, vd), wd)) <= tolerance<T>(n, scale));
-  CHECK(distance(product(transpose(vd), product(bd, vd)), identity(n)) <= tolerance<T>(n, norm(bd) * norm(vd) * norm(vd) / n + 1.0));
+  CHECK(distance(product(transpose(vd), product(bd, vd)), identity(n)) <=
+        tolerance<T>(n, norm(bd) * norm(vd) * norm(vd) / n + 1.0));
   check_ascending<T>(wd);
 }
 
@@ -298,7 +299,8 @@ std::vector<std::string> lines_with(const std::string& dot, const std::string& w
 }
 
 bool some_line_has(const std::vector<std::string>& lines, const std::string& word) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(word) != std::string::npos; });
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(word) != std::string::npos; });
 }
 
 // Runs `statements` with TENEX_DUMP_GRAPH set to a fresh directory and returns the text of
@@ -420,7 +422,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: cholesky of permuted, sliced, chipped
   // target written ("j,i") holds L itself and one written ("i,j") its transpose.
   Tensor<T> l1, l1t, l2, l3;
   l1("j,i") = tenex::cholesky(tenex::permute(a_in("i,j"), "j,i"));
-  check_cholesky(a, l1);   // A^T = A
+  check_cholesky(a, l1);  // A^T = A
   l1t("i,j") = tenex::cholesky(tenex::permute(a_in("i,j"), "j,i"));
   check_upper(l1t);
   l2("j,i") = tenex::cholesky(a_in("j,i"));
@@ -656,7 +658,8 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: eigen_solve composes inside expressio
   for (std::size_t i = 0; i < n; ++i) eye.at(i, i) = T(1);
   Tensor<T> w3;
   w3("j") = tenex::eigen_solve(a_in("i,j") + 3.0 * eye("i,j")).second;
-  for (std::size_t j = 0; j < n; ++j) CHECK(std::abs(w3.at(j) - (w.at(j) + 3.0)) <= tolerance<T>(n, norm(dense(a)) + 3));
+  for (std::size_t j = 0; j < n; ++j)
+    CHECK(std::abs(w3.at(j) - (w.at(j) + 3.0)) <= tolerance<T>(n, norm(dense(a)) + 3));
 
   // Eigenvalues of a permuted operand (A^T = A) and of a slice (a principal block).
   Tensor<T> vp, wp, vs, ws;
@@ -1133,7 +1136,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: chip of every mode and index against 
   for (std::size_t index = 0; index < 5; ++index) {
     Tensor<T> c, ct;
     c("i,j") = tenex::chip(t("i,j,k"), "k", index);
-    ct("j,i") = tenex::chip(t("i,j,k"), "k", index);   // a permuted target
+    ct("j,i") = tenex::chip(t("i,j,k"), "k", index);  // a permuted target
     REQUIRE(c.shape() == Shape{3, 4});
     REQUIRE(ct.shape() == Shape{4, 3});
     for (std::size_t i = 0; i < 3; ++i) {
@@ -1198,7 +1201,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: pow against repeated products", T, la
   CHECK(p1.to_vector() == a.to_vector());
 
   Dense power = identity(n);
-  Dense magnitude = identity(n);   // |A|^p: the size of the terms summed
+  Dense magnitude = identity(n);  // |A|^p: the size of the terms summed
   Dense abs_a = ad;
   for (double& x : abs_a.v) x = std::abs(x);
   for (unsigned p = 1; p <= 9; ++p) {
@@ -1235,14 +1238,14 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: pow against repeated products", T, la
     CHECK(std::abs(y.at(i) - expected) <= tolerance<T>(2 * n, norm(abs_a) * norm(abs_a) * 3));
   }
   Tensor<T> pt;
-  pt("i,j") = tenex::pow(a("j,i"), 4);   // labels (j,i): the power of A, stored transposed
+  pt("i,j") = tenex::pow(a("j,i"), 4);  // labels (j,i): the power of A, stored transposed
   Tensor<T> p4;
   p4("i,j") = tenex::pow(a("i,j"), 4);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) CHECK(pt.at(i, j) == p4.at(j, i));
   }
   Tensor<T> ptp;
-  ptp("j,i") = tenex::pow(tenex::permute(a("i,j"), "j,i"), 4);   // (A^T)^4 = (A^4)^T
+  ptp("j,i") = tenex::pow(tenex::permute(a("i,j"), "j,i"), 4);  // (A^T)^4 = (A^4)^T
   CHECK(distance(dense(ptp), transpose(dense(p4))) <= tolerance<T>(4 * n, std::pow(norm(abs_a), 4)));
 
   // Sizes 0 and 1.
@@ -1296,7 +1299,7 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: decompositions in linked sets, on the
     auto [vec, val] = tenex::eigen_solve(b("i,j"));
     lb("i,j") = chol;
     vb("i,j") = vec;
-    b.at(0, 0) = T(-1);   // no longer positive definite
+    b.at(0, 0) = T(-1);  // no longer positive definite
     wb("j") = val;
   }
   CHECK(b.at(0, 0) == T(-1));
@@ -1366,7 +1369,7 @@ TEST_CASE("linear algebra: the graph shows slices, chips, powers and factors wit
     val.add_to_graph(g);
     const std::string dot = g.to_dot();
     INFO(dot);
-    CHECK(occurrences(dot, "eigen_solve") == 1);   // one decomposition for both factors
+    CHECK(occurrences(dot, "eigen_solve") == 1);  // one decomposition for both factors
     const auto factors = lines_with(dot, "factor");
     CHECK(factors.size() == 2);
     CHECK(some_line_has(factors, "vectors"));

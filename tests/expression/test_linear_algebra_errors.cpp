@@ -73,7 +73,8 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: decompositions need matrices",
   check_sentinel(second);
   check_sentinel(third);
   CHECK_THROWS_WITH_AS(target("i,j") = tenex::pow(v("i"), 2),
-                       "tenex: pow: the operand (\"i\") {5} has rank 1; a matrix (rank 2) is needed", tenex::ShapeError);
+                       "tenex: pow: the operand (\"i\") {5} has rank 1; a matrix (rank 2) is needed",
+                       tenex::ShapeError);
   check_sentinel(target);
   // The operands are untouched.
   CHECK(a.to_vector() == counting<T>({2, 3, 4}).to_vector());
@@ -166,9 +167,9 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra errors: slice bounds", T, la_errors_sl
                        "tenex: slice: (\"i,j\") {3, 4} needs 2 bounds in lo and hi, got 3 and 3", tenex::ShapeError);
   check_sentinel(target);
   // The bounds are checked against the operand expression's labels and extents.
-  CHECK_THROWS_WITH_AS(
-      target("j,i") = tenex::slice(tenex::permute(a("i,j"), "j,i"), {0, 0}, {4, 4}),
-      "tenex: slice: bound hi = 4 of label \"i\" is out of range for extent 3 in (\"j,i\") {4, 3}", tenex::ShapeError);
+  CHECK_THROWS_WITH_AS(target("j,i") = tenex::slice(tenex::permute(a("i,j"), "j,i"), {0, 0}, {4, 4}),
+                       "tenex: slice: bound hi = 4 of label \"i\" is out of range for extent 3 in (\"j,i\") {4, 3}",
+                       tenex::ShapeError);
   check_sentinel(target);
   // Edges that are fine: hi = extent, lo = hi (empty).
   Tensor<T> ok;

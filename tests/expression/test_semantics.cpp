@@ -64,11 +64,11 @@ std::string mismatch(const Tensor<T>& got, const ref::Array& expected) {
                       tolerance<T>());
 }
 
-#define CHECK_MATCHES(got, expected)                   \
-  do {                                                 \
+#define CHECK_MATCHES(got, expected)                       \
+  do {                                                     \
     const std::string mismatch_ = mismatch(got, expected); \
-    INFO(#got " vs " #expected ": ", mismatch_);       \
-    CHECK(mismatch_.empty());                          \
+    INFO(#got " vs " #expected ": ", mismatch_);           \
+    CHECK(mismatch_.empty());                              \
   } while (false)
 
 template <class T, class... I>
@@ -101,10 +101,10 @@ TEST_CASE("semantics: a named handle keeps its set pending until the end of its 
     auto ab = a("i,k") * b("k,j");
     c("i,j") = ab;
     CHECK(c.pending());
-    CHECK(c.shape() == Shape{2, 4});   // known before evaluation
+    CHECK(c.shape() == Shape{2, 4});  // known before evaluation
     CHECK(c.rank() == 2);
     CHECK(c.size() == 8);
-    CHECK(c.pending());                // and asking did not evaluate
+    CHECK(c.pending());  // and asking did not evaluate
     d("j,i") = 2.0 * ab;
     CHECK(d.pending());
     CHECK(d.shape() == Shape{4, 2});
@@ -160,9 +160,9 @@ TEST_CASE("semantics: reading inside a scope evaluates what is recorded so far")
     auto x = a("i,j");
     c("i,j") = x * 2.0;
     CHECK(c.pending());
-    CHECK(get(c, 1, 2) == doctest::Approx(2.0 * get(a, 1, 2)));   // runs what is recorded
+    CHECK(get(c, 1, 2) == doctest::Approx(2.0 * get(a, 1, 2)));  // runs what is recorded
     CHECK_FALSE(c.pending());
-    d("i,j") = x + x;   // recorded after the read: pending again until the scope ends
+    d("i,j") = x + x;  // recorded after the read: pending again until the scope ends
     CHECK(d.pending());
     CHECK_MATCHES(c, ref::scaled(array(a, "i,j"), 2.0));
   }
@@ -217,8 +217,8 @@ TEST_CASE("semantics: a later write to an operand does not change a pending resu
       auto x = a("i,j");
       c("i,j") = x * 2.0;
       a.at(0, 0) = 99;
-      d("i,j") = x * 3.0;        // x read a before the write
-      e("i,j") = a("i,j") * 1.0; // a statement after the write sees it
+      d("i,j") = x * 3.0;         // x read a before the write
+      e("i,j") = a("i,j") * 1.0;  // a statement after the write sees it
     }
     CHECK(get(c, 0, 0) == 2.0);
     CHECK(get(d, 0, 0) == 3.0);
@@ -230,7 +230,7 @@ TEST_CASE("semantics: a later write to an operand does not change a pending resu
     {
       auto x = a("i,j");
       c("j,i") = x;
-      a.data()[1] = -5;   // a(0, 1)
+      a.data()[1] = -5;  // a(0, 1)
     }
     CHECK(get(c, 1, 0) == 2.0);
     CHECK(get(a, 0, 1) == -5.0);
@@ -240,8 +240,8 @@ TEST_CASE("semantics: a later write to an operand does not change a pending resu
     {
       auto x = a("i,j");
       c("i,j") = x * 2.0;
-      a("i,j") = b("i,j") * 1.0;   // a new value for a, in the same scope
-      d("i,j") = a("i,j") + x;     // new a plus old a
+      a("i,j") = b("i,j") * 1.0;  // a new value for a, in the same scope
+      d("i,j") = a("i,j") + x;    // new a plus old a
     }
     CHECK(c.to_vector() == std::vector<double>{2, 4, 6, 8});
     CHECK(a.to_vector() == std::vector<double>{10, 20, 30, 40});
@@ -250,8 +250,8 @@ TEST_CASE("semantics: a later write to an operand does not change a pending resu
   SUBCASE("a statement reads the value an earlier pending statement gives") {
     {
       auto x = a("i,j");
-      a("i,j") = x * 2.0;          // a pending: 2 * old a
-      c("i,j") = a("i,j") + x;     // reads the pending a: 3 * old a
+      a("i,j") = x * 2.0;       // a pending: 2 * old a
+      c("i,j") = a("i,j") + x;  // reads the pending a: 3 * old a
     }
     CHECK(a.to_vector() == std::vector<double>{2, 4, 6, 8});
     CHECK(c.to_vector() == std::vector<double>{3, 6, 9, 12});
@@ -299,7 +299,7 @@ TEST_CASE("semantics: statements on one target run in program order") {
     {
       auto x = a("i,j");
       c("i,j") = x * 2.0;
-      c.at(0, 0) = 5.0;   // waits for c, then writes
+      c.at(0, 0) = 5.0;  // waits for c, then writes
       CHECK_FALSE(c.pending());
     }
     CHECK(get(c, 0, 0) == 5.0);
@@ -313,7 +313,7 @@ TEST_CASE("semantics: statements on one target run in program order") {
         Tensor<double> tmp;
         tmp("i,j") = x * 2.0;
         d("i,j") = tmp("i,j") + x;
-      }   // tmp dies while pending
+      }  // tmp dies while pending
     }
     CHECK_MATCHES(d, ref::scaled(x0, 3.0));
   }
@@ -373,8 +373,8 @@ TEST_CASE("semantics: a target on its own right side") {
     auto c = random_tensor<double>({3, 3}, 16);
     const auto old = array(c, "i,j");
     c("i,j") += c("i,k") * c("k,j");
-    const auto square = ref::einsum({ref::make_array("i,k", {3, 3}, old.values), ref::make_array("k,j", {3, 3}, old.values)},
-                                    labels("i,j"));
+    const auto square = ref::einsum(
+        {ref::make_array("i,k", {3, 3}, old.values), ref::make_array("k,j", {3, 3}, old.values)}, labels("i,j"));
     CHECK_MATCHES(c, ref::elementwise(ref::Op::add, old, square, labels("i,j")));
   }
   SUBCASE("a(i,j) = a(j,i) on a pending a") {
@@ -395,7 +395,7 @@ TEST_CASE("semantics: a target on its own right side") {
     {
       auto keep = c("i,j");
       c("i,j") = c("i,j") + c("j,i");
-      d("i,j") = keep * 1.0;   // the old c
+      d("i,j") = keep * 1.0;  // the old c
     }
     CHECK_MATCHES(c, ref::elementwise(ref::Op::add, old, ref::relabelled(old, "j,i"), labels("i,j")));
     CHECK_MATCHES(d, old);
@@ -409,8 +409,9 @@ TEST_CASE("semantics: the same tensor several times in one statement") {
   square("i,j") = a("i,k") * a("k,j");
   hadamard("i,j") = a("i,j") * a("j,i");
   norm("") = a("i,j") * a("i,j");
-  CHECK_MATCHES(square, ref::einsum({ref::make_array("i,k", {3, 3}, x.values), ref::make_array("k,j", {3, 3}, x.values)},
-                                    labels("i,j")));
+  CHECK_MATCHES(
+      square,
+      ref::einsum({ref::make_array("i,k", {3, 3}, x.values), ref::make_array("k,j", {3, 3}, x.values)}, labels("i,j")));
   CHECK_MATCHES(hadamard, ref::einsum({x, ref::make_array("j,i", {3, 3}, x.values)}, labels("i,j")));
   CHECK_MATCHES(norm, ref::einsum({x, x}, {}));
 }
@@ -439,7 +440,7 @@ TEST_CASE("semantics: a pending result used as an operand links the sets") {
       auto x = a("i,k");
       c("i,k") = x * 2.0;
       {
-        d("i,j") = c("i,k") * b("k,j");   // uses the pending c
+        d("i,j") = c("i,k") * b("k,j");  // uses the pending c
       }
       CHECK_MATCHES(d, ref::einsum({two_a, array(b, "k,j")}, labels("i,j")));
     }
@@ -465,7 +466,7 @@ TEST_CASE("semantics: a pending result used as an operand links the sets") {
       auto y = b2("i,k");
       c("i,k") = 2.0 * x;
       d("i,k") = 3.0 * y;
-      e("i,k") = x - y;   // one set now
+      e("i,k") = x - y;  // one set now
     }
     CHECK_MATCHES(c, two_a);
     CHECK_MATCHES(d, ref::scaled(array(b2, "i,k"), 3.0));
@@ -488,24 +489,25 @@ TEST_CASE("semantics: a named intermediate used by two statements is computed on
   const tenex::RunStats stats = tenex::last_run_stats();
   const double gemm = 2.0 * m * n * k;
   INFO("graph_nodes ", stats.graph_nodes, ", kernels ", stats.kernels, ", flops ", stats.flops);
-  CHECK(stats.graph_nodes >= 3);     // two inputs and the product at least
+  CHECK(stats.graph_nodes >= 3);  // two inputs and the product at least
   CHECK(stats.graph_nodes <= 10);
   CHECK(stats.kernels >= 1);
-  CHECK(stats.flops >= gemm);        // the product ran
-  CHECK(stats.flops < 2.0 * gemm);   // once
+  CHECK(stats.flops >= gemm);       // the product ran
+  CHECK(stats.flops < 2.0 * gemm);  // once
   CHECK(stats.seconds >= 0.0);
 }
 
 TEST_CASE("semantics: a product chain runs in its cheapest order") {
   // (a b) c costs 2 (10*20*30 + 10*30*5) = 15000 flops, a (b c) 2 (20*30*5 + 10*20*5) = 8000.
-  auto a = random_tensor<double>({10, 20}, 95), b = random_tensor<double>({20, 30}, 96), c = random_tensor<double>({30, 5}, 97);
+  auto a = random_tensor<double>({10, 20}, 95), b = random_tensor<double>({20, 30}, 96),
+       c = random_tensor<double>({30, 5}, 97);
   Tensor<double> e;
   e("i,l") = a("i,j") * b("j,k") * c("k,l");
   const tenex::RunStats stats = tenex::last_run_stats();
   INFO("flops ", stats.flops, ", kernels ", stats.kernels, ", peak_bytes ", stats.peak_bytes);
   CHECK(stats.flops == doctest::Approx(8000.0));
   CHECK(stats.kernels >= 2);
-  CHECK(stats.peak_bytes >= 20 * 5 * sizeof(double));   // the intermediate b c
+  CHECK(stats.peak_bytes >= 20 * 5 * sizeof(double));  // the intermediate b c
   CHECK(stats.peak_bytes < 1000000);
   CHECK_MATCHES(e, ref::einsum({array(a, "i,j"), array(b, "j,k"), array(c, "k,l")}, labels("i,l")));
 }
@@ -527,7 +529,7 @@ namespace {
 
 tenex::Multiplication<Tensor<double>> product_of_temporaries(std::uint64_t seed) {
   auto a = random_tensor<double>({2, 3}, seed), b = random_tensor<double>({3, 4}, seed + 1);
-  return a("i,k") * b("k,j");   // a and b die here; the expression keeps their values
+  return a("i,k") * b("k,j");  // a and b die here; the expression keeps their values
 }
 
 auto transposed_sum(Tensor<double>& a, Tensor<double>& b) { return a("i,j") + b("j,i"); }
@@ -562,7 +564,7 @@ TEST_CASE("semantics: expressions stored with auto, returned and outliving their
   SUBCASE("an operand made from a temporary tensor") {
     Tensor<double> c;
     {
-      auto e = Tensor<double>({2, 2}, {1, 2, 3, 4})("i,j");   // the tensor dies at the ';'
+      auto e = Tensor<double>({2, 2}, {1, 2, 3, 4})("i,j");  // the tensor dies at the ';'
       c("j,i") = e * 2.0;
     }
     CHECK(c.to_vector() == std::vector<double>{2, 6, 4, 8});
@@ -571,7 +573,7 @@ TEST_CASE("semantics: expressions stored with auto, returned and outliving their
     Tensor<double> c;
     {
       auto p = product_of_temporaries(30);
-      auto q = p;   // copy
+      auto q = p;  // copy
       c("i,j") = p + q;
     }
     CHECK_MATCHES(c, ref::scaled(expected, 2.0));
@@ -581,7 +583,7 @@ TEST_CASE("semantics: expressions stored with auto, returned and outliving their
     auto e = product_of_temporaries(30);
     c("i,j") = e;
     d("j,i") = e;
-    CHECK(c.pending());   // e still alive
+    CHECK(c.pending());  // e still alive
     CHECK_MATCHES(c, expected);
     CHECK_MATCHES(d, ref::permuted(expected, labels("j,i")));
   }
@@ -632,7 +634,8 @@ ThreadResult thread_work(int id, Tensor<double>& extra) {
 TEST_CASE("semantics: sets built and evaluated on several threads are independent") {
   constexpr int threads = 4;
   std::vector<Tensor<double>> extra;
-  for (int id = 0; id < threads; ++id) extra.push_back(random_tensor<double>({3 + static_cast<std::size_t>(id), 4}, 900));
+  for (int id = 0; id < threads; ++id)
+    extra.push_back(random_tensor<double>({3 + static_cast<std::size_t>(id), 4}, 900));
   std::vector<ThreadResult> alone;
   for (int id = 0; id < threads; ++id) alone.push_back(thread_work(id, extra[static_cast<std::size_t>(id)]));
   for (const auto& r : alone) REQUIRE(r.error.empty());
@@ -640,9 +643,8 @@ TEST_CASE("semantics: sets built and evaluated on several threads are independen
     std::vector<ThreadResult> results(threads);
     std::vector<std::thread> pool;
     for (int id = 0; id < threads; ++id) {
-      pool.emplace_back([&, id] {
-        results[static_cast<std::size_t>(id)] = thread_work(id, extra[static_cast<std::size_t>(id)]);
-      });
+      pool.emplace_back(
+          [&, id] { results[static_cast<std::size_t>(id)] = thread_work(id, extra[static_cast<std::size_t>(id)]); });
     }
     for (auto& t : pool) t.join();
     for (int id = 0; id < threads; ++id) {
@@ -867,7 +869,7 @@ TEST_CASE("semantics: the MP2 energy expression") {
   constexpr std::size_t nocc = 3, nvirt = 5, naux = 7;
   auto B = random_tensor<double>({naux, nocc, nvirt}, 140);
   auto eo = random_tensor<double>({nocc}, 141), ev = random_tensor<double>({nvirt}, 142);
-  for (std::size_t i = 0; i < nocc; ++i) eo.at(i) = eo.at(i) - 2.0;   // occupied below virtual
+  for (std::size_t i = 0; i < nocc; ++i) eo.at(i) = eo.at(i) - 2.0;  // occupied below virtual
   for (std::size_t a = 0; a < nvirt; ++a) ev.at(a) = ev.at(a) + 2.0;
   Tensor<double> V, D, T, E;
   V("i,a,j,b") = B("Q,i,a") * B("Q,j,b");
@@ -882,8 +884,8 @@ TEST_CASE("semantics: the MP2 energy expression") {
   d = ref::elementwise(ref::Op::add, d, ref::relabelled(Eo, "j"), labels("i,a,j"));
   d = ref::elementwise(ref::Op::subtract, d, ref::relabelled(Ev, "b"), labels("i,a,j,b"));
   const auto t = ref::elementwise(ref::Op::divide, v, d, labels("i,a,j,b"));
-  const auto w = ref::elementwise(ref::Op::subtract, ref::scaled(v, 2.0), ref::relabelled(v, "i,b,j,a"),
-                                  labels("i,a,j,b"));
+  const auto w =
+      ref::elementwise(ref::Op::subtract, ref::scaled(v, 2.0), ref::relabelled(v, "i,b,j,a"), labels("i,a,j,b"));
   const auto energy = ref::einsum({t, w}, {});
   CHECK_MATCHES(D, d);
   CHECK_MATCHES(T, t);
@@ -967,7 +969,7 @@ TEST_CASE_TEMPLATE_DEFINE("semantics: broadcasting, traces and diagonals", T, se
   diag("i") = a("i,i");
   shifted("a,b") = a("a,b") + s("");
   auto g = random_tensor<T>({4}, 56);
-  for (std::size_t k = 0; k < 4; ++k) g.at(k) = static_cast<T>(1.5) + g.at(k);   // in [0.5, 2.5)
+  for (std::size_t k = 0; k < 4; ++k) g.at(k) = static_cast<T>(1.5) + g.at(k);  // in [0.5, 2.5)
   ratio("a,i") = e("i") / g("a");
   const auto E = array(e, "i"), F = array(f, "a"), A = array(a, "i,i"), S = array(s, "");
   CHECK_MATCHES(D, ref::elementwise(ref::Op::subtract, E, F, labels("i,a")));
@@ -982,7 +984,7 @@ TEST_CASE_TEMPLATE_DEFINE("semantics: products and element-wise operations mixed
   auto a = random_tensor<T>({3, 4}, 150), b = random_tensor<T>({3, 4}, 151), m = random_tensor<T>({4, 5}, 152);
   auto d = random_tensor<T>({3, 5}, 153), dt = random_tensor<T>({5, 3}, 154), v = random_tensor<T>({4}, 155);
   auto e = random_tensor<T>({6}, 156), f = random_tensor<T>({6}, 157);
-  for (std::size_t i = 0; i < 3; ++i) {   // keep the divisors away from zero
+  for (std::size_t i = 0; i < 3; ++i) {  // keep the divisors away from zero
     for (std::size_t j = 0; j < 4; ++j) b.at(i, j) = static_cast<T>(2) + b.at(i, j);
     for (std::size_t j = 0; j < 5; ++j) d.at(i, j) = static_cast<T>(2) + d.at(i, j);
   }
@@ -996,12 +998,12 @@ TEST_CASE_TEMPLATE_DEFINE("semantics: products and element-wise operations mixed
   c5("i,j") = -(a("i,k") * m("k,j")) / 4.0 + d("i,j");
   c6("j,i") = (a("i,k") * m("k,j")) / d("i,j");
   CHECK_MATCHES(c1, ref::einsum({ref::elementwise(ref::Op::divide, A, B, labels("i,j")), V}, labels("i")));
-  CHECK_MATCHES(c2, ref::einsum({ref::relabelled(ref::elementwise(ref::Op::add, A, B, labels("i,j")), "i,k"), M},
-                                labels("i,j")));
+  CHECK_MATCHES(
+      c2, ref::einsum({ref::relabelled(ref::elementwise(ref::Op::add, A, B, labels("i,j")), "i,k"), M}, labels("i,j")));
   const auto diff = ref::elementwise(ref::Op::subtract, array(e, "i"), array(f, "i"), labels("i"));
   CHECK_MATCHES(c3, ref::einsum({diff, diff}, {}));
-  CHECK_MATCHES(c4, ref::elementwise(ref::Op::subtract, ref::scaled(AM, 2.0), ref::scaled(array(dt, "j,i"), 0.5),
-                                     labels("i,j")));
+  CHECK_MATCHES(
+      c4, ref::elementwise(ref::Op::subtract, ref::scaled(AM, 2.0), ref::scaled(array(dt, "j,i"), 0.5), labels("i,j")));
   CHECK_MATCHES(c5, ref::elementwise(ref::Op::add, ref::scaled(AM, -0.25), D, labels("i,j")));
   CHECK_MATCHES(c6, ref::elementwise(ref::Op::divide, AM, D, labels("j,i")));
 }
@@ -1055,7 +1057,7 @@ TEST_CASE("semantics: TENEX_BACKEND chooses the default backend") {
     CHECK(tenex::default_backend() == tenex::BackendKind::cuda);
     auto a = random_tensor<double>({2, 2}, 162);
     Tensor<double> c;
-    CHECK_NOTHROW(c("i,j") = a("i,j") * 2.0);   // the error is stored in c
+    CHECK_NOTHROW(c("i,j") = a("i,j") * 2.0);  // the error is stored in c
     CHECK_THROWS_AS(c.wait(), tenex::BackendError);
     try {
       c.wait();
@@ -1078,8 +1080,8 @@ TEST_CASE("semantics: set_default_backend") {
     CHECK_THROWS_AS(tenex::set_default_backend(tenex::BackendKind::cuda), tenex::BackendError);
     CHECK(tenex::default_backend() == tenex::BackendKind::automatic);
   }
-  tenex::set_default_backend(before == tenex::BackendKind::cuda && !tenex::cuda_available() ? tenex::BackendKind::automatic
-                                                                                             : before);
+  tenex::set_default_backend(
+      before == tenex::BackendKind::cuda && !tenex::cuda_available() ? tenex::BackendKind::automatic : before);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1148,7 +1150,7 @@ TEST_CASE("semantics: sparse maps zero the elements they exclude") {
     {
       auto ai = a("i,k");
       auto x = ai * b("k,j");
-      ai.set_sparse_map("i", "j", L);   // j occurs in the set through x
+      ai.set_sparse_map("i", "j", L);  // j occurs in the set through x
       c("j,i") = x;
     }
     CHECK_MATCHES(c, ref::permuted(expected, labels("j,i")));
@@ -1196,8 +1198,8 @@ TEST_CASE("semantics: sparse maps zero the elements they exclude") {
       d.set_sparse_map("i", "j", L);
       D("i,j") = d;
     }
-    CHECK_MATCHES(D, ref::masked(ref::elementwise(ref::Op::subtract, array(e, "i"), array(f, "j"), labels("i,j")),
-                                 pattern));
+    CHECK_MATCHES(
+        D, ref::masked(ref::elementwise(ref::Op::subtract, array(e, "i"), array(f, "j"), labels("i,j")), pattern));
   }
   SUBCASE("a map over two modes") {
     auto v = random_tensor<double>({2, 3}, 64), w = random_tensor<double>({2, 2}, 65);
@@ -1314,7 +1316,7 @@ TEST_CASE("graph: a shared node is added once") {
   CHECK(g.size() == size);
   auto scaled = x * 2.0;
   scaled.add_to_graph(g);
-  CHECK(g.size() == size + 1);   // only the scale is new
+  CHECK(g.size() == size + 1);  // only the scale is new
 
   tenex::OpGraph twice;
   (x + x).add_to_graph(twice);
@@ -1335,7 +1337,7 @@ TEST_CASE("graph: TENEX_DUMP_GRAPH writes each evaluated set") {
   d("j,i") = c("i,j") + c("i,j");
   ::unsetenv("TENEX_DUMP_GRAPH");
   Tensor<double> after;
-  after("i,j") = a("i,j") * 1.0;   // not dumped
+  after("i,j") = a("i,j") * 1.0;  // not dumped
 
   std::vector<fs::path> dumps;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -1343,7 +1345,7 @@ TEST_CASE("graph: TENEX_DUMP_GRAPH writes each evaluated set") {
     INFO("file ", name);
     const bool numbered = name.size() > 8 && name.rfind("set-", 0) == 0 && name.substr(name.size() - 4) == ".dot" &&
                           name.find_first_not_of("0123456789", 4) == name.size() - 4;
-    CHECK(numbered);   // set-N.dot
+    CHECK(numbered);  // set-N.dot
     dumps.push_back(entry.path());
   }
   CHECK(dumps.size() == 2);
@@ -1370,6 +1372,6 @@ TEST_CASE("graph: shape expressions draw into an OpGraph too") {
   CHECK(g.node(id).extents == std::vector<std::size_t>{3, 5});
   CHECK(g.to_dot().find("(i,j) {3, 5}") != std::string::npos);
   const std::size_t size = g.size();
-  CHECK(product.add_to_graph(g) == id);   // memoized: the same handle, the same node
+  CHECK(product.add_to_graph(g) == id);  // memoized: the same handle, the same node
   CHECK(g.size() == size);
 }

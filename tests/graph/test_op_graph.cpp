@@ -415,10 +415,10 @@ TEST_CASE("op graph: handles of one tensor with the same labels share the input 
 TEST_CASE("op graph: op_kind_name and op_kind_arity cover every kind") {  // 17 with mask
   std::set<std::string_view> names;
   std::size_t kinds = 0;
-#define TENEX_TEST_CHECK_KIND(name, arity, Params)            \
-  CHECK(tenex::op_kind_name(OpKind::name) == #name);          \
-  CHECK(tenex::op_kind_arity(OpKind::name) == (arity));       \
-  names.insert(tenex::op_kind_name(OpKind::name));            \
+#define TENEX_TEST_CHECK_KIND(name, arity, Params)      \
+  CHECK(tenex::op_kind_name(OpKind::name) == #name);    \
+  CHECK(tenex::op_kind_arity(OpKind::name) == (arity)); \
+  names.insert(tenex::op_kind_name(OpKind::name));      \
   ++kinds;
   TENEX_FOR_EACH_OP(TENEX_TEST_CHECK_KIND)
 #undef TENEX_TEST_CHECK_KIND

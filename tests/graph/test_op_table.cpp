@@ -67,20 +67,17 @@ std::string message(const std::string& kind, const std::string& labels, const st
 
 template <class P>
 struct Rejects {
-  static_assert(!std::is_same_v<P, P>,
-                "test_op_table.cpp: a kind of TENEX_FOR_EACH_OP has no Rejects; add one");
+  static_assert(!std::is_same_v<P, P>, "test_op_table.cpp: a kind of TENEX_FOR_EACH_OP has no Rejects; add one");
 };
 
 template <>
 struct Rejects<tenex::InputParams> {
   template <class T>
   static void check(GraphOperands<T>& in) {
-    CHECK_ADD_REJECTS(
-        in.g, in.g.add_input(in.rect, "i"),
-        "tenex: OpGraph::add_input: labels \"i\" name 1 modes but the tensor has extents {2, 3}");
-    CHECK_ADD_REJECTS(
-        in.g, in.g.add_input(in.rect, "i,j,k"),
-        "tenex: OpGraph::add_input: labels \"i,j,k\" name 3 modes but the tensor has extents {2, 3}");
+    CHECK_ADD_REJECTS(in.g, in.g.add_input(in.rect, "i"),
+                      "tenex: OpGraph::add_input: labels \"i\" name 1 modes but the tensor has extents {2, 3}");
+    CHECK_ADD_REJECTS(in.g, in.g.add_input(in.rect, "i,j,k"),
+                      "tenex: OpGraph::add_input: labels \"i,j,k\" name 3 modes but the tensor has extents {2, 3}");
     CHECK_ADD_REJECTS(in.g, in.g.add(tenex::InputParams{}, {in.ij, in.jk}),
                       message("input", "", "an input has at most one operand (the output writing it)"));
     // add() takes no extents: an input of a produced value with labels comes from the library.
@@ -309,8 +306,7 @@ struct Rejects<tenex::ChipParams> {
   template <class T>
   static void check(GraphOperands<T>& in) {
     using tenex::ChipParams;
-    CHECK_ADD_REJECTS(in.g, in.g.add(ChipParams{2, 0}, {in.ij}),
-                      message("chip", "", "mode 2 does not exist"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(ChipParams{2, 0}, {in.ij}), message("chip", "", "mode 2 does not exist"));
     CHECK_ADD_REJECTS(in.g, in.g.add(ChipParams{0, 2}, {in.ij}),
                       message("chip", "", "index 2 is out of range for extent 2"));
     CHECK_ADD_REJECTS(in.g, in.g.add(ChipParams{0, 1}, {in.ij}, {"i"}),
@@ -388,9 +384,9 @@ void check_arity() {
   for (const std::size_t count : {static_cast<std::size_t>(arity) - 1, static_cast<std::size_t>(arity) + 1}) {
     GraphOperands<T> in;
     const std::vector<NodeId> operands(count, in.sq);
-    CHECK_ADD_REJECTS(in.g, in.g.add(OpCase<P>::sample(), operands),
-                      "tenex: OpGraph::add: " + name + " takes " + std::to_string(arity) + " operands, got " +
-                          std::to_string(count));
+    CHECK_ADD_REJECTS(
+        in.g, in.g.add(OpCase<P>::sample(), operands),
+        "tenex: OpGraph::add: " + name + " takes " + std::to_string(arity) + " operands, got " + std::to_string(count));
   }
 }
 

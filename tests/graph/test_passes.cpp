@@ -33,9 +33,9 @@ Tensor<double> random_tensor(const Shape& shape, std::uint64_t seed) {
 // every set it evaluated.
 std::vector<std::string> dumped_graphs(const std::function<void()>& statement) {
   static std::atomic<int> counter{0};
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("tenex-test-passes-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(counter.fetch_add(1)));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("tenex-test-passes-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);

@@ -340,8 +340,7 @@ struct OpCase<tenex::MaskParams> {
         {"maps[0].source", [](P& p) { p.maps[0].source = {"j"}; }},
         {"maps[0].target", [](P& p) { p.maps[0].target = {"i"}; }},
         // Another map object with the same pairs: maps are compared by identity.
-        {"maps[0].map",
-         [](P& p) { p.maps[0].map = std::make_shared<tenex::SparseMap>(*sample_sparse_map()); }},
+        {"maps[0].map", [](P& p) { p.maps[0].map = std::make_shared<tenex::SparseMap>(*sample_sparse_map()); }},
         {"maps (one more use)", [](P& p) { p.maps.push_back(p.maps[0]); }},
         {"maps (none)", [](P& p) { p.maps.clear(); }},
     };

@@ -20,8 +20,8 @@ std::map<std::string, std::size_t> label_extents(const std::vector<const Array*>
     for (std::size_t m = 0; m < a->labels.size(); ++m) {
       auto [it, inserted] = extents.emplace(a->labels[m], a->extents[m]);
       if (!inserted && it->second != a->extents[m]) {
-        throw std::invalid_argument("reference: label " + a->labels[m] + " has extents " +
-                                    std::to_string(it->second) + " and " + std::to_string(a->extents[m]));
+        throw std::invalid_argument("reference: label " + a->labels[m] + " has extents " + std::to_string(it->second) +
+                                    " and " + std::to_string(a->extents[m]));
       }
     }
   }
@@ -76,7 +76,8 @@ void for_each_index(const Extents& extents, F&& f) {
 void check_unique(const Labels& labels, const char* what) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
     for (std::size_t j = i + 1; j < labels.size(); ++j) {
-      if (labels[i] == labels[j]) throw std::invalid_argument(std::string("reference: ") + what + " repeats " + labels[i]);
+      if (labels[i] == labels[j])
+        throw std::invalid_argument(std::string("reference: ") + what + " repeats " + labels[i]);
     }
   }
 }

@@ -7,7 +7,7 @@
 TEST_CASE("memory: large freed buffers are kept for reuse and released on request") {
   tenex::release_cached_memory();
   CHECK(tenex::cached_memory_bytes() == 0);
-  const tenex::Shape big{512, 512};   // 2 MiB of doubles
+  const tenex::Shape big{512, 512};  // 2 MiB of doubles
   { tenex::Tensor<double> t(big); }
 #if defined(__SANITIZE_ADDRESS__)
   // Under AddressSanitizer nothing is cached, so use-after-free stays detectable.
@@ -15,14 +15,14 @@ TEST_CASE("memory: large freed buffers are kept for reuse and released on reques
 #else
   CHECK(tenex::cached_memory_bytes() >= big.size() * sizeof(double));
   {
-    tenex::Tensor<double> again(big);   // takes the cached block back, zero-filled all the same
+    tenex::Tensor<double> again(big);  // takes the cached block back, zero-filled all the same
     CHECK(tenex::cached_memory_bytes() == 0);
     CHECK(again.at(511, 511) == 0.0);
     CHECK(again.at(0, 0) == 0.0);
   }
   CHECK(tenex::cached_memory_bytes() >= big.size() * sizeof(double));
   {
-    tenex::Tensor<double> nearly(tenex::Shape{512, 500});   // a little smaller: the same size class
+    tenex::Tensor<double> nearly(tenex::Shape{512, 500});  // a little smaller: the same size class
     CHECK(tenex::cached_memory_bytes() == 0);
   }
   CHECK(tenex::cached_memory_bytes() >= big.size() * sizeof(double));

@@ -242,10 +242,10 @@ TEST_CASE_TEMPLATE_DEFINE("tensor: allclose", T, tensor_allclose) {
   CHECK(tenex::allclose(a, b, 0.0, 0.5));
   CHECK_FALSE(tenex::allclose(a, b, 0.0, 0.25));
   // Relative tolerance is taken relative to the second argument.
-  CHECK(tenex::allclose(a, c, 0.5, 0.0));     // |1 - 2| <= 0.5 * 2
+  CHECK(tenex::allclose(a, c, 0.5, 0.0));        // |1 - 2| <= 0.5 * 2
   CHECK_FALSE(tenex::allclose(c, a, 0.5, 0.0));  // |2 - 1| >  0.5 * 1
   CHECK_FALSE(tenex::allclose(a, c, 0.25, 0.0));
-  CHECK(tenex::allclose(a, c, 0.25, 0.5));    // 1 <= 0.5 + 0.25 * 2
+  CHECK(tenex::allclose(a, c, 0.25, 0.5));  // 1 <= 0.5 + 0.25 * 2
   // NaN is never close, not even to itself.
   const T nan = std::numeric_limits<T>::quiet_NaN();
   const Tensor<T> n(Shape{2}, {T(1), nan});

@@ -45,8 +45,8 @@ std::string thrown_error(F f) {
 }
 
 std::string out_of_range(const std::string& index, std::size_t mode, std::size_t extent) {
-  return "tenex: Tensor::at: index " + index + " is out of range for mode " + std::to_string(mode) +
-         " of extent " + std::to_string(extent) + " (shape {2, 3})";
+  return "tenex: Tensor::at: index " + index + " is out of range for mode " + std::to_string(mode) + " of extent " +
+         std::to_string(extent) + " (shape {2, 3})";
 }
 
 }  // namespace
@@ -103,9 +103,8 @@ TEST_CASE("tensor defects: config.hpp says TENEX_HAS_CUDA 0 while no CUDA backen
 // The rule in docs/getting-started.md ("Pointer invalidation"): after an expression captured
 // the tensor, or after a copy or an assignment, data() must be called again before writing;
 // the new pointer writes the tensor only, never the value the expression or the copy holds.
-TEST_CASE_TEMPLATE_DEFINE(
-    "tensor defects: data() called again after a capture or a copy writes the tensor only", T,
-    tensor_defects_pointer_rule) {
+TEST_CASE_TEMPLATE_DEFINE("tensor defects: data() called again after a capture or a copy writes the tensor only", T,
+                          tensor_defects_pointer_rule) {
   Tensor<T> a({3}, {1, 2, 3});
   T* const before = a.data();
   Tensor<T> c;

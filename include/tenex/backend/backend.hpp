@@ -26,11 +26,11 @@ TENEX_API bool cuda_available();
 
 /// What the last set evaluated on this thread did.
 struct RunStats {
-  std::size_t graph_nodes = 0;   // after optimization
-  std::size_t kernels = 0;       // kernel launches and library calls
-  double flops = 0;              // floating-point operations counted
-  std::size_t peak_bytes = 0;    // peak of intermediates held
-  double seconds = 0;            // wall time of the evaluation (graph building included)
+  std::size_t graph_nodes = 0;  // after optimization
+  std::size_t kernels = 0;      // kernel launches and library calls
+  double flops = 0;             // floating-point operations counted
+  std::size_t peak_bytes = 0;   // peak of intermediates held
+  double seconds = 0;           // wall time of the evaluation (graph building included)
 };
 TENEX_API RunStats last_run_stats();
 

@@ -18,7 +18,7 @@ class TENEX_API Addition : public Nary<2, T> {
 template <class T>
 Addition<T> operator+(const Expression<T>& lhs, const Expression<T>& rhs);
 
-#define TENEX_DECLARE_ADDITION(T)        \
+#define TENEX_DECLARE_ADDITION(T)    \
   extern template class Addition<T>; \
   extern template TENEX_API Addition<T> operator+<T>(const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_ADDITION)

@@ -10,7 +10,8 @@
 
 namespace tenex {
 
-template <class T> class Indexed;
+template <class T>
+class Indexed;
 
 enum class AssignMode { replace, add, subtract };
 

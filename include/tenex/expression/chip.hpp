@@ -21,9 +21,10 @@ class TENEX_API Chip : public Nary<1, T> {
 };
 
 /// `label` must be one of a's labels and index < its extent (ShapeError otherwise).
-template <class T> Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index);
+template <class T>
+Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index);
 
-#define TENEX_DECLARE_CHIP(T) \
+#define TENEX_DECLARE_CHIP(T)    \
   extern template class Chip<T>; \
   extern template TENEX_API Chip<T> chip<T>(const Expression<T>&, std::string_view, std::size_t);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_CHIP)

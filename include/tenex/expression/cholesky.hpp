@@ -23,9 +23,10 @@ class TENEX_API CholeskyVectors : public Nary<1, T> {
 };
 
 /// Throws ShapeError unless `a` is a square matrix (rank 2).
-template <class T> CholeskyVectors<T> cholesky(const Expression<T>& a);
+template <class T>
+CholeskyVectors<T> cholesky(const Expression<T>& a);
 
-#define TENEX_DECLARE_CHOLESKY(T) \
+#define TENEX_DECLARE_CHOLESKY(T)           \
   extern template class CholeskyVectors<T>; \
   extern template TENEX_API CholeskyVectors<T> cholesky<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_CHOLESKY)

@@ -18,7 +18,7 @@ class TENEX_API Division : public Nary<2, T> {
 template <class T>
 Division<T> operator/(const Expression<T>& lhs, const Expression<T>& rhs);
 
-#define TENEX_DECLARE_DIVISION(T)        \
+#define TENEX_DECLARE_DIVISION(T)    \
   extern template class Division<T>; \
   extern template TENEX_API Division<T> operator/<T>(const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_DIVISION)

@@ -33,16 +33,18 @@ class TENEX_API EigenValues : public Nary<1, T> {
 };
 
 /// Symmetric a (square, rank 2): a v = w v.
-template <class T> std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a);
+template <class T>
+std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a);
 /// a v = w b v with b symmetric positive definite, of a's shape; vectors satisfy V^T b V = I.
 template <class T>
 std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b);
 
-#define TENEX_DECLARE_EIGEN_SOLVE(T) \
-  extern template class EigenVectors<T>; \
-  extern template class EigenValues<T>; \
+#define TENEX_DECLARE_EIGEN_SOLVE(T)                                                                         \
+  extern template class EigenVectors<T>;                                                                     \
+  extern template class EigenValues<T>;                                                                      \
   extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&); \
-  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&, const Expression<T>&);
+  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&,  \
+                                                                                      const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EIGEN_SOLVE)
 #undef TENEX_DECLARE_EIGEN_SOLVE
 

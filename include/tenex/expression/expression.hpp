@@ -114,8 +114,7 @@ class TENEX_API Nary : public Expression<T> {
 
   /// An expression over `operands` (N of them); their linked sets merge.
   template <class... E>
-    requires(sizeof...(E) == N && (std::is_base_of_v<Expression<T>, E> && ...))
-  explicit Nary(const E&... operands)
+  requires(sizeof...(E) == N && (std::is_base_of_v<Expression<T>, E> && ...)) explicit Nary(const E&... operands)
       : Expression<T>(detail::make_nary<T>({static_cast<const Expression<T>*>(&operands)...})),
         children_(detail::operands_of<T>(this->handle_)) {}
 
@@ -130,11 +129,11 @@ class TENEX_API Nary : public Expression<T> {
   std::vector<Operand<T>> children_;
 };
 
-#define TENEX_DECLARE_EXPRESSION(T)                                                                     \
-  extern template class Expression<T>;                                                                  \
-  extern template class Operand<T>;                                                                     \
-  extern template class Nary<1, T>;                                                                     \
-  extern template class Nary<2, T>;                                                                     \
+#define TENEX_DECLARE_EXPRESSION(T)                                                                        \
+  extern template class Expression<T>;                                                                     \
+  extern template class Operand<T>;                                                                        \
+  extern template class Nary<1, T>;                                                                        \
+  extern template class Nary<2, T>;                                                                        \
   extern template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&); \
   extern template TENEX_API std::vector<Operand<T>> detail::operands_of<T>(const detail::Handle&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EXPRESSION)

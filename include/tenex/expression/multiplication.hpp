@@ -21,7 +21,7 @@ class TENEX_API Multiplication : public Nary<2, T> {
 template <class T>
 Multiplication<T> operator*(const Expression<T>& lhs, const Expression<T>& rhs);
 
-#define TENEX_DECLARE_MULTIPLICATION(T)        \
+#define TENEX_DECLARE_MULTIPLICATION(T)    \
   extern template class Multiplication<T>; \
   extern template TENEX_API Multiplication<T> operator*<T>(const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_MULTIPLICATION)

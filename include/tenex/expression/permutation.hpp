@@ -20,9 +20,10 @@ class TENEX_API Permutation : public Nary<1, T> {
   std::string_view name() const override { return "Permutation"; }
 };
 
-template <class T> Permutation<T> permute(const Expression<T>& operand, std::string_view labels);
+template <class T>
+Permutation<T> permute(const Expression<T>& operand, std::string_view labels);
 
-#define TENEX_DECLARE_PERMUTATION(T)              \
+#define TENEX_DECLARE_PERMUTATION(T)    \
   extern template class Permutation<T>; \
   extern template TENEX_API Permutation<T> permute<T>(const Expression<T>&, std::string_view);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_PERMUTATION)

@@ -23,20 +23,22 @@ class TENEX_API Pow : public Nary<1, T> {
 
 /// Throws ShapeError unless `a` is a square matrix, tenex::Error for n < 0 (the inverse's
 /// powers are not supported yet).
-template <class T> Pow<T> pow(const Expression<T>& a, int n);
+template <class T>
+Pow<T> pow(const Expression<T>& a, int n);
 /// p must be a non-negative whole number (tenex::Error otherwise: fractional powers are not
 /// supported yet); pow(a, 2.0) is pow(a, 2).
-template <class T> Pow<T> pow(const Expression<T>& a, double p);
+template <class T>
+Pow<T> pow(const Expression<T>& a, double p);
 /// Any other integer type: pow(a, 3u), pow(a, std::size_t{2}).
 template <class T, class I>
-  requires(std::is_integral_v<I> && !std::is_same_v<I, int> && !std::is_same_v<I, bool>)
-Pow<T> pow(const Expression<T>& a, I n) {
+requires(std::is_integral_v<I> && !std::is_same_v<I, int> &&
+         !std::is_same_v<I, bool>) Pow<T> pow(const Expression<T>& a, I n) {
   if (static_cast<long double>(n) > 1e9L) return pow(a, static_cast<double>(n));  // reported as out of range
   return pow(a, static_cast<int>(n));
 }
 
-#define TENEX_DECLARE_POW(T) \
-  extern template class Pow<T>; \
+#define TENEX_DECLARE_POW(T)                                          \
+  extern template class Pow<T>;                                       \
   extern template TENEX_API Pow<T> pow<T>(const Expression<T>&, int); \
   extern template TENEX_API Pow<T> pow<T>(const Expression<T>&, double);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_POW)

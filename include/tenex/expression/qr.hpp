@@ -24,9 +24,10 @@ class TENEX_API QRFactor : public Nary<1, T> {
   std::string_view name() const override { return "QRFactor"; }
 };
 
-template <class T> std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a);
+template <class T>
+std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a);
 
-#define TENEX_DECLARE_QR(T) \
+#define TENEX_DECLARE_QR(T)          \
   extern template class QRFactor<T>; \
   extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_QR)

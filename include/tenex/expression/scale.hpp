@@ -16,17 +16,21 @@ class TENEX_API Scale : public Nary<1, T> {
   double factor() const;
 };
 
-template <class T> Scale<T> operator*(double factor, const Expression<T>& operand);
-template <class T> Scale<T> operator*(const Expression<T>& operand, double factor);
+template <class T>
+Scale<T> operator*(double factor, const Expression<T>& operand);
+template <class T>
+Scale<T> operator*(const Expression<T>& operand, double factor);
 /// Throws tenex::Error for a divisor of 0.
-template <class T> Scale<T> operator/(const Expression<T>& operand, double divisor);
-template <class T> Scale<T> operator-(const Expression<T>& operand);
+template <class T>
+Scale<T> operator/(const Expression<T>& operand, double divisor);
+template <class T>
+Scale<T> operator-(const Expression<T>& operand);
 
-#define TENEX_DECLARE_SCALE(T)                                                     \
-  extern template class Scale<T>;                                        \
-  extern template TENEX_API Scale<T> operator*<T>(double, const Expression<T>&);   \
-  extern template TENEX_API Scale<T> operator*<T>(const Expression<T>&, double);   \
-  extern template TENEX_API Scale<T> operator/<T>(const Expression<T>&, double);   \
+#define TENEX_DECLARE_SCALE(T)                                                   \
+  extern template class Scale<T>;                                                \
+  extern template TENEX_API Scale<T> operator*<T>(double, const Expression<T>&); \
+  extern template TENEX_API Scale<T> operator*<T>(const Expression<T>&, double); \
+  extern template TENEX_API Scale<T> operator/<T>(const Expression<T>&, double); \
   extern template TENEX_API Scale<T> operator-<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SCALE)
 #undef TENEX_DECLARE_SCALE

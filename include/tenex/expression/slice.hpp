@@ -24,7 +24,7 @@ class TENEX_API Slice : public Nary<1, T> {
 template <class T>
 Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<std::size_t> hi);
 
-#define TENEX_DECLARE_SLICE(T) \
+#define TENEX_DECLARE_SLICE(T)    \
   extern template class Slice<T>; \
   extern template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SLICE)

@@ -18,7 +18,7 @@ class TENEX_API Subtraction : public Nary<2, T> {
 template <class T>
 Subtraction<T> operator-(const Expression<T>& lhs, const Expression<T>& rhs);
 
-#define TENEX_DECLARE_SUBTRACTION(T)        \
+#define TENEX_DECLARE_SUBTRACTION(T)    \
   extern template class Subtraction<T>; \
   extern template TENEX_API Subtraction<T> operator-<T>(const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SUBTRACTION)

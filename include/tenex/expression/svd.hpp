@@ -24,9 +24,10 @@ class TENEX_API SVDFactor : public Nary<1, T> {
   std::string_view name() const override { return "SVDFactor"; }
 };
 
-template <class T> std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a);
+template <class T>
+std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a);
 
-#define TENEX_DECLARE_SVD(T) \
+#define TENEX_DECLARE_SVD(T)          \
   extern template class SVDFactor<T>; \
   extern template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SVD)

@@ -118,23 +118,23 @@ struct MaskParams {
 };
 
 //  X(name, arity, parameter struct)   arity -1: it varies (input: 0 or 1; eigen_solve: 1 or 2)
-#define TENEX_FOR_EACH_OP(X)            \
-  X(input, -1, InputParams)             \
-  X(output, 1, OutputParams)            \
-  X(reduce, 1, ReduceParams)            \
-  X(contract, 2, ContractParams)        \
-  X(add, 2, AddParams)                  \
-  X(subtract, 2, SubtractParams)        \
-  X(divide, 2, DivideParams)            \
-  X(scale, 1, ScaleParams)              \
-  X(cholesky, 1, CholeskyParams)        \
-  X(eigen_solve, -1, EigenSolveParams)  \
-  X(qr, 1, QrParams)                    \
-  X(svd, 1, SvdParams)                  \
-  X(factor, 1, FactorParams)            \
-  X(slice, 1, SliceParams)              \
-  X(chip, 1, ChipParams)                \
-  X(pow, 1, PowParams)                  \
+#define TENEX_FOR_EACH_OP(X)           \
+  X(input, -1, InputParams)            \
+  X(output, 1, OutputParams)           \
+  X(reduce, 1, ReduceParams)           \
+  X(contract, 2, ContractParams)       \
+  X(add, 2, AddParams)                 \
+  X(subtract, 2, SubtractParams)       \
+  X(divide, 2, DivideParams)           \
+  X(scale, 1, ScaleParams)             \
+  X(cholesky, 1, CholeskyParams)       \
+  X(eigen_solve, -1, EigenSolveParams) \
+  X(qr, 1, QrParams)                   \
+  X(svd, 1, SvdParams)                 \
+  X(factor, 1, FactorParams)           \
+  X(slice, 1, SliceParams)             \
+  X(chip, 1, ChipParams)               \
+  X(pow, 1, PowParams)                 \
   X(mask, 1, MaskParams)
 
 enum class OpKind {

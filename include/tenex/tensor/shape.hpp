@@ -17,7 +17,8 @@
 
 namespace tenex {
 
-template <class Object> class Indexed;
+template <class Object>
+class Indexed;
 
 class TENEX_API Shape {
  public:

@@ -24,10 +24,12 @@
 
 namespace tenex {
 
-template <class Object> class Indexed;
+template <class Object>
+class Indexed;
 
 namespace detail {
-template <class T> class Storage;
+template <class T>
+class Storage;
 }
 
 template <class T>
@@ -133,9 +135,9 @@ void fill_random(Tensor<T>& t, std::uint64_t seed);
 template <class T>
 bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol = 1e-10, double atol = 1e-12);
 
-#define TENEX_DECLARE_TENSOR(T)                                                        \
-  extern template class Tensor<T>;                                           \
-  extern template TENEX_API void fill_random<T>(Tensor<T>&, std::uint64_t);            \
+#define TENEX_DECLARE_TENSOR(T)                                             \
+  extern template class Tensor<T>;                                          \
+  extern template TENEX_API void fill_random<T>(Tensor<T>&, std::uint64_t); \
   extern template TENEX_API bool allclose<T>(const Tensor<T>&, const Tensor<T>&, double, double);
 TENEX_FOR_EACH_SCALAR(TENEX_DECLARE_TENSOR)
 #undef TENEX_DECLARE_TENSOR

@@ -58,8 +58,7 @@ class Backend {
   KernelCount run(const KernelArgs<T>& args) {
     switch (args.node.kind) {
 #define TENEX_BACKEND_DISPATCH(kind, arity, Params) \
-  case OpKind::kind:                                \
-    return run_##kind(std::get<Params>(args.node.params), args);
+  case OpKind::kind: return run_##kind(std::get<Params>(args.node.params), args);
       TENEX_FOR_EACH_OP(TENEX_BACKEND_DISPATCH)
 #undef TENEX_BACKEND_DISPATCH
     }

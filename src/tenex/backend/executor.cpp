@@ -114,8 +114,8 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
   return stats;
 }
 
-#define TENEX_INSTANTIATE_EXECUTOR(T)                                             \
-  template void check_supported<T>(const OpGraph&, const Backend<T>&);            \
+#define TENEX_INSTANTIATE_EXECUTOR(T)                                  \
+  template void check_supported<T>(const OpGraph&, const Backend<T>&); \
   template RunStats execute<T>(const OpGraph&, Backend<T>&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EXECUTOR)
 #undef TENEX_INSTANTIATE_EXECUTOR

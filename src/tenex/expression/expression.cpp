@@ -25,7 +25,8 @@ Handle make_nary(const std::vector<const Expression<T>*>& operands) {
   }
   node->finish();
   std::shared_ptr<LinkedState> state;
-  for (const Handle* part : parts) state = state ? LinkedState::merge(state, part->state) : LinkedState::root(part->state);
+  for (const Handle* part : parts)
+    state = state ? LinkedState::merge(state, part->state) : LinkedState::root(part->state);
   if (!state) state = std::make_shared<LinkedState>(node->dtype);
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
@@ -91,7 +92,8 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
   std::vector<std::string> target = detail::parse_labels(to);
   auto root = detail::LinkedState::root(detail::require_handle(handle_).state);
   if (root->has_run()) {
-    throw Error(where + ": part of this linked set was already evaluated (a result was read early), and a map "
+    throw Error(where +
+                ": part of this linked set was already evaluated (a result was read early), and a map "
                 "cannot apply to what already ran; register sparse maps before reading any result of the set");
   }
   const auto& seen = root->labels_seen();
@@ -109,7 +111,8 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
       throw ShapeError(where + ": label \"" + label + "\" is on both sides");
     }
   }
-  if (!map.empty() && (map.source_rank() != source.size() || (map.target_rank() != 0 && map.target_rank() != target.size()))) {
+  if (!map.empty() &&
+      (map.source_rank() != source.size() || (map.target_rank() != 0 && map.target_rank() != target.size()))) {
     throw ShapeError(where + ": the map relates tuples of " + std::to_string(map.source_rank()) + " and " +
                      std::to_string(map.target_rank()) + " indices but the labels name " +
                      std::to_string(source.size()) + " and " + std::to_string(target.size()) + " modes");
@@ -131,11 +134,11 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
   return *this;
 }
 
-#define TENEX_INSTANTIATE_EXPRESSION(T)                                                          \
-  template class Expression<T>;                                                                  \
-  template class Operand<T>;                                                                     \
-  template class Nary<1, T>;                                                                     \
-  template class Nary<2, T>;                                                                     \
+#define TENEX_INSTANTIATE_EXPRESSION(T)                                                             \
+  template class Expression<T>;                                                                     \
+  template class Operand<T>;                                                                        \
+  template class Nary<1, T>;                                                                        \
+  template class Nary<2, T>;                                                                        \
   template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&); \
   template TENEX_API std::vector<Operand<T>> detail::operands_of<T>(const detail::Handle&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_EXPRESSION)

@@ -103,20 +103,18 @@ Handle make_indexed(Shape& shape, std::vector<std::string> written) {
 
 template <class T>
 Indexed<T>::Indexed(T& object, std::string_view labels)
-    : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))),
-      object_(&object),
+    : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(&object),
       record_(std::make_shared<detail::TargetRecord>()) {
   written_ = static_cast<const detail::IndexedNode&>(*this->handle_.node).written;
 }
 
 template <class T>
 Indexed<T>::Indexed(const Indexed& other)
-    : Expression<T>(other), object_(other.object_), written_(other.written_), record_(std::make_shared<detail::TargetRecord>()) {}
+    : Expression<T>(other), object_(other.object_), written_(other.written_),
+      record_(std::make_shared<detail::TargetRecord>()) {}
 template <class T>
 Indexed<T>::Indexed(Indexed&& other) noexcept
-    : Expression<T>(std::move(other)),
-      object_(other.object_),
-      written_(std::move(other.written_)),
+    : Expression<T>(std::move(other)), object_(other.object_), written_(std::move(other.written_)),
       record_(std::move(other.record_)) {}
 template <class T>
 Indexed<T>::~Indexed() = default;
@@ -244,8 +242,8 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       // c += e is c = c + e, the right side reading the value c has now (not when the target
       // handle was made: `auto h = c("i"); c("i") = a("i"); h += b("i");` adds to a).
       Indexed<T> current(object, join_labels(target.written_labels()));
-      Handle combined = mode == AssignMode::add ? Addition<T>(current, rhs).handle()
-                                                : Subtraction<T>(current, rhs).handle();
+      Handle combined =
+          mode == AssignMode::add ? Addition<T>(current, rhs).handle() : Subtraction<T>(current, rhs).handle();
       handle.node = combined.node;
       handle.state = LinkedState::merge(handle.state, combined.state);
     }
@@ -287,8 +285,8 @@ Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view labels) {
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_TENSOR_CALL)
 #undef TENEX_INSTANTIATE_TENSOR_CALL
 
-#define TENEX_INSTANTIATE_INDEXED(T)    \
-  template class Indexed<T>;  \
+#define TENEX_INSTANTIATE_INDEXED(T) \
+  template class Indexed<T>;         \
   template class AssignTo<T>;
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_INDEXED)
 #undef TENEX_INSTANTIATE_INDEXED

@@ -97,8 +97,7 @@ std::vector<std::string> FactorNode::child_keep(std::size_t, const std::vector<s
 NodeId FactorNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
                         const std::vector<NodeId>& children) const {
   const OpKind op = static_cast<const DecompositionNode&>(*this->children[0]).op;
-  NodeId id = lowering.add(FactorParams{which}, labels, extents, children,
-                           std::string(packed_factor_name(op, which)));
+  NodeId id = lowering.add(FactorParams{which}, labels, extents, children, std::string(packed_factor_name(op, which)));
   return lowering.reduce_to(id, keep);
 }
 
@@ -205,8 +204,8 @@ Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<
   const auto node = detail::einstein_operand(operand_node(a));
   const std::size_t rank = node->labels.size();
   if (lo.size() != rank || hi.size() != rank) {
-    throw ShapeError("tenex: slice: " + node->text() + " needs " + std::to_string(rank) +
-                     " bounds in lo and hi, got " + std::to_string(lo.size()) + " and " + std::to_string(hi.size()));
+    throw ShapeError("tenex: slice: " + node->text() + " needs " + std::to_string(rank) + " bounds in lo and hi, got " +
+                     std::to_string(lo.size()) + " and " + std::to_string(hi.size()));
   }
   auto out = detail::unary<detail::SliceNode>(node);
   out->labels = node->labels;
@@ -272,15 +271,15 @@ Pow<T> pow(const Expression<T>& a, double p) {
   return pow(a, static_cast<int>(p));
 }
 
-#define TENEX_INSTANTIATE_LINEAR_ALGEBRA(T)                                                                        \
-  template class CholeskyVectors<T>;                                                                     \
-  template class EigenVectors<T>;                                                                        \
-  template class EigenValues<T>;                                                                         \
-  template class QRFactor<T>;                                                                            \
-  template class SVDFactor<T>;                                                                           \
-  template class Slice<T>;                                                                               \
-  template class Chip<T>;                                                                                \
-  template class Pow<T>;                                                                                 \
+#define TENEX_INSTANTIATE_LINEAR_ALGEBRA(T)                                                                       \
+  template class CholeskyVectors<T>;                                                                              \
+  template class EigenVectors<T>;                                                                                 \
+  template class EigenValues<T>;                                                                                  \
+  template class QRFactor<T>;                                                                                     \
+  template class SVDFactor<T>;                                                                                    \
+  template class Slice<T>;                                                                                        \
+  template class Chip<T>;                                                                                         \
+  template class Pow<T>;                                                                                          \
   template TENEX_API CholeskyVectors<T> cholesky<T>(const Expression<T>&);                                        \
   template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&);             \
   template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&,              \
@@ -289,7 +288,7 @@ Pow<T> pow(const Expression<T>& a, double p) {
   template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);           \
   template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>); \
   template TENEX_API Chip<T> chip<T>(const Expression<T>&, std::string_view, std::size_t);                        \
-  template TENEX_API Pow<T> pow<T>(const Expression<T>&, int);                                                     \
+  template TENEX_API Pow<T> pow<T>(const Expression<T>&, int);                                                    \
   template TENEX_API Pow<T> pow<T>(const Expression<T>&, double);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA

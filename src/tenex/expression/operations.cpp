@@ -135,15 +135,14 @@ Subtraction<T>::Subtraction(const Expression<T>& lhs, const Expression<T>& rhs)
     : Nary<2, T>(detail::make_elementwise<Subtraction<T>>(OpKind::subtract, "Subtraction", lhs, rhs)) {}
 template <class T>
 Multiplication<T>::Multiplication(const Expression<T>& lhs, const Expression<T>& rhs)
-    : Nary<2, T>(detail::make_binary<Multiplication<T>>(std::make_shared<detail::MultiplicationNode>(), "Multiplication",
-                                                        lhs, rhs)) {}
+    : Nary<2, T>(detail::make_binary<Multiplication<T>>(std::make_shared<detail::MultiplicationNode>(),
+                                                        "Multiplication", lhs, rhs)) {}
 template <class T>
 Division<T>::Division(const Expression<T>& lhs, const Expression<T>& rhs)
     : Nary<2, T>(detail::make_elementwise<Division<T>>(OpKind::divide, "Division", lhs, rhs)) {}
 
 template <class T>
-Scale<T>::Scale(const Expression<T>& operand, double factor)
-    : Nary<1, T>(detail::make_scale(operand, factor)) {}
+Scale<T>::Scale(const Expression<T>& operand, double factor) : Nary<1, T>(detail::make_scale(operand, factor)) {}
 
 template <class T>
 double Scale<T>::factor() const {
@@ -195,12 +194,12 @@ Permutation<T> permute(const Expression<T>& operand, std::string_view labels) {
 }
 
 #define TENEX_INSTANTIATE_OPERATIONS(T)                                                          \
-  template class Addition<T>;                                                          \
-  template class Subtraction<T>;                                                       \
-  template class Multiplication<T>;                                                    \
-  template class Division<T>;                                                          \
-  template class Scale<T>;                                                             \
-  template class Permutation<T>;                                                       \
+  template class Addition<T>;                                                                    \
+  template class Subtraction<T>;                                                                 \
+  template class Multiplication<T>;                                                              \
+  template class Division<T>;                                                                    \
+  template class Scale<T>;                                                                       \
+  template class Permutation<T>;                                                                 \
   template TENEX_API Addition<T> operator+<T>(const Expression<T>&, const Expression<T>&);       \
   template TENEX_API Subtraction<T> operator-<T>(const Expression<T>&, const Expression<T>&);    \
   template TENEX_API Multiplication<T> operator*<T>(const Expression<T>&, const Expression<T>&); \

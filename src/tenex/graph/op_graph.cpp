@@ -68,7 +68,8 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   for (std::size_t e : node.extents) {
     if (e != 0 && count > std::numeric_limits<std::size_t>::max() / e) {
       throw ShapeError("tenex: OpGraph: the result of " + std::string(op_kind_name(node.kind)) + " (\"" +
-                       join_labels(node.labels) + "\") " + format_extents(node.extents) + " has more elements than std::size_t can count");
+                       join_labels(node.labels) + "\") " + format_extents(node.extents) +
+                       " has more elements than std::size_t can count");
     }
     count *= e;
   }
@@ -216,7 +217,8 @@ void OpGraph::set_operand(NodeId consumer, std::size_t index, NodeId operand) {
     if (impl_->graph[*it].operand_index == index) doomed.push_back(*it);
   }
   if (doomed.empty()) {
-    throw InternalError("tenex: OpGraph: node " + std::to_string(consumer) + " has no operand " + std::to_string(index));
+    throw InternalError("tenex: OpGraph: node " + std::to_string(consumer) + " has no operand " +
+                        std::to_string(index));
   }
   for (auto e : doomed) boost::remove_edge(e, impl_->graph);
   boost::add_edge(operand, consumer, EdgeData{index}, impl_->graph);
@@ -300,7 +302,8 @@ std::string OpGraph::to_dot() const {
   return os.str();
 }
 
-#define TENEX_INSTANTIATE_ADD_INPUT(T) template TENEX_API NodeId OpGraph::add_input<T>(const Tensor<T>&, std::string_view);
+#define TENEX_INSTANTIATE_ADD_INPUT(T) \
+  template TENEX_API NodeId OpGraph::add_input<T>(const Tensor<T>&, std::string_view);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_ADD_INPUT)
 #undef TENEX_INSTANTIATE_ADD_INPUT
 

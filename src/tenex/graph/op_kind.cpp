@@ -54,8 +54,7 @@ std::string describe(const MaskParams& p) {
 std::string_view op_kind_name(OpKind kind) {
   switch (kind) {
 #define TENEX_OP_KIND_NAME(name, arity, Params) \
-  case OpKind::name:                            \
-    return #name;
+  case OpKind::name: return #name;
     TENEX_FOR_EACH_OP(TENEX_OP_KIND_NAME)
 #undef TENEX_OP_KIND_NAME
   }
@@ -65,8 +64,7 @@ std::string_view op_kind_name(OpKind kind) {
 int op_kind_arity(OpKind kind) {
   switch (kind) {
 #define TENEX_OP_KIND_ARITY(name, arity, Params) \
-  case OpKind::name:                             \
-    return arity;
+  case OpKind::name: return arity;
     TENEX_FOR_EACH_OP(TENEX_OP_KIND_ARITY)
 #undef TENEX_OP_KIND_ARITY
   }
@@ -81,8 +79,7 @@ OpKind op_kind_of_params(const OpParams& params) {
 OpParams default_params(OpKind kind) {
   switch (kind) {
 #define TENEX_OP_DEFAULT_PARAMS(name, arity, Params) \
-  case OpKind::name:                                 \
-    return Params{};
+  case OpKind::name: return Params{};
     TENEX_FOR_EACH_OP(TENEX_OP_DEFAULT_PARAMS)
 #undef TENEX_OP_DEFAULT_PARAMS
   }

@@ -37,7 +37,8 @@ std::string labels_from_operands(OpNode& node, const Operands& operands, bool in
     expected.push_back(it->second);
   }
   if (infer && node.extents.empty()) node.extents = expected;
-  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  if (node.extents != expected)
+    return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
   return {};
 }
 
@@ -45,11 +46,13 @@ std::string same_as_operand(OpNode& node, const Operands& operands, bool infer) 
   if (operands.size() != 1) return {};
   if (infer && node.labels.empty()) node.labels = operands[0]->labels;
   if (node.labels != operands[0]->labels) {
-    return "labels (" + join_labels(node.labels) + ") should be the operand's (" + join_labels(operands[0]->labels) + ")";
+    return "labels (" + join_labels(node.labels) + ") should be the operand's (" + join_labels(operands[0]->labels) +
+           ")";
   }
   if (infer && node.extents.empty()) node.extents = operands[0]->extents;
   if (node.extents != operands[0]->extents) {
-    return "extents " + format_extents(node.extents) + " should be the operand's " + format_extents(operands[0]->extents);
+    return "extents " + format_extents(node.extents) + " should be the operand's " +
+           format_extents(operands[0]->extents);
   }
   return {};
 }
@@ -75,8 +78,8 @@ std::string rule(const OutputParams& p, OpNode& node, const Operands& operands, 
   if (operands.size() != 1) return {};
   const OpNode& op = *operands[0];
   std::vector<std::string> renamed = p.operand_labels.empty() ? op.labels : p.operand_labels;
-  if (renamed.size() != op.labels.size()) return "renames " + std::to_string(op.labels.size()) + " operand labels to " +
-                                                 std::to_string(renamed.size());
+  if (renamed.size() != op.labels.size())
+    return "renames " + std::to_string(op.labels.size()) + " operand labels to " + std::to_string(renamed.size());
   if (infer && node.labels.empty()) node.labels = renamed;
   std::vector<std::size_t> expected;
   for (const std::string& l : node.labels) {
@@ -84,10 +87,11 @@ std::string rule(const OutputParams& p, OpNode& node, const Operands& operands, 
     if (at == renamed.size()) return "label \"" + l + "\" is not one of the operand's (" + join_labels(renamed) + ")";
     expected.push_back(op.extents[at]);
   }
-  if (node.labels.size() != renamed.size()) return "writes " + std::to_string(node.labels.size()) + " of " +
-                                                   std::to_string(renamed.size()) + " operand modes";
+  if (node.labels.size() != renamed.size())
+    return "writes " + std::to_string(node.labels.size()) + " of " + std::to_string(renamed.size()) + " operand modes";
   if (infer && node.extents.empty()) node.extents = expected;
-  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  if (node.extents != expected)
+    return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
   return {};
 }
 
@@ -180,8 +184,7 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
   if (operands.size() != 1) return {};
   const OpNode& packed = *operands[0];
   if (packed_factor_count(packed.kind) == 0) {
-    return "the operand is a node of kind " + std::string(op_kind_name(packed.kind)) +
-           ", not a packed decomposition";
+    return "the operand is a node of kind " + std::string(op_kind_name(packed.kind)) + ", not a packed decomposition";
   }
   if (p.which >= packed_factor_count(packed.kind)) {
     return "factor " + std::to_string(p.which) + " of a " + std::string(op_kind_name(packed.kind)) + " does not exist";
@@ -190,7 +193,9 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
   const std::size_t m = packed.extents[0], n = packed.extents[1], k = std::min(m, n);
   std::vector<std::size_t> expected;
   switch (packed.kind) {
-    case OpKind::eigen_solve: expected = p.which == 0 ? std::vector<std::size_t>{m, m} : std::vector<std::size_t>{m}; break;
+    case OpKind::eigen_solve:
+      expected = p.which == 0 ? std::vector<std::size_t>{m, m} : std::vector<std::size_t>{m};
+      break;
     case OpKind::qr: expected = p.which == 0 ? std::vector<std::size_t>{m, k} : std::vector<std::size_t>{k, n}; break;
     case OpKind::svd:
       expected = p.which == 0   ? std::vector<std::size_t>{m, k}
@@ -217,7 +222,8 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
            join_labels(node.labels) + ") name " + std::to_string(node.labels.size());
   }
   if (infer && node.extents.empty()) node.extents = expected;
-  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  if (node.extents != expected)
+    return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
   return {};
 }
 
@@ -238,7 +244,8 @@ std::string rule(const SliceParams& p, OpNode& node, const Operands& operands, b
   if (infer && node.labels.empty()) node.labels = op.labels;
   if (node.labels != op.labels) return "labels (" + join_labels(node.labels) + ") should be the operand's";
   if (infer && node.extents.empty()) node.extents = expected;
-  if (node.extents != expected) return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
+  if (node.extents != expected)
+    return "extents " + format_extents(node.extents) + " should be " + format_extents(expected);
   return {};
 }
 
@@ -256,7 +263,8 @@ std::string rule(const ChipParams& p, OpNode& node, const Operands& operands, bo
   if (infer && node.labels.empty()) node.labels = labels;
   if (node.labels != labels) return "labels (" + join_labels(node.labels) + ") should be (" + join_labels(labels) + ")";
   if (infer && node.extents.empty()) node.extents = extents;
-  if (node.extents != extents) return "extents " + format_extents(node.extents) + " should be " + format_extents(extents);
+  if (node.extents != extents)
+    return "extents " + format_extents(node.extents) + " should be " + format_extents(extents);
   return {};
 }
 

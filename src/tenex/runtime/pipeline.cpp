@@ -62,12 +62,12 @@ void run_typed(SetRecord& set) {
   register_builtin_backends();
   check_backend_environment();
   OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-  passes::optimize(graph);                                                         // 2. passes
-  dump_graph(graph);                                                               // 3. dump if asked
-  const BackendEntry& entry = choose_backend(set.backend);                         // 4. choose the backend
+  passes::optimize(graph);                                                       // 2. passes
+  dump_graph(graph);                                                             // 3. dump if asked
+  const BackendEntry& entry = choose_backend(set.backend);                       // 4. choose the backend
   std::unique_ptr<Backend<T>> backend = make_backend<T>(entry);
-  check_supported(graph, *backend);                                                // 5. ask what it supports
-  RunStats stats = execute(graph, *backend);                                       // 6. execute
+  check_supported(graph, *backend);           // 5. ask what it supports
+  RunStats stats = execute(graph, *backend);  // 6. execute
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);
 }
@@ -95,9 +95,9 @@ void run_set(SetRecord& set) noexcept {
   } catch (const Error&) {
     error = std::current_exception();
   } catch (const std::bad_alloc&) {
-    error = std::make_exception_ptr(BackendError(
-        "tenex: out of memory while building or optimizing the graph of a set of " +
-        std::to_string(set.assignments.size()) + " statements"));
+    error = std::make_exception_ptr(
+        BackendError("tenex: out of memory while building or optimizing the graph of a set of " +
+                     std::to_string(set.assignments.size()) + " statements"));
   } catch (const std::exception& e) {
     error = std::make_exception_ptr(InternalError(std::string("tenex: evaluation failed: ") + e.what()));
   } catch (...) {

@@ -31,9 +31,8 @@ void SparseMap::insert(const Index& source, const std::vector<Index>& targets) {
     if (target_rank == 0) target_rank = t.size();
     if (t.size() == target_rank) continue;
     if (known_target_rank == 0) {
-      throw Error("tenex: SparseMap::insert: target tuples of lengths " + std::to_string(target_rank) +
-                  " and " + std::to_string(t.size()) +
-                  " in one insertion; all target tuples of a map must have one length");
+      throw Error("tenex: SparseMap::insert: target tuples of lengths " + std::to_string(target_rank) + " and " +
+                  std::to_string(t.size()) + " in one insertion; all target tuples of a map must have one length");
     }
     throw Error("tenex: SparseMap::insert: target tuple of length " + std::to_string(t.size()) +
                 " in a map whose target tuples have length " + std::to_string(target_rank));

@@ -32,7 +32,10 @@ class AlignedArray {
   }
   AlignedArray(const AlignedArray&) = delete;
   AlignedArray& operator=(const AlignedArray&) = delete;
-  AlignedArray(AlignedArray&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr; o.size_ = 0; }
+  AlignedArray(AlignedArray&& o) noexcept : data_(o.data_), size_(o.size_) {
+    o.data_ = nullptr;
+    o.size_ = 0;
+  }
   AlignedArray& operator=(AlignedArray&& o) noexcept {
     if (this != &o) {
       release();

@@ -207,10 +207,10 @@ bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol, double atol) 
   return true;
 }
 
-#define TENEX_INSTANTIATE_TENSOR(T)                                          \
-  template class detail::Storage<T>;                                         \
-  template class Tensor<T>;                                        \
-  template TENEX_API void fill_random<T>(Tensor<T>&, std::uint64_t);         \
+#define TENEX_INSTANTIATE_TENSOR(T)                                  \
+  template class detail::Storage<T>;                                 \
+  template class Tensor<T>;                                          \
+  template TENEX_API void fill_random<T>(Tensor<T>&, std::uint64_t); \
   template TENEX_API bool allclose<T>(const Tensor<T>&, const Tensor<T>&, double, double);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_TENSOR)
 #undef TENEX_INSTANTIATE_TENSOR

@@ -58,8 +58,7 @@ template <class T>
 KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
                          const Modes& a_modes, const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
                          const Modes& c_modes) {
-  const Prepared prepared =
-      prepare(sizeof(T), beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
+  const Prepared prepared = prepare(sizeof(T), beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
   KernelCount counted;
   if (prepared.c_size == 0) return counted;
   if (prepared.empty_sum || alpha == T(0)) {
@@ -114,12 +113,12 @@ KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Exte
   return run_contract<T>(plan, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes);
 }
 
-#define TENEX_INSTANTIATE_CONTRACT(T)                                                                               \
+#define TENEX_INSTANTIATE_CONTRACT(T)                                                                                 \
   template KernelCount contract<T>(T, const T*, const Extents&, const Modes&, const T*, const Extents&, const Modes&, \
-                                   T, T*, const Modes&);                                                            \
-  template std::size_t contract_plan_count<T>(const Extents&, const Modes&, const Extents&, const Modes&,            \
-                                              const Modes&, bool);                                                  \
-  template KernelCount contract_with_plan<T>(std::size_t, T, const T*, const Extents&, const Modes&, const T*,      \
+                                   T, T*, const Modes&);                                                              \
+  template std::size_t contract_plan_count<T>(const Extents&, const Modes&, const Extents&, const Modes&,             \
+                                              const Modes&, bool);                                                    \
+  template KernelCount contract_with_plan<T>(std::size_t, T, const T*, const Extents&, const Modes&, const T*,        \
                                              const Extents&, const Modes&, T, T*, const Modes&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CONTRACT)
 #undef TENEX_INSTANTIATE_CONTRACT

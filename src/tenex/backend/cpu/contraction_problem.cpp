@@ -16,10 +16,10 @@ namespace tenex::detail::cpu::contraction {
 Prepared prepare(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
                  const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
   if (a_extents.size() != a_modes.size() || b_extents.size() != b_modes.size()) {
-    throw std::invalid_argument("contract: an operand's modes and extents differ in number (a: " +
-                                std::to_string(a_modes.size()) + " modes, " + std::to_string(a_extents.size()) +
-                                " extents; b: " + std::to_string(b_modes.size()) + " modes, " +
-                                std::to_string(b_extents.size()) + " extents)");
+    throw std::invalid_argument(
+        "contract: an operand's modes and extents differ in number (a: " + std::to_string(a_modes.size()) + " modes, " +
+        std::to_string(a_extents.size()) + " extents; b: " + std::to_string(b_modes.size()) + " modes, " +
+        std::to_string(b_extents.size()) + " extents)");
   }
   Modes ids;
   Extents id_extents;
@@ -34,13 +34,16 @@ Prepared prepare(std::size_t element_size, bool beta_zero, const Extents& a_exte
                                   std::to_string(extent));
     }
   };
-  auto extent_of_id = [&](int id) { return id_extents[static_cast<std::size_t>(std::find(ids.begin(), ids.end(), id) - ids.begin())]; };
+  auto extent_of_id = [&](int id) {
+    return id_extents[static_cast<std::size_t>(std::find(ids.begin(), ids.end(), id) - ids.begin())];
+  };
   for (std::size_t x = 0; x < a_modes.size(); ++x) add(a_modes[x], a_extents[x]);
   for (std::size_t x = 0; x < b_modes.size(); ++x) add(b_modes[x], b_extents[x]);
   Prepared r;
   Extents c_extents;
   for (int id : c_modes) {
-    if (!has_mode(ids, id)) throw std::invalid_argument("contract: mode " + std::to_string(id) + " of c is in neither a nor b");
+    if (!has_mode(ids, id))
+      throw std::invalid_argument("contract: mode " + std::to_string(id) + " of c is in neither a nor b");
     if (std::count(c_modes.begin(), c_modes.end(), id) != 1) {
       throw std::invalid_argument("contract: mode " + std::to_string(id) + " repeats in c");
     }

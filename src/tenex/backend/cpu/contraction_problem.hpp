@@ -47,13 +47,11 @@ inline std::size_t extent_of(const Problem& p, const Group& g) {
 inline bool contains(const Group& g, int d) { return std::find(g.begin(), g.end(), d) != g.end(); }
 
 // Whether `modes` holds `id`.
-inline bool has_mode(const Modes& modes, int id) {
-  return std::find(modes.begin(), modes.end(), id) != modes.end();
-}
+inline bool has_mode(const Modes& modes, int id) { return std::find(modes.begin(), modes.end(), id) != modes.end(); }
 
 // What contract() knows before it touches data.
 struct Prepared {
-  Modes keep_a, keep_b;         // the operands' modes once summed-out modes and diagonals are gone
+  Modes keep_a, keep_b;          // the operands' modes once summed-out modes and diagonals are gone
   Extents a_extents, b_extents;  // their extents
   std::size_t c_size = 1;
   bool empty_sum = false;  // a mode c lacks has extent 0

@@ -63,8 +63,10 @@ template <class T>
 void apply_sparse_map(const OpNode& node, const SparseMapUse& use, T* data) {
   const std::size_t rank = node.labels.size();
   std::vector<std::size_t> source_modes, target_modes;
-  for (const auto& l : use.source) source_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
-  for (const auto& l : use.target) target_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
+  for (const auto& l : use.source)
+    source_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
+  for (const auto& l : use.target)
+    target_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
   const std::size_t total = node.size();
   std::vector<std::size_t> idx(rank, 0);
   SparseMap::Index source(source_modes.size()), target(target_modes.size());
@@ -203,7 +205,8 @@ KernelCount CpuBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
 template <class T>
 KernelCount CpuBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
   const std::size_t m = args.node.extents[0], n = args.node.extents[1];
-  return cpu::svd(args.operands[0].data, m, n, args.out.data, args.out.data + packed_factor_offset(OpKind::svd, 1, m, n),
+  return cpu::svd(args.operands[0].data, m, n, args.out.data,
+                  args.out.data + packed_factor_offset(OpKind::svd, 1, m, n),
                   args.out.data + packed_factor_offset(OpKind::svd, 2, m, n));
 }
 

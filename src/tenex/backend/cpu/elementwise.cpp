@@ -25,9 +25,7 @@ struct Dim {
   std::ptrdiff_t a, b, c;  // element strides; 0 where an operand is broadcast
 };
 
-bool run_parallel(std::size_t work) {
-  return work >= kParallelMin && omp_get_max_threads() > 1 && !omp_in_parallel();
-}
+bool run_parallel(std::size_t work) { return work >= kParallelMin && omp_get_max_threads() > 1 && !omp_in_parallel(); }
 
 // Element strides in `c_modes` order of an operand whose modes are `modes` (a subset of
 // c_modes): the operand is row-major over its own modes, with extents taken from c.
@@ -155,9 +153,9 @@ KernelCount scale(T alpha, const T* a, T* c, std::size_t n) {
   return {static_cast<double>(n), 1};
 }
 
-#define TENEX_INSTANTIATE_ELEMENTWISE(T)                                                                     \
-  template KernelCount elementwise<T>(BinaryOp, T, const T*, const Modes&, T, const T*, const Modes&, T*,   \
-                                      const Extents&, const Modes&);                                        \
+#define TENEX_INSTANTIATE_ELEMENTWISE(T)                                                                  \
+  template KernelCount elementwise<T>(BinaryOp, T, const T*, const Modes&, T, const T*, const Modes&, T*, \
+                                      const Extents&, const Modes&);                                      \
   template KernelCount scale<T>(T, const T*, T*, std::size_t);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_ELEMENTWISE)
 #undef TENEX_INSTANTIATE_ELEMENTWISE

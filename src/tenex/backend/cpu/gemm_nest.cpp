@@ -70,7 +70,7 @@ std::size_t run_nest(const Nest& nest, T alpha, const T* a, const T* b, T beta, 
     Scratch<T> partial(mn * threads);
     {
       SingleThreadedBlas single;
-#pragma omp parallel num_threads(static_cast<int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(threads))
       {
         const auto me = static_cast<std::size_t>(omp_get_thread_num());
         const auto team = static_cast<std::size_t>(omp_get_num_threads());
@@ -116,8 +116,7 @@ std::size_t run_nest(const Nest& nest, T alpha, const T* a, const T* b, T beta, 
   return outer * inner;
 }
 
-#define TENEX_INSTANTIATE_RUN_NEST(T) \
-  template std::size_t run_nest<T>(const Nest&, T, const T*, const T*, T, T*, bool);
+#define TENEX_INSTANTIATE_RUN_NEST(T) template std::size_t run_nest<T>(const Nest&, T, const T*, const T*, T, T*, bool);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_RUN_NEST)
 #undef TENEX_INSTANTIATE_RUN_NEST
 

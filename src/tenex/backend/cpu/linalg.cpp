@@ -28,12 +28,8 @@ namespace {
 lapack_int potrf(lapack_int n, float* a) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, a, n); }
 lapack_int potrf(lapack_int n, double* a) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, a, n); }
 
-lapack_int syevd(lapack_int n, float* a, float* w) {
-  return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w);
-}
-lapack_int syevd(lapack_int n, double* a, double* w) {
-  return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w);
-}
+lapack_int syevd(lapack_int n, float* a, float* w) { return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w); }
+lapack_int syevd(lapack_int n, double* a, double* w) { return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'L', n, a, n, w); }
 
 lapack_int sygvd(lapack_int n, float* a, float* b, float* w) {
   return LAPACKE_ssygvd(LAPACK_ROW_MAJOR, 1, 'V', 'L', n, a, n, b, n, w);
@@ -63,8 +59,7 @@ lapack_int gesdd(lapack_int m, lapack_int n, double* a, double* s, double* u, la
   return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, ldu, vt, n);
 }
 
-lapack_int gesvd(lapack_int m, lapack_int n, float* a, float* s, float* u, lapack_int ldu, float* vt,
-                 float* superb) {
+lapack_int gesvd(lapack_int m, lapack_int n, float* a, float* s, float* u, lapack_int ldu, float* vt, float* superb) {
   return LAPACKE_sgesvd(LAPACK_ROW_MAJOR, 'S', 'S', m, n, a, n, s, u, ldu, vt, n, superb);
 }
 lapack_int gesvd(lapack_int m, lapack_int n, double* a, double* s, double* u, lapack_int ldu, double* vt,
@@ -148,8 +143,8 @@ template <class T>
       const T x = a[i * n + j];
       if (!std::isfinite(x)) {
         throw NumericalError("tenex: " + std::string(operation) + ": " + which + " has a non-finite entry (" +
-                             (std::isnan(x) ? "nan" : "inf") + ") at (" + std::to_string(i) + ", " +
-                             std::to_string(j) + "); a decomposition needs finite input");
+                             (std::isnan(x) ? "nan" : "inf") + ") at (" + std::to_string(i) + ", " + std::to_string(j) +
+                             "); a decomposition needs finite input");
       }
     }
   }
@@ -220,7 +215,8 @@ std::string explain_info(const std::string& suffix, long long info, std::size_t 
   }
   if (suffix == "gesdd") return "the divide-and-conquer SVD (bdsdc) did not converge";
   if (suffix == "gesvd") {
-    return "the SVD did not converge: " + i + " superdiagonals of an intermediate bidiagonal form did not "
+    return "the SVD did not converge: " + i +
+           " superdiagonals of an intermediate bidiagonal form did not "
            "converge to zero";
   }
   return "the routine reported a numerical failure";
@@ -410,12 +406,12 @@ KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out) {
   return count;
 }
 
-#define TENEX_INSTANTIATE_LINALG(T)                                                        \
-  template KernelCount cholesky<T>(const T*, std::size_t, T*);                             \
-  template KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);                  \
-  template KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*);      \
-  template KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);                  \
-  template KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);             \
+#define TENEX_INSTANTIATE_LINALG(T)                                                   \
+  template KernelCount cholesky<T>(const T*, std::size_t, T*);                        \
+  template KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);             \
+  template KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*); \
+  template KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);             \
+  template KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);        \
   template KernelCount matrix_power<T>(const T*, std::size_t, unsigned, T*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_LINALG)
 #undef TENEX_INSTANTIATE_LINALG

@@ -58,8 +58,8 @@ std::pair<std::ptrdiff_t, std::ptrdiff_t> fresh_group_strides(const Problem& p, 
 }
 
 template <class T>
-std::vector<std::ptrdiff_t> pack_operand(const Problem& p, int op, const std::vector<int>& layout,
-                                         const T* in, T* out) {
+std::vector<std::ptrdiff_t> pack_operand(const Problem& p, int op, const std::vector<int>& layout, const T* in,
+                                         T* out) {
   const std::vector<std::ptrdiff_t> strides = dense_strides(p, layout);
   Extents extents;
   Strides from, to;
@@ -69,9 +69,8 @@ std::vector<std::ptrdiff_t> pack_operand(const Problem& p, int op, const std::ve
   return strides;
 }
 
-#define TENEX_INSTANTIATE_PACK_OPERAND(T)                                                            \
-  template std::vector<std::ptrdiff_t> pack_operand<T>(const Problem&, int, const std::vector<int>&, \
-                                                       const T*, T*);
+#define TENEX_INSTANTIATE_PACK_OPERAND(T) \
+  template std::vector<std::ptrdiff_t> pack_operand<T>(const Problem&, int, const std::vector<int>&, const T*, T*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PACK_OPERAND)
 #undef TENEX_INSTANTIATE_PACK_OPERAND
 

@@ -32,7 +32,6 @@ std::pair<std::ptrdiff_t, std::ptrdiff_t> fresh_group_strides(const Problem& p, 
 // Copies operand `op` (`in`, as the problem lays it out) into `out`, laid out densely as
 // `layout`, and returns out's strides per distinct mode.
 template <class T>
-std::vector<std::ptrdiff_t> pack_operand(const Problem& p, int op, const std::vector<int>& layout,
-                                         const T* in, T* out);
+std::vector<std::ptrdiff_t> pack_operand(const Problem& p, int op, const std::vector<int>& layout, const T* in, T* out);
 
 }  // namespace tenex::detail::cpu::contraction

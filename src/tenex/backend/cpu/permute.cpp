@@ -111,8 +111,8 @@ class Odometer {
 };
 
 template <class T>
-void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std::ptrdiff_t so, std::size_t n,
-              T alpha, T beta) {
+void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std::ptrdiff_t so, std::size_t n, T alpha,
+              T beta) {
   if (si == 1 && so == 1) {
     if (beta == T(0)) {
       for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x];
@@ -152,8 +152,8 @@ void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
     return;
   }
   for (std::size_t i = 0; i < ni; ++i) {
-    copy_row(in + static_cast<std::ptrdiff_t>(i) * in_i, in_o, out + static_cast<std::ptrdiff_t>(i) * out_i, out_o,
-             no, alpha, beta);
+    copy_row(in + static_cast<std::ptrdiff_t>(i) * in_i, in_o, out + static_cast<std::ptrdiff_t>(i) * out_i, out_o, no,
+             alpha, beta);
   }
 }
 
@@ -219,7 +219,8 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
       for (std::size_t u = begin; u < end; ++u) {
         const std::size_t ti = t / tiles_o, to = t % tiles_o;
         const std::size_t i0 = ti * kTile, o0 = to * kTile;
-        const std::ptrdiff_t in_off = at.in() + static_cast<std::ptrdiff_t>(i0) * i.in + static_cast<std::ptrdiff_t>(o0) * o.in;
+        const std::ptrdiff_t in_off =
+            at.in() + static_cast<std::ptrdiff_t>(i0) * i.in + static_cast<std::ptrdiff_t>(o0) * o.in;
         const std::ptrdiff_t out_off =
             at.out() + static_cast<std::ptrdiff_t>(i0) * i.out + static_cast<std::ptrdiff_t>(o0) * o.out;
         copy_tile(in + in_off, o.in, i.in, out + out_off, o.out, i.out, std::min(kTile, o.extent - o0),
@@ -273,7 +274,8 @@ void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> su
       fastest_kept = static_cast<std::ptrdiff_t>(d);
     }
   }
-  const bool lanes = fastest_kept >= 0 && (summed.empty() || kept[static_cast<std::size_t>(fastest_kept)].in < summed.back().in);
+  const bool lanes =
+      fastest_kept >= 0 && (summed.empty() || kept[static_cast<std::size_t>(fastest_kept)].in < summed.back().in);
   if (lanes) {
     // The input's fastest mode is kept: each summed index adds a whole lane of outputs
     // (contiguous reads), so the lane is the inner loop.
@@ -330,8 +332,8 @@ KernelCount strided_copy(const T* in, const Strides& in_strides, T* out, const S
                          const Extents& extents, T alpha, T beta, bool parallel) {
   if (in_strides.size() != extents.size() || out_strides.size() != extents.size()) {
     throw std::invalid_argument("strided_copy: " + std::to_string(extents.size()) + " extents but " +
-                                std::to_string(in_strides.size()) + " input and " +
-                                std::to_string(out_strides.size()) + " output strides");
+                                std::to_string(in_strides.size()) + " input and " + std::to_string(out_strides.size()) +
+                                " output strides");
   }
   std::vector<Dim> dims(extents.size());
   for (std::size_t d = 0; d < extents.size(); ++d) dims[d] = {extents[d], in_strides[d], out_strides[d]};
@@ -394,7 +396,8 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
   Extents out_extents;
   for (int id : out_modes) {
     auto it = std::find(ids.begin(), ids.end(), id);
-    if (it == ids.end()) throw std::invalid_argument("reduce: output mode " + std::to_string(id) + " is not an input mode");
+    if (it == ids.end())
+      throw std::invalid_argument("reduce: output mode " + std::to_string(id) + " is not an input mode");
     const auto x = static_cast<std::size_t>(it - ids.begin());
     if (kept[x]) throw std::invalid_argument("reduce: output mode " + std::to_string(id) + " repeats");
     kept[x] = true;
@@ -402,7 +405,8 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
   }
   if (!repeated && out_modes.size() == in_modes.size()) {
     std::vector<std::size_t> perm;
-    for (int id : out_modes) perm.push_back(static_cast<std::size_t>(std::find(in_modes.begin(), in_modes.end(), id) - in_modes.begin()));
+    for (int id : out_modes)
+      perm.push_back(static_cast<std::size_t>(std::find(in_modes.begin(), in_modes.end(), id) - in_modes.begin()));
     return permute(in, in_extents, perm, out, alpha);
   }
   const std::size_t out_size = product(out_extents);
@@ -435,7 +439,7 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
   return {static_cast<double>(out_size) * static_cast<double>(summed_count), 1};
 }
 
-#define TENEX_INSTANTIATE_PERMUTE(T)                                                                             \
+#define TENEX_INSTANTIATE_PERMUTE(T)                                                                              \
   template KernelCount strided_copy<T>(const T*, const Strides&, T*, const Strides&, const Extents&, T, T, bool); \
   template KernelCount permute<T>(const T*, const Extents&, const std::vector<std::size_t>&, T*, T);              \
   template KernelCount reduce<T>(const T*, const Extents&, const Modes&, T*, const Modes&, T);

@@ -158,8 +158,8 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   return calls + tasks * (nest_calls + 1);
 }
 
-#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                   \
-  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*);           \
+#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                        \
+  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*); \
   template std::size_t run_plan<T>(const Problem&, const Plan&, T, const T*, const T*, T, T*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PLAN_EXECUTION)
 #undef TENEX_INSTANTIATE_PLAN_EXECUTION

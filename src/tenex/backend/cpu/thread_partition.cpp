@@ -12,13 +12,12 @@ constexpr double kCacheResident = 512.0 * 1024;
 
 }  // namespace
 
-ThreadPartition partition_threads(const Geometry& g, std::size_t outer, std::size_t inner,
-                                  std::size_t element_size, bool parallel) {
+ThreadPartition partition_threads(const Geometry& g, std::size_t outer, std::size_t inner, std::size_t element_size,
+                                  bool parallel) {
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
                        static_cast<double>(outer) * static_cast<double>(inner);
-  const std::size_t threads = parallel && flops >= kParallelFlops && !omp_in_parallel()
-                                  ? static_cast<std::size_t>(omp_get_max_threads())
-                                  : 1;
+  const std::size_t threads =
+      parallel && flops >= kParallelFlops && !omp_in_parallel() ? static_cast<std::size_t>(omp_get_max_threads()) : 1;
   const std::size_t want = 2 * threads;
   std::size_t slice_m = g.m, slice_n = g.n;
   if (threads > 1 && outer < want) {
@@ -30,7 +29,8 @@ ThreadPartition partition_threads(const Geometry& g, std::size_t outer, std::siz
     const double panel_b = from_memory(static_cast<double>(g.k * g.n * element_size));
     auto extra = [&](std::size_t sm, std::size_t sn) {
       return static_cast<double>(outer) * static_cast<double>(inner) *
-             ((static_cast<double>(pieces(g.m, sm)) - 1.0) * panel_b + (static_cast<double>(pieces(g.n, sn)) - 1.0) * panel_a);
+             ((static_cast<double>(pieces(g.m, sm)) - 1.0) * panel_b +
+              (static_cast<double>(pieces(g.n, sn)) - 1.0) * panel_a);
     };
     while (outer * pieces(g.m, slice_m) * pieces(g.n, slice_n) < want) {
       const std::size_t half_m = (slice_m + 1) / 2, half_n = (slice_n + 1) / 2;

@@ -34,7 +34,7 @@ struct ThreadPartition {
 // costs little next to the flops; else, when c is small and k long, k is cut and each thread
 // sums into its own copy of c; else the GEMMs run one after the other (serial), each threaded
 // by the BLAS.
-ThreadPartition partition_threads(const Geometry& g, std::size_t outer, std::size_t inner,
-                                  std::size_t element_size, bool parallel);
+ThreadPartition partition_threads(const Geometry& g, std::size_t outer, std::size_t inner, std::size_t element_size,
+                                  bool parallel);
 
 }  // namespace tenex::detail::cpu::contraction

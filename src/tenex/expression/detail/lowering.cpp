@@ -105,7 +105,8 @@ NodeId Lowering::reduce_to(NodeId id, const std::vector<std::string>& keep) {
   for (const std::string& l : keep) {
     const std::size_t at = find_label(node.labels, l);
     if (at == node.labels.size()) {
-      throw InternalError("tenex: graph building: label \"" + l + "\" is not in " + describe(node.labels, node.extents));
+      throw InternalError("tenex: graph building: label \"" + l + "\" is not in " +
+                          describe(node.labels, node.extents));
     }
     extents.push_back(node.extents[at]);
   }
@@ -194,7 +195,8 @@ NodeId Lowering::build_assignment(const Assignment& a) {
   std::vector<std::size_t> extents;
   for (const std::string& l : a.rhs_labels) extents.push_back(a.rhs->extents.at(find_label(a.rhs->labels, l)));
   OutputParams params;
-  for (const std::string& l : a.rhs_labels) params.operand_labels.push_back(a.target_labels[find_label(a.rhs_labels, l)]);
+  for (const std::string& l : a.rhs_labels)
+    params.operand_labels.push_back(a.target_labels[find_label(a.rhs_labels, l)]);
   OpNode out;
   out.kind = OpKind::output;
   out.params = std::move(params);
@@ -309,8 +311,7 @@ NodeId NaryNode::emit(Lowering&, const std::vector<std::string>&, const std::vec
               " derives from Nary but does not override add_to_graph, so it has no meaning to evaluate");
 }
 
-NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
-                          const std::vector<NodeId>&) const {
+NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& keep, const std::vector<NodeId>&) const {
   // Splice the user's graph in: its inputs join this graph's (and read results this set
   // produces), every other node is copied with its operands renumbered.
   const OpGraph& from = *fragment;
@@ -332,7 +333,8 @@ NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& ke
       continue;
     }
     if (node.kind == OpKind::output) {
-      throw Error("tenex: the expression class " + class_name + " drew an output node in add_to_graph; "
+      throw Error("tenex: the expression class " + class_name +
+                  " drew an output node in add_to_graph; "
                   "an expression's graph ends in its value, not in an assignment");
     }
     OpNode copy = node;

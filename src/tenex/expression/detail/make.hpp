@@ -19,8 +19,9 @@ namespace tenex::detail {
 /// Throws tenex::Error when `handle` was moved from.
 inline const Handle& require_handle(const Handle& handle) {
   if (!handle.node || !handle.state) {
-    throw Error("tenex: this expression was moved from; an expression object can be used again only after "
-                "a new expression is assigned to it");
+    throw Error(
+        "tenex: this expression was moved from; an expression object can be used again only after "
+        "a new expression is assigned to it");
   }
   return handle;
 }

@@ -31,8 +31,7 @@ std::vector<std::string> pair_result_labels(const std::vector<std::string>& a, c
 }
 
 ContractionPath order_product(const std::vector<std::vector<std::string>>& operands,
-                              const std::map<std::string, std::size_t>& extents,
-                              const std::vector<std::string>& keep) {
+                              const std::map<std::string, std::size_t>& extents, const std::vector<std::string>& keep) {
   const std::size_t n = operands.size();
   ContractionPath path;
   if (n < 2) return path;

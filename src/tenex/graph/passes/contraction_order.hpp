@@ -17,8 +17,7 @@ using ContractionPath = std::vector<std::pair<std::size_t, std::size_t>>;
 /// the fewest flops, keeping `keep` in the end: exact dynamic programming over subsets
 /// up to 10 operands, greedy (cheapest pair first) beyond.
 ContractionPath order_product(const std::vector<std::vector<std::string>>& operands,
-                              const std::map<std::string, std::size_t>& extents,
-                              const std::vector<std::string>& keep);
+                              const std::map<std::string, std::size_t>& extents, const std::vector<std::string>& keep);
 
 /// Labels the result of contracting `a` and `b` keeps: those in `needed` (the final labels
 /// and the labels of the operands still waiting), in order of first appearance in a then b.

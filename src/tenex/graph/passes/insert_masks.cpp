@@ -17,7 +17,7 @@ NodeId mask_after(OpGraph& graph, NodeId id, std::vector<SparseMapUse> maps) {
   mask.labels = graph.node(id).labels;
   mask.extents = graph.node(id).extents;
   const NodeId m = graph.add_node(std::move(mask), {id});
-  graph.replace_uses(id, m);  // also turns the mask's own operand into a self-loop...
+  graph.replace_uses(id, m);    // also turns the mask's own operand into a self-loop...
   graph.set_operand(m, 0, id);  // ...which this undoes
   return m;
 }
