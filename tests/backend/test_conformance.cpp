@@ -36,6 +36,9 @@
 #include <tenex/config.hpp>
 #include <tenex/tenex.hpp>
 
+#include "support/dense.hpp"
+#include "support/dumped_graphs.hpp"
+
 #include "support/reference.hpp"
 #include "support/scalars.hpp"
 
@@ -107,57 +110,12 @@ void check_exact(const Tensor<T>& got, const ref::Array& expected) {
 
 // ---- plain dense matrices in double: the oracle side of the identities --------------------
 
-struct Dense {
-  std::size_t rows = 0, cols = 0;
-  std::vector<double> v;
-  Dense(std::size_t r, std::size_t c) : rows(r), cols(c), v(r * c, 0.0) {}
-  double& operator()(std::size_t i, std::size_t j) { return v[i * cols + j]; }
-  double operator()(std::size_t i, std::size_t j) const { return v[i * cols + j]; }
-};
-
-template <class T>
-Dense dense(const Tensor<T>& t) {
-  REQUIRE(t.rank() == 2);
-  Dense d(t.shape().extent(0), t.shape().extent(1));
-  for (std::size_t i = 0; i < d.rows; ++i) {
-    for (std::size_t j = 0; j < d.cols; ++j) d(i, j) = static_cast<double>(t.at(i, j));
-  }
-  return d;
-}
-
-template <class T>
-std::vector<double> dense_vector(const Tensor<T>& t) {
-  REQUIRE(t.rank() == 1);
-  std::vector<double> out(t.shape().extent(0));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.at(i));
-  return out;
-}
-
-template <class T>
-Tensor<T> tensor(const Dense& d) {
-  std::vector<T> values(d.v.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(d.v[i]);
-  return Tensor<T>(Shape{d.rows, d.cols}, std::move(values));
-}
-
-Dense product(const Dense& a, const Dense& b) {
-  REQUIRE(a.cols == b.rows);
-  Dense c(a.rows, b.cols);
-  for (std::size_t i = 0; i < a.rows; ++i) {
-    for (std::size_t k = 0; k < a.cols; ++k) {
-      for (std::size_t j = 0; j < b.cols; ++j) c(i, j) += a(i, k) * b(k, j);
-    }
-  }
-  return c;
-}
-
-Dense transpose(const Dense& a) {
-  Dense t(a.cols, a.rows);
-  for (std::size_t i = 0; i < a.rows; ++i) {
-    for (std::size_t j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
-  }
-  return t;
-}
+using tenex_test::Dense;
+using tenex_test::dense;
+using tenex_test::dense_vector;
+using tenex_test::product;
+using tenex_test::tensor;
+using tenex_test::transpose;
 
 /// a with column j scaled by w[j] (a diag(w)).
 Dense scale_columns(Dense a, const std::vector<double>& w) {
@@ -168,11 +126,7 @@ Dense scale_columns(Dense a, const std::vector<double>& w) {
   return a;
 }
 
-Dense identity(std::size_t n) {
-  Dense d(n, n);
-  for (std::size_t i = 0; i < n; ++i) d(i, i) = 1.0;
-  return d;
-}
+using tenex_test::identity;
 
 double norm(const Dense& a) {
   double s = 0;
@@ -222,34 +176,7 @@ Tensor<T> positive_definite(std::size_t n, std::uint64_t seed) {
 
 // ---- the dumped graphs ------------------------------------------------------------------
 
-/// Runs `statement` with TENEX_DUMP_GRAPH set to a fresh folder; returns the DOT text of
-/// every set it evaluated.
-std::vector<std::string> dumped_graphs(const std::function<void()>& statement) {
-  static std::atomic<int> counter{0};
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("tenex-test-conformance-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);
-  try {
-    statement();
-  } catch (...) {
-    ::unsetenv("TENEX_DUMP_GRAPH");
-    std::filesystem::remove_all(dir);
-    throw;
-  }
-  ::unsetenv("TENEX_DUMP_GRAPH");
-  std::vector<std::string> graphs;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    graphs.push_back(text.str());
-  }
-  std::filesystem::remove_all(dir);
-  return graphs;
-}
+using tenex_test::dumped_graphs;
 
 /// The kinds of the nodes in DOT text: each node's label starts with its kind.
 std::set<std::string> kinds_in(const std::string& dot) {

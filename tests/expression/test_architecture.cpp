@@ -16,6 +16,7 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/dumped_graphs.hpp"
 #include "support/scalars.hpp"
 
 namespace {
@@ -58,34 +59,9 @@ class Meaningless : public tenex::Nary<1, T> {
   std::string_view name() const override { return "Meaningless"; }
 };
 
-// Runs `statements` with TENEX_DUMP_GRAPH set to a fresh folder and returns the DOT of
-// every set they evaluated.
 template <class F>
 std::vector<std::string> dumped(F&& statements) {
-  namespace fs = std::filesystem;
-  static int counter = 0;
-  const fs::path dir =
-      fs::temp_directory_path() / ("tenex-arch-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(dir);
-  ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);
-  try {
-    statements();
-  } catch (...) {
-    ::unsetenv("TENEX_DUMP_GRAPH");
-    throw;
-  }
-  ::unsetenv("TENEX_DUMP_GRAPH");
-  std::vector<std::string> out;
-  if (fs::exists(dir)) {
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      std::ifstream in(entry.path());
-      std::stringstream text;
-      text << in.rdbuf();
-      out.push_back(text.str());
-    }
-  }
-  fs::remove_all(dir);
-  return out;
+  return tenex_test::dumped_graphs(statements);
 }
 
 }  // namespace

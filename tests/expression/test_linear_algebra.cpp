@@ -26,6 +26,8 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/dense.hpp"
+
 #include "support/scalars.hpp"
 
 namespace {
@@ -37,64 +39,13 @@ using tenex_test::Scalars;
 
 // ---- a plain dense matrix in double: the oracle side of every identity -----------------
 
-struct Dense {
-  std::size_t rows = 0, cols = 0;
-  std::vector<double> v;
-  Dense() = default;
-  Dense(std::size_t r, std::size_t c) : rows(r), cols(c), v(r * c, 0.0) {}
-  double& operator()(std::size_t i, std::size_t j) { return v[i * cols + j]; }
-  double operator()(std::size_t i, std::size_t j) const { return v[i * cols + j]; }
-};
-
-template <class T>
-Dense dense(const Tensor<T>& t) {
-  REQUIRE(t.rank() == 2);
-  Dense d(t.shape().extent(0), t.shape().extent(1));
-  for (std::size_t i = 0; i < d.rows; ++i) {
-    for (std::size_t j = 0; j < d.cols; ++j) d(i, j) = static_cast<double>(t.at(i, j));
-  }
-  return d;
-}
-
-template <class T>
-std::vector<double> dense_vector(const Tensor<T>& t) {
-  REQUIRE(t.rank() == 1);
-  std::vector<double> out(t.shape().extent(0));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.at(i));
-  return out;
-}
-
-template <class T>
-Tensor<T> tensor(const Dense& d) {
-  std::vector<T> values(d.v.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(d.v[i]);
-  return Tensor<T>(Shape{d.rows, d.cols}, std::move(values));
-}
-
-Dense product(const Dense& a, const Dense& b) {
-  REQUIRE(a.cols == b.rows);
-  Dense c(a.rows, b.cols);
-  for (std::size_t i = 0; i < a.rows; ++i) {
-    for (std::size_t k = 0; k < a.cols; ++k) {
-      for (std::size_t j = 0; j < b.cols; ++j) c(i, j) += a(i, k) * b(k, j);
-    }
-  }
-  return c;
-}
-
-Dense transpose(const Dense& a) {
-  Dense t(a.cols, a.rows);
-  for (std::size_t i = 0; i < a.rows; ++i) {
-    for (std::size_t j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
-  }
-  return t;
-}
-
-Dense identity(std::size_t n) {
-  Dense d(n, n);
-  for (std::size_t i = 0; i < n; ++i) d(i, i) = 1.0;
-  return d;
-}
+using tenex_test::Dense;
+using tenex_test::dense;
+using tenex_test::dense_vector;
+using tenex_test::identity;
+using tenex_test::product;
+using tenex_test::tensor;
+using tenex_test::transpose;
 
 // a * diag(s): scales column j by s[j].
 Dense scale_columns(Dense a, const std::vector<double>& s) {

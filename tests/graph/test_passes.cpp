@@ -18,6 +18,8 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/dumped_graphs.hpp"
+
 namespace {
 
 using tenex::Shape;
@@ -29,34 +31,7 @@ Tensor<double> random_tensor(const Shape& shape, std::uint64_t seed) {
   return t;
 }
 
-// Runs `statement` with TENEX_DUMP_GRAPH set to a fresh folder; returns the DOT text of
-// every set it evaluated.
-std::vector<std::string> dumped_graphs(const std::function<void()>& statement) {
-  static std::atomic<int> counter{0};
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("tenex-test-passes-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);
-  try {
-    statement();
-  } catch (...) {
-    ::unsetenv("TENEX_DUMP_GRAPH");
-    std::filesystem::remove_all(dir);
-    throw;
-  }
-  ::unsetenv("TENEX_DUMP_GRAPH");
-  std::vector<std::string> graphs;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    graphs.push_back(text.str());
-  }
-  std::filesystem::remove_all(dir);
-  return graphs;
-}
+using tenex_test::dumped_graphs;
 
 // Nodes of one kind in DOT text: each node's label starts with its kind.
 std::size_t count_nodes(const std::string& dot, const std::string& kind) {
