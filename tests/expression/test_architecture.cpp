@@ -311,3 +311,21 @@ TEST_CASE_TEMPLATE_APPLY(arch_0, tenex_test::Scalars);
 TEST_CASE_TEMPLATE_APPLY(arch_1, tenex_test::Scalars);
 TEST_CASE_TEMPLATE_APPLY(arch_2, tenex_test::Scalars);
 TEST_CASE_TEMPLATE_APPLY(arch_3, tenex_test::Scalars);
+
+TEST_CASE("architecture: the public classes carry their own typed data") {
+  Tensor<double> a(Shape{3, 4}), s(Shape{3, 3});
+  const auto sl = tenex::slice(a("i,j"), {0, 1}, {2, 4});
+  CHECK(sl.lo() == std::vector<std::size_t>{0, 1});
+  CHECK(sl.hi() == std::vector<std::size_t>{2, 4});
+  const auto ch = tenex::chip(a("i,j"), "j", 2);
+  CHECK(ch.mode() == 1);
+  CHECK(ch.index() == 2);
+  CHECK(tenex::pow(s("i,j"), 3).power() == 3);
+  CHECK((2.0 * (3.0 * a("i,j"))).factor() == 6.0);
+  // Each lowers itself: through a reference to the base, the graph is the class's own.
+  tenex::OpGraph g;
+  const tenex::Expression<Tensor<double>>& base = sl;
+  const tenex::NodeId id = base.add_to_graph(g);
+  CHECK(g.node(id).kind == tenex::OpKind::slice);
+  CHECK(g.node(id).get<tenex::SliceParams>().hi == std::vector<std::size_t>{2, 4});
+}

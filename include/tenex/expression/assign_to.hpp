@@ -21,6 +21,8 @@ class TENEX_API AssignTo : public Nary<1, T> {
   /// Validates and records the statement; throws ShapeError and changes nothing on bad input.
   AssignTo(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode);
   std::string_view name() const override { return "AssignTo"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
 };
 
 #define TENEX_DECLARE_ASSIGN_TO(T) extern template class AssignTo<T>;

@@ -13,6 +13,8 @@ class TENEX_API Division : public Nary<2, T> {
   /// Validates that shared labels have equal extents (ShapeError otherwise).
   Division(const Expression<T>& lhs, const Expression<T>& rhs);
   std::string_view name() const override { return "Division"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
 };
 
 template <class T>

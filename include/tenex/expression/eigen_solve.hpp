@@ -23,6 +23,8 @@ class TENEX_API EigenVectors : public Nary<1, T> {
  public:
   explicit EigenVectors(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "EigenVectors"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
 };
 
 template <class T>
@@ -30,6 +32,8 @@ class TENEX_API EigenValues : public Nary<1, T> {
  public:
   explicit EigenValues(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "EigenValues"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
 };
 
 /// Symmetric a (square, rank 2): a v = w v.

@@ -72,6 +72,10 @@ class TENEX_API Expression {
   const detail::Handle& handle() const { return handle_; }
 
  protected:
+  /// Lowers the node this handle holds into `graph` through the node's own typed lowering
+  /// (what every library class's add_to_graph does).
+  NodeId lower_own_node(OpGraph& graph) const;
+
   explicit Expression(detail::Handle handle);
   Expression(const Expression&);
   Expression(Expression&&) noexcept;

@@ -39,6 +39,8 @@ class TENEX_API Indexed : public Expression<T> {
   Indexed& operator-=(const Expression<T>& rhs);
 
   std::string_view name() const override { return "Indexed"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
   /// The labels as written ("i,i" keeps both).
   const std::vector<std::string>& written_labels() const { return written_; }
   /// What this target object (copies have their own) remembers of its last assignment, so

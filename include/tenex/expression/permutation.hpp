@@ -18,6 +18,8 @@ class TENEX_API Permutation : public Nary<1, T> {
   /// `labels` must be a permutation of the operand's labels (ShapeError otherwise).
   Permutation(const Expression<T>& operand, std::string_view labels);
   std::string_view name() const override { return "Permutation"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
 };
 
 template <class T>

@@ -19,6 +19,10 @@ class TENEX_API Pow : public Nary<1, T> {
  public:
   explicit Pow(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "Pow"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+  /// The power n of pow(a, n).
+  unsigned power() const;
 };
 
 /// Throws ShapeError unless `a` is a square matrix, tenex::Error for n < 0 (the inverse's

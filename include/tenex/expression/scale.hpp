@@ -12,6 +12,8 @@ class TENEX_API Scale : public Nary<1, T> {
  public:
   Scale(const Expression<T>& operand, double factor);
   std::string_view name() const override { return "Scale"; }
+  /// Lowers its own node (and, through it, its operands) into `graph`.
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
   /// The factor applied (a scale of a scale holds their product).
   double factor() const;
 };

@@ -73,6 +73,11 @@ std::string Expression<T>::to_string() const {
 
 template <class T>
 NodeId Expression<T>::add_to_graph(OpGraph& graph) const {
+  return lower_own_node(graph);
+}
+
+template <class T>
+NodeId Expression<T>::lower_own_node(OpGraph& graph) const {
   const detail::NodePtr& own = detail::require_handle(handle_).node;
   own->check_readable();
   if (dynamic_cast<const detail::NaryNode*>(own.get())) {

@@ -271,6 +271,27 @@ Pow<T> pow(const Expression<T>& a, double p) {
   return pow(a, static_cast<int>(p));
 }
 
+template <class T>
+const std::vector<std::size_t>& Slice<T>::lo() const {
+  return static_cast<const detail::SliceNode&>(*detail::require_handle(this->handle_).node).lo;
+}
+template <class T>
+const std::vector<std::size_t>& Slice<T>::hi() const {
+  return static_cast<const detail::SliceNode&>(*detail::require_handle(this->handle_).node).hi;
+}
+template <class T>
+std::size_t Chip<T>::mode() const {
+  return static_cast<const detail::ChipNode&>(*detail::require_handle(this->handle_).node).mode;
+}
+template <class T>
+std::size_t Chip<T>::index() const {
+  return static_cast<const detail::ChipNode&>(*detail::require_handle(this->handle_).node).index;
+}
+template <class T>
+unsigned Pow<T>::power() const {
+  return static_cast<const detail::PowNode&>(*detail::require_handle(this->handle_).node).power;
+}
+
 #define TENEX_INSTANTIATE_LINEAR_ALGEBRA(T)                                                                       \
   template class CholeskyVectors<T>;                                                                              \
   template class EigenVectors<T>;                                                                                 \
