@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ thread_local RunStats last_stats;
 
 struct Registry {
   std::mutex mutex;
-  std::vector<detail::BackendEntry> entries;
+  std::deque<detail::BackendEntry> entries;  // find_backend hands out pointers: never moved
 };
 
 Registry& registry() {

@@ -116,8 +116,9 @@ void run_set(SetRecord& set) noexcept {
 }
 
 namespace {
-// Installed when the library loads: the linked state runs its sets through run_set.
-const bool installed = (install_set_runner(&run_set), true);
+// Installed when the library loads: the linked state runs its sets through run_set, and
+// the registry knows the built-in backends before anyone asks (cuda_available()).
+const bool installed = (install_set_runner(&run_set), register_builtin_backends(), true);
 }  // namespace
 
 }  // namespace tenex::detail
