@@ -102,11 +102,7 @@ std::vector<std::string> MultiplicationNode::child_keep(std::size_t i, const std
   std::vector<std::string> needed = keep;
   const ExprNode& other = *children[1 - i];
   needed.insert(needed.end(), other.labels.begin(), other.labels.end());
-  std::vector<std::string> out;
-  for (const std::string& l : children[i]->labels) {
-    if (contains_label(needed, l)) out.push_back(l);
-  }
-  return out;
+  return filter_labels(children[i]->labels, needed);
 }
 
 NodeId MultiplicationNode::emit(Lowering& lowering, const std::vector<std::string>& keep,

@@ -59,7 +59,6 @@ void register_builtin_backends() {
 template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
-  register_builtin_backends();
   check_backend_environment();
   OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
   passes::optimize(graph);                                                       // 2. passes

@@ -114,10 +114,12 @@ NodeId Lowering::reduce_to(NodeId id, const std::vector<std::string>& keep) {
 }
 
 NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<std::string>& written,
-                       const std::vector<std::size_t>& extents, const ExprNode* owner) {
-  const void* object = storage ? storage.get() : static_cast<const void*>(owner);
+                       const std::vector<std::size_t>& extents) {
+  // Inputs are shared per storage and labels; a shape operand (no storage) is its own.
   const std::string key = "input:" + join_labels(written);
-  if (const NodeId* hit = find(object, key)) return *hit;
+  if (storage) {
+    if (const NodeId* hit = find(storage.get(), key)) return *hit;
+  }
   if (!storage && dtype_ != DType::shape) {
     throw InternalError("tenex: graph building: an operand " + describe(written, extents) + " carries no data");
   }
@@ -134,8 +136,7 @@ NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<s
   node.extents = extents;
   node.storage = storage;
   NodeId id = graph_.add_node(std::move(node), operands);
-  // A shape operand has no storage to key the memo by; its node is the graph's own.
-  if (storage) remember(object, key, id, std::weak_ptr<const void>(storage));
+  if (storage) remember(storage.get(), key, id, std::weak_ptr<const void>(storage));
   return id;
 }
 
@@ -283,7 +284,7 @@ OpGraph build_set_graph(DType dtype, const std::vector<Assignment>& batch,
 NodeId IndexedNode::emit(Lowering& lowering, const std::vector<std::string>& keep, const std::vector<NodeId>&) const {
   std::vector<std::size_t> written_extents;
   for (const std::string& l : written) written_extents.push_back(extents.at(find_label(labels, l)));
-  NodeId in = lowering.input(storage, written, written_extents, this);
+  NodeId in = lowering.input(storage, written, written_extents);
   return lowering.reduce_to(in, keep);
 }
 
@@ -329,7 +330,7 @@ NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& ke
     if (!needed[id]) continue;
     const OpNode& node = from.node(id);
     if (node.kind == OpKind::input) {
-      mapping[id] = lowering.input(node.storage, node.labels, node.extents, this);
+      mapping[id] = lowering.input(node.storage, node.labels, node.extents);
       continue;
     }
     if (node.kind == OpKind::output) {

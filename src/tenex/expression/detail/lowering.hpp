@@ -49,7 +49,7 @@ class Lowering {
   NodeId reduce_to(NodeId id, const std::vector<std::string>& keep);
   /// The input node reading `storage` with `written` labels (one per storage and labels).
   NodeId input(const std::shared_ptr<void>& storage, const std::vector<std::string>& written,
-               const std::vector<std::size_t>& extents, const ExprNode* owner);
+               const std::vector<std::size_t>& extents);
 
  private:
   const NodeId* find(const void* object, const std::string& key) const;

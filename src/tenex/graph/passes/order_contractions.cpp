@@ -70,11 +70,9 @@ void collect(const OpGraph& graph, NodeId id, const std::vector<std::string>& ou
 
 void order_contractions(OpGraph& graph) {
   const std::vector<NodeId> order = graph.topological_order();
-  std::vector<bool> absorbed(graph.size(), false);
   // Roots first: a chain is found whole from its top contraction.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const NodeId root = *it;
-    if (absorbed[root]) continue;
     const OpNode& top = graph.node(root);
     if (top.kind != OpKind::contract || !top.sparse_maps.empty()) continue;
     const std::vector<NodeId> ops = graph.operands(root);
@@ -86,6 +84,7 @@ void order_contractions(OpGraph& graph) {
     outside_b.insert(outside_b.end(), graph.node(ops[0]).labels.begin(), graph.node(ops[0]).labels.end());
     collect(graph, ops[0], outside_a, chain);
     collect(graph, ops[1], outside_b, chain);
+    // Two factors as built: nothing to reorder.
     if (chain.leaves.size() <= 2 && !chain.changed) continue;
 
     std::map<std::string, std::size_t> extents;
@@ -100,9 +99,6 @@ void order_contractions(OpGraph& graph) {
     const std::vector<std::string> keep = top.labels;
     const DType dtype = top.dtype;
     NodeId result = root;
-    if (chain.leaves.size() == 1) {
-      continue;  // a product of one factor has nothing to order
-    }
     const ContractionPath path = order_product(labels, extents, keep);
     std::vector<bool> live(labels.size(), true);
     for (std::size_t step = 0; step < path.size(); ++step) {
@@ -125,7 +121,6 @@ void order_contractions(OpGraph& graph) {
       slots.push_back(result);
       live.push_back(true);
     }
-    absorbed.resize(graph.size(), false);
     graph.replace_uses(root, result);
     graph.detach(root);
   }
