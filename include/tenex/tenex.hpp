@@ -16,6 +16,7 @@
 #include "tenex/expression/cholesky.hpp"
 #include "tenex/expression/division.hpp"
 #include "tenex/expression/eigen_solve.hpp"
+#include "tenex/expression/elementwise.hpp"
 #include "tenex/expression/expression.hpp"
 #include "tenex/expression/indexed.hpp"
 #include "tenex/expression/multiplication.hpp"

@@ -325,7 +325,8 @@ struct Conformance<tenex::ContractParams> {
     CHECK_MATCHES(w, ref::einsum({wu, wv}, labels("b,i,j")),
                   ref::einsum({ref::absolute(wu), ref::absolute(wv)}, labels("b,i,j")));
     Tensor<T> s;
-    ctx.run({"contract"}, [&] { s("") = a("i,k") * a("i,k"); });
+    // A dot product is memory-bound: the fusion pass reduces it in one fused pass.
+    ctx.run({"fused"}, [&] { s("") = a("i,k") * a("i,k"); });
     const auto aa = array(a, "i,k");
     CHECK_MATCHES(s, ref::einsum({aa, aa}, labels("")), ref::einsum({aa, aa}, labels("")));
   }
@@ -390,7 +391,8 @@ struct Conformance<tenex::ScaleParams> {
     CHECK_MESSAGE(graphs[0].find("scale alpha=2.5") != std::string::npos, graphs[0]);
     const auto expected = ref::scaled(array(a, "i,j"), 2.5);
     CHECK_MATCHES(c, expected, ref::absolute(expected));
-    ctx.run({"scale"}, [&] { n("j,i") = -a("i,j"); });
+    // Scaled and transposed: the fusion pass makes it one fused pass (scale and permutation).
+    ctx.run({"fused"}, [&] { n("j,i") = -a("i,j"); });
     check_exact(n, ref::scaled(ref::permuted(array(a, "i,j"), labels("j,i")), -1.0));
   }
 };
@@ -651,6 +653,119 @@ struct Conformance<tenex::MaskParams> {
     const auto ops = std::vector<ref::Array>{array(a, "i,k"), array(b, "k,j")};
     CHECK_MATCHES(d, ref::masked(ref::einsum(ops, labels("i,j")), pattern),
                   ref::einsum({ref::absolute(ops[0]), ref::absolute(ops[1])}, labels("i,j")));
+  }
+};
+
+/// f applied to every element of `a`.
+template <class F>
+ref::Array mapped(ref::Array a, F f) {
+  for (double& v : a.values) v = f(v);
+  return a;
+}
+
+template <>
+struct Conformance<tenex::FusedParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    auto x = random_tensor<T>(Shape{3, 5}, 151), p = random_tensor<T>(Shape{3, 5}, 152, 0.5, 2.0);
+    auto y = random_tensor<T>(Shape{5}, 153), z = random_tensor<T>(Shape{5, 3}, 154);
+    const auto ax = array(x, "i,j"), ap = array(p, "i,j");
+    // Relative to the value itself: every function here is well conditioned on its inputs.
+    auto check = [&](const Tensor<T>& got, const ref::Array& expected) {
+      CHECK_MATCHES(got, expected, ref::absolute(expected));
+    };
+    using F = std::function<double(double)>;
+    const std::vector<std::tuple<std::string, std::function<tenex::Unary<Tensor<T>>()>, const ref::Array*, F>> unary = {
+        {"exp", [&] { return tenex::exp(x("i,j")); }, &ax, [](double v) { return std::exp(v); }},
+        {"log", [&] { return tenex::log(p("i,j")); }, &ap, [](double v) { return std::log(v); }},
+        {"sqrt", [&] { return tenex::sqrt(p("i,j")); }, &ap, [](double v) { return std::sqrt(v); }},
+        {"abs", [&] { return tenex::abs(x("i,j")); }, &ax, [](double v) { return std::abs(v); }},
+        {"square", [&] { return tenex::square(x("i,j")); }, &ax, [](double v) { return v * v; }},
+        {"sin", [&] { return tenex::sin(x("i,j")); }, &ax, [](double v) { return std::sin(v); }},
+        {"cos", [&] { return tenex::cos(x("i,j")); }, &ax, [](double v) { return std::cos(v); }},
+        {"tanh", [&] { return tenex::tanh(x("i,j")); }, &ax, [](double v) { return std::tanh(v); }},
+        {"sign", [&] { return tenex::sign(x("i,j")); }, &ax, [](double v) { return double((0 < v) - (v < 0)); }},
+        {"reciprocal", [&] { return tenex::reciprocal(p("i,j")); }, &ap, [](double v) { return 1 / v; }},
+        {"power", [&] { return tenex::power(p("i,j"), 1.5); }, &ap, [](double v) { return std::pow(v, 1.5); }},
+        {"clamp", [&] { return tenex::clamp(x("i,j"), -0.25, 0.5); }, &ax,
+         [](double v) { return std::min(0.5, std::max(-0.25, v)); }},
+        {"e + 3", [&] { return x("i,j") + 3.0; }, &ax, [](double v) { return v + 3; }},
+        {"3 + e", [&] { return 3.0 + x("i,j"); }, &ax, [](double v) { return 3 + v; }},
+        {"e - 3", [&] { return x("i,j") - 3.0; }, &ax, [](double v) { return v - 3; }},
+        {"3 - e", [&] { return 3.0 - x("i,j"); }, &ax, [](double v) { return 3 - v; }},
+        {"1 / e", [&] { return 1.0 / p("i,j"); }, &ap, [](double v) { return 1 / v; }},
+        {"map", [&] { return tenex::map(x("i,j"), "cube", [](T v) { return v * v * v; }); }, &ax,
+         [](double v) { return v * v * v; }},
+    };
+    for (const auto& [name, make, operand, f] : unary) {
+      INFO("function ", name);
+      Tensor<T> r;
+      ctx.run({"fused"}, [&] { r("i,j") = make(); });
+      check(r, mapped(*operand, f));
+    }
+    // max and min broadcast by label.
+    Tensor<T> mx, mn;
+    ctx.run({"fused"}, [&] { mx("i,j") = tenex::max(x("i,j"), y("j")); });
+    ctx.run({"fused"}, [&] { mn("j,i") = tenex::min(y("j"), x("i,j")); });
+    ref::Array emx = ax, emn = ref::permuted(ax, labels("j,i"));
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 5; ++j) {
+        const double xv = x.at(i, j), yv = y.at(j);
+        emx.values[i * 5 + j] = std::max(xv, yv);
+        emn.values[j * 3 + i] = std::min(xv, yv);
+      }
+    }
+    check_exact(mx, emx);
+    check_exact(mn, emn);
+    // Reductions by label.
+    Tensor<T> rs, rmax, rmin, rn;
+    ctx.run({}, [&] { rs("i") = tenex::sum(x("i,j"), "j"); });
+    ctx.run({"fused"}, [&] { rmax("i") = tenex::max_over(x("i,j"), "j"); });
+    ctx.run({"fused"}, [&] { rmin("j") = tenex::min_over(x("i,j"), "i"); });
+    ctx.run({"fused"}, [&] { rn("") = tenex::norm2(x("i,j")); });
+    const auto esum = ref::einsum({ax}, labels("i"));
+    CHECK_MATCHES(rs, esum, ref::einsum({ref::absolute(ax)}, labels("i")));
+    double frob = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      double m = -1e300;
+      for (std::size_t j = 0; j < 5; ++j) {
+        m = std::max(m, double(x.at(i, j)));
+        frob += double(x.at(i, j)) * double(x.at(i, j));
+      }
+      CHECK(rmax.at(i) == static_cast<T>(m));
+    }
+    for (std::size_t j = 0; j < 5; ++j) {
+      double m = 1e300;
+      for (std::size_t i = 0; i < 3; ++i) m = std::min(m, double(x.at(i, j)));
+      CHECK(rmin.at(j) == static_cast<T>(m));
+    }
+    CHECK(std::abs(double(rn.at()) - std::sqrt(frob)) <= 64 * eps<T>() * std::sqrt(frob));
+    // A region: several element-wise nodes, a transposed operand and a broadcast, one node.
+    Tensor<T> chain;
+    const auto graphs = ctx.run({"fused"}, [&] { chain("i,j") = x("i,j") + 2.0 * z("j,i") - p("i,j") / y("j"); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE((kinds_in(graphs[0]) == std::set<std::string>{"input", "fused", "output"}), graphs[0]);
+    ref::Array echain = ax, mchain = ax;
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 5; ++j) {
+        const double a = x.at(i, j), b = 2.0 * double(z.at(j, i)), c = double(p.at(i, j)) / double(y.at(j));
+        echain.values[i * 5 + j] = a + b - c;
+        mchain.values[i * 5 + j] = std::abs(a) + std::abs(b) + std::abs(c);
+      }
+    }
+    CHECK_MATCHES(chain, echain, mchain);
+    // A dot product over an element-wise operand: one fused node reducing to a scalar.
+    auto t4 = random_tensor<T>(Shape{3, 4, 3, 4}, 155), v4 = random_tensor<T>(Shape{3, 4, 3, 4}, 156);
+    Tensor<T> e;
+    const auto mp2 = ctx.run({"fused"}, [&] { e("") = t4("i,a,j,b") * (2.0 * v4("i,a,j,b") - v4("i,b,j,a")); });
+    REQUIRE(mp2.size() == 1);
+    CHECK_MESSAGE((kinds_in(mp2[0]) == std::set<std::string>{"input", "fused", "output"}), mp2[0]);
+    const auto at4 = array(t4, "i,a,j,b");
+    const auto inner = ref::elementwise(ref::Op::subtract, ref::scaled(array(v4, "i,a,j,b"), 2.0), array(v4, "i,b,j,a"),
+                                        labels("i,a,j,b"));
+    const auto mag = ref::elementwise(ref::Op::add, ref::scaled(ref::absolute(array(v4, "i,a,j,b")), 2.0),
+                                      ref::absolute(array(v4, "i,b,j,a")), labels("i,a,j,b"));
+    CHECK_MATCHES(e, ref::einsum({at4, inner}, labels("")), ref::einsum({ref::absolute(at4), mag}, labels("")));
   }
 };
 

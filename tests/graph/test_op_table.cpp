@@ -348,6 +348,40 @@ struct Rejects<tenex::MaskParams> {
   }
 };
 
+template <>
+struct Rejects<tenex::FusedParams> {
+  template <class T>
+  static void check(GraphOperands<T>& in) {
+    using tenex::FusedParams;
+    using Op = tenex::FusedOp;
+    auto program = [](std::vector<tenex::FusedInstr> instructions) {
+      FusedParams p;
+      p.program = std::move(instructions);
+      return p;
+    };
+    CHECK_ADD_REJECTS(in.g, in.g.add(FusedParams{}, {in.ij}), message("fused", "", "has an empty program"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(program({{Op::load, 2}}), {in.ij, in.j}),
+                      message("fused", "", "instruction 0 (load) loads operand 2"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(program({{Op::load, 0}, {Op::add, 0, 1}}), {in.ij}),
+                      message("fused", "", "instruction 1 (add) reads value 1, which is not computed before it"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(program({{Op::load, 0}, {Op::call, 0, 0}}), {in.ij}),
+                      message("fused", "", "instruction 1 (call) calls function 0, which the node does not have"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(program({{Op::load, 0}}), {in.diag}),
+                      message("fused", "", "operand (\"i,i\") {3, 3} repeats label \"i\""));
+    CHECK_ADD_REJECTS(in.g, in.g.add(program({{Op::load, 0}}), {in.ij}, {"z"}),
+                      message("fused", "z", "label \"z\" is on no operand"));
+    // Without labels: the union of the operands' (nothing reduced); a broadcast operand.
+    const NodeId all = in.g.add(program({{Op::load, 0}, {Op::load, 1}, {Op::maximum, 0, 1}}), {in.j, in.ij});
+    CHECK(in.g.node(all).labels == tenex_test::Labels{"j", "i"});
+    CHECK(dot_label(in.g, all) == "fused max(x0, x1)\\n(j,i) {3, 2}");
+    // A value used twice is named.
+    const NodeId twice =
+        in.g.add(program({{Op::load, 0}, {Op::exp, 0}, {Op::multiply, 1, 1}}), {in.j});
+    CHECK(dot_label(in.g, twice) == "fused t1=exp(x0); t1*t1\\n(j) {3}");
+    CHECK_NOTHROW(in.g.validate());
+  }
+};
+
 // ---- the checks every kind goes through --------------------------------------------------
 
 /// A node that breaks the kind's rule, added raw (add_node checks no rule): validate()
@@ -466,7 +500,7 @@ TEST_CASE_TEMPLATE_DEFINE("op table: every kind through OpGraph::add, its DOT te
 #undef TENEX_TEST_CHECK_KIND
   CHECK(covered.size() == kind_count);
   CHECK(covered == std::set<std::string_view>(table_names.begin(), table_names.end()));
-  CHECK(kind_count == 17);
+  CHECK(kind_count == 18);
 }
 TEST_CASE_TEMPLATE_APPLY(op_table_kinds, Scalars);
 

@@ -91,6 +91,14 @@ static_assert(sizeof(tenex::SliceParams) == 2 * sizeof(std::vector<std::size_t>)
 static_assert(sizeof(tenex::ChipParams) == 2 * sizeof(std::size_t), "ChipParams changed");
 static_assert(sizeof(tenex::PowParams) == sizeof(unsigned), "PowParams changed");
 static_assert(sizeof(tenex::MaskParams) == sizeof(std::vector<tenex::SparseMapUse>), "MaskParams changed");
+struct FusedParamsMirror {
+  std::vector<tenex::FusedInstr> program;
+  tenex::ReduceOp reduce;
+  std::vector<std::shared_ptr<const tenex::ScalarFunction>> functions;
+};
+static_assert(sizeof(tenex::FusedParams) == sizeof(FusedParamsMirror), "FusedParams changed");
+static_assert(sizeof(tenex::FusedInstr) == 2 * sizeof(double) + 2 * sizeof(std::uint32_t) + sizeof(double),
+              "FusedInstr changed");
 static_assert(sizeof(tenex::SparseMapUse) ==
                   2 * sizeof(std::vector<std::string>) + sizeof(std::shared_ptr<const tenex::SparseMap>),
               "SparseMapUse changed");
@@ -352,6 +360,49 @@ struct OpCase<tenex::MaskParams> {
   static Labels labels() { return {"i", "j"}; }
   static Extents extents() { return {2, 3}; }
   static std::string dot() { return "mask i->j\\n(i,j) {2, 3}"; }
+};
+
+/// The function of the fused case: one object for the whole process (compared by identity).
+inline std::shared_ptr<const tenex::ScalarFunction> sample_scalar_function() {
+  static const auto f = std::make_shared<const tenex::ScalarFunction>(
+      tenex::ScalarFunction{"twice", [](double x) { return 2 * x; }, [](float x) { return 2 * x; }});
+  return f;
+}
+
+template <>
+struct OpCase<tenex::FusedParams> {
+  using P = tenex::FusedParams;
+  using Op = tenex::FusedOp;
+  /// max over j of twice(exp(x0 * x1)) for (i,j) {2, 3} and (j) {3}.
+  static P sample() {
+    P p;
+    p.program = {{Op::load, 0}, {Op::load, 1}, {Op::multiply, 0, 1}, {Op::exp, 2}, {Op::call, 3, 0}};
+    p.reduce = tenex::ReduceOp::max;
+    p.functions = {sample_scalar_function()};
+    return p;
+  }
+  static std::vector<FieldChange<P>> field_changes() {
+    return {
+        {"program (an instruction's op)", [](P& p) { p.program[3].op = Op::log; }},
+        {"program (an operand index)", [](P& p) { p.program[2].b = 0; }},
+        {"program (a constant)", [](P& p) { p.program[3].x = 1.5; }},
+        {"program (a second constant)", [](P& p) { p.program[3].y = 1.5; }},
+        {"program (one more instruction)",
+         [](P& p) {
+           p.program.push_back({Op::sqrt, 4});
+         }},
+        {"reduce", [](P& p) { p.reduce = tenex::ReduceOp::sum; }},
+        {"functions",
+         [](P& p) { p.functions = {std::make_shared<const tenex::ScalarFunction>(*sample_scalar_function())}; }},
+    };
+  }
+  template <class T>
+  static tenex::NodeId add(GraphOperands<T>& in) {
+    return in.g.add(sample(), {in.ij, in.j}, {"i"});
+  }
+  static Labels labels() { return {"i"}; }
+  static Extents extents() { return {2}; }
+  static std::string dot() { return "fused twice(exp(x0*x1)) reduce=max\\n(i) {2}"; }
 };
 
 }  // namespace tenex_test

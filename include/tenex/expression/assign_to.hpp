@@ -13,7 +13,7 @@ namespace tenex {
 template <class T>
 class Indexed;
 
-enum class AssignMode { replace, add, subtract };
+enum class AssignMode { replace, add, subtract, multiply, divide };
 
 template <class T>
 class TENEX_API AssignTo : public Nary<1, T> {

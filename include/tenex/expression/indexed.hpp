@@ -37,6 +37,15 @@ class TENEX_API Indexed : public Expression<T> {
   /// Records `target = target + rhs` / `target = target - rhs`.
   Indexed& operator+=(const Expression<T>& rhs);
   Indexed& operator-=(const Expression<T>& rhs);
+  /// Records `target = target * rhs` (an Einstein product: labels shared with the target
+  /// multiply element by element) / `target = target / rhs` (element-wise, by label).
+  Indexed& operator*=(const Expression<T>& rhs);
+  Indexed& operator/=(const Expression<T>& rhs);
+  /// Scalars: `a("i,j") *= 2.0` is `a("i,j") = 2.0 * a("i,j")`; /= 0.0 throws tenex::Error.
+  Indexed& operator*=(double factor);
+  Indexed& operator/=(double divisor);
+  Indexed& operator+=(double value);
+  Indexed& operator-=(double value);
 
   std::string_view name() const override { return "Indexed"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -117,6 +119,57 @@ struct MaskParams {
   bool operator==(const MaskParams&) const = default;
 };
 
+/// One instruction of a fused element-wise program (FusedParams). Values are numbered by
+/// instruction; an instruction reads only values before it.
+enum class FusedOp : unsigned char {
+  load,      // operand `a`, read at the point of the iteration space (broadcast by label)
+  constant,  // x
+  add,       // a + b (values)
+  subtract,  // a - b
+  multiply,  // a * b
+  divide,    // a / b
+  maximum,   // max(a, b)
+  minimum,   // min(a, b)
+  negate,    // -a
+  exp,
+  log,
+  sqrt,
+  abs,
+  square,
+  sin,
+  cos,
+  tanh,
+  sign,        // -1, 0 or 1
+  reciprocal,  // 1 / a
+  power,       // a^x
+  clamp,       // a limited to [x, y]
+  call         // functions[b](a): a C++ callable of tenex::map
+};
+struct FusedInstr {
+  FusedOp op = FusedOp::load;
+  std::uint32_t a = 0, b = 0;
+  double x = 0, y = 0;
+  bool operator==(const FusedInstr&) const = default;
+};
+/// A C++ callable applied element-wise (tenex::map). Only the CPU runs it.
+struct ScalarFunction {
+  std::string name;
+  std::function<double(double)> f64;  // set for double sets
+  std::function<float(float)> f32;    // set for float sets
+};
+/// How a fused node reduces over the labels its operands have and its result lacks.
+enum class ReduceOp : unsigned char { sum, max, min };
+/// Element-wise work over the union of the operands' labels in one pass: the value of the
+/// program's last instruction at every point, reduced over the labels the result lacks.
+/// The fusion pass merges regions of element-wise nodes into one; the element-wise
+/// functions (exp, max, clamp, scalars, ...) are single-region programs.
+struct FusedParams {
+  std::vector<FusedInstr> program;
+  ReduceOp reduce = ReduceOp::sum;
+  std::vector<std::shared_ptr<const ScalarFunction>> functions;  // compared by identity
+  bool operator==(const FusedParams&) const = default;
+};
+
 //  X(name, arity, parameter struct)   arity -1: it varies (input: 0 or 1; eigen_solve: 1 or 2)
 #define TENEX_FOR_EACH_OP(X)           \
   X(input, -1, InputParams)            \
@@ -135,7 +188,8 @@ struct MaskParams {
   X(slice, 1, SliceParams)             \
   X(chip, 1, ChipParams)               \
   X(pow, 1, PowParams)                 \
-  X(mask, 1, MaskParams)
+  X(mask, 1, MaskParams)               \
+  X(fused, -1, FusedParams)
 
 enum class OpKind {
 #define TENEX_OP_KIND_ENUM(name, arity, Params) name,
@@ -171,6 +225,10 @@ TENEX_API OpKind op_kind_of_params(const OpParams& params);
 TENEX_API OpParams default_params(OpKind kind);
 /// The parameters as DOT shows them: " alpha=2", " lo={0, 1} hi={2, 3}", "" for none.
 TENEX_API std::string describe_params(const OpParams& params);
+/// A fused program as text: "exp(x0) + 2 * x1" (x<k> is operand k).
+TENEX_API std::string describe_program(const FusedParams& params);
+/// "exp", "add", ... the name of a fused instruction.
+TENEX_API std::string_view fused_op_name(FusedOp op);
 
 /// The packed layout of a decomposition of an m x n operand, defined once: number of
 /// elements of the packed buffer, and where factor `which` starts in it.

@@ -3,6 +3,10 @@
 #include "tenex/expression/addition.hpp"
 #include "tenex/expression/assign_to.hpp"
 #include "tenex/expression/detail/make.hpp"
+#include "tenex/expression/division.hpp"
+#include "tenex/expression/elementwise.hpp"
+#include "tenex/expression/multiplication.hpp"
+#include "tenex/expression/scale.hpp"
 #include "tenex/expression/subtraction.hpp"
 #include "tenex/tensor/storage.hpp"
 
@@ -143,6 +147,42 @@ Indexed<T>& Indexed<T>::operator-=(const Expression<T>& rhs) {
   return *this;
 }
 
+template <class T>
+Indexed<T>& Indexed<T>::operator*=(const Expression<T>& rhs) {
+  AssignTo<T>(*this, *object_, rhs, AssignMode::multiply);
+  return *this;
+}
+
+template <class T>
+Indexed<T>& Indexed<T>::operator/=(const Expression<T>& rhs) {
+  AssignTo<T>(*this, *object_, rhs, AssignMode::divide);
+  return *this;
+}
+
+template <class T>
+Indexed<T>& Indexed<T>::operator*=(double factor) {
+  Indexed<T> current(*object_, detail::join_labels(written_));
+  return *this = Scale<T>(current, factor);
+}
+
+template <class T>
+Indexed<T>& Indexed<T>::operator/=(double divisor) {
+  Indexed<T> current(*object_, detail::join_labels(written_));
+  return *this = current / divisor;
+}
+
+template <class T>
+Indexed<T>& Indexed<T>::operator+=(double value) {
+  Indexed<T> current(*object_, detail::join_labels(written_));
+  return *this = current + value;
+}
+
+template <class T>
+Indexed<T>& Indexed<T>::operator-=(double value) {
+  Indexed<T> current(*object_, detail::join_labels(written_));
+  return *this = current - value;
+}
+
 namespace detail {
 
 namespace {
@@ -242,8 +282,10 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       // c += e is c = c + e, the right side reading the value c has now (not when the target
       // handle was made: `auto h = c("i"); c("i") = a("i"); h += b("i");` adds to a).
       Indexed<T> current(object, join_labels(target.written_labels()));
-      Handle combined =
-          mode == AssignMode::add ? Addition<T>(current, rhs).handle() : Subtraction<T>(current, rhs).handle();
+      Handle combined = mode == AssignMode::add        ? Addition<T>(current, rhs).handle()
+                        : mode == AssignMode::subtract ? Subtraction<T>(current, rhs).handle()
+                        : mode == AssignMode::multiply ? Multiplication<T>(current, rhs).handle()
+                                                       : Division<T>(current, rhs).handle();
       handle.node = combined.node;
       handle.state = LinkedState::merge(handle.state, combined.state);
     }

@@ -49,7 +49,99 @@ std::string describe(const MaskParams& p) {
   return text;
 }
 
+std::string describe(const FusedParams& p) {
+  std::string text = " " + describe_program(p);
+  if (p.reduce == ReduceOp::max) text += " reduce=max";
+  if (p.reduce == ReduceOp::min) text += " reduce=min";
+  return text;
+}
+
+bool is_binary(FusedOp op) {
+  return op == FusedOp::add || op == FusedOp::subtract || op == FusedOp::multiply || op == FusedOp::divide ||
+         op == FusedOp::maximum || op == FusedOp::minimum;
+}
+
 }  // namespace
+
+std::string_view fused_op_name(FusedOp op) {
+  switch (op) {
+    case FusedOp::load: return "load";
+    case FusedOp::constant: return "constant";
+    case FusedOp::add: return "add";
+    case FusedOp::subtract: return "subtract";
+    case FusedOp::multiply: return "multiply";
+    case FusedOp::divide: return "divide";
+    case FusedOp::maximum: return "max";
+    case FusedOp::minimum: return "min";
+    case FusedOp::negate: return "negate";
+    case FusedOp::exp: return "exp";
+    case FusedOp::log: return "log";
+    case FusedOp::sqrt: return "sqrt";
+    case FusedOp::abs: return "abs";
+    case FusedOp::square: return "square";
+    case FusedOp::sin: return "sin";
+    case FusedOp::cos: return "cos";
+    case FusedOp::tanh: return "tanh";
+    case FusedOp::sign: return "sign";
+    case FusedOp::reciprocal: return "reciprocal";
+    case FusedOp::power: return "pow";
+    case FusedOp::clamp: return "clamp";
+    case FusedOp::call: return "call";
+  }
+  return "unknown";
+}
+
+std::string describe_program(const FusedParams& p) {
+  // Values used once are written inline; values used more often get a name (t3 = ...).
+  const std::size_t n = p.program.size();
+  std::vector<std::size_t> uses(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const FusedInstr& in = p.program[i];
+    if (in.op == FusedOp::load || in.op == FusedOp::constant) continue;
+    if (in.a < n) ++uses[in.a];
+    if (is_binary(in.op) && in.b < n) ++uses[in.b];
+  }
+  std::vector<std::string> text(n);
+  std::string names;
+  auto ref = [&](std::uint32_t v) -> std::string { return v < n ? text[v] : "?"; };
+  for (std::size_t i = 0; i < n; ++i) {
+    const FusedInstr& in = p.program[i];
+    std::string t;
+    switch (in.op) {
+      case FusedOp::load: t = "x" + std::to_string(in.a); break;
+      case FusedOp::constant: t = number(in.x); break;
+      case FusedOp::add: t = "(" + ref(in.a) + " + " + ref(in.b) + ")"; break;
+      case FusedOp::subtract: t = "(" + ref(in.a) + " - " + ref(in.b) + ")"; break;
+      case FusedOp::multiply: t = ref(in.a) + "*" + ref(in.b); break;
+      case FusedOp::divide: t = ref(in.a) + "/" + ref(in.b); break;
+      case FusedOp::maximum:
+      case FusedOp::minimum: t = std::string(fused_op_name(in.op)) + "(" + ref(in.a) + ", " + ref(in.b) + ")"; break;
+      case FusedOp::negate: t = "-" + ref(in.a); break;
+      case FusedOp::power: t = "pow(" + ref(in.a) + ", " + number(in.x) + ")"; break;
+      case FusedOp::clamp: t = "clamp(" + ref(in.a) + ", " + number(in.x) + ", " + number(in.y) + ")"; break;
+      case FusedOp::call:
+        t = (in.b < p.functions.size() && p.functions[in.b] ? p.functions[in.b]->name : std::string("f")) + "(" +
+            ref(in.a) + ")";
+        break;
+      case FusedOp::exp:
+      case FusedOp::log:
+      case FusedOp::sqrt:
+      case FusedOp::abs:
+      case FusedOp::square:
+      case FusedOp::sin:
+      case FusedOp::cos:
+      case FusedOp::tanh:
+      case FusedOp::sign:
+      case FusedOp::reciprocal: t = std::string(fused_op_name(in.op)) + "(" + ref(in.a) + ")"; break;
+    }
+    if (uses[i] > 1 && i + 1 < n && in.op != FusedOp::load && in.op != FusedOp::constant) {
+      names += "t" + std::to_string(i) + "=" + t + "; ";
+      t = "t" + std::to_string(i);
+    }
+    text[i] = std::move(t);
+  }
+  return n ? names + text[n - 1] : std::string("(empty program)");
+}
 
 std::string_view op_kind_name(OpKind kind) {
   switch (kind) {

@@ -215,7 +215,8 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
     case OpKind::slice:
     case OpKind::chip:
     case OpKind::pow:
-    case OpKind::mask: break;
+    case OpKind::mask:
+    case OpKind::fused: break;
   }
   if (node.labels.size() != expected.size()) {
     return "factor " + std::to_string(p.which) + " has " + std::to_string(expected.size()) + " modes, labels (" +
@@ -266,6 +267,65 @@ std::string rule(const ChipParams& p, OpNode& node, const Operands& operands, bo
   if (node.extents != extents)
     return "extents " + format_extents(node.extents) + " should be " + format_extents(extents);
   return {};
+}
+
+std::string rule(const FusedParams& p, OpNode& node, const Operands& operands, bool infer) {
+  if (p.program.empty()) return "has an empty program";
+  const std::size_t n = p.program.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const FusedInstr& in = p.program[i];
+    const std::string at = "instruction " + std::to_string(i) + " (" + std::string(fused_op_name(in.op)) + ")";
+    switch (in.op) {
+      case FusedOp::load:
+        if (in.a >= operands.size() && !operands.empty()) return at + " loads operand " + std::to_string(in.a);
+        break;
+      case FusedOp::constant: break;
+      case FusedOp::add:
+      case FusedOp::subtract:
+      case FusedOp::multiply:
+      case FusedOp::divide:
+      case FusedOp::maximum:
+      case FusedOp::minimum:
+        if (in.b >= i) return at + " reads value " + std::to_string(in.b) + ", which is not computed before it";
+        [[fallthrough]];
+      case FusedOp::negate:
+      case FusedOp::exp:
+      case FusedOp::log:
+      case FusedOp::sqrt:
+      case FusedOp::abs:
+      case FusedOp::square:
+      case FusedOp::sin:
+      case FusedOp::cos:
+      case FusedOp::tanh:
+      case FusedOp::sign:
+      case FusedOp::reciprocal:
+      case FusedOp::power:
+      case FusedOp::clamp:
+      case FusedOp::call:
+        if (in.a >= i) return at + " reads value " + std::to_string(in.a) + ", which is not computed before it";
+        if (in.op == FusedOp::call && (in.b >= p.functions.size() || !p.functions[in.b])) {
+          return at + " calls function " + std::to_string(in.b) + ", which the node does not have";
+        }
+        break;
+    }
+  }
+  for (const OpNode* op : operands) {
+    for (std::size_t i = 0; i < op->labels.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (op->labels[i] == op->labels[j]) {
+          return "operand " + describe(op->labels, op->extents) + " repeats label \"" + op->labels[i] + "\"";
+        }
+      }
+    }
+  }
+  if (infer && node.labels.empty()) {
+    for (const OpNode* op : operands) {
+      for (const std::string& l : op->labels) {
+        if (!contains_label(node.labels, l)) node.labels.push_back(l);
+      }
+    }
+  }
+  return labels_from_operands(node, operands, infer);
 }
 
 }  // namespace

@@ -249,6 +249,20 @@ KernelCount CpuBackend<T>::run_mask(const MaskParams& params, const KernelArgs<T
   return {0, 1};
 }
 
+template <class T>
+KernelCount CpuBackend<T>::run_fused(const FusedParams& params, const KernelArgs<T>& args) {
+  ModeIds ids;
+  std::vector<const T*> in;
+  std::vector<cpu::Modes> modes;
+  std::vector<cpu::Extents> extents;
+  for (std::size_t k = 0; k < args.operands.size(); ++k) {
+    in.push_back(args.operands[k].data);
+    modes.push_back(ids(args.operand_nodes[k]->labels));
+    extents.push_back(args.operand_nodes[k]->extents);
+  }
+  return cpu::fused(params, in, modes, extents, args.out.data, ids(args.node.labels), args.node.extents);
+}
+
 template class CpuBackend<float>;
 template class CpuBackend<double>;
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tenex/backend/kernel_count.hpp"
+#include "tenex/graph/op_kind.hpp"
 
 namespace tenex::detail::cpu {
 
@@ -72,6 +73,14 @@ enum class BinaryOp { add, subtract, multiply, divide };
 template <class T>
 KernelCount elementwise(BinaryOp op, T alpha_a, const T* a, const Modes& a_modes, T alpha_b, const T* b,
                         const Modes& b_modes, T* c, const Extents& c_extents, const Modes& c_modes);
+
+/// A fused element-wise node: out[out_modes] = reduce over the modes the operands have and
+/// out lacks of the program's value at each point (FusedParams). Operand modes are unique
+/// and shared modes have one extent; an operand lacking a mode is broadcast along it.
+template <class T>
+KernelCount fused(const FusedParams& params, const std::vector<const T*>& operands,
+                  const std::vector<Modes>& operand_modes, const std::vector<Extents>& operand_extents, T* out,
+                  const Modes& out_modes, const Extents& out_extents);
 
 /// c[i] = alpha * a[i] over n elements.
 template <class T>

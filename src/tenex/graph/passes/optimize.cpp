@@ -1,15 +1,86 @@
+// The passes, in the order they run, and TENEX_PASSES, which chooses among them.
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "tenex/error.hpp"
 #include "tenex/graph/passes/passes.hpp"
 
 namespace tenex::passes {
 
-void optimize(OpGraph& graph) {
-  eliminate_common_subexpressions(graph);
-  order_contractions(graph);
-  eliminate_common_subexpressions(graph);
-  fold_scales(graph);
+namespace {
+
+struct Pass {
+  std::string_view name;
+  void (*run)(OpGraph&);
+};
+
+// The optional passes in order. Masks (sparse maps), pruning and validation always run:
+// results depend on the first, and the others change nothing a user can see.
+constexpr Pass kPasses[] = {
+    {"cse", &eliminate_common_subexpressions},
+    {"order", &order_contractions},
+    {"cse", &eliminate_common_subexpressions},
+    {"fold_scales", &fold_scales},
+    {"collapse", &collapse_chains},
+    {"fuse", &fuse_elementwise},
+};
+
+}  // namespace
+
+std::vector<std::string_view> pass_names() {
+  std::vector<std::string_view> names;
+  for (const Pass& p : kPasses) {
+    bool seen = false;
+    for (std::string_view n : names) seen = seen || n == p.name;
+    if (!seen) names.push_back(p.name);
+  }
+  return names;
+}
+
+std::vector<std::string_view> selected_passes(std::string_view setting) {
+  const std::vector<std::string_view> all = pass_names();
+  if (setting.empty() || setting == "all") return all;
+  if (setting == "none") return {};
+  std::vector<std::string_view> chosen;
+  std::size_t start = 0;
+  while (start <= setting.size()) {
+    std::size_t end = setting.find(',', start);
+    if (end == std::string_view::npos) end = setting.size();
+    std::string_view name = setting.substr(start, end - start);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    bool known = false;
+    for (std::string_view n : all) known = known || n == name;
+    if (!known) {
+      std::string list;
+      for (std::string_view n : all) list += (list.empty() ? "" : ", ") + std::string(n);
+      throw Error("tenex: TENEX_PASSES=" + std::string(setting) + ": unknown pass \"" + std::string(name) +
+                  "\"; use none, all, or a comma-separated list of: " + list);
+    }
+    chosen.push_back(name);
+    start = end + 1;
+  }
+  return chosen;
+}
+
+void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen) {
+  for (const Pass& p : kPasses) {
+    for (std::string_view n : chosen) {
+      if (n == p.name) {
+        p.run(graph);
+        break;
+      }
+    }
+  }
   insert_masks(graph);
   graph.prune();
   graph.validate();
+}
+
+void optimize(OpGraph& graph) {
+  const char* setting = std::getenv("TENEX_PASSES");
+  optimize(graph, selected_passes(setting ? setting : ""));
 }
 
 }  // namespace tenex::passes

@@ -1,6 +1,9 @@
 // The graph passes run before a set is evaluated; optimize() lists them in order.
 #pragma once
 
+#include <string_view>
+#include <vector>
+
 #include "tenex/graph/op_graph.hpp"
 
 namespace tenex::passes {
@@ -17,7 +20,20 @@ void order_contractions(OpGraph& graph);
 /// Puts a mask node after every node that sparse maps restrict (sparse masking is a node
 /// kind, run by the backend like any other).
 void insert_masks(OpGraph& graph);
-/// Runs every pass, then drops what no output needs.
+/// Folds a scale of a scale into one factor and a reduction of a reduction (a permutation
+/// of a permutation) into one reading the original operand.
+void collapse_chains(OpGraph& graph);
+/// Makes every maximal region of element-wise work one fused node (fuse_elementwise.cpp).
+void fuse_elementwise(OpGraph& graph);
+/// The optional passes' names, in order: "cse", "order", ... (TENEX_PASSES chooses among them).
+std::vector<std::string_view> pass_names();
+/// The passes a TENEX_PASSES value chooses: "" or "all" (every pass), "none", or a
+/// comma-separated list of names. Throws tenex::Error naming an unknown pass.
+std::vector<std::string_view> selected_passes(std::string_view setting);
+/// Runs the chosen passes in their fixed order, then the sparse-map masks, then drops what
+/// no output needs and validates the graph.
+void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen);
+/// optimize() with the passes TENEX_PASSES chooses (every pass when unset).
 void optimize(OpGraph& graph);
 
 }  // namespace tenex::passes

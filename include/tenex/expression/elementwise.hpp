@@ -1,0 +1,205 @@
+// tenex/expression/elementwise.hpp — element-wise functions, scalars on either side of an
+// operator, user functions, element-wise max/min and reductions by label.
+//
+//   r("i,a") = tenex::exp(-beta * e("i,a"));              // Boltzmann factors
+//   d("i,a") = 1.0 / (eo("i") - ev("a"));                 // a denominator, broadcast by label
+//   y("i")   = tenex::map(x("i"), "erf", [](double v) { return std::erf(v); });
+//   m("i")   = tenex::max_over(a("i,j"), "j");            // row maxima
+//   n("")    = tenex::norm2(a("i,j"));                    // Frobenius norm
+//
+// A function applies to its operand's value element by element; a product inside it is
+// contracted first (its summed labels are summed inside: exp(a("i,k") * b("k,j")) is the
+// exponential of the matrix product). The labels the consumer drops are summed after the
+// function: c("i") = tenex::exp(a("i,j")) is sum over j of exp(a(i,j)). The fusion pass
+// evaluates chains of these with + - * / in one pass over memory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "tenex/expression/expression.hpp"
+
+namespace tenex {
+
+/// An element-wise function of one operand: exp, sqrt, power, clamp, a scalar added, ...
+template <class T>
+class TENEX_API Unary : public Nary<1, T> {
+ public:
+  /// `operand` under `op` (a FusedOp of one value; power takes x, clamp x and y).
+  Unary(const Expression<T>& operand, FusedOp op, double x = 0, double y = 0);
+  /// `operand` under a C++ callable (tenex::map).
+  Unary(const Expression<T>& operand, std::shared_ptr<const ScalarFunction> function);
+  std::string_view name() const override { return "Unary"; }
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+  /// The function as text: "exp(x0)", "pow(x0, 0.5)", "(x0 + 3)", "erf(x0)" for map's "erf".
+  std::string function() const;
+
+ protected:
+  explicit Unary(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
+  template <class U>
+  friend Unary<U> scalar_op(const Expression<U>&, FusedOp, double, bool);
+};
+
+/// Element-wise max or min of two operands, broadcasting by label like `+`.
+template <class T>
+class TENEX_API Binary : public Nary<2, T> {
+ public:
+  /// op: FusedOp::maximum or FusedOp::minimum.
+  Binary(const Expression<T>& lhs, const Expression<T>& rhs, FusedOp op);
+  std::string_view name() const override { return "Binary"; }
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+};
+
+/// A sum, max or min over labels of the operand, which the result drops.
+template <class T>
+class TENEX_API Reduction : public Nary<1, T> {
+ public:
+  /// Throws ShapeError when a label of `labels` is not the operand's or repeats.
+  Reduction(const Expression<T>& operand, std::string_view labels, ReduceOp op);
+  std::string_view name() const override { return "Reduction"; }
+  NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+  ReduceOp op() const;
+  /// The labels reduced over.
+  const std::vector<std::string>& reduced() const;
+};
+
+/// `scalar (op) e` (reversed) or `e (op) scalar`: the Unary of FusedOp add, subtract or divide.
+template <class T>
+Unary<T> scalar_op(const Expression<T>& e, FusedOp op, double scalar, bool scalar_first);
+
+// The functions of API.md, each an expression.
+template <class T>
+Unary<T> exp(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::exp);
+}
+template <class T>
+Unary<T> log(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::log);
+}
+template <class T>
+Unary<T> sqrt(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::sqrt);
+}
+template <class T>
+Unary<T> abs(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::abs);
+}
+template <class T>
+Unary<T> square(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::square);
+}
+template <class T>
+Unary<T> sin(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::sin);
+}
+template <class T>
+Unary<T> cos(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::cos);
+}
+template <class T>
+Unary<T> tanh(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::tanh);
+}
+/// -1, 0 or 1 element by element.
+template <class T>
+Unary<T> sign(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::sign);
+}
+/// 1 / e element by element.
+template <class T>
+Unary<T> reciprocal(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::reciprocal);
+}
+/// e^p element by element (pow is the matrix power).
+template <class T>
+Unary<T> power(const Expression<T>& e, double p) {
+  return Unary<T>(e, FusedOp::power, p);
+}
+/// e limited to [lo, hi] element by element. Throws tenex::Error when lo > hi.
+template <class T>
+Unary<T> clamp(const Expression<T>& e, double lo, double hi) {
+  return Unary<T>(e, FusedOp::clamp, lo, hi);
+}
+/// Element-wise maximum and minimum, matching and broadcasting by label like `+`.
+template <class T>
+Binary<T> max(const Expression<T>& a, const Expression<T>& b) {
+  return Binary<T>(a, b, FusedOp::maximum);
+}
+template <class T>
+Binary<T> min(const Expression<T>& a, const Expression<T>& b) {
+  return Binary<T>(a, b, FusedOp::minimum);
+}
+
+// Scalars on either side (e * s and e / s are Scale, in scale.hpp).
+template <class T>
+Unary<T> operator+(const Expression<T>& e, double s) {
+  return scalar_op(e, FusedOp::add, s, false);
+}
+template <class T>
+Unary<T> operator+(double s, const Expression<T>& e) {
+  return scalar_op(e, FusedOp::add, s, true);
+}
+template <class T>
+Unary<T> operator-(const Expression<T>& e, double s) {
+  return scalar_op(e, FusedOp::subtract, s, false);
+}
+template <class T>
+Unary<T> operator-(double s, const Expression<T>& e) {
+  return scalar_op(e, FusedOp::subtract, s, true);
+}
+/// s / e element by element.
+template <class T>
+Unary<T> operator/(double s, const Expression<T>& e) {
+  return scalar_op(e, FusedOp::divide, s, true);
+}
+
+/// A C++ callable applied element by element: `tenex::map(x("i"), "erf", [](double v) { ... })`.
+/// `f` takes and returns the element type (or something convertible). It runs on the CPU;
+/// a backend that cannot call it evaluates that node on the CPU. Its name shows in plans.
+template <class T, class F>
+Unary<T> map(const Expression<T>& e, std::string name, F f) {
+  auto function = std::make_shared<ScalarFunction>();
+  function->name = std::move(name);
+  if constexpr (std::is_same_v<T, Tensor<double>>) {
+    function->f64 = [f](double v) { return static_cast<double>(f(v)); };
+  } else if constexpr (std::is_same_v<T, Tensor<float>>) {
+    function->f32 = [f](float v) { return static_cast<float>(f(v)); };
+  }
+  return Unary<T>(e, std::shared_ptr<const ScalarFunction>(std::move(function)));
+}
+
+/// Explicit summation over `labels` ("j,k"): the result has the operand's other labels.
+template <class T>
+Reduction<T> sum(const Expression<T>& e, std::string_view labels) {
+  return Reduction<T>(e, labels, ReduceOp::sum);
+}
+/// Maximum and minimum over `labels`.
+template <class T>
+Reduction<T> max_over(const Expression<T>& e, std::string_view labels) {
+  return Reduction<T>(e, labels, ReduceOp::max);
+}
+template <class T>
+Reduction<T> min_over(const Expression<T>& e, std::string_view labels) {
+  return Reduction<T>(e, labels, ReduceOp::min);
+}
+/// The Frobenius norm, rank 0: sqrt of the sum of squares of every element.
+template <class T>
+Unary<T> norm2(const Expression<T>& e) {
+  const Unary<T> squares = square(e);
+  std::string all;
+  for (const std::string& l : squares.labels()) all += (all.empty() ? "" : ",") + l;
+  return Unary<T>(Reduction<T>(squares, all, ReduceOp::sum), FusedOp::sqrt);
+}
+
+#define TENEX_DECLARE_ELEMENTWISE(T)  \
+  extern template class Unary<T>;     \
+  extern template class Binary<T>;    \
+  extern template class Reduction<T>; \
+  extern template TENEX_API Unary<T> scalar_op<T>(const Expression<T>&, FusedOp, double, bool);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_ELEMENTWISE)
+#undef TENEX_DECLARE_ELEMENTWISE
+
+}  // namespace tenex

@@ -1,0 +1,213 @@
+// Element-wise functions, scalar operands, max/min and reductions by label. Each lowers to
+// a fused node with a one-region program; the fusion pass merges neighbouring regions.
+#include "tenex/expression/elementwise.hpp"
+
+#include <cmath>
+
+#include "tenex/expression/detail/make.hpp"
+
+namespace tenex {
+
+namespace detail {
+
+namespace {
+
+/// An element-wise program over one operand (load 0 is the operand).
+struct MapNode final : ExprNode {
+  std::vector<FusedInstr> program;
+  std::vector<std::shared_ptr<const ScalarFunction>> functions;
+  std::string_view kind_name() const override { return "unary"; }
+  std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>&) const override {
+    return children[0]->labels;  // a function sees every element; what is dropped is summed after it
+  }
+  NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
+              const std::vector<NodeId>& built) const override {
+    const NodeId id = lowering.add(FusedParams{program, ReduceOp::sum, functions}, labels, extents, built);
+    return lowering.reduce_to(id, keep);
+  }
+};
+
+/// max(a, b) or min(a, b), by label.
+struct ExtremumNode final : ExprNode {
+  FusedOp op = FusedOp::maximum;
+  std::string_view kind_name() const override { return op == FusedOp::maximum ? "max" : "min"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>&) const override {
+    return children[i]->labels;
+  }
+  NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
+              const std::vector<NodeId>& built) const override {
+    FusedParams p;
+    p.program = {{FusedOp::load, 0}, {FusedOp::load, 1}, {op, 0, 1}};
+    const NodeId id = lowering.add(std::move(p), labels, extents, built);
+    return lowering.reduce_to(id, keep);
+  }
+};
+
+/// sum / max_over / min_over: the operand without `reduced`.
+struct ReductionNode final : ExprNode {
+  ReduceOp op = ReduceOp::sum;
+  std::vector<std::string> reduced;
+  std::string_view kind_name() const override { return "reduction"; }
+  std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>& keep) const override {
+    // A sum is linear: the operand sums what the consumer drops too. max and min need all.
+    return op == ReduceOp::sum ? keep : children[0]->labels;
+  }
+  NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
+              const std::vector<NodeId>& built) const override {
+    if (op == ReduceOp::sum) return lowering.reduce_to(built[0], keep);
+    FusedParams p;
+    p.program = {{FusedOp::load, 0}};
+    p.reduce = op;
+    const NodeId id = lowering.add(std::move(p), labels, extents, built);
+    return lowering.reduce_to(id, keep);
+  }
+};
+
+template <class C, class T>
+Handle make_map(const Expression<T>& operand, std::vector<FusedInstr> program,
+                std::vector<std::shared_ptr<const ScalarFunction>> functions = {}) {
+  const NodePtr a = einstein_operand(operand_node(operand));
+  auto node = std::make_shared<MapNode>();
+  node->dtype = a->dtype;
+  node->children = {a};
+  node->labels = a->labels;
+  node->extents = a->extents;
+  node->program = std::move(program);
+  node->functions = std::move(functions);
+  return make_handle(made_by<C>(std::move(node)), {&operand.handle()});
+}
+
+const char* reduce_name(ReduceOp op) {
+  return op == ReduceOp::sum ? "sum" : op == ReduceOp::max ? "max_over" : "min_over";
+}
+
+}  // namespace
+
+}  // namespace detail
+
+template <class T>
+Unary<T>::Unary(const Expression<T>& operand, FusedOp op, double x, double y)
+    : Nary<1, T>([&] {
+        switch (op) {
+          case FusedOp::load:
+          case FusedOp::constant:
+          case FusedOp::add:
+          case FusedOp::subtract:
+          case FusedOp::multiply:
+          case FusedOp::divide:
+          case FusedOp::maximum:
+          case FusedOp::minimum:
+          case FusedOp::call:
+            throw Error("tenex: Unary: " + std::string(fused_op_name(op)) + " is not a function of one operand");
+          case FusedOp::clamp:
+            if (!(x <= y)) {
+              throw Error("tenex: clamp of " + operand.to_string() + ": the lower bound " + std::to_string(x) +
+                          " exceeds the upper bound " + std::to_string(y));
+            }
+            break;
+          case FusedOp::negate:
+          case FusedOp::exp:
+          case FusedOp::log:
+          case FusedOp::sqrt:
+          case FusedOp::abs:
+          case FusedOp::square:
+          case FusedOp::sin:
+          case FusedOp::cos:
+          case FusedOp::tanh:
+          case FusedOp::sign:
+          case FusedOp::reciprocal:
+          case FusedOp::power: break;
+        }
+        return detail::make_map<Unary<T>>(operand, {{FusedOp::load, 0}, {op, 0, 0, x, y}});
+      }()) {}
+
+template <class T>
+Unary<T>::Unary(const Expression<T>& operand, std::shared_ptr<const ScalarFunction> function)
+    : Nary<1, T>([&] {
+        if (!function) throw Error("tenex: map of " + operand.to_string() + ": no function given");
+        return detail::make_map<Unary<T>>(operand, {{FusedOp::load, 0}, {FusedOp::call, 0, 0}}, {std::move(function)});
+      }()) {}
+
+template <class T>
+std::string Unary<T>::function() const {
+  const auto& node = static_cast<const detail::MapNode&>(*detail::require_handle(this->handle_).node);
+  return describe_program(FusedParams{node.program, ReduceOp::sum, node.functions});
+}
+
+template <class T>
+Unary<T> scalar_op(const Expression<T>& e, FusedOp op, double scalar, bool scalar_first) {
+  // x0 is the operand, value 1 the scalar.
+  const std::uint32_t lhs = scalar_first ? 1 : 0, rhs = scalar_first ? 0 : 1;
+  return Unary<T>(
+      detail::make_map<Unary<T>>(e, {{FusedOp::load, 0}, {FusedOp::constant, 0, 0, scalar}, {op, lhs, rhs}}));
+}
+
+template <class T>
+Binary<T>::Binary(const Expression<T>& lhs, const Expression<T>& rhs, FusedOp op)
+    : Nary<2, T>([&] {
+        if (op != FusedOp::maximum && op != FusedOp::minimum) {
+          throw Error("tenex: Binary: " + std::string(fused_op_name(op)) + " is not max or min");
+        }
+        const char* name = op == FusedOp::maximum ? "max" : "min";
+        const detail::NodePtr a = detail::einstein_operand(detail::operand_node(lhs));
+        const detail::NodePtr b = detail::einstein_operand(detail::operand_node(rhs));
+        detail::check_shared_extents(name, *a, *b);
+        auto node = std::make_shared<detail::ExtremumNode>();
+        node->op = op;
+        node->dtype = a->dtype;
+        node->children = {a, b};
+        detail::union_labels(*a, *b, *node);
+        return detail::make_handle(detail::made_by<Binary<T>>(std::move(node)), {&lhs.handle(), &rhs.handle()});
+      }()) {}
+
+template <class T>
+Reduction<T>::Reduction(const Expression<T>& operand, std::string_view labels, ReduceOp op)
+    : Nary<1, T>([&] {
+        const char* name = detail::reduce_name(op);
+        const detail::NodePtr a = detail::einstein_operand(detail::operand_node(operand));
+        std::vector<std::string> reduced = detail::parse_labels(labels);
+        for (std::size_t i = 0; i < reduced.size(); ++i) {
+          if (!detail::contains_label(a->labels, reduced[i])) {
+            throw ShapeError(std::string("tenex: ") + name + " over \"" + std::string(labels) + "\": label \"" +
+                             reduced[i] + "\" is not a label of " + a->text());
+          }
+          for (std::size_t j = 0; j < i; ++j) {
+            if (reduced[i] == reduced[j]) {
+              throw ShapeError(std::string("tenex: ") + name + " over \"" + std::string(labels) + "\": label \"" +
+                               reduced[i] + "\" is given twice");
+            }
+          }
+        }
+        auto node = std::make_shared<detail::ReductionNode>();
+        node->op = op;
+        node->dtype = a->dtype;
+        node->children = {a};
+        for (std::size_t i = 0; i < a->labels.size(); ++i) {
+          if (!detail::contains_label(reduced, a->labels[i])) {
+            node->labels.push_back(a->labels[i]);
+            node->extents.push_back(a->extents[i]);
+          }
+        }
+        node->reduced = std::move(reduced);
+        return detail::make_handle(detail::made_by<Reduction<T>>(std::move(node)), {&operand.handle()});
+      }()) {}
+
+template <class T>
+ReduceOp Reduction<T>::op() const {
+  return static_cast<const detail::ReductionNode&>(*detail::require_handle(this->handle_).node).op;
+}
+
+template <class T>
+const std::vector<std::string>& Reduction<T>::reduced() const {
+  return static_cast<const detail::ReductionNode&>(*detail::require_handle(this->handle_).node).reduced;
+}
+
+#define TENEX_INSTANTIATE_ELEMENTWISE(T) \
+  template class Unary<T>;               \
+  template class Binary<T>;              \
+  template class Reduction<T>;           \
+  template TENEX_API Unary<T> scalar_op<T>(const Expression<T>&, FusedOp, double, bool);
+TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_ELEMENTWISE)
+#undef TENEX_INSTANTIATE_ELEMENTWISE
+
+}  // namespace tenex
