@@ -12,6 +12,7 @@
 #include "tenex/error.hpp"
 #include "tenex/expression/addition.hpp"
 #include "tenex/expression/assign_to.hpp"
+#include "tenex/expression/cast.hpp"
 #include "tenex/expression/chip.hpp"
 #include "tenex/expression/cholesky.hpp"
 #include "tenex/expression/division.hpp"

@@ -375,8 +375,7 @@ struct Rejects<tenex::FusedParams> {
     CHECK(in.g.node(all).labels == tenex_test::Labels{"j", "i"});
     CHECK(dot_label(in.g, all) == "fused max(x0, x1)\\n(j,i) {3, 2}");
     // A value used twice is named.
-    const NodeId twice =
-        in.g.add(program({{Op::load, 0}, {Op::exp, 0}, {Op::multiply, 1, 1}}), {in.j});
+    const NodeId twice = in.g.add(program({{Op::load, 0}, {Op::exp, 0}, {Op::multiply, 1, 1}}), {in.j});
     CHECK(dot_label(in.g, twice) == "fused t1=exp(x0); t1*t1\\n(j) {3}");
     CHECK_NOTHROW(in.g.validate());
   }

@@ -67,10 +67,11 @@ struct ExprNode {
 
 /// `a("i,j")`: a tensor's (or shape's) value with labelled modes.
 struct IndexedNode final : ExprNode {
-  std::vector<std::string> written;  // labels as written (may repeat: a diagonal)
-  std::shared_ptr<void> storage;     // the value read (tensors); null for shapes
-  std::string unreadable;            // why this operand cannot be read, if it cannot
-  bool shape_error = false;          // unreadable because of labels/extents (ShapeError)
+  std::vector<std::string> written;        // labels as written (may repeat: a diagonal)
+  std::shared_ptr<void> storage;           // the value read (tensors); null for shapes
+  std::string unreadable;                  // why this operand cannot be read, if it cannot
+  bool shape_error = false;                // unreadable because of labels/extents (ShapeError)
+  std::shared_ptr<const void> keep_alive;  // what produces `storage` when no set does (tenex::cast)
 
   std::string_view kind_name() const override { return "indexed"; }
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
