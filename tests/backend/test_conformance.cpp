@@ -769,6 +769,75 @@ struct Conformance<tenex::FusedParams> {
   }
 };
 
+// Matrix functions: checked through their defining identities.
+
+/// A random matrix made well conditioned: M + n I.
+template <class T>
+Tensor<T> shifted_random(std::size_t n, std::uint64_t seed) {
+  Dense m = dense(random_tensor<T>(Shape{n, n}, seed));
+  for (std::size_t i = 0; i < n; ++i) m(i, i) += static_cast<double>(n);
+  return tensor<T>(m);
+}
+
+template <>
+struct Conformance<tenex::InverseParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 5;
+    auto a = shifted_random<T>(n, 141);
+    const Dense ad = dense(a);
+    Tensor<T> ai;
+    ctx.run({"inverse"}, [&] { ai("i,j") = tenex::inverse(a("i,j")); });
+    const Dense aid = dense(ai);
+    CHECK_IDENTITY(product(ad, aid), identity(n), residual_bound<T>(n, norm(ad) * norm(aid)));
+    CHECK_IDENTITY(product(aid, ad), identity(n), residual_bound<T>(n, norm(ad) * norm(aid)));
+  }
+};
+
+template <>
+struct Conformance<tenex::SolveParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 5;
+    auto a = shifted_random<T>(n, 151);     // general: LU
+    auto s = positive_definite<T>(n, 152);  // symmetric positive definite: Cholesky
+    auto b = random_tensor<T>(Shape{n}, 153);
+    auto bm = random_tensor<T>(Shape{n, 3}, 154);
+    const Dense ad = dense(a), sd = dense(s), bmd = dense(bm);
+    Dense bd(n, 1);
+    for (std::size_t i = 0; i < n; ++i) bd(i, 0) = static_cast<double>(b.at(i));
+    Tensor<T> x, xm;
+    const auto graphs = ctx.run({"solve"}, [&] { x("j") = tenex::solve(a("i,j"), b("i")); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("solve mode=0") != std::string::npos, graphs[0]);
+    Dense xd(n, 1);
+    for (std::size_t i = 0; i < n; ++i) xd(i, 0) = static_cast<double>(x.at(i));
+    CHECK_IDENTITY(product(ad, xd), bd, residual_bound<T>(n, norm(ad) * norm(xd)));
+    ctx.run({"solve"}, [&] { xm("j,k") = tenex::solve(s("i,j"), bm("i,k")); });
+    const Dense xmd = dense(xm);
+    CHECK_IDENTITY(product(sd, xmd), bmd, residual_bound<T>(n, norm(sd) * norm(xmd)));
+  }
+};
+
+template <>
+struct Conformance<tenex::SpdPowParams> {
+  template <class T>
+  static void run(Context& ctx) {
+    const std::size_t n = 5;
+    auto s = positive_definite<T>(n, 161);
+    const Dense sd = dense(s);
+    Tensor<T> root, inverse_root;
+    const auto graphs = ctx.run({"spd_pow"}, [&] { root("i,j") = tenex::pow(s("i,j"), 0.5); });
+    REQUIRE(graphs.size() == 1);
+    CHECK_MESSAGE(graphs[0].find("spd_pow p=0.5") != std::string::npos, graphs[0]);
+    const Dense rd = dense(root);
+    CHECK_IDENTITY(product(rd, rd), sd, residual_bound<T>(n, norm(sd)));
+    ctx.run({"spd_pow"}, [&] { inverse_root("i,j") = tenex::pow(s("i,j"), -0.5); });
+    const Dense ird = dense(inverse_root);
+    CHECK_IDENTITY(product(product(ird, sd), ird), identity(n), residual_bound<T>(n, norm(sd) * norm(ird) * norm(ird)));
+  }
+};
+
 std::string backend_name(BackendKind kind) {
   switch (kind) {
     case BackendKind::automatic: return "automatic";

@@ -423,7 +423,7 @@ TEST_CASE("op graph: op_kind_name and op_kind_arity cover every kind") {  // 17 
   TENEX_FOR_EACH_OP(TENEX_TEST_CHECK_KIND)
 #undef TENEX_TEST_CHECK_KIND
   CHECK(names.size() == kinds);
-  CHECK(kinds == 18);
+  CHECK(kinds == 21);
   CHECK(tenex::op_kind_arity(OpKind::contract) == 2);
   CHECK(tenex::op_kind_arity(OpKind::input) == -1);
   CHECK(tenex::op_kind_arity(OpKind::eigen_solve) == -1);

@@ -381,6 +381,51 @@ struct Rejects<tenex::FusedParams> {
   }
 };
 
+// Matrix functions.
+template <>
+struct Rejects<tenex::InverseParams> {
+  template <class T>
+  static void check(GraphOperands<T>& in) {
+    CHECK_ADD_REJECTS(in.g, in.g.add(tenex::InverseParams{}, {in.ij}),
+                      message("inverse", "", "the operand (\"i,j\") {2, 3} is not square"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(tenex::InverseParams{}, {in.ijk}),
+                      message("inverse", "", "the operand (\"i,j,k\") {2, 3, 4} is not a matrix"));
+  }
+};
+
+template <>
+struct Rejects<tenex::SolveParams> {
+  template <class T>
+  static void check(GraphOperands<T>& in) {
+    using tenex::SolveParams;
+    CHECK_ADD_REJECTS(in.g, in.g.add(SolveParams{0}, {in.ij, in.j}),
+                      message("solve", "", "the operand (\"i,j\") {2, 3} is not square"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(SolveParams{1}, {in.sq, in.j}),
+                      message("solve", "", "solved mode 1 does not exist in b (\"j\") {3}"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(SolveParams{0}, {in.sq, in.ij}),
+                      message("solve", "", "b's solved mode has extent 2 but a is (\"i,j\") {3, 3}"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(SolveParams{0}, {in.sq, in.j}, {"j"}),
+                      message("solve", "j", "labels (j) should be (i)"));
+    // b (j) carries a's second label: x takes a's first, i.
+    const NodeId x = in.g.add(SolveParams{0}, {in.sq, in.j});
+    CHECK(dot_label(in.g, x) == "solve mode=0\\n(i) {3}");
+    // b carrying both of a's labels keeps them.
+    const NodeId both = in.g.add(SolveParams{0}, {in.sq, in.sq_b});
+    CHECK(in.g.node(both).labels == tenex_test::Labels{"i", "j"});
+  }
+};
+
+template <>
+struct Rejects<tenex::SpdPowParams> {
+  template <class T>
+  static void check(GraphOperands<T>& in) {
+    CHECK_ADD_REJECTS(in.g, in.g.add(tenex::SpdPowParams{0.5}, {in.ij}),
+                      message("spd_pow", "", "the operand (\"i,j\") {2, 3} is not square"));
+    const NodeId root = in.g.add(tenex::SpdPowParams{0.5}, {in.sq});
+    CHECK(dot_label(in.g, root) == "spd_pow p=0.5\\n(i,j) {3, 3}");
+  }
+};
+
 // ---- the checks every kind goes through --------------------------------------------------
 
 /// A node that breaks the kind's rule, added raw (add_node checks no rule): validate()
@@ -499,7 +544,7 @@ TEST_CASE_TEMPLATE_DEFINE("op table: every kind through OpGraph::add, its DOT te
 #undef TENEX_TEST_CHECK_KIND
   CHECK(covered.size() == kind_count);
   CHECK(covered == std::set<std::string_view>(table_names.begin(), table_names.end()));
-  CHECK(kind_count == 18);
+  CHECK(kind_count == 21);
 }
 TEST_CASE_TEMPLATE_APPLY(op_table_kinds, Scalars);
 

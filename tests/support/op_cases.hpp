@@ -405,4 +405,58 @@ struct OpCase<tenex::FusedParams> {
   static std::string dot() { return "fused twice(exp(x0*x1)) reduce=max\\n(i) {2}"; }
 };
 
+// Matrix functions.
+static_assert(std::is_empty_v<tenex::InverseParams>, "InverseParams got a field: give its OpCase field_changes()");
+static_assert(sizeof(tenex::SolveParams) == sizeof(std::size_t), "SolveParams changed");
+static_assert(sizeof(tenex::SpdPowParams) == sizeof(double), "SpdPowParams changed");
+
+template <>
+struct OpCase<tenex::InverseParams> {
+  using P = tenex::InverseParams;
+  static P sample() { return {}; }
+  static std::vector<FieldChange<P>> field_changes() { return {}; }
+  template <class T>
+  static tenex::NodeId add(GraphOperands<T>& in) {
+    return in.g.add(sample(), {in.sq});
+  }
+  static Labels labels() { return {"i", "j"}; }
+  static Extents extents() { return {3, 3}; }
+  static std::string dot() { return "inverse\\n(i,j) {3, 3}"; }
+};
+
+template <>
+struct OpCase<tenex::SolveParams> {
+  using P = tenex::SolveParams;
+  static P sample() { return P{1}; }
+  static std::vector<FieldChange<P>> field_changes() {
+    return {{"mode", [](P& p) { p.mode = 0; }}};
+  }
+  /// a = square (i,j) {3, 3}, b = rect read as (k,i) {2, 3}: b's mode 1 (i) is solved and
+  /// takes a's other label, j.
+  template <class T>
+  static tenex::NodeId add(GraphOperands<T>& in) {
+    const tenex::NodeId b = in.g.add_input(in.rect, "k,i");
+    return in.g.add(sample(), {in.sq, b});
+  }
+  static Labels labels() { return {"k", "j"}; }
+  static Extents extents() { return {2, 3}; }
+  static std::string dot() { return "solve mode=1\\n(k,j) {2, 3}"; }
+};
+
+template <>
+struct OpCase<tenex::SpdPowParams> {
+  using P = tenex::SpdPowParams;
+  static P sample() { return P{-0.5}; }
+  static std::vector<FieldChange<P>> field_changes() {
+    return {{"power", [](P& p) { p.power = 0.25; }}};
+  }
+  template <class T>
+  static tenex::NodeId add(GraphOperands<T>& in) {
+    return in.g.add(sample(), {in.sq});
+  }
+  static Labels labels() { return {"i", "j"}; }
+  static Extents extents() { return {3, 3}; }
+  static std::string dot() { return "spd_pow p=-0.5\\n(i,j) {3, 3}"; }
+};
+
 }  // namespace tenex_test

@@ -12,8 +12,11 @@
 #include <memory>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "tenex/expression/cholesky.hpp"
+#include "tenex/expression/eigen_solve.hpp"
 #include "tenex/expression/expression.hpp"
 
 namespace tenex {
@@ -55,6 +58,14 @@ class TENEX_API Indexed : public Expression<T> {
   /// What this target object (copies have their own) remembers of its last assignment, so
   /// a failed multi-target statement can undo the targets it already assigned.
   const std::shared_ptr<detail::TargetRecord>& target_record() const { return record_; }
+
+  // Matrix functions, the member forms of the seed design: the same as the free functions
+  // tenex::eigen_solve(*this), tenex::eigen_solve(*this, b) and tenex::cholesky(*this).
+  //   std::make_pair(v("i,j"), w("j")) = a("i,j").eigen_solve();
+  //   L("i,j") = a("i,j").cholesky();
+  std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve() const;
+  std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& b) const;
+  CholeskyVectors<T> cholesky() const;
 
  private:
   T* object_;

@@ -118,6 +118,23 @@ struct MaskParams {
   std::vector<SparseMapUse> maps;
   bool operator==(const MaskParams&) const = default;
 };
+// Matrix functions: inverse, solve, powers of symmetric positive (semi)definite matrices.
+/// Inverse of a square matrix (LU: getrf, getri); singular: NumericalError.
+struct InverseParams {
+  bool operator==(const InverseParams&) const = default;
+};
+/// x with a x = b: operand 0 is a (n x n), operand 1 is b, whose mode `mode` (extent n) is
+/// solved; every other mode of b is a right-hand side. Cholesky when a is symmetric
+/// positive definite, LU otherwise; singular: NumericalError.
+struct SolveParams {
+  std::size_t mode = 0;
+  bool operator==(const SolveParams&) const = default;
+};
+/// a^power of a symmetric positive (semi)definite matrix: V diag(w^power) V^T.
+struct SpdPowParams {
+  double power = 1.0;
+  bool operator==(const SpdPowParams&) const = default;
+};
 
 /// One instruction of a fused element-wise program (FusedParams). Values are numbered by
 /// instruction; an instruction reads only values before it.
@@ -189,7 +206,10 @@ struct FusedParams {
   X(chip, 1, ChipParams)               \
   X(pow, 1, PowParams)                 \
   X(mask, 1, MaskParams)               \
-  X(fused, -1, FusedParams)
+  X(fused, -1, FusedParams) \
+  X(inverse, 1, InverseParams)         \
+  X(solve, 2, SolveParams)             \
+  X(spd_pow, 1, SpdPowParams)
 
 enum class OpKind {
 #define TENEX_OP_KIND_ENUM(name, arity, Params) name,

@@ -1,14 +1,19 @@
-// The expressions Einstein notation cannot write: decompositions, slices, chips, powers.
+// The expressions Einstein notation cannot write: decompositions, slices, chips, powers,
+// inverses and solves.
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "tenex/expression/chip.hpp"
 #include "tenex/expression/cholesky.hpp"
 #include "tenex/expression/detail/make.hpp"
 #include "tenex/expression/eigen_solve.hpp"
+#include "tenex/expression/indexed.hpp"
+#include "tenex/expression/inverse.hpp"
 #include "tenex/expression/pow.hpp"
 #include "tenex/expression/qr.hpp"
 #include "tenex/expression/slice.hpp"
+#include "tenex/expression/solve.hpp"
 #include "tenex/expression/svd.hpp"
 
 namespace tenex {
@@ -126,6 +131,46 @@ std::vector<std::string> PowNode::child_keep(std::size_t, const std::vector<std:
 NodeId PowNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
                      const std::vector<NodeId>& children) const {
   return lowering.reduce_to(lowering.add(PowParams{power}, labels, extents, children), keep);
+}
+
+// Matrix functions: each reads its operands whole, in their own order, like the above.
+
+std::vector<std::string> InverseNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId InverseNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                         const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(lowering.add(InverseParams{}, labels, extents, children), keep);
+}
+
+std::vector<std::string> InversePowNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId InversePowNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                            const std::vector<NodeId>& children) const {
+  NodeId id = lowering.add(InverseParams{}, labels, extents, children);
+  if (power != 1) id = lowering.add(PowParams{power}, labels, extents, {id});
+  return lowering.reduce_to(id, keep);
+}
+
+std::vector<std::string> SpdPowNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;
+}
+
+NodeId SpdPowNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                        const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(lowering.add(SpdPowParams{power}, labels, extents, children), keep);
+}
+
+std::vector<std::string> SolveNode::child_keep(std::size_t i, const std::vector<std::string>&) const {
+  return children[i]->labels;
+}
+
+NodeId SolveNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                       const std::vector<NodeId>& children) const {
+  return lowering.reduce_to(lowering.add(SolveParams{mode}, labels, extents, children), keep);
 }
 
 }  // namespace detail
@@ -252,8 +297,12 @@ template <class T>
 Pow<T> pow(const Expression<T>& a, int n) {
   const auto node = detail::matrix_operand("pow", detail::einstein_operand(operand_node(a)), true);
   if (n < 0) {
-    throw Error("tenex: pow: the power " + std::to_string(n) + " of " + node->text() +
-                " is negative; powers of the inverse are not supported yet (use n >= 0)");
+    // The power -n of the inverse: LU inverse, then repeated squaring.
+    auto out = detail::unary<detail::InversePowNode>(node);
+    out->labels = node->labels;
+    out->extents = node->extents;
+    out->power = static_cast<unsigned>(-static_cast<long long>(n));
+    return Pow<T>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&a.handle()}));
   }
   auto out = detail::unary<detail::PowNode>(node);
   out->labels = node->labels;
@@ -264,11 +313,77 @@ Pow<T> pow(const Expression<T>& a, int n) {
 
 template <class T>
 Pow<T> pow(const Expression<T>& a, double p) {
-  if (!(p >= 0.0) || p != std::floor(p) || p > 1e9) {
-    throw Error("tenex: pow: the power " + std::to_string(p) + " of " + a.to_string() +
-                " is not a non-negative integer; fractional and negative matrix powers are not supported yet");
+  if (!std::isfinite(p)) {
+    throw Error("tenex: pow: the power " + std::to_string(p) + " of " + a.to_string() + " is not finite");
   }
-  return pow(a, static_cast<int>(p));
+  if (p == std::floor(p)) {
+    if (std::abs(p) > 1e9) {
+      throw Error("tenex: pow: the power " + std::to_string(p) + " of " + a.to_string() +
+                  " is out of range; whole powers must lie within +-1e9");
+    }
+    return pow(a, static_cast<int>(p));  // whole: exact repeated products, any square matrix
+  }
+  const auto node = detail::matrix_operand("pow", detail::einstein_operand(operand_node(a)), true);
+  auto out = detail::unary<detail::SpdPowNode>(node);
+  out->labels = node->labels;
+  out->extents = node->extents;
+  out->power = p;
+  return Pow<T>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&a.handle()}));
+}
+
+template <class T>
+Inverse<T> inverse(const Expression<T>& a) {
+  const auto node = detail::matrix_operand("inverse", detail::einstein_operand(operand_node(a)), true);
+  auto out = detail::unary<detail::InverseNode>(node);
+  out->labels = node->labels;
+  out->extents = node->extents;
+  return Inverse<T>(make_handle(detail::made_by<Inverse<T>>(std::move(out)), {&a.handle()}));
+}
+
+template <class T>
+Solve<T> solve(const Expression<T>& a, const Expression<T>& b) {
+  const auto node_a = detail::matrix_operand("solve", detail::einstein_operand(operand_node(a)), true);
+  const auto node_b = detail::einstein_operand(operand_node(b));
+  detail::check_shared_extents("solve", *node_a, *node_b);
+  // b's mode carrying a's first label is solved and takes a's second label (a(i,j) x(j) =
+  // b(i)); else the mode carrying a's second label, which takes a's first (x(i) =
+  // inverse(a)(i,j) b(j)). When b has both, x keeps b's labels.
+  const std::string& first = node_a->labels[0];
+  const std::string& second = node_a->labels[1];
+  const std::size_t rank = node_b->labels.size();
+  const std::size_t at_first = detail::find_label(node_b->labels, first);
+  const std::size_t at_second = detail::find_label(node_b->labels, second);
+  if (at_first == rank && at_second == rank) {
+    throw ShapeError("tenex: solve: b " + node_b->text() + " shares no label with a " + node_a->text() +
+                     "; the mode of b to solve must carry one of a's labels: solve(a(\"i,j\"), b(\"i\")) is x(\"j\") "
+                     "with a(\"i,j\") * x(\"j\") = b(\"i\")");
+  }
+  auto out = std::make_shared<detail::SolveNode>();
+  out->dtype = node_a->dtype;
+  out->children = {node_a, node_b};
+  out->labels = node_b->labels;
+  out->extents = node_b->extents;
+  if (at_first < rank) {
+    out->mode = at_first;
+    if (at_second == rank) out->labels[at_first] = second;
+  } else {
+    out->mode = at_second;
+    out->labels[at_second] = first;
+  }
+  return Solve<T>(make_handle(detail::made_by<Solve<T>>(std::move(out)), {&a.handle(), &b.handle()}));
+}
+
+template <class T>
+std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve() const {
+  return tenex::eigen_solve<T>(*this);
+}
+template <class T>
+std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve(const Expression<T>& b) const {
+  return tenex::eigen_solve<T>(*this, b);
+}
+template <class T>
+CholeskyVectors<T> Indexed<T>::cholesky() const {
+  return tenex::cholesky<T>(*this);
 }
 
 template <class T>
@@ -288,8 +403,11 @@ std::size_t Chip<T>::index() const {
   return static_cast<const detail::ChipNode&>(*detail::require_handle(this->handle_).node).index;
 }
 template <class T>
-unsigned Pow<T>::power() const {
-  return static_cast<const detail::PowNode&>(*detail::require_handle(this->handle_).node).power;
+double Pow<T>::power() const {
+  const detail::ExprNode& node = *detail::require_handle(this->handle_).node;
+  if (const auto* spd = dynamic_cast<const detail::SpdPowNode*>(&node)) return spd->power;
+  if (const auto* inv = dynamic_cast<const detail::InversePowNode*>(&node)) return -static_cast<double>(inv->power);
+  return static_cast<const detail::PowNode&>(node).power;
 }
 
 #define TENEX_INSTANTIATE_LINEAR_ALGEBRA(T)                                                                       \
@@ -310,7 +428,14 @@ unsigned Pow<T>::power() const {
   template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>); \
   template TENEX_API Chip<T> chip<T>(const Expression<T>&, std::string_view, std::size_t);                        \
   template TENEX_API Pow<T> pow<T>(const Expression<T>&, int);                                                    \
-  template TENEX_API Pow<T> pow<T>(const Expression<T>&, double);
+  template TENEX_API Pow<T> pow<T>(const Expression<T>&, double);                                                 \
+  template class Inverse<T>;                                                                                      \
+  template class Solve<T>;                                                                                        \
+  template TENEX_API Inverse<T> inverse<T>(const Expression<T>&);                                                 \
+  template TENEX_API Solve<T> solve<T>(const Expression<T>&, const Expression<T>&);                               \
+  template std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve() const;                            \
+  template std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve(const Expression<T>&) const;        \
+  template CholeskyVectors<T> Indexed<T>::cholesky() const;
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
 

@@ -48,6 +48,10 @@ std::string describe(const MaskParams& p) {
   }
   return text;
 }
+// Matrix functions.
+std::string describe(const InverseParams&) { return {}; }
+std::string describe(const SolveParams& p) { return " mode=" + std::to_string(p.mode); }
+std::string describe(const SpdPowParams& p) { return " p=" + number(p.power); }
 
 std::string describe(const FusedParams& p) {
   std::string text = " " + describe_program(p);

@@ -217,6 +217,9 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
     case OpKind::pow:
     case OpKind::mask:
     case OpKind::fused: break;
+    case OpKind::inverse:
+    case OpKind::solve:
+    case OpKind::spd_pow: break;
   }
   if (node.labels.size() != expected.size()) {
     return "factor " + std::to_string(p.which) + " has " + std::to_string(expected.size()) + " modes, labels (" +
@@ -326,6 +329,43 @@ std::string rule(const FusedParams& p, OpNode& node, const Operands& operands, b
     }
   }
   return labels_from_operands(node, operands, infer);
+}
+
+// Matrix functions.
+std::string rule(const InverseParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (std::string error = matrix_operand(operands, true); !error.empty()) return error;
+  return same_as_operand(node, operands, infer);
+}
+std::string rule(const SpdPowParams&, OpNode& node, const Operands& operands, bool infer) {
+  if (std::string error = matrix_operand(operands, true); !error.empty()) return error;
+  return same_as_operand(node, operands, infer);
+}
+/// x keeps b's labels, except that the solved mode, when it carries one of a's labels, takes
+/// a's other one (unless b has that label too): solve(a(i,j), b(i,k)) is (j,k).
+std::string rule(const SolveParams& p, OpNode& node, const Operands& operands, bool infer) {
+  if (operands.size() != 2) return {};
+  if (std::string error = matrix_operand({operands[0]}, true); !error.empty()) return error;
+  const OpNode& a = *operands[0];
+  const OpNode& b = *operands[1];
+  if (p.mode >= b.extents.size()) {
+    return "solved mode " + std::to_string(p.mode) + " does not exist in b " + describe(b.labels, b.extents);
+  }
+  if (b.extents[p.mode] != a.extents[0]) {
+    return "b's solved mode has extent " + std::to_string(b.extents[p.mode]) + " but a is " +
+           describe(a.labels, a.extents);
+  }
+  std::vector<std::string> labels = b.labels;
+  if (a.labels.size() == 2 && p.mode < labels.size()) {
+    const std::string& solved = labels[p.mode];
+    const std::string other = solved == a.labels[0] ? a.labels[1] : solved == a.labels[1] ? a.labels[0] : solved;
+    if (!contains_label(labels, other)) labels[p.mode] = other;
+  }
+  if (infer && node.labels.empty()) node.labels = labels;
+  if (node.labels != labels) return "labels (" + join_labels(node.labels) + ") should be (" + join_labels(labels) + ")";
+  if (infer && node.extents.empty()) node.extents = b.extents;
+  if (node.extents != b.extents)
+    return "extents " + format_extents(node.extents) + " should be " + format_extents(b.extents);
+  return {};
 }
 
 }  // namespace

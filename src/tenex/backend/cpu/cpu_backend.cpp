@@ -8,6 +8,7 @@
 #include "tenex/backend/cpu/linalg.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/error.hpp"
+#include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 
 namespace tenex::detail {
@@ -261,6 +262,31 @@ KernelCount CpuBackend<T>::run_fused(const FusedParams& params, const KernelArgs
     extents.push_back(args.operand_nodes[k]->extents);
   }
   return cpu::fused(params, in, modes, extents, args.out.data, ids(args.node.labels), args.node.extents);
+}
+
+// Matrix functions.
+template <class T>
+KernelCount CpuBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>& args) {
+  const OpNode& a = *args.operand_nodes[0];
+  return cpu::inverse(args.operands[0].data, args.node.extents[0], args.out.data, describe(a.labels, a.extents));
+}
+
+template <class T>
+KernelCount CpuBackend<T>::run_solve(const SolveParams& params, const KernelArgs<T>& args) {
+  const OpNode& a = *args.operand_nodes[0];
+  const std::vector<std::size_t>& b = args.operand_nodes[1]->extents;
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < params.mode; ++d) outer *= b[d];
+  for (std::size_t d = params.mode + 1; d < b.size(); ++d) inner *= b[d];
+  return cpu::solve(args.operands[0].data, a.extents[0], args.operands[1].data, outer, inner, args.out.data,
+                    describe(a.labels, a.extents));
+}
+
+template <class T>
+KernelCount CpuBackend<T>::run_spd_pow(const SpdPowParams& params, const KernelArgs<T>& args) {
+  const OpNode& a = *args.operand_nodes[0];
+  return cpu::spd_power(args.operands[0].data, args.node.extents[0], params.power, args.out.data,
+                        describe(a.labels, a.extents));
 }
 
 template class CpuBackend<float>;

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -72,6 +74,58 @@ void gemm(lapack_int n, const float* a, const float* b, float* c) {
 }
 void gemm(lapack_int n, const double* a, const double* b, double* c) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+}
+
+// Matrix functions work column-major on row-major buffers: a row-major A is a column-major
+// A^T, so LAPACKE has nothing to transpose (see inverse and solve).
+lapack_int getrf_cm(lapack_int n, float* a, lapack_int* ipiv) {
+  return LAPACKE_sgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
+}
+lapack_int getrf_cm(lapack_int n, double* a, lapack_int* ipiv) {
+  return LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
+}
+lapack_int getri_cm(lapack_int n, float* a, const lapack_int* ipiv) {
+  return LAPACKE_sgetri(LAPACK_COL_MAJOR, n, a, n, ipiv);
+}
+lapack_int getri_cm(lapack_int n, double* a, const lapack_int* ipiv) {
+  return LAPACKE_dgetri(LAPACK_COL_MAJOR, n, a, n, ipiv);
+}
+lapack_int getrs_cm(char trans, lapack_int n, lapack_int nrhs, const float* a, const lapack_int* ipiv, float* b) {
+  return LAPACKE_sgetrs(LAPACK_COL_MAJOR, trans, n, nrhs, a, n, ipiv, b, n);
+}
+lapack_int getrs_cm(char trans, lapack_int n, lapack_int nrhs, const double* a, const lapack_int* ipiv, double* b) {
+  return LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, n, nrhs, a, n, ipiv, b, n);
+}
+lapack_int gecon_cm(lapack_int n, const float* lu, float anorm, float* rcond) {
+  return LAPACKE_sgecon(LAPACK_COL_MAJOR, '1', n, lu, n, anorm, rcond);
+}
+lapack_int gecon_cm(lapack_int n, const double* lu, double anorm, double* rcond) {
+  return LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', n, lu, n, anorm, rcond);
+}
+lapack_int potrf_cm(lapack_int n, float* a) { return LAPACKE_spotrf(LAPACK_COL_MAJOR, 'U', n, a, n); }
+lapack_int potrf_cm(lapack_int n, double* a) { return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', n, a, n); }
+lapack_int potrs_cm(lapack_int n, lapack_int nrhs, const float* a, float* b) {
+  return LAPACKE_spotrs(LAPACK_COL_MAJOR, 'U', n, nrhs, a, n, b, n);
+}
+lapack_int potrs_cm(lapack_int n, lapack_int nrhs, const double* a, double* b) {
+  return LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', n, nrhs, a, n, b, n);
+}
+lapack_int pocon_cm(lapack_int n, const float* a, float anorm, float* rcond) {
+  return LAPACKE_spocon(LAPACK_COL_MAJOR, 'U', n, a, n, anorm, rcond);
+}
+lapack_int pocon_cm(lapack_int n, const double* a, double anorm, double* rcond) {
+  return LAPACKE_dpocon(LAPACK_COL_MAJOR, 'U', n, a, n, anorm, rcond);
+}
+lapack_int syevd_cm(lapack_int n, float* a, float* w) { return LAPACKE_ssyevd(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w); }
+lapack_int syevd_cm(lapack_int n, double* a, double* w) {
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w);
+}
+// c (column-major, upper triangle) = u u^T.
+void syrk_cm(lapack_int n, const float* u, float* c) {
+  cblas_ssyrk(CblasColMajor, CblasUpper, CblasNoTrans, n, n, 1.0f, u, n, 0.0f, c, n);
+}
+void syrk_cm(lapack_int n, const double* u, double* c) {
+  cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, n, n, 1.0, u, n, 0.0, c, n);
 }
 
 template <class T>
@@ -258,6 +312,7 @@ KernelCount eigen_symmetric(const T* a, std::size_t n, T* vectors, T* values) {
   if (n == 0) return count;
   const lapack_int ln = to_lapack_int(n, "eigen_solve");
   if (!copy_lower_checked(a, n, vectors)) throw_non_finite(a, n, n, true, "eigen_solve", "the matrix");
+  require_symmetric(a, n, symmetry_tolerance<T>(n), "eigen_solve");
   check_lapack_info(routine_name<T>("syevd").c_str(), syevd(ln, vectors, values), n);
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
@@ -275,6 +330,8 @@ KernelCount eigen_generalized(const T* a, const T* b, std::size_t n, T* vectors,
   // sygvd overwrites b with its Cholesky factor. Not zero-filled: every element is written.
   const auto b_factor = std::make_unique_for_overwrite<T[]>(n * n);
   if (!copy_lower_checked(b, n, b_factor.get())) throw_non_finite(b, n, n, true, "eigen_solve", "the matrix b");
+  require_symmetric(a, n, symmetry_tolerance<T>(n), "eigen_solve", "a");
+  require_symmetric(b, n, symmetry_tolerance<T>(n), "eigen_solve", "b");
   check_lapack_info(routine_name<T>("sygvd").c_str(), sygvd(ln, vectors, b_factor.get(), values), n);
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
@@ -406,13 +463,254 @@ KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out) {
   return count;
 }
 
-#define TENEX_INSTANTIATE_LINALG(T)                                                   \
-  template KernelCount cholesky<T>(const T*, std::size_t, T*);                        \
-  template KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);             \
-  template KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*); \
-  template KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);             \
-  template KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);        \
-  template KernelCount matrix_power<T>(const T*, std::size_t, unsigned, T*);
+// ---- Matrix functions.
+
+namespace {
+
+std::string matrix_text(std::string_view what, std::size_t n) {
+  if (what.empty()) return "the " + std::to_string(n) + " x " + std::to_string(n) + " matrix";
+  return "the matrix " + std::string(what);
+}
+
+std::string short_number(double v) {
+  std::ostringstream os;
+  os.precision(3);
+  os << v;
+  return os.str();
+}
+
+struct Asymmetry {
+  double largest = 0;  // max |a_ij - a_ji|
+  std::size_t i = 0, j = 0;
+  double scale = 0;  // max |a_ij|
+};
+
+// Row-major over i, column walk over the mirror: O(n^2) beside the O(n^3) that follows.
+template <class T>
+Asymmetry measure_asymmetry(const T* a, std::size_t n) {
+  Asymmetry out;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double x = std::abs(static_cast<double>(a[i * n + j]));
+      if (x > out.scale) out.scale = x;
+      if (j < i) {
+        const double d = std::abs(static_cast<double>(a[i * n + j]) - static_cast<double>(a[j * n + i]));
+        if (d > out.largest) {
+          out.largest = d;
+          out.i = i;
+          out.j = j;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Max row sum of the row-major a: the 1-norm of the column-major buffer (a^T) LAPACK sees.
+template <class T>
+T one_norm_of_transpose(const T* a, std::size_t n) {
+  T norm = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    T row = 0;
+    for (std::size_t j = 0; j < n; ++j) row += std::abs(a[i * n + j]);
+    norm = std::max(norm, row);
+  }
+  return norm;
+}
+
+[[noreturn]] void throw_singular(const char* operation, std::string_view what, std::size_t n, const std::string& why) {
+  throw NumericalError("tenex: " + std::string(operation) + ": " + matrix_text(what, n) + " is singular (" + why +
+                       "); " + operation + " needs an invertible matrix");
+}
+
+// A zero pivot (getrf's info) or a reciprocal condition number below epsilon: singular.
+template <class T>
+void check_lu(const char* operation, std::string_view what, std::size_t n, lapack_int info, const T* lu, T anorm) {
+  if (info > 0) {
+    throw_singular(operation, what, n,
+                   routine_name<T>("getrf") + ": the pivot U(" + std::to_string(info) + "," + std::to_string(info) +
+                       ") is exactly zero");
+  }
+  check_lapack_info(routine_name<T>("getrf").c_str(), info, n);
+  T rcond = 0;
+  check_lapack_info(routine_name<T>("gecon").c_str(), gecon_cm(static_cast<lapack_int>(n), lu, anorm, &rcond), n);
+  if (!(rcond >= std::numeric_limits<T>::epsilon())) {
+    throw_singular(operation, what, n,
+                   "to working precision: the reciprocal condition number " + short_number(rcond) +
+                       " is below the machine epsilon " + short_number(std::numeric_limits<T>::epsilon()));
+  }
+}
+
+}  // namespace
+
+template <class T>
+double symmetry_tolerance(std::size_t n) {
+  return std::max(1024.0, 16.0 * static_cast<double>(n)) * std::numeric_limits<T>::epsilon();
+}
+
+template <class T>
+void require_symmetric(const T* a, std::size_t n, double relative_tolerance, const char* operation,
+                       std::string_view what) {
+  const Asymmetry s = measure_asymmetry(a, n);
+  if (s.largest > relative_tolerance * s.scale) {
+    throw NumericalError("tenex: " + std::string(operation) + ": " + matrix_text(what, n) +
+                         " is not symmetric: max |a(i,j) - a(j,i)| = " + short_number(s.largest) + " at (" +
+                         std::to_string(s.i) + ", " + std::to_string(s.j) + "), " +
+                         short_number(s.scale > 0 ? s.largest / s.scale : 0.0) +
+                         " relative to max |a| = " + short_number(s.scale) + ", above the tolerance " +
+                         short_number(relative_tolerance) + "; " + operation + " needs a symmetric matrix");
+  }
+}
+
+template <class T>
+KernelCount inverse(const T* a, std::size_t n, T* out, std::string_view what) {
+  KernelCount count;
+  if (n == 0) return count;
+  const lapack_int ln = to_lapack_int(n, "inverse");
+  // Column-major LU of the buffer, i.e. of a^T: getri gives (a^T)^-1 column-major, which
+  // is a^-1 row-major.
+  if (!copy_checked(a, n * n, out)) throw_non_finite(a, n, n, false, "inverse", "the matrix");
+  std::vector<lapack_int> ipiv(n);
+  const lapack_int info = getrf_cm(ln, out, ipiv.data());
+  check_lu("inverse", what, n, info, out, one_norm_of_transpose(a, n));
+  check_lapack_info(routine_name<T>("getri").c_str(), getri_cm(ln, out, ipiv.data()), n);
+  const double dn = static_cast<double>(n);
+  count.flops = 2 * dn * dn * dn;  // getrf 2n^3/3 + getri 4n^3/3
+  count.calls = 3;
+  return count;
+}
+
+template <class T>
+KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std::size_t inner, T* x,
+                  std::string_view what) {
+  KernelCount count;
+  const std::size_t nrhs = outer * inner;
+  if (n == 0 || nrhs == 0) return count;
+  const lapack_int ln = to_lapack_int(n, "solve");
+  const lapack_int lrhs = to_lapack_int(nrhs, "solve");
+  const auto factor = std::make_unique_for_overwrite<T[]>(n * n);
+  if (!copy_checked(a, n * n, factor.get())) throw_non_finite(a, n, n, false, "solve", "the matrix a");
+  // The right-hand sides as the columns of a column-major n x nrhs matrix; when the solved
+  // mode is the last one (inner == 1), b already is one.
+  const auto rhs = std::make_unique_for_overwrite<T[]>(n * nrhs);
+  if (inner == 1) {
+    if (!copy_checked(b, n * nrhs, rhs.get())) throw_non_finite(b, outer, n, false, "solve", "b");
+  } else {
+    for (std::size_t o = 0; o < outer; ++o) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const T* row = b + (o * n + i) * inner;
+        for (std::size_t q = 0; q < inner; ++q) rhs[(o * inner + q) * n + i] = row[q];
+      }
+    }
+    for (std::size_t k = 0; k < n * nrhs; ++k) {
+      if (!std::isfinite(rhs[k])) throw_non_finite(b, outer * n, inner, false, "solve", "b");
+    }
+  }
+  const double dn = static_cast<double>(n), dr = static_cast<double>(nrhs);
+  const Asymmetry s = measure_asymmetry(a, n);
+  bool solved = false;
+  if (s.largest <= static_cast<double>(n) * std::numeric_limits<T>::epsilon() * s.scale) {
+    // Column-major upper = row-major lower: the triangle every symmetric routine reads.
+    const lapack_int info = potrf_cm(ln, factor.get());
+    count.calls += 1;
+    count.flops += dn * dn * dn / 3;
+    if (info == 0) {
+      T rcond = 0;
+      const T anorm = one_norm_of_transpose(a, n);
+      check_lapack_info(routine_name<T>("pocon").c_str(), pocon_cm(ln, factor.get(), anorm, &rcond), n);
+      if (!(rcond >= std::numeric_limits<T>::epsilon())) {
+        throw_singular("solve", what, n,
+                       "to working precision: the reciprocal condition number " + short_number(rcond) +
+                           " is below the machine epsilon " + short_number(std::numeric_limits<T>::epsilon()));
+      }
+      check_lapack_info(routine_name<T>("potrs").c_str(), potrs_cm(ln, lrhs, factor.get(), rhs.get()), n);
+      count.calls += 2;
+      count.flops += 2 * dn * dn * dr;
+      solved = true;
+    } else if (info < 0) {
+      check_lapack_info(routine_name<T>("potrf").c_str(), info, n);
+    } else {
+      std::copy(a, a + n * n, factor.get());  // not positive definite: LU after all
+    }
+  }
+  if (!solved) {
+    // LU of the buffer (a^T); getrs with 'T' solves (a^T)^T x = a x = b.
+    std::vector<lapack_int> ipiv(n);
+    const lapack_int info = getrf_cm(ln, factor.get(), ipiv.data());
+    check_lu("solve", what, n, info, factor.get(), one_norm_of_transpose(a, n));
+    check_lapack_info(routine_name<T>("getrs").c_str(), getrs_cm('T', ln, lrhs, factor.get(), ipiv.data(), rhs.get()),
+                      n);
+    count.calls += 3;
+    count.flops += 2 * dn * dn * dn / 3 + 2 * dn * dn * dr;
+  }
+  if (inner == 1) {
+    std::copy(rhs.get(), rhs.get() + n * nrhs, x);
+  } else {
+    for (std::size_t o = 0; o < outer; ++o) {
+      for (std::size_t i = 0; i < n; ++i) {
+        T* row = x + (o * n + i) * inner;
+        for (std::size_t q = 0; q < inner; ++q) row[q] = rhs[(o * inner + q) * n + i];
+      }
+    }
+  }
+  return count;
+}
+
+template <class T>
+KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_view what) {
+  KernelCount count;
+  if (n == 0) return count;
+  const lapack_int ln = to_lapack_int(n, "pow");
+  const auto vectors = std::make_unique_for_overwrite<T[]>(n * n);
+  // Row-major lower triangle = column-major upper, what syevd_cm reads.
+  if (!copy_lower_checked(a, n, vectors.get())) throw_non_finite(a, n, n, true, "pow", "the matrix");
+  require_symmetric(a, n, symmetry_tolerance<T>(n), "pow", what);
+  std::vector<T> w(n);
+  check_lapack_info(routine_name<T>("syevd").c_str(), syevd_cm(ln, vectors.get(), w.data()), n);
+  const double largest = std::max(std::abs(static_cast<double>(w[0])), std::abs(static_cast<double>(w[n - 1])));
+  const double zero = static_cast<double>(n) * std::numeric_limits<T>::epsilon() * largest;
+  const double smallest = static_cast<double>(w[0]);  // ascending
+  if (p < 0 && !(smallest > zero)) {
+    throw NumericalError("tenex: pow: " + matrix_text(what, n) + " is " +
+                         (smallest < -zero ? "not positive definite" : "singular") + ": its smallest eigenvalue is " +
+                         short_number(smallest) + " (largest magnitude " + short_number(largest) +
+                         "); the negative power " + short_number(p) + " needs a positive definite matrix");
+  }
+  if (smallest < -zero) {
+    throw NumericalError(
+        "tenex: pow: " + matrix_text(what, n) + " is not positive semidefinite: its smallest eigenvalue is " +
+        short_number(smallest) + " (largest magnitude " + short_number(largest) + ", tolerance " + short_number(zero) +
+        "); the fractional power " + short_number(p) + " needs a symmetric positive (semi)definite matrix");
+  }
+  // a^p = sum_j w_j^p v_j v_j^T = U U^T with column j of U = w_j^(p/2) v_j.
+  for (std::size_t j = 0; j < n; ++j) {
+    const double wj = std::max(0.0, static_cast<double>(w[j]));
+    const T f = static_cast<T>(wj == 0.0 ? 0.0 : std::pow(wj, p / 2));
+    T* column = vectors.get() + j * n;
+    for (std::size_t i = 0; i < n; ++i) column[i] *= f;
+  }
+  syrk_cm(ln, vectors.get(), out);
+  for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t i = 0; i < j; ++i) out[i * n + j] = out[j * n + i];  // mirror: exactly symmetric
+  }
+  const double dn = static_cast<double>(n);
+  count.flops = 10 * dn * dn * dn;
+  count.calls = 2;
+  return count;
+}
+
+#define TENEX_INSTANTIATE_LINALG(T)                                                                               \
+  template KernelCount cholesky<T>(const T*, std::size_t, T*);                                                    \
+  template KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);                                         \
+  template KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*);                             \
+  template KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);                                         \
+  template KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);                                    \
+  template KernelCount matrix_power<T>(const T*, std::size_t, unsigned, T*);                                      \
+  template double symmetry_tolerance<T>(std::size_t);                                                             \
+  template void require_symmetric<T>(const T*, std::size_t, double, const char*, std::string_view);               \
+  template KernelCount inverse<T>(const T*, std::size_t, T*, std::string_view);                                   \
+  template KernelCount solve<T>(const T*, std::size_t, const T*, std::size_t, std::size_t, T*, std::string_view); \
+  template KernelCount spd_power<T>(const T*, std::size_t, double, T*, std::string_view);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_LINALG)
 #undef TENEX_INSTANTIATE_LINALG
 

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include "tenex/backend/cpu/kernels.hpp"
 
@@ -57,6 +58,46 @@ KernelCount svd(const T* a, std::size_t m, std::size_t n, T* u, T* s, T* vt);
 /// out = a^p (n x n) by repeated squaring; p = 0 gives the identity.
 template <class T>
 KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out);
+
+// ---- Matrix functions. `what` names the operand in error messages ("(i,j) {3, 3}"; empty:
+// "the n x n matrix"). A singular matrix is one with an exactly zero pivot or whose
+// reciprocal condition number (gecon / pocon estimate) is below the machine epsilon, the
+// test of LAPACK's expert drivers (gesvx: "singular to working precision").
+// Flops: getrf 2n^3/3, getri 4n^3/3, getrs/potrs 2n^2 per right-hand side, potrf n^3/3,
+// spd power syevd 9n^3 + syrk n^3.
+
+/// Relative tolerance of the symmetry check of the symmetric-only functions (eigen_solve,
+/// pow(a, double)): a is symmetric when max |a_ij - a_ji| <= tol * max |a_ij|, with
+/// tol = max(1024, 16 n) * epsilon: room for the rounding of a matrix assembled by products.
+template <class T>
+double symmetry_tolerance(std::size_t n);
+
+/// Throws NumericalError naming `operation`, the largest asymmetry and where it is, unless
+/// a (n x n) is symmetric to `relative_tolerance` (NaN entries are left to the finiteness checks).
+template <class T>
+void require_symmetric(const T* a, std::size_t n, double relative_tolerance, const char* operation,
+                       std::string_view what = {});
+
+/// out = a^-1 (n x n) by LU with partial pivoting (getrf, getri). Singular: NumericalError.
+template <class T>
+KernelCount inverse(const T* a, std::size_t n, T* out, std::string_view what = {});
+
+/// x = a^-1 b, a (n x n); b and x laid out alike as (outer, n, inner) row-major: the solved
+/// mode has extent n, every (outer, inner) pair is one right-hand side. a symmetric to
+/// working precision (max |a_ij - a_ji| <= n epsilon max |a|) is tried with Cholesky (potrf,
+/// potrs) first; otherwise, or when a is not positive definite, LU (getrf, getrs).
+/// Singular: NumericalError.
+template <class T>
+KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std::size_t inner, T* x,
+                  std::string_view what = {});
+
+/// out = a^p = V diag(w^p) V^T for symmetric positive (semi)definite a (n x n), p != 0, read
+/// from its lower triangle after the symmetry check (symmetry_tolerance). Eigenvalues within
+/// n epsilon max |w| of zero count as zero: for p > 0 those slightly negative are clamped to
+/// zero, for p < 0 a zero or negative eigenvalue is a NumericalError, as is, for any p, an
+/// eigenvalue below that tolerance. out is exactly symmetric (syrk).
+template <class T>
+KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_view what = {});
 
 /// The one check every LAPACK status goes through. `routine` is the LAPACK name with its
 /// precision letter ("dpotrf", "ssygvd"); n is the order of the problem (sygvd and syevd

@@ -174,4 +174,37 @@ struct FragmentNode final : ExprNode {
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
 };
 
+// Matrix functions
+
+/// `inverse(a)`: a^-1, labelled like a.
+struct InverseNode final : ExprNode {
+  std::string_view kind_name() const override { return "inverse"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `pow(a, n)` with n < 0: (a^-1)^power, power = -n.
+struct InversePowNode final : ExprNode {
+  unsigned power = 1;
+  std::string_view kind_name() const override { return "inverse_pow"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `pow(a, p)` with p not whole: a symmetric positive (semi)definite.
+struct SpdPowNode final : ExprNode {
+  double power = 1.0;
+  std::string_view kind_name() const override { return "spd_pow"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// `solve(a, b)` (children a, b): x with a x = b, b's mode `mode` solved.
+struct SolveNode final : ExprNode {
+  std::size_t mode = 0;
+  std::string_view kind_name() const override { return "solve"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
 }  // namespace tenex::detail

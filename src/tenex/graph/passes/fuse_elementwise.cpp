@@ -84,7 +84,10 @@ bool is_pointwise(const OpGraph& graph, NodeId id) {
     case OpKind::slice:
     case OpKind::chip:
     case OpKind::pow:
-    case OpKind::mask: return false;
+    case OpKind::mask:
+    case OpKind::inverse:
+    case OpKind::solve:
+    case OpKind::spd_pow: return false;
   }
   return false;
 }
@@ -214,7 +217,10 @@ class RegionProgram {
       case OpKind::slice:
       case OpKind::chip:
       case OpKind::pow:
-      case OpKind::mask: break;
+      case OpKind::mask:
+      case OpKind::inverse:
+      case OpKind::solve:
+      case OpKind::spd_pow: break;
     }
     return load(id);
   }
