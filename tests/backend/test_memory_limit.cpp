@@ -67,7 +67,7 @@ void check_result(const Tensor<double>& r, const std::vector<double>& expected) 
 
 TEST_CASE("memory limit: the ordering prefers orders whose intermediates fit") {
   LimitGuard guard;
-  const Network net;
+  Network net;
   Tensor<double> r;
   r("j,l") = net.a("j,k") * net.b("k,i") * net.c("j,l,i");
   check_result(r, net.expected());
@@ -83,7 +83,7 @@ TEST_CASE("memory limit: the ordering prefers orders whose intermediates fit") {
 
 TEST_CASE_TEMPLATE_DEFINE("memory limit: a set over the limit fails with a BackendError naming it", T, memory_over) {
   LimitGuard guard;
-  const auto a = random_tensor<T>({20, 30}, 4), b = random_tensor<T>({30, 40}, 5);
+  auto a = random_tensor<T>({20, 30}, 4), b = random_tensor<T>({30, 40}, 5);
   const std::size_t needed = 20 * 40 * sizeof(T), limit = 1000;
   tenex::set_memory_limit(limit);
   Tensor<T> c(Shape{20, 40});
@@ -122,7 +122,7 @@ TEST_CASE_TEMPLATE_APPLY(memory_over, tenex_test::Scalars);
 TEST_CASE("memory limit: TENEX_MEMORY_LIMIT with K, M and G suffixes, and bad values") {
   LimitGuard guard;
   tenex::set_memory_limit(0);
-  const auto a = random_tensor<double>({20, 30}, 7), b = random_tensor<double>({30, 40}, 8);  // needs 6400 bytes
+  auto a = random_tensor<double>({20, 30}, 7), b = random_tensor<double>({30, 40}, 8);  // needs 6400 bytes
   auto run = [&](const char* value) {
     ::setenv("TENEX_MEMORY_LIMIT", value, 1);
     Tensor<double> c;

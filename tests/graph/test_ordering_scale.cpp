@@ -42,7 +42,7 @@ TEST_CASE_TEMPLATE_DEFINE("ordering at scale: a chain of 1000 rotations applied 
   constexpr std::size_t n = 1000;
   std::vector<Tensor<T>> m;
   for (std::size_t k = 0; k < n; ++k) m.push_back(rotation<T>(angle_of(k)));
-  const Tensor<T> x(Shape{2}, {T(0.6), T(-0.8)});
+  Tensor<T> x(Shape{2}, {T(0.6), T(-0.8)});
   // x(i0) m0(i0,i1) m1(i1,i2) ... built in a loop, as one product.
   tenex::Multiplication<Tensor<T>> product = x(label(0)) * m[0](label(0) + "," + label(1));
   for (std::size_t k = 1; k < n; ++k) product = product * m[k](label(k) + "," + label(k + 1));

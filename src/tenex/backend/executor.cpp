@@ -36,6 +36,9 @@ void check_supported(const OpGraph& graph, const Backend<T>& backend) {
 
 namespace {
 
+/// The bytes a buffer of `bytes` takes: backends hand out whole 64-byte lines.
+std::size_t buffer_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 /// What the executor will do with memory, decided before anything runs: which nodes take
 /// over an operand's buffer, and the peak of the intermediates held.
 struct MemoryPlan {
@@ -65,7 +68,7 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
         owned[op] = 0;
       }
     } else if (node.kind != OpKind::input) {
-      const std::size_t bytes = node.elements * element_size;
+      const std::size_t bytes = buffer_bytes(node.elements * element_size);
       const bool addend = node.kind == OpKind::contract && ops.size() == 3;
       if (addend && owned[ops[2]] == bytes && uses[ops[2]] == 1 && ops[2] != ops[0] && ops[2] != ops[1] &&
           graph.node(ops[2]).labels == node.labels && node.get<ContractParams>().beta != 0.0) {
