@@ -178,3 +178,30 @@ TEST_CASE("gemm beta: a broadcast addend is not folded") {
   CHECK(count_nodes(graphs[0], "add") == 1);
   CHECK(graphs[0].find("beta=") == std::string::npos);
 }
+
+TEST_CASE("gemm beta: the shape rule of a contraction with an addend") {
+  auto a = random_tensor<double>({m, k}, 31), b = random_tensor<double>({k, n}, 32);
+  auto d = random_tensor<double>({n, m}, 33), v = random_tensor<double>({n}, 34);
+  tenex::OpGraph g;
+  const tenex::NodeId ia = g.add_input(a, "i,k"), ib = g.add_input(b, "k,j");
+  tenex::ContractParams params;
+  params.alpha = 2.0;
+  params.beta = -1.0;
+  SUBCASE("the addend in another order is accepted, and DOT shows beta") {
+    const tenex::NodeId id = g.add(params, {ia, ib, g.add_input(d, "j,i")});
+    CHECK(g.node(id).labels == std::vector<std::string>{"i", "j"});
+    CHECK(g.operands(id).size() == 3);
+    CHECK(g.to_dot().find("alpha=2 beta=-1") != std::string::npos);
+    CHECK_NOTHROW(g.validate());
+  }
+  SUBCASE("an addend without the result's labels is rejected") {
+    CHECK_THROWS_AS(g.add(params, {ia, ib, g.add_input(v, "j")}), tenex::ShapeError);
+  }
+  SUBCASE("an addend with other extents is rejected") {
+    CHECK_THROWS_AS(g.add(params, {ia, ib, g.add_input(d, "i,j")}), tenex::ShapeError);
+  }
+  SUBCASE("one or four operands are rejected") {
+    CHECK_THROWS_AS(g.add(params, {ia}), tenex::ShapeError);
+    CHECK_THROWS_AS(g.add(params, {ia, ib, ia, ib}), tenex::ShapeError);
+  }
+}
