@@ -171,7 +171,7 @@ std::vector<std::vector<T>> run_with(std::uint64_t seed, const std::string& pass
 }  // namespace
 
 TEST_CASE("pass properties: every pass, each pass alone and none agree on random expression sets") {
-  const std::vector<std::string> settings = {"all", "cse", "order", "fold_scales", "collapse", "fuse"};
+  const std::vector<std::string> settings = {"all", "cse", "order", "fold_scales", "gemm_beta", "collapse", "fuse"};
   std::size_t targets = 0;
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     CAPTURE(seed);

@@ -34,4 +34,12 @@ struct RunStats {
 };
 TENEX_API RunStats last_run_stats();
 
+/// Caps the bytes of intermediates a set may hold at once (what RunStats::peak_bytes
+/// measures), for sets run from now on (all threads); 0: no cap of the program's, and then
+/// TENEX_MEMORY_LIMIT decides (bytes, or with a K, M or G suffix: 512M; unset or 0: none).
+/// The ordering of products prefers orders whose intermediates fit; a set that would
+/// still exceed the cap fails before anything runs, with a tenex::BackendError in its
+/// results naming the node, the bytes it needs, the bytes held and the limit.
+TENEX_API void set_memory_limit(std::size_t bytes);
+
 }  // namespace tenex

@@ -49,9 +49,11 @@ struct OutputParams {
 struct ReduceParams {
   bool operator==(const ReduceParams&) const = default;
 };
-/// alpha * sum of a*b over the labels the result lacks (a GEMM).
+/// alpha * sum of a*b over the labels the result lacks (a GEMM), plus beta * d when a
+/// third operand d (the addend, with the result's labels in any order) is given.
 struct ContractParams {
   double alpha = 1.0;
+  double beta = 0.0;
   bool operator==(const ContractParams&) const = default;
 };
 /// Element-wise alpha * a (op) alpha_b * b, broadcasting by label.
@@ -187,12 +189,13 @@ struct FusedParams {
   bool operator==(const FusedParams&) const = default;
 };
 
-//  X(name, arity, parameter struct)   arity -1: it varies (input: 0 or 1; eigen_solve: 1 or 2)
+//  X(name, arity, parameter struct)   arity -1: it varies (input: 0 or 1; eigen_solve: 1 or 2;
+//                                    contract: 2, or 3 with the addend)
 #define TENEX_FOR_EACH_OP(X)           \
   X(input, -1, InputParams)            \
   X(output, 1, OutputParams)           \
   X(reduce, 1, ReduceParams)           \
-  X(contract, 2, ContractParams)       \
+  X(contract, -1, ContractParams)      \
   X(add, 2, AddParams)                 \
   X(subtract, 2, SubtractParams)       \
   X(divide, 2, DivideParams)           \

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -33,6 +34,46 @@ BackendKind from_environment(bool& valid, std::string& value) {
 }
 
 thread_local RunStats last_stats;
+
+// 0: not set by set_memory_limit; TENEX_MEMORY_LIMIT decides.
+std::atomic<std::size_t> chosen_memory_limit{0};
+
+/// TENEX_MEMORY_LIMIT in bytes: digits, then optionally K, M or G (powers of 1024).
+std::size_t memory_limit_from_environment() {
+  const char* text = std::getenv("TENEX_MEMORY_LIMIT");
+  if (!text || !*text) return 0;
+  const std::string value = text;
+  auto bad = [&](const std::string& why) {
+    return BackendError("tenex: TENEX_MEMORY_LIMIT=" + value + " is not a number of bytes (" + why +
+                        "); write it as bytes with an optional K, M or G suffix (TENEX_MEMORY_LIMIT=512M), "
+                        "0 for no limit, or leave it unset");
+  };
+  std::size_t at = 0, bytes = 0;
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  while (at < value.size() && value[at] >= '0' && value[at] <= '9') {
+    const auto digit = static_cast<std::size_t>(value[at] - '0');
+    if (bytes > (max - digit) / 10) throw bad("too large");
+    bytes = bytes * 10 + digit;
+    ++at;
+  }
+  if (at == 0) throw bad("it does not start with a digit");
+  std::size_t unit = 1;
+  if (at + 1 == value.size()) {
+    switch (value[at]) {
+      case 'K':
+      case 'k': unit = std::size_t{1} << 10; break;
+      case 'M':
+      case 'm': unit = std::size_t{1} << 20; break;
+      case 'G':
+      case 'g': unit = std::size_t{1} << 30; break;
+      default: throw bad("unknown suffix \"" + value.substr(at) + "\"");
+    }
+  } else if (at != value.size()) {
+    throw bad("unexpected \"" + value.substr(at) + "\" after the number");
+  }
+  if (bytes > max / unit) throw bad("too large");
+  return bytes * unit;
+}
 
 struct Registry {
   std::mutex mutex;
@@ -74,9 +115,16 @@ bool cuda_available() {
 
 RunStats last_run_stats() { return last_stats; }
 
+void set_memory_limit(std::size_t bytes) { chosen_memory_limit.store(bytes); }
+
 namespace detail {
 
 void set_last_run_stats(const RunStats& stats) { last_stats = stats; }
+
+std::size_t memory_limit() {
+  const std::size_t chosen = chosen_memory_limit.load();
+  return chosen != 0 ? chosen : memory_limit_from_environment();
+}
 
 void register_backend(const BackendEntry& entry) {
   Registry& r = registry();

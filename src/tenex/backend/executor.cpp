@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <new>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/tensor/storage.hpp"
@@ -31,6 +34,71 @@ void check_supported(const OpGraph& graph, const Backend<T>& backend) {
   }
 }
 
+namespace {
+
+/// The bytes a buffer of `bytes` takes: backends hand out whole 64-byte lines.
+std::size_t buffer_bytes(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// What the executor will do with memory, decided before anything runs: which nodes take
+/// over an operand's buffer, and the peak of the intermediates held.
+struct MemoryPlan {
+  std::vector<char> takes_over;  // output: hands its operand's buffer to the target;
+                                 // contract with an addend: writes into the addend's buffer
+  std::size_t peak = 0;
+};
+
+/// Walks `order` as execute() will, without running anything. Throws BackendError when an
+/// intermediate would take the bytes held past `limit` (0: none), so that a set over the
+/// limit fails before it allocates or writes anything.
+MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
+                       const std::vector<std::vector<NodeId>>& operands, std::vector<std::size_t> uses,
+                       std::size_t element_size, std::size_t limit, std::string_view backend) {
+  MemoryPlan plan;
+  plan.takes_over.assign(graph.size(), 0);
+  std::vector<std::size_t> owned(graph.size(), 0);  // bytes of the buffer each node holds
+  std::size_t held = 0;
+  for (NodeId id : order) {
+    const OpNode& node = graph.node(id);
+    const std::vector<NodeId>& ops = operands[id];
+    if (node.kind == OpKind::output) {
+      const NodeId op = ops[0];
+      if (owned[op] && uses[op] == 1 && node.get<OutputParams>().operand_labels == node.labels) {
+        plan.takes_over[id] = 1;
+        held -= owned[op];
+        owned[op] = 0;
+      }
+    } else if (node.kind != OpKind::input) {
+      const std::size_t bytes = buffer_bytes(node.elements * element_size);
+      const bool addend = node.kind == OpKind::contract && ops.size() == 3;
+      if (addend && owned[ops[2]] == bytes && uses[ops[2]] == 1 && ops[2] != ops[0] && ops[2] != ops[1] &&
+          graph.node(ops[2]).labels == node.labels && node.get<ContractParams>().beta != 0.0) {
+        plan.takes_over[id] = 1;  // the addend's buffer becomes this node's: held stays
+        owned[id] = bytes;
+        owned[ops[2]] = 0;
+      } else {
+        if (limit != 0 && (bytes > limit || held > limit - bytes)) {
+          throw BackendError("tenex: memory limit: " + node_text(graph, id) + " needs " + std::to_string(bytes) +
+                             " bytes on the " + std::string(backend) + " backend while " + std::to_string(held) +
+                             " bytes of intermediates are held; the limit is " + std::to_string(limit) +
+                             " bytes (set_memory_limit or TENEX_MEMORY_LIMIT)");
+        }
+        owned[id] = bytes;
+        held += bytes;
+      }
+      plan.peak = std::max(plan.peak, held);
+    }
+    for (NodeId op : ops) {
+      if (--uses[op] == 0 && owned[op]) {
+        held -= owned[op];
+        owned[op] = 0;
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
 template <class T>
 RunStats execute(const OpGraph& graph, Backend<T>& backend) {
   RunStats stats;
@@ -42,6 +110,7 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
     operands[id] = graph.operands(id);
     for (NodeId op : operands[id]) ++uses[op];
   }
+  const MemoryPlan plan = plan_memory(graph, order, operands, uses, sizeof(T), memory_limit(), backend.name());
   std::vector<Buffer> owned(graph.size());
   std::vector<View<const T>> value(graph.size());
   std::size_t held_bytes = 0;
@@ -89,7 +158,7 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
         auto& storage = *std::static_pointer_cast<Storage<T>>(node.storage);
         const NodeId op = operands[id][0];
         // The value is already in the target's layout and nothing else reads it: hand it over.
-        if (owned[op] && uses[op] == 1 && node.get<OutputParams>().operand_labels == node.labels) {
+        if (plan.takes_over[id]) {
           held_bytes -= owned[op].bytes();
           backend.write(storage, std::move(owned[op]));
         } else {
@@ -100,8 +169,14 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
         }
         storage.fulfil(nullptr);
       } else {
-        owned[id] = allocate(id, node.elements);
-        held_bytes += owned[id].bytes();
+        if (plan.takes_over[id]) {
+          // A contraction with an addend the executor owns, read by it alone, in its layout:
+          // the addend's buffer is the output (the kernel sees operand 2 alias args.out).
+          owned[id] = std::move(owned[operands[id][2]]);
+        } else {
+          owned[id] = allocate(id, node.elements);
+          held_bytes += owned[id].bytes();
+        }
         stats.peak_bytes = std::max(stats.peak_bytes, held_bytes);
         args.out = View<T>{static_cast<T*>(owned[id].data()), node.elements, owned[id].device()};
         run(id, args);

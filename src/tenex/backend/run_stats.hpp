@@ -2,6 +2,11 @@
 
 #include "tenex/backend/backend.hpp"
 
+#include <cstddef>
+
 namespace tenex::detail {
 void set_last_run_stats(const RunStats& stats);
-}
+/// The cap on intermediates of a set: set_memory_limit's, else TENEX_MEMORY_LIMIT's, else 0
+/// (none). Throws BackendError when TENEX_MEMORY_LIMIT is malformed.
+std::size_t memory_limit();
+}  // namespace tenex::detail

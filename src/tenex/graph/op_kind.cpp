@@ -21,7 +21,9 @@ std::string number(double v) {
 std::string describe(const InputParams&) { return {}; }
 std::string describe(const OutputParams&) { return {}; }
 std::string describe(const ReduceParams&) { return {}; }
-std::string describe(const ContractParams& p) { return p.alpha != 1.0 ? " alpha=" + number(p.alpha) : ""; }
+std::string describe(const ContractParams& p) {
+  return (p.alpha != 1.0 ? " alpha=" + number(p.alpha) : "") + (p.beta != 0.0 ? " beta=" + number(p.beta) : "");
+}
 std::string describe(const ElementwiseParams& p) {
   return p.alpha != 1.0 || p.alpha_b != 1.0 ? " alpha=" + number(p.alpha) + "," + number(p.alpha_b) : "";
 }

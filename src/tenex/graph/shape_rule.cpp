@@ -102,16 +102,33 @@ std::string rule(const ReduceParams&, OpNode& node, const Operands& operands, bo
 }
 
 std::string rule(const ContractParams&, OpNode& node, const Operands& operands, bool infer) {
-  if (infer && node.labels.empty() && operands.size() == 2) {
+  if (operands.size() < 2 || operands.size() > 3) {
+    return "takes two or three operands (a and b, or a, b and the addend), got " + std::to_string(operands.size());
+  }
+  const Operands product{operands[0], operands[1]};
+  if (infer && node.labels.empty()) {
     // Plain Einstein notation: keep the labels on one operand only.
-    for (const OpNode* op : operands) {
-      const OpNode* other = op == operands[0] ? operands[1] : operands[0];
-      for (const std::string& l : op->labels) {
-        if (!contains_label(other->labels, l) && !contains_label(node.labels, l)) node.labels.push_back(l);
+    for (std::size_t side = 0; side < 2; ++side) {
+      for (const std::string& l : product[side]->labels) {
+        if (!contains_label(product[1 - side]->labels, l) && !contains_label(node.labels, l)) node.labels.push_back(l);
       }
     }
   }
-  return labels_from_operands(node, operands, infer);
+  if (std::string error = labels_from_operands(node, product, infer); !error.empty()) return error;
+  if (operands.size() == 3) {
+    // The addend has the result's labels and extents, in any order.
+    const OpNode& d = *operands[2];
+    std::vector<std::string> sorted_d = d.labels, sorted_c = node.labels;
+    std::sort(sorted_d.begin(), sorted_d.end());
+    std::sort(sorted_c.begin(), sorted_c.end());
+    if (sorted_d != sorted_c) {
+      return "the addend's labels (" + join_labels(d.labels) + ") are not the result's (" + join_labels(node.labels) +
+             ")";
+    }
+    std::map<std::string, std::size_t> extents;
+    if (std::string error = extents_by_label(operands, extents); !error.empty()) return error;
+  }
+  return {};
 }
 
 std::string rule_elementwise(OpNode& node, const Operands& operands, bool infer) {

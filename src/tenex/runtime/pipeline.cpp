@@ -61,7 +61,7 @@ void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
   check_backend_environment();
   OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-  passes::optimize(graph);                                                       // 2. passes
+  passes::optimize(graph, memory_limit());                                       // 2. passes
   dump_graph(graph);                                                             // 3. dump if asked
   const BackendEntry& entry = choose_backend(set.backend);                       // 4. choose the backend
   std::unique_ptr<Backend<T>> backend = make_backend<T>(entry);

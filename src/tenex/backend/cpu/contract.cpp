@@ -13,6 +13,7 @@
 // Scratch memory (scratch.hpp) comes from the block cache that tensors use.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
@@ -113,13 +114,41 @@ KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Exte
   return run_contract<T>(plan, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes);
 }
 
+template <class T>
+KernelCount assign_scaled(T beta, const T* d, const Modes& d_modes, T* c, const Modes& c_modes,
+                          const Extents& c_extents) {
+  const std::size_t rank = c_modes.size();
+  // d's row-major strides, then read in c's mode order.
+  Strides d_own(rank, 1), from(rank, 0), to(rank, 1);
+  for (std::size_t x = rank; x-- > 1;) {
+    const std::size_t at =
+        static_cast<std::size_t>(std::find(c_modes.begin(), c_modes.end(), d_modes[x]) - c_modes.begin());
+    d_own[x - 1] = d_own[x] * static_cast<std::ptrdiff_t>(c_extents.at(at));
+  }
+  for (std::size_t x = rank; x-- > 1;) to[x - 1] = to[x] * static_cast<std::ptrdiff_t>(c_extents[x]);
+  for (std::size_t x = 0; x < rank; ++x) {
+    const std::size_t at =
+        static_cast<std::size_t>(std::find(d_modes.begin(), d_modes.end(), c_modes[x]) - d_modes.begin());
+    from[x] = d_own.at(at);
+  }
+  strided_copy(d, from, c, to, c_extents, beta, T(0));
+  KernelCount counted;
+  if (beta != T(1)) {
+    std::size_t size = 1;
+    for (std::size_t e : c_extents) size *= e;
+    counted.flops = static_cast<double>(size);
+  }
+  return counted;
+}
+
 #define TENEX_INSTANTIATE_CONTRACT(T)                                                                                 \
   template KernelCount contract<T>(T, const T*, const Extents&, const Modes&, const T*, const Extents&, const Modes&, \
                                    T, T*, const Modes&);                                                              \
   template std::size_t contract_plan_count<T>(const Extents&, const Modes&, const Extents&, const Modes&,             \
                                               const Modes&, bool);                                                    \
   template KernelCount contract_with_plan<T>(std::size_t, T, const T*, const Extents&, const Modes&, const T*,        \
-                                             const Extents&, const Modes&, T, T*, const Modes&);
+                                             const Extents&, const Modes&, T, T*, const Modes&);                      \
+  template KernelCount assign_scaled<T>(T, const T*, const Modes&, T*, const Modes&, const Extents&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CONTRACT)
 #undef TENEX_INSTANTIATE_CONTRACT
 

@@ -140,8 +140,23 @@ KernelCount CpuBackend<T>::run_contract(const ContractParams& params, const Kern
   auto ma = ids(a.labels);
   auto mb = ids(b.labels);
   auto mc = ids(args.node.labels);
-  return cpu::contract(static_cast<T>(params.alpha), args.operands[0].data, a.extents, ma, args.operands[1].data,
-                       b.extents, mb, T(0), args.out.data, mc);
+  T beta = T(0);
+  KernelCount init;
+  if (args.operands.size() == 3) {
+    beta = static_cast<T>(params.beta);
+    // The addend's buffer is the output (the executor handed it over): GEMM with beta into it.
+    // Else out = beta * addend in the output's layout first, then GEMM with beta = 1: one
+    // kernel either way, with no temporary of the result's size.
+    if (args.operands[2].data != args.out.data && beta != T(0)) {
+      init = cpu::assign_scaled(beta, args.operands[2].data, ids(args.operand_nodes[2]->labels), args.out.data, mc,
+                                args.node.extents);
+      beta = T(1);
+    }
+  }
+  KernelCount count = cpu::contract(static_cast<T>(params.alpha), args.operands[0].data, a.extents, ma,
+                                    args.operands[1].data, b.extents, mb, beta, args.out.data, mc);
+  count.flops += init.flops;
+  return count;
 }
 
 template <class T>

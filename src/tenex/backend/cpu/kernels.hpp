@@ -66,6 +66,14 @@ KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Exte
                                const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
                                const Modes& c_modes);
 
+/// c[c_modes] = beta * d[d_modes], d_modes a permutation of c_modes (c_extents gives the
+/// extents in c's order): the start of a contraction with an addend, which then runs with
+/// beta = 1. Counts the multiplications as flops (none for beta == 1) and no call: it is
+/// part of the contraction's kernel.
+template <class T>
+KernelCount assign_scaled(T beta, const T* d, const Modes& d_modes, T* c, const Modes& c_modes,
+                          const Extents& c_extents);
+
 enum class BinaryOp { add, subtract, multiply, divide };
 
 /// c[c_modes] = op(alpha_a * a[a_modes], alpha_b * b[b_modes]), broadcasting: a_modes and

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <list>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
@@ -47,9 +49,12 @@ void ExprNode::finish() {
       const std::vector<std::string>& part = c->is_product() ? c->product_labels : c->implicit;
       product_labels.insert(product_labels.end(), part.begin(), part.end());
     }
+    // Counted once: a product built factor by factor stays linear per factor.
+    std::unordered_map<std::string_view, int> count;
+    for (const std::string& l : product_labels) ++count[l];
     implicit.clear();
     for (const std::string& l : labels) {
-      if (std::count(product_labels.begin(), product_labels.end(), l) == 1) implicit.push_back(l);
+      if (count[l] == 1) implicit.push_back(l);
     }
     return;
   }

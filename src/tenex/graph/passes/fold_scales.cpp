@@ -17,7 +17,10 @@ void scale_result(OpNode& node, double factor) {
   std::visit(
       [factor](auto& p) {
         using P = std::decay_t<decltype(p)>;
-        if constexpr (std::is_same_v<P, ContractParams> || std::is_same_v<P, ScaleParams>) {
+        if constexpr (std::is_same_v<P, ContractParams>) {
+          p.alpha *= factor;
+          p.beta *= factor;
+        } else if constexpr (std::is_same_v<P, ScaleParams>) {
           p.alpha *= factor;
         } else if constexpr (std::is_same_v<P, AddParams> || std::is_same_v<P, SubtractParams>) {
           p.alpha *= factor;
@@ -47,7 +50,8 @@ void fold_scales(OpGraph& graph) {
         }
         const double factor = operand.get<ScaleParams>().alpha;
         if (node.kind == OpKind::contract) {
-          node.get<ContractParams>().alpha *= factor;
+          ContractParams& p = node.get<ContractParams>();
+          (i == 2 ? p.beta : p.alpha) *= factor;  // operand 2: the addend
         } else if (node.kind == OpKind::divide) {
           if (i == 0) {
             node.get<DivideParams>().alpha *= factor;

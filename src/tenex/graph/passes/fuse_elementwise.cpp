@@ -70,8 +70,10 @@ bool is_pointwise(const OpGraph& graph, NodeId id) {
     case OpKind::add:
     case OpKind::subtract:
     case OpKind::divide:
+    case OpKind::contract:  // a product with an addend (GEMM beta) stays a GEMM
+      if (graph.operands(id).size() != 2) return false;
+      return same_label_set(node.labels, operand_union(graph, id));
     case OpKind::scale:
-    case OpKind::contract:
     case OpKind::fused: return same_label_set(node.labels, operand_union(graph, id));
     case OpKind::reduce: return same_label_set(node.labels, operand_union(graph, id));  // a permutation
     case OpKind::input:

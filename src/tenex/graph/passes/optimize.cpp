@@ -12,18 +12,19 @@ namespace {
 
 struct Pass {
   std::string_view name;
-  void (*run)(OpGraph&);
+  void (*run)(OpGraph&, std::size_t memory_limit);
 };
 
 // The optional passes in order. Masks (sparse maps), pruning and validation always run:
 // results depend on the first, and the others change nothing a user can see.
 constexpr Pass kPasses[] = {
-    {"cse", &eliminate_common_subexpressions},
-    {"order", &order_contractions},
-    {"cse", &eliminate_common_subexpressions},
-    {"fold_scales", &fold_scales},
-    {"collapse", &collapse_chains},
-    {"fuse", &fuse_elementwise},
+    {"cse", [](OpGraph& g, std::size_t) { eliminate_common_subexpressions(g); }},
+    {"order", [](OpGraph& g, std::size_t limit) { order_contractions(g, limit); }},
+    {"cse", [](OpGraph& g, std::size_t) { eliminate_common_subexpressions(g); }},
+    {"fold_scales", [](OpGraph& g, std::size_t) { fold_scales(g); }},
+    {"gemm_beta", [](OpGraph& g, std::size_t) { fold_gemm_beta(g); }},
+    {"collapse", [](OpGraph& g, std::size_t) { collapse_chains(g); }},
+    {"fuse", [](OpGraph& g, std::size_t) { fuse_elementwise(g); }},
 };
 
 }  // namespace
@@ -64,11 +65,11 @@ std::vector<std::string_view> selected_passes(std::string_view setting) {
   return chosen;
 }
 
-void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen) {
+void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit) {
   for (const Pass& p : kPasses) {
     for (std::string_view n : chosen) {
       if (n == p.name) {
-        p.run(graph);
+        p.run(graph, memory_limit);
         break;
       }
     }
@@ -78,9 +79,9 @@ void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen) {
   graph.validate();
 }
 
-void optimize(OpGraph& graph) {
+void optimize(OpGraph& graph, std::size_t memory_limit) {
   const char* setting = std::getenv("TENEX_PASSES");
-  optimize(graph, selected_passes(setting ? setting : ""));
+  optimize(graph, selected_passes(setting ? setting : ""), memory_limit);
 }
 
 }  // namespace tenex::passes

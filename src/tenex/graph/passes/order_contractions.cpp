@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tenex/graph/passes/contraction_order.hpp"
@@ -11,8 +12,6 @@ namespace tenex::passes {
 
 namespace {
 
-using detail::contains_label;
-
 /// `id` is read by exactly one node, once.
 bool used_once(const OpGraph& graph, NodeId id) {
   const std::vector<NodeId> consumers = graph.consumers(id);
@@ -21,95 +20,132 @@ bool used_once(const OpGraph& graph, NodeId id) {
   return std::count(operands.begin(), operands.end(), id) == 1;
 }
 
+/// How many times each label occurs in a multiset of label lists.
+using LabelCount = std::unordered_map<std::string, long>;
+
+void count_labels(LabelCount& count, const std::vector<std::string>& labels, long by) {
+  for (const std::string& l : labels) count[l] += by;
+}
+
+bool counted(const LabelCount& count, const std::string& l) {
+  auto it = count.find(l);
+  return it != count.end() && it->second > 0;
+}
+
 struct Chain {
   std::vector<NodeId> leaves;
+  std::vector<NodeId> absorbed;  // the inner contractions and scales flattened into the chain
   double alpha = 1.0;
   bool changed = false;  // an inner contraction or scale was absorbed
 };
 
-/// Adds the factors of operand `id` to `chain`. `outside` holds every label the rest of
+/// Adds the factors of operand `id` to `chain`. `outside` counts every label the rest of
 /// the chain uses: an inner contraction is flattened only when the labels it sums appear
-/// nowhere else (then summing them inside or in the whole chain is the same).
-void collect(const OpGraph& graph, NodeId id, const std::vector<std::string>& outside, Chain& chain) {
+/// nowhere else (then summing them inside or in the whole chain is the same). `outside`
+/// is changed and restored, so a chain of N factors is collected in O(N) steps.
+void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain) {
   NodeId f = id;
   double scale = 1.0;
+  std::vector<NodeId> scales;
   while (graph.node(f).kind == OpKind::scale && used_once(graph, f) && graph.node(f).sparse_maps.empty()) {
     scale *= graph.node(f).get<ScaleParams>().alpha;
+    scales.push_back(f);
     f = graph.operands(f)[0];
   }
   const OpNode& node = graph.node(f);
-  if (node.kind == OpKind::contract && used_once(graph, f) && node.sparse_maps.empty()) {
-    const std::vector<NodeId> ops = graph.operands(f);
+  const std::vector<NodeId> ops = graph.operands(f);
+  if (node.kind == OpKind::contract && ops.size() == 2 && used_once(graph, f) && node.sparse_maps.empty() &&
+      node.get<ContractParams>().beta == 0.0) {
     const OpNode& a = graph.node(ops[0]);
     const OpNode& b = graph.node(ops[1]);
     bool summed_elsewhere = false;
     for (const OpNode* side : {&a, &b}) {
       for (const std::string& l : side->labels) {
-        if (!contains_label(node.labels, l) && contains_label(outside, l)) summed_elsewhere = true;
+        if (!detail::contains_label(node.labels, l) && counted(outside, l)) summed_elsewhere = true;
       }
     }
     if (!summed_elsewhere) {
       chain.alpha *= scale * node.get<ContractParams>().alpha;
       chain.changed = true;
-      std::vector<std::string> outside_a = outside, outside_b = outside;
-      outside_a.insert(outside_a.end(), b.labels.begin(), b.labels.end());
-      outside_b.insert(outside_b.end(), a.labels.begin(), a.labels.end());
-      collect(graph, ops[0], outside_a, chain);
-      collect(graph, ops[1], outside_b, chain);
+      chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
+      chain.absorbed.push_back(f);
+      count_labels(outside, b.labels, 1);
+      collect(graph, ops[0], outside, chain);
+      count_labels(outside, b.labels, -1);
+      count_labels(outside, a.labels, 1);
+      collect(graph, ops[1], outside, chain);
+      count_labels(outside, a.labels, -1);
       return;
     }
   }
   if (f != id) {
     chain.alpha *= scale;
     chain.changed = true;
+    chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
   }
   chain.leaves.push_back(f);
 }
 
+std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? sizeof(float) : sizeof(double); }
+
 }  // namespace
 
-void order_contractions(OpGraph& graph) {
+void order_contractions(OpGraph& graph, std::size_t memory_limit) {
   const std::vector<NodeId> order = graph.topological_order();
+  std::vector<char> absorbed(graph.size(), 0);
   // Roots first: a chain is found whole from its top contraction.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const NodeId root = *it;
+    if (absorbed[root]) continue;  // inside a chain already ordered
     const OpNode& top = graph.node(root);
-    if (top.kind != OpKind::contract || !top.sparse_maps.empty()) continue;
+    if (top.kind != OpKind::contract || !top.sparse_maps.empty() || top.get<ContractParams>().beta != 0.0) continue;
     const std::vector<NodeId> ops = graph.operands(root);
     if (ops.size() != 2 || graph.consumers(root).empty()) continue;  // detached by an earlier pass: dead
     Chain chain;
     chain.alpha = top.get<ContractParams>().alpha;
-    std::vector<std::string> outside_a = top.labels, outside_b = top.labels;
-    outside_a.insert(outside_a.end(), graph.node(ops[1]).labels.begin(), graph.node(ops[1]).labels.end());
-    outside_b.insert(outside_b.end(), graph.node(ops[0]).labels.begin(), graph.node(ops[0]).labels.end());
-    collect(graph, ops[0], outside_a, chain);
-    collect(graph, ops[1], outside_b, chain);
+    LabelCount outside;
+    count_labels(outside, top.labels, 1);
+    count_labels(outside, graph.node(ops[1]).labels, 1);
+    collect(graph, ops[0], outside, chain);
+    count_labels(outside, graph.node(ops[1]).labels, -1);
+    count_labels(outside, graph.node(ops[0]).labels, 1);
+    collect(graph, ops[1], outside, chain);
+    for (NodeId inner : chain.absorbed) absorbed[inner] = 1;
     // Two factors as built: nothing to reorder.
     if (chain.leaves.size() <= 2 && !chain.changed) continue;
 
     std::map<std::string, std::size_t> extents;
     std::vector<std::vector<std::string>> labels;
     std::vector<NodeId> slots;
+    LabelCount live;  // labels of the slots still waiting
     for (NodeId leaf : chain.leaves) {
       const OpNode& n = graph.node(leaf);
       for (std::size_t i = 0; i < n.labels.size(); ++i) extents[n.labels[i]] = n.extents[i];
       labels.push_back(n.labels);
       slots.push_back(leaf);
+      count_labels(live, n.labels, 1);
     }
     const std::vector<std::string> keep = top.labels;
     const DType dtype = top.dtype;
+    const double max_elements =
+        memory_limit == 0 ? 0.0 : static_cast<double>(memory_limit) / static_cast<double>(element_bytes(dtype));
     NodeId result = root;
-    const ContractionPath path = order_product(labels, extents, keep);
-    std::vector<bool> live(labels.size(), true);
+    const ContractionPath path = order_product(labels, extents, keep, max_elements);
     for (std::size_t step = 0; step < path.size(); ++step) {
-      auto [a, b] = path[step];
-      live[a] = live[b] = false;
+      const auto [a, b] = path[step];
+      count_labels(live, labels[a], -1);
+      count_labels(live, labels[b], -1);
       const bool last = step + 1 == path.size();
-      std::vector<std::string> needed = keep;
-      for (std::size_t s = 0; s < labels.size(); ++s) {
-        if (live[s]) needed.insert(needed.end(), labels[s].begin(), labels[s].end());
+      std::vector<std::string> out;
+      if (last) {
+        out = keep;
+      } else {
+        // Kept: the final labels and those another waiting slot holds.
+        for (const std::string& l : detail::union_labels(labels[a], labels[b])) {
+          if (counted(live, l) || detail::contains_label(keep, l)) out.push_back(l);
+        }
       }
-      std::vector<std::string> out = last ? keep : pair_result_labels(labels[a], labels[b], needed);
+      count_labels(live, out, 1);
       OpNode node;
       node.kind = OpKind::contract;
       node.params = ContractParams{last ? chain.alpha : 1.0};
@@ -117,12 +153,13 @@ void order_contractions(OpGraph& graph) {
       node.labels = out;
       for (const std::string& l : out) node.extents.push_back(extents.at(l));
       result = graph.add_node(std::move(node), {slots[a], slots[b]});
-      labels.push_back(out);
+      labels.push_back(std::move(out));
       slots.push_back(result);
-      live.push_back(true);
     }
     graph.replace_uses(root, result);
+    // Dead now: detached, so that later passes count the true consumers of the factors.
     graph.detach(root);
+    for (NodeId inner : chain.absorbed) graph.detach(inner);
   }
 }
 

@@ -1,6 +1,7 @@
 // The graph passes run before a set is evaluated; optimize() lists them in order.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -14,9 +15,15 @@ void eliminate_common_subexpressions(OpGraph& graph);
 void fold_scales(OpGraph& graph);
 /// Flattens chains of contractions (through scales) that nothing else reads into one
 /// n-ary product and re-evaluates it in the order of fewest flops (dynamic programming up
-/// to 10 factors, greedy beyond). Sharing is read from the graph: a contraction with two
-/// consumers is a named intermediate and is computed once.
-void order_contractions(OpGraph& graph);
+/// to 10 factors, greedy with a priority queue of the pairs that share a label beyond:
+/// 1,000 factors in milliseconds). Sharing is read from the graph: a contraction with two
+/// consumers is a named intermediate and is computed once. `memory_limit` (bytes; 0: none)
+/// makes it prefer orders whose every intermediate fits.
+void order_contractions(OpGraph& graph, std::size_t memory_limit = 0);
+/// Folds add/subtract(contract(a, b), d) into one contraction with an addend,
+/// contract(a, b, d){alpha, beta}: GEMM with beta, no temporary. Only where the product,
+/// d and the sum have the same labels (a broadcast addend stays an element-wise node).
+void fold_gemm_beta(OpGraph& graph);
 /// Puts a mask node after every node that sparse maps restrict (sparse masking is a node
 /// kind, run by the backend like any other).
 void insert_masks(OpGraph& graph);
@@ -31,9 +38,9 @@ std::vector<std::string_view> pass_names();
 /// comma-separated list of names. Throws tenex::Error naming an unknown pass.
 std::vector<std::string_view> selected_passes(std::string_view setting);
 /// Runs the chosen passes in their fixed order, then the sparse-map masks, then drops what
-/// no output needs and validates the graph.
-void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen);
+/// no output needs and validates the graph. `memory_limit`: see order_contractions.
+void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit = 0);
 /// optimize() with the passes TENEX_PASSES chooses (every pass when unset).
-void optimize(OpGraph& graph);
+void optimize(OpGraph& graph, std::size_t memory_limit = 0);
 
 }  // namespace tenex::passes

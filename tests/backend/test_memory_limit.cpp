@@ -1,0 +1,158 @@
+// tenex::set_memory_limit and TENEX_MEMORY_LIMIT: the ordering of products prefers orders
+// whose intermediates fit, and a set that would still exceed the cap fails before it runs,
+// with a BackendError in its results that names the node, the bytes needed and held, and
+// the limit.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <tenex/tenex.hpp>
+
+#include "support/scalars.hpp"
+
+namespace {
+
+using tenex::Shape;
+using tenex::Tensor;
+
+template <class T>
+Tensor<T> random_tensor(const Shape& shape, std::uint64_t seed) {
+  Tensor<T> t(shape);
+  tenex::fill_random(t, seed);
+  return t;
+}
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+/// Restores "no limit" whatever a test case does.
+struct LimitGuard {
+  ~LimitGuard() {
+    tenex::set_memory_limit(0);
+    ::unsetenv("TENEX_MEMORY_LIMIT");
+  }
+};
+
+/// r(j,l) = sum_{k,i} a(j,k) b(k,i) c(j,l,i) with j, i of extent 100 and k, l of 2: the
+/// cheapest order makes a(j,k) b(k,i) first, an intermediate of 100 x 100 elements; an order
+/// one percent dearer keeps every intermediate at 400 elements or fewer.
+struct Network {
+  Tensor<double> a = random_tensor<double>({100, 2}, 1), b = random_tensor<double>({2, 100}, 2),
+                 c = random_tensor<double>({100, 2, 100}, 3);
+  std::vector<double> expected() const {
+    std::vector<double> r(100 * 2, 0.0);
+    for (std::size_t j = 0; j < 100; ++j) {
+      for (std::size_t i = 0; i < 100; ++i) {
+        double ab = 0;
+        for (std::size_t k = 0; k < 2; ++k) ab += a.at(j, k) * b.at(k, i);
+        for (std::size_t l = 0; l < 2; ++l) r[j * 2 + l] += ab * c.at(j, l, i);
+      }
+    }
+    return r;
+  }
+};
+
+void check_result(const Tensor<double>& r, const std::vector<double>& expected) {
+  REQUIRE(r.size() == expected.size());
+  const std::vector<double> got = r.to_vector();
+  for (std::size_t x = 0; x < got.size(); ++x)
+    CHECK(std::abs(got[x] - expected[x]) <= 1e-10 * (1 + std::abs(expected[x])));
+}
+
+}  // namespace
+
+TEST_CASE("memory limit: the ordering prefers orders whose intermediates fit") {
+  LimitGuard guard;
+  Network net;
+  Tensor<double> r;
+  r("j,l") = net.a("j,k") * net.b("k,i") * net.c("j,l,i");
+  check_result(r, net.expected());
+  CHECK(tenex::last_run_stats().peak_bytes >= 100 * 100 * sizeof(double));  // no limit: the cheapest order
+
+  const std::size_t limit = 1000 * sizeof(double);
+  tenex::set_memory_limit(limit);
+  Tensor<double> capped;
+  capped("j,l") = net.a("j,k") * net.b("k,i") * net.c("j,l,i");
+  check_result(capped, net.expected());
+  CHECK(tenex::last_run_stats().peak_bytes <= limit);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("memory limit: a set over the limit fails with a BackendError naming it", T, memory_over) {
+  LimitGuard guard;
+  auto a = random_tensor<T>({20, 30}, 4), b = random_tensor<T>({30, 40}, 5);
+  const std::size_t needed = 20 * 40 * sizeof(T), limit = 1000;
+  tenex::set_memory_limit(limit);
+  Tensor<T> c(Shape{20, 40});
+  Tensor<T> untouched = random_tensor<T>({20, 40}, 6);
+  c("i,j") = a("i,k") * b("k,j");
+  untouched("i,j") += a("i,k") * b("k,j");  // the same set: it fails as a whole
+  try {
+    c.wait();
+    FAIL("a set over the memory limit ran");
+  } catch (const tenex::BackendError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(contains(message, "memory limit"));
+    CHECK(contains(message, "contract"));
+    CHECK(contains(message, "needs " + std::to_string(needed) + " bytes"));
+    CHECK(contains(message, "bytes of intermediates are held"));
+    CHECK(contains(message, "the limit is " + std::to_string(limit) + " bytes"));
+  }
+  CHECK_THROWS_AS(untouched.wait(), tenex::BackendError);
+
+  // Within the limit the same statement runs, and the peak stays under it.
+  tenex::set_memory_limit(needed);
+  Tensor<T> d;
+  d("i,j") = a("i,k") * b("k,j");
+  CHECK_NOTHROW(d.wait());
+  CHECK(tenex::last_run_stats().peak_bytes <= needed);
+  CHECK(d.shape() == Shape{20, 40});
+
+  tenex::set_memory_limit(0);  // none
+  Tensor<T> e;
+  e("i,j") = a("i,k") * b("k,j") + d("i,j");
+  CHECK_NOTHROW(e.wait());
+}
+TEST_CASE_TEMPLATE_APPLY(memory_over, tenex_test::Scalars);
+
+TEST_CASE("memory limit: TENEX_MEMORY_LIMIT with K, M and G suffixes, and bad values") {
+  LimitGuard guard;
+  tenex::set_memory_limit(0);
+  auto a = random_tensor<double>({20, 30}, 7), b = random_tensor<double>({30, 40}, 8);  // needs 6400 bytes
+  auto run = [&](const char* value) {
+    ::setenv("TENEX_MEMORY_LIMIT", value, 1);
+    Tensor<double> c;
+    c("i,j") = a("i,k") * b("k,j");
+    c.wait();
+  };
+  CHECK_NOTHROW(run("6400"));
+  CHECK_THROWS_AS(run("6399"), tenex::BackendError);
+  CHECK_THROWS_AS(run("6K"), tenex::BackendError);
+  CHECK_NOTHROW(run("7K"));
+  CHECK_NOTHROW(run("7k"));
+  CHECK_NOTHROW(run("1M"));
+  CHECK_NOTHROW(run("1G"));
+  CHECK_NOTHROW(run("0"));
+  for (const char* bad : {"12X", "K", "-5", "1.5G", "10 M", "99999999999999999999999"}) {
+    INFO(bad);
+    try {
+      run(bad);
+      FAIL("TENEX_MEMORY_LIMIT accepted a bad value");
+    } catch (const tenex::Error& e) {
+      const std::string message = e.what();
+      INFO(message);
+      CHECK(contains(message, "TENEX_MEMORY_LIMIT=" + std::string(bad)));
+      CHECK(contains(message, "K, M or G"));
+    }
+  }
+  // set_memory_limit wins over the environment.
+  ::setenv("TENEX_MEMORY_LIMIT", "1K", 1);
+  tenex::set_memory_limit(std::size_t{1} << 20);
+  Tensor<double> c;
+  c("i,j") = a("i,k") * b("k,j");
+  CHECK_NOTHROW(c.wait());
+}
