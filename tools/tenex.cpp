@@ -83,13 +83,15 @@ Spec parse_spec(std::string_view text) {
     if (c != ' ') spec.text += c;
   }
   const std::string where = "tenex: bad spec \"" + std::string(text) + "\": ";
-  if (spec.text.empty()) throw UsageError(where + "it is empty; write operands then '->' then the result, e.g. \"ij,jk->ik\"");
+  if (spec.text.empty())
+    throw UsageError(where + "it is empty; write operands then '->' then the result, e.g. \"ij,jk->ik\"");
   const std::size_t arrow = spec.text.find("->");
   const std::string inputs = spec.text.substr(0, arrow);
   std::map<char, int> count;
   std::string operand;
   auto finish = [&] {
-    if (operand.empty()) throw UsageError(where + "an operand has no labels (two commas in a row, or a comma at an end)");
+    if (operand.empty())
+      throw UsageError(where + "an operand has no labels (two commas in a row, or a comma at an end)");
     spec.operands.push_back(operand);
     operand.clear();
   };
@@ -304,8 +306,8 @@ double gemm_seconds(std::size_t n, std::size_t repeat) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(), ni, 0.0f,
                   c.data(), ni);
     } else {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0, a.data(), ni, b.data(), ni, 0.0,
-                  c.data(), ni);
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0, a.data(), ni, b.data(), ni, 0.0, c.data(),
+                  ni);
     }
     if (r > 0) best = std::min(best, seconds_since(start));
   }
@@ -429,7 +431,8 @@ int bench(const Options& o) {
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> fields = split(line, '\t');
     const std::string where = o.argument + ":" + std::to_string(number) + ": ";
-    if (fields.size() < 3) throw UsageError("tenex bench: " + where + "expected name, einsum and extents, tab-separated");
+    if (fields.size() < 3)
+      throw UsageError("tenex bench: " + where + "expected name, einsum and extents, tab-separated");
     try {
       Case c{fields[0], parse_spec(fields[1])};
       parse_extents(fields[2], c.spec);
@@ -438,7 +441,8 @@ int bench(const Options& o) {
       throw UsageError("tenex bench: " + where + std::string(e.what()).substr(7));
     }
   }
-  if (cases.empty()) throw UsageError("tenex bench: " + o.argument + " has no case" + (o.filter.empty() ? "" : " matching --filter"));
+  if (cases.empty())
+    throw UsageError("tenex bench: " + o.argument + " has no case" + (o.filter.empty() ? "" : " matching --filter"));
 
   std::vector<std::vector<std::string>> rows{{"case", "einsum", "GFLOP", "tenex", "GFLOP/s", "gemm", "ratio"}};
   double log_sum = 0;
@@ -463,8 +467,8 @@ int bench(const Options& o) {
     }
   }
   std::cout << "geometric mean of the ratio to GEMM over " << cases.size()
-            << " cases: " << format("%.2f", std::exp(log_sum / static_cast<double>(cases.size()))) << " ("
-            << o.dtype << ", best of " << o.repeat << ")\n";
+            << " cases: " << format("%.2f", std::exp(log_sum / static_cast<double>(cases.size()))) << " (" << o.dtype
+            << ", best of " << o.repeat << ")\n";
   return 0;
 }
 

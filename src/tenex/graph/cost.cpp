@@ -16,15 +16,20 @@ namespace tenex::detail {
 namespace {
 
 /// Product of the extents of the distinct labels of the given nodes (a label's extent is
-/// the same wherever it occurs in a valid graph).
+/// the same wherever it occurs in a valid graph). Allocates nothing: the pipeline counts
+/// contractions with it for every set.
 double iteration_space(std::initializer_list<const OpNode*> nodes) {
-  std::vector<std::string> seen;
   double n = 1;
-  for (const OpNode* node : nodes) {
-    for (std::size_t i = 0; i < node->labels.size() && i < node->extents.size(); ++i) {
-      if (contains_label(seen, node->labels[i])) continue;
-      seen.push_back(node->labels[i]);
-      n *= static_cast<double>(node->extents[i]);
+  const OpNode* const* begin = nodes.begin();
+  for (const OpNode* const* node = begin; node != nodes.end(); ++node) {
+    const std::vector<std::string>& labels = (*node)->labels;
+    for (std::size_t i = 0; i < labels.size() && i < (*node)->extents.size(); ++i) {
+      bool seen = false;
+      for (std::size_t j = 0; j < i && !seen; ++j) seen = labels[j] == labels[i];
+      for (const OpNode* const* earlier = begin; earlier != node && !seen; ++earlier) {
+        seen = contains_label((*earlier)->labels, labels[i]);
+      }
+      if (!seen) n *= static_cast<double>((*node)->extents[i]);
     }
   }
   return n;
@@ -176,6 +181,14 @@ double contraction_flops(const OpGraph& graph) {
     flops += 2 * iteration_space({&graph.node(ops[0]), &graph.node(ops[1]), &node});
   }
   return flops;
+}
+
+double chain_contraction_flops(const OpGraph& graph) {
+  std::size_t contractions = 0;
+  for (NodeId id = 0; id < graph.size() && contractions < 2; ++id) {
+    contractions += graph.node(id).kind == OpKind::contract ? 1 : 0;
+  }
+  return contractions < 2 ? -1.0 : contraction_flops(graph);
 }
 
 std::vector<std::string> tensor_names(const OpGraph& graph) {

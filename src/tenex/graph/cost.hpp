@@ -40,6 +40,10 @@ NodeCost node_cost(const OpGraph& graph, NodeId id);
 
 /// Flops of the contraction nodes only (what the ordering of products changes).
 double contraction_flops(const OpGraph& graph);
+/// contraction_flops of a graph that has two contractions or more, else -1 (one contraction
+/// has no order to change): what the pipeline records of each set before the passes, at the
+/// cost of a look at each node's kind for most sets.
+double chain_contraction_flops(const OpGraph& graph);
 
 /// A name for each tensor the graph reads or writes, "t0", "t1", ... in the order the graph
 /// runs (its topological order; one name per storage: an input that reads a target the graph

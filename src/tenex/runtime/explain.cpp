@@ -210,7 +210,10 @@ std::string explain() {
   const OpGraph& graph = *plan.graph;
   detail::Report report;
   report.title = "tenex plan of the last set evaluated on this thread";
-  report.written_flops = detail::total_flops(graph) - detail::contraction_flops(graph) + plan.written_contraction_flops;
+  const double total = detail::total_flops(graph);
+  report.written_flops = plan.written_contraction_flops < 0
+                             ? total
+                             : total - detail::contraction_flops(graph) + plan.written_contraction_flops;
   report.written_note = " (products as built, before the passes)";
   if (!plan.completed) {
     report.extra = "the set failed while running; see the error its results carry\n";

@@ -64,7 +64,7 @@ void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
   check_backend_environment();
   OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-  const double written_flops = contraction_flops(graph);                         //    (for explain())
+  const double written_flops = chain_contraction_flops(graph);                   //    (for explain())
   passes::optimize(graph);                                                       // 2. passes
   // explain() describes this set from here on, whatever happens next (the graph, without
   // its tensors, moves to the thread's last plan when this function is left).
