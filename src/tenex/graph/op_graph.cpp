@@ -296,16 +296,15 @@ std::string OpGraph::to_dot() const {
               std::to_string(use.map->pair_count()) + " pairs)";
     }
     const char* shape = n.kind == OpKind::input ? "ellipse" : n.kind == OpKind::output ? "house" : "box";
-    // What the node costs, beside it: flops (what kernel runs it) and the bytes of its result.
-    const detail::NodeCost cost = detail::node_cost(*this, id);
+    // What the node costs, beside it: its flops and the bytes of its result (no kernel names:
+    // they could spell a kind's name, which readers of DOT count).
     std::string side;
     if (n.kind == OpKind::input) {
       side = names[id].empty() ? std::string() : names[id] + "\\n";
     } else {
-      side =
-          detail::format_count(cost.flops) + " flops" + (cost.kernel.empty() ? "" : " (" + cost.kernel + ")") + "\\n";
+      side = detail::format_count(detail::node_flops(*this, id)) + " flops\\n";
     }
-    side += detail::format_bytes(cost.bytes);
+    side += detail::format_bytes(detail::node_bytes(*this, id));
     os << "[label=\"" << text << "\", shape=" << shape << ", xlabel=\"" << side << "\"]";
   };
   auto edge_writer = [&](std::ostream& os, Graph::edge_descriptor e) {
