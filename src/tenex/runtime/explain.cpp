@@ -239,8 +239,13 @@ std::string explain(const Expression<T>& e) {
     std::vector<detail::Assignment> batch = root->recorded();
     const bool statement = dynamic_cast<const AssignTo<T>*>(&e) != nullptr;
     const auto stand_in = std::make_shared<char>(0);
+    std::string what = "the statement";
     if (!statement) {
       const detail::NodePtr value = detail::einstein_operand(detail::operand_node(e));
+      OpNode shown;
+      shown.labels = value->labels;
+      shown.extents = value->extents;
+      what = std::string(e.name()) + " " + detail::with_extents(shown);
       detail::Assignment asked;
       asked.rhs = value;
       asked.rhs_labels = value->labels;
@@ -257,7 +262,7 @@ std::string explain(const Expression<T>& e) {
 
     detail::Report report;
     const std::size_t statements = statement ? batch.size() : batch.size() - 1;
-    report.title = statement ? "tenex plan of the statement" : "tenex plan of " + e.to_string();
+    report.title = "tenex plan of " + what;
     if (statement) {
       if (statements > 1) report.title += " and the " + std::to_string(statements - 1) + " others of its set";
     } else if (statements > 0) {
