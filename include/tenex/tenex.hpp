@@ -10,6 +10,7 @@
 #include "tenex/backend/backend.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
+#include "tenex/explain.hpp"
 #include "tenex/expression/addition.hpp"
 #include "tenex/expression/assign_to.hpp"
 #include "tenex/expression/cast.hpp"

@@ -209,7 +209,7 @@ struct FusedParams {
   X(chip, 1, ChipParams)               \
   X(pow, 1, PowParams)                 \
   X(mask, 1, MaskParams)               \
-  X(fused, -1, FusedParams) \
+  X(fused, -1, FusedParams)            \
   X(inverse, 1, InverseParams)         \
   X(solve, 2, SolveParams)             \
   X(spd_pow, 1, SpdPowParams)

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tenex/error.hpp"
+#include "tenex/graph/cost.hpp"
 #include "tenex/graph/shape_rule.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
@@ -281,10 +282,13 @@ const std::vector<SparseMapUse>& OpGraph::sparse_maps() const { return impl_->sp
 
 std::string OpGraph::to_dot() const {
   const Graph& g = impl_->graph;
+  const std::vector<std::string> names = detail::tensor_names(*this);
   auto vertex_writer = [&](std::ostream& os, NodeId id) {
     const OpNode& n = g[id];
     std::string text = std::string(op_kind_name(n.kind)) + describe_params(n.params);
-    if (!n.note.empty()) text += " [" + n.note + "]";
+    // An output names the tensor it writes (inputs reading it carry the same name).
+    const std::string note = n.kind == OpKind::output && n.note == "target" ? "target " + names[id] : n.note;
+    if (!note.empty()) text += " [" + note + "]";
     text += "\\n(" + join_labels(n.labels) + ") " + format_extents(n.extents);
     for (std::size_t m : n.sparse_maps) {
       const SparseMapUse& use = impl_->sparse_maps.at(m);
@@ -292,7 +296,16 @@ std::string OpGraph::to_dot() const {
               std::to_string(use.map->pair_count()) + " pairs)";
     }
     const char* shape = n.kind == OpKind::input ? "ellipse" : n.kind == OpKind::output ? "house" : "box";
-    os << "[label=\"" << text << "\", shape=" << shape << "]";
+    // What the node costs, beside it: its flops and the bytes of its result (no kernel names:
+    // they could spell a kind's name, which readers of DOT count).
+    std::string side;
+    if (n.kind == OpKind::input) {
+      side = names[id].empty() ? std::string() : names[id] + "\\n";
+    } else {
+      side = detail::format_count(detail::node_flops(*this, id)) + " flops\\n";
+    }
+    side += detail::format_bytes(detail::node_bytes(*this, id));
+    os << "[label=\"" << text << "\", shape=" << shape << ", xlabel=\"" << side << "\"]";
   };
   auto edge_writer = [&](std::ostream& os, Graph::edge_descriptor e) {
     os << "[label=\"" << g[e].operand_index << "\"]";

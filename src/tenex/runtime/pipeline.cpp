@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -19,7 +20,9 @@
 #include "tenex/error.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
 #include "tenex/expression/detail/lowering.hpp"
+#include "tenex/graph/cost.hpp"
 #include "tenex/graph/passes/passes.hpp"
+#include "tenex/runtime/last_plan.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -61,9 +64,18 @@ void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
   check_backend_environment();
   OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
+  const double written_flops = chain_contraction_flops(graph);                   //    (for explain())
   passes::optimize(graph, memory_limit());                                       // 2. passes
-  dump_graph(graph);                                                             // 3. dump if asked
-  const BackendEntry& entry = choose_backend(set.backend);                       // 4. choose the backend
+  // explain() describes this set from here on, whatever happens next (the graph, without
+  // its tensors, moves to the thread's last plan when this function is left).
+  struct KeepPlan {
+    OpGraph& graph;
+    double written_flops;
+    int exceptions = std::uncaught_exceptions();
+    ~KeepPlan() { keep_last_plan(graph, written_flops, std::uncaught_exceptions() == exceptions); }
+  } keep{graph, written_flops};
+  dump_graph(graph);                                        // 3. dump if asked
+  const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
   std::unique_ptr<Backend<T>> backend = make_backend<T>(entry);
   check_supported(graph, *backend);           // 5. ask what it supports
   RunStats stats = execute(graph, *backend);  // 6. execute

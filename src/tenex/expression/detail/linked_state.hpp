@@ -76,6 +76,8 @@ class LinkedState final : public Producer {
   /// Evaluates every assignment recorded so far (on the root). Errors go to the results.
   void flush() noexcept override;
   bool has_work() const { return !assignments_.empty(); }
+  /// The statements recorded and not yet run (on the root), for tenex::explain.
+  const std::vector<Assignment>& recorded() const { return assignments_; }
 
  private:
   DType dtype_;

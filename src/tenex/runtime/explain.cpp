@@ -1,0 +1,283 @@
+// tenex::explain: the plan of a set as text (docs/explain.md).
+//
+// explain(e) builds the graph of e's linked set (its recorded statements, then e's value as
+// one more output), optimizes it exactly as the pipeline would and describes it; a second
+// build, optimized without the ordering of products, gives the written-order flops.
+// explain() describes what the pipeline kept of the last set of this thread
+// (keep_last_plan): its optimized graph without the tensors.
+#include "tenex/explain.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tenex/backend/backend.hpp"
+#include "tenex/error.hpp"
+#include "tenex/expression/assign_to.hpp"
+#include "tenex/expression/detail/linked_state.hpp"
+#include "tenex/expression/detail/lowering.hpp"
+#include "tenex/expression/detail/make.hpp"
+#include "tenex/expression/expression.hpp"
+#include "tenex/graph/cost.hpp"
+#include "tenex/graph/passes/passes.hpp"
+#include "tenex/labels.hpp"
+#include "tenex/runtime/last_plan.hpp"
+
+namespace tenex {
+
+namespace detail {
+
+namespace {
+
+struct LastPlan {
+  std::optional<OpGraph> graph;
+  double written_contraction_flops = 0;
+  bool completed = false;  // the set ran to its end (stats are its own)
+  RunStats stats;
+};
+
+LastPlan& last_plan() {
+  thread_local LastPlan plan;
+  return plan;
+}
+
+double total_flops(const OpGraph& graph) {
+  double flops = 0;
+  for (NodeId id = 0; id < graph.size(); ++id) flops += node_flops(graph, id);
+  return flops;
+}
+
+/// The passes of passes::optimize without the ordering of products: the graph that
+/// evaluating the products as written would run.
+void optimize_in_written_order(OpGraph& graph) {
+  const char* setting = std::getenv("TENEX_PASSES");
+  std::vector<std::string_view> chosen = passes::selected_passes(setting ? setting : "");
+  std::erase(chosen, std::string_view("order"));
+  passes::optimize(graph, chosen);
+}
+
+/// "(i=30,k=40)"
+std::string with_extents(const OpNode& node) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < node.labels.size(); ++i) {
+    if (i > 0) text += ',';
+    text += is_new_mode_label(node.labels[i]) ? std::string("~") : node.labels[i];
+    if (i < node.extents.size()) text += "=" + std::to_string(node.extents[i]);
+  }
+  return text + ")";
+}
+
+std::string format_ratio(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2fx", value);
+  return text;
+}
+
+std::string format_seconds(double seconds) {
+  char text[32];
+  if (seconds < 1e-3) {
+    std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
+  } else if (seconds < 1) {
+    std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);
+  } else {
+    std::snprintf(text, sizeof text, "%.3f s", seconds);
+  }
+  return text;
+}
+
+/// Rows of cells, each column padded to its widest cell; the first column right-aligned.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      if (c > 0) line += "  ";
+      line += c == 0 ? pad + row[c] : row[c] + (c + 1 < row.size() ? pad : std::string());
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+struct Report {
+  std::string title;
+  double written_flops = -1;    // total flops of the written order (< 0: unknown)
+  std::string written_note;     // how the written order was counted
+  const void* value = nullptr;  // storage of the output that stands for the value asked for
+  std::string extra;            // lines after the totals
+};
+
+std::string describe_plan(const OpGraph& graph, const Report& report) {
+  const std::vector<std::string> names = tensor_names(graph);
+  const std::vector<NodeId> order = graph.topological_order();
+  std::vector<std::size_t> step_of(graph.size(), 0);
+  std::vector<std::vector<std::string>> rows{{"step", "operation", "operands -> result", "kernel", "flops", "result"}};
+  double flops = 0;
+  std::size_t kernels = 0, steps = 0, outputs = 0;
+  std::size_t largest = 0;
+  NodeId largest_id = graph.size();
+  const char* dtype = "double";
+  for (NodeId id : order) {
+    const OpNode& node = graph.node(id);
+    dtype = node.dtype == DType::f32 ? "float" : node.dtype == DType::f64 ? "double" : "shape";
+    if (node.kind == OpKind::input) continue;
+    step_of[id] = ++steps;
+    const NodeCost cost = node_cost(graph, id);
+    flops += cost.flops;
+    kernels += cost.kernels;
+    std::string operands;
+    for (NodeId op : graph.operands(id)) {
+      const OpNode& o = graph.node(op);
+      const std::string name = o.kind == OpKind::input ? (names[op].empty() ? std::string("shape") : names[op])
+                                                       : "#" + std::to_string(step_of[op]);
+      operands += (operands.empty() ? "" : " ") + name + with_extents(o);
+    }
+    std::string result = with_extents(node);
+    if (node.kind == OpKind::output) {
+      ++outputs;
+      result = (node.storage.get() == report.value ? std::string("value") : names[id]) + result;
+    } else {
+      if (packed_factor_count(node.kind) > 0) result += " packed";
+      if (cost.bytes > largest || largest_id == graph.size()) {
+        largest = cost.bytes;
+        largest_id = id;
+      }
+    }
+    rows.push_back({std::to_string(steps), std::string(op_kind_name(node.kind)) + describe_params(node.params),
+                    operands + " -> " + result, cost.kernel, format_count(cost.flops),
+                    std::to_string(node.elements) + " elements, " + format_bytes(cost.bytes)});
+  }
+
+  std::string out = report.title + " (" + dtype + "): " + std::to_string(steps) + " steps, " + std::to_string(outputs) +
+                    (outputs == 1 ? " result" : " results") + "\n";
+  out += table(rows);
+  out += "total: " + format_count(flops) + " flops in " + std::to_string(kernels) +
+         (kernels == 1 ? " kernel" : " kernels") + "\n";
+  if (largest_id < graph.size()) {
+    out += "largest intermediate: " + format_bytes(largest) + " (step " + std::to_string(step_of[largest_id]) + ", " +
+           with_extents(graph.node(largest_id)) + ")\n";
+  } else {
+    out += "largest intermediate: none\n";
+  }
+  if (report.written_flops >= 0) {
+    out += "written order: " + format_count(report.written_flops) + " flops" + report.written_note;
+    if (flops > 0) {
+      out += "; theoretical speed-up " + format_ratio(report.written_flops / flops);
+    }
+    out += "\n";
+  }
+  out += report.extra;
+  return out;
+}
+
+}  // namespace
+
+void keep_last_plan(OpGraph& graph, double written_contraction_flops, bool completed) noexcept {
+  // Tensors are told apart by their storage's address only: pointers that own nothing.
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    OpNode& node = graph.node(id);
+    if (node.storage) node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), node.storage.get());
+  }
+  LastPlan& plan = last_plan();
+  plan.completed = completed;
+  plan.stats = plan.completed ? last_run_stats() : RunStats{};
+  plan.written_contraction_flops = written_contraction_flops;
+  if (plan.graph) {
+    *plan.graph = std::move(graph);
+  } else {
+    plan.graph.emplace(std::move(graph));
+  }
+}
+
+}  // namespace detail
+
+std::string explain() {
+  const detail::LastPlan& plan = detail::last_plan();
+  if (!plan.graph) {
+    return "tenex plan: no set has been evaluated on this thread yet; explain(e) shows the plan an expression "
+           "would run\n";
+  }
+  const OpGraph& graph = *plan.graph;
+  detail::Report report;
+  report.title = "tenex plan of the last set evaluated on this thread";
+  const double total = detail::total_flops(graph);
+  report.written_flops = plan.written_contraction_flops < 0
+                             ? total
+                             : total - detail::contraction_flops(graph) + plan.written_contraction_flops;
+  report.written_note = " (products as built, before the passes)";
+  if (!plan.completed) {
+    report.extra = "the set failed while running; see the error its results carry\n";
+  } else if (plan.stats.seconds > 0) {
+    report.extra = "measured: " + detail::format_seconds(plan.stats.seconds) + ", " +
+                   detail::format_count(plan.stats.flops) + " flops counted by the backend in " +
+                   std::to_string(plan.stats.kernels) + " kernel calls, peak of intermediates " +
+                   detail::format_bytes(plan.stats.peak_bytes) + "\n";
+  }
+  return detail::describe_plan(graph, report);
+}
+
+template <class T>
+std::string explain(const Expression<T>& e) {
+  const detail::Handle& handle = detail::require_handle(e.handle());
+  if constexpr (std::is_same_v<T, Shape>) {
+    return "tenex plan: a Shape expression computes shapes only and runs nothing; its result is " + e.to_string() +
+           "\n";
+  } else {
+    const std::shared_ptr<detail::LinkedState> root = detail::LinkedState::root(handle.state);
+    // The set's statements, then e's value written to a stand-in target that no one reads.
+    // A statement (AssignTo) is already among them: its plan is the set's.
+    std::vector<detail::Assignment> batch = root->recorded();
+    const bool statement = dynamic_cast<const AssignTo<T>*>(&e) != nullptr;
+    const auto stand_in = std::make_shared<char>(0);
+    std::string what = "the statement";
+    if (!statement) {
+      const detail::NodePtr value = detail::einstein_operand(detail::operand_node(e));
+      OpNode shown;
+      shown.labels = value->labels;
+      shown.extents = value->extents;
+      what = std::string(e.name()) + " " + detail::with_extents(shown);
+      detail::Assignment asked;
+      asked.rhs = value;
+      asked.rhs_labels = value->labels;
+      asked.target_labels = value->labels;
+      asked.target = stand_in;
+      batch.push_back(std::move(asked));
+    }
+
+    constexpr DType dtype = dtype_of<T>();
+    OpGraph graph = detail::build_set_graph(dtype, batch, root->sparse_maps_view());
+    passes::optimize(graph);
+    OpGraph written = detail::build_set_graph(dtype, batch, root->sparse_maps_view());
+    detail::optimize_in_written_order(written);
+
+    detail::Report report;
+    const std::size_t statements = statement ? batch.size() : batch.size() - 1;
+    report.title = "tenex plan of " + what;
+    if (statement) {
+      if (statements > 1) report.title += " and the " + std::to_string(statements - 1) + " others of its set";
+    } else if (statements > 0) {
+      report.title += " with the " + std::to_string(statements) + (statements == 1 ? " statement" : " statements") +
+                      " its set has recorded";
+    }
+    report.written_flops = detail::total_flops(written);
+    report.value = stand_in.get();
+    return detail::describe_plan(graph, report);
+  }
+}
+
+#define TENEX_INSTANTIATE_EXPLAIN(T) template TENEX_API std::string explain<T>(const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_EXPLAIN)
+#undef TENEX_INSTANTIATE_EXPLAIN
+
+}  // namespace tenex
