@@ -5,6 +5,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tenex/backend/registry.hpp"
@@ -110,6 +111,51 @@ void check_backend_environment() {
                        "(or leave it unset)");
   }
 }
+
+namespace {
+
+// Set when the thread's backends are destroyed: a set run by a later thread_local
+// destructor makes its own.
+thread_local bool thread_backends_gone = false;
+
+template <class T>
+struct ThreadBackends {
+  struct Made {
+    const BackendEntry* entry;
+    std::unique_ptr<Backend<T>> (*make)();  // the factory that made it (an entry can be replaced)
+    std::unique_ptr<Backend<T>> backend;
+  };
+  std::vector<Made> made;
+  ~ThreadBackends() { thread_backends_gone = true; }
+};
+
+}  // namespace
+
+template <class T>
+Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>>& made) {
+  auto factory = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      return entry.make_f32;
+    } else {
+      return entry.make_f64;
+    }
+  }();
+  if (thread_backends_gone) {
+    made = factory();
+    return *made;
+  }
+  thread_local ThreadBackends<T> backends;
+  for (auto& m : backends.made) {
+    if (m.entry == &entry && m.make == factory) return *m.backend;
+  }
+  std::unique_ptr<Backend<T>> backend = factory();
+  Backend<T>& result = *backend;
+  backends.made.push_back({&entry, factory, std::move(backend)});
+  return result;
+}
+
+template Backend<float>& thread_backend<float>(const BackendEntry&, std::unique_ptr<Backend<float>>&);
+template Backend<double>& thread_backend<double>(const BackendEntry&, std::unique_ptr<Backend<double>>&);
 
 const BackendEntry& choose_backend(BackendKind kind) {
   if (kind == BackendKind::automatic) {

@@ -32,6 +32,12 @@ std::unique_ptr<Backend<T>> make_backend(const BackendEntry& entry) {
   }
 }
 
+/// The backend of `entry` that sets on this thread use: made on first use and kept, so a
+/// set does not make one (a backend keeps no state between sets). Once the thread's
+/// backends are destroyed (at thread exit) it makes one in `made` each time.
+template <class T>
+Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>>& made);
+
 /// Throws BackendError naming the accepted values when TENEX_BACKEND holds another one
 /// (and set_default_backend did not decide): the first set reports it.
 void check_backend_environment();

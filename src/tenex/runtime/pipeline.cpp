@@ -3,6 +3,9 @@
 //   build the graph -> passes -> dump if asked -> choose the backend -> check support ->
 //   execute -> fulfil or fail the results
 //
+// A set shaped like one that ran before (a loop body) skips the first three steps: the plan
+// cache (plan_cache.hpp) gives it that set's optimized graph, bound to its own tensors.
+//
 // The expression layer hands its sets here through the SetRunner it is given at load
 // time, so no lower layer includes this one.
 #include <atomic>
@@ -10,6 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <system_error>
 
 #include "tenex/backend/cpu/cpu_backend.hpp"
@@ -20,6 +26,7 @@
 #include "tenex/expression/detail/linked_state.hpp"
 #include "tenex/expression/detail/lowering.hpp"
 #include "tenex/graph/passes/passes.hpp"
+#include "tenex/runtime/plan_cache.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -48,6 +55,13 @@ void dump_graph(const OpGraph& graph) {
   }
 }
 
+/// What the passes read besides the graph, for the plan cache's key: TENEX_PASSES (unset
+/// is "\0", which no value can be).
+std::string_view pass_settings() {
+  const char* passes = std::getenv("TENEX_PASSES");
+  return passes ? std::string_view(passes) : std::string_view("", 1);
+}
+
 void register_builtin_backends() {
   static const bool registered = [] {
     register_backend(cpu_backend_entry());
@@ -60,13 +74,26 @@ template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
   check_backend_environment();
-  OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-  passes::optimize(graph);                                                       // 2. passes
-  dump_graph(graph);                                                             // 3. dump if asked
-  const BackendEntry& entry = choose_backend(set.backend);                       // 4. choose the backend
-  std::unique_ptr<Backend<T>> backend = make_backend<T>(entry);
-  check_supported(graph, *backend);           // 5. ask what it supports
-  RunStats stats = execute(graph, *backend);  // 6. execute
+  // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
+  SetKey key;
+  const char* dump = std::getenv("TENEX_DUMP_GRAPH");
+  const bool cacheable = plan_cache_enabled() && !(dump && *dump) && make_set_key(set, pass_settings(), key);
+  std::shared_ptr<const CachedPlan> plan = cacheable ? find_plan(key) : nullptr;
+  const bool reused = plan != nullptr;
+  OpGraph graph;
+  if (!plan) {
+    graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
+    passes::optimize(graph);                                               // 2. passes
+    dump_graph(graph);                                                     // 3. dump if asked
+    if (cacheable && (plan = make_cached_plan(key, graph))) remember_plan(key, plan);
+  }
+  const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
+  std::unique_ptr<Backend<T>> made;
+  Backend<T>& backend = thread_backend<T>(entry, made);
+  check_supported(plan ? plan->graph : graph, backend);                                // 5. ask what it supports
+  RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend)  // 6. execute
+                        : execute(graph, backend);
+  stats.plan_reused = reused;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);
 }
@@ -77,6 +104,15 @@ void fail_pending(std::vector<Assignment>& batch, const std::exception_ptr& erro
     auto storage = std::static_pointer_cast<Storage<T>>(a.target);
     if (storage->pending()) storage->fulfil(error);
   }
+}
+
+bool any_pending(const SetRecord& set) {
+  for (const Assignment& a : set.assignments) {
+    const bool pending = set.dtype == DType::f32 ? static_cast<const Storage<float>*>(a.target.get())->pending()
+                                                 : static_cast<const Storage<double>*>(a.target.get())->pending();
+    if (pending) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -103,6 +139,7 @@ void run_set(SetRecord& set) noexcept {
     error = std::make_exception_ptr(InternalError("tenex: evaluation failed with an unknown exception"));
   }
   // 7. Every target still pending gets the error (or, if none occurred, a broken invariant).
+  if (!error && !any_pending(set)) return;
   if (!error) error = std::make_exception_ptr(InternalError("tenex: a result of the set was never written"));
   try {
     if (set.dtype == DType::f32) {
