@@ -1,6 +1,7 @@
 // Benchmark: what one tiny statement costs beyond its arithmetic (the per-statement overhead).
 //
 //   bench_overhead [--iterations 20000] [--repeat 5] [--filter product|elementwise|linked3]
+//                  [--cache on|off|both]
 //
 // Each case is a loop body repeated --iterations times on 2 x 2 tensors (double), so the
 // arithmetic is a few nanoseconds and the time is tenex's own work per statement: making
@@ -37,15 +38,16 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   long iterations = 20000;
   int repeat = 5;
-  std::string filter;  // run only the case of this name
+  std::string filter;          // run only the case of this name
+  std::string cache = "both";  // on, off or both (one side alone: for profiling)
 };
 
 bool parse_options(int argc, char** argv, Options& options) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) return false;
-    if (arg == "--filter") {
-      options.filter = argv[++i];
+    if (arg == "--filter" || arg == "--cache") {
+      (arg == "--filter" ? options.filter : options.cache) = argv[++i];
       continue;
     }
     const long value = std::strtol(argv[++i], nullptr, 10);
@@ -110,7 +112,7 @@ double max_difference(const Tensor<double>& t, const std::vector<double>& expect
 int main(int argc, char** argv) {
   Options options;
   if (!parse_options(argc, argv, options)) {
-    std::fprintf(stderr, "usage: bench_overhead [--iterations N] [--repeat N] [--filter NAME]\n");
+    std::fprintf(stderr, "usage: bench_overhead [--iterations N] [--repeat N] [--filter NAME] [--cache on|off|both]\n");
     return 2;
   }
   Tensor<double> a = matrix(1, 2, 3, 4);
@@ -144,12 +146,13 @@ int main(int argc, char** argv) {
     if (!options.filter.empty() && test.name != options.filter) continue;
     double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
     double worst_check = 0;
-    for (int side = 0; side < 2; ++side) {  // warm-up: fills the caches, pages in the code
+    const int first = options.cache == "off" ? 1 : 0, last = options.cache == "on" ? 1 : 2;
+    for (int side = first; side < last; ++side) {  // warm-up: fills the caches, pages in the code
       set_plan_cache(side == 0);
       time_loop(std::max(1L, options.iterations / 10), test.body);
     }
     for (int r = 0; r < options.repeat; ++r) {
-      for (int side = 0; side < 2; ++side) {
+      for (int side = first; side < last; ++side) {
         set_plan_cache(side == 0);
         best[side] = std::min(best[side], time_loop(options.iterations, test.body));
         worst_check = std::max(worst_check, test.check());

@@ -22,6 +22,8 @@ namespace {
 /// Unique labels of `written` in order of first appearance, with their extents; a
 /// repeated label with two extents makes the node unreadable.
 void fill_labels(IndexedNode& node, const std::vector<std::size_t>& extents) {
+  node.labels.reserve(node.written.size());
+  node.extents.reserve(node.written.size());
   for (std::size_t i = 0; i < node.written.size(); ++i) {
     std::size_t at = find_label(node.labels, node.written[i]);
     if (at == node.labels.size()) {

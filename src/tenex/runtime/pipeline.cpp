@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -55,13 +56,6 @@ void dump_graph(const OpGraph& graph) {
   }
 }
 
-/// What the passes read besides the graph, for the plan cache's key: TENEX_PASSES (unset
-/// is "\0", which no value can be).
-std::string_view pass_settings() {
-  const char* passes = std::getenv("TENEX_PASSES");
-  return passes ? std::string_view(passes) : std::string_view("", 1);
-}
-
 void register_builtin_backends() {
   static const bool registered = [] {
     register_backend(cpu_backend_entry());
@@ -76,23 +70,23 @@ void run_typed(SetRecord& set) {
   check_backend_environment();
   // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
   SetKey key;
-  const char* dump = std::getenv("TENEX_DUMP_GRAPH");
-  const bool cacheable = plan_cache_enabled() && !(dump && *dump) && make_set_key(set, pass_settings(), key);
+  const PipelineEnvironment env = pipeline_environment();
+  const bool cacheable = env.plan_cache && env.dump_graph.empty() && make_set_key(set, env.passes, key);
   std::shared_ptr<const CachedPlan> plan = cacheable ? find_plan(key) : nullptr;
   const bool reused = plan != nullptr;
-  OpGraph graph;
+  std::optional<OpGraph> graph;
   if (!plan) {
     graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-    passes::optimize(graph);                                               // 2. passes
-    dump_graph(graph);                                                     // 3. dump if asked
-    if (cacheable && (plan = make_cached_plan(key, graph))) remember_plan(key, plan);
+    passes::optimize(*graph);                                              // 2. passes
+    dump_graph(*graph);                                                    // 3. dump if asked
+    if (cacheable && (plan = make_cached_plan(key, *graph))) remember_plan(key, plan);
   }
   const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
   std::unique_ptr<Backend<T>> made;
   Backend<T>& backend = thread_backend<T>(entry, made);
-  check_supported(plan ? plan->graph : graph, backend);                                // 5. ask what it supports
+  check_supported(plan ? plan->graph : *graph, backend);                               // 5. ask what it supports
   RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend)  // 6. execute
-                        : execute(graph, backend);
+                        : execute(*graph, backend);
   stats.plan_reused = reused;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);

@@ -1,5 +1,7 @@
 #include "tenex/runtime/plan_cache.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -8,6 +10,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include <unistd.h>  // environ
+
 #include "tenex/expression/detail/node.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 
@@ -15,63 +19,74 @@ namespace tenex::detail {
 
 namespace {
 
-/// Numbers pointers in the order first met: a linear scan while few (the common tiny
-/// set), a hash map beyond.
+/// Numbers pointers in the order first met: a linear scan of an inline array while few (the
+/// common tiny set, with no allocation), a hash map beyond.
 class Numbering {
  public:
   static constexpr std::size_t npos = Schedule::unbound;
   std::size_t find(const void* p) const {
-    if (!map_.empty()) {
+    if (count_ > inline_.size()) {
       auto it = map_.find(p);
       return it == map_.end() ? npos : it->second;
     }
-    for (std::size_t i = 0; i < seen_.size(); ++i) {
-      if (seen_[i] == p) return i;
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (inline_[i] == p) return i;
     }
     return npos;
   }
   std::size_t add(const void* p) {
-    const std::size_t id = seen_.size();
-    seen_.push_back(p);
-    if (!map_.empty()) {
-      map_.emplace(p, id);
-    } else if (seen_.size() > 32) {
-      for (std::size_t i = 0; i < seen_.size(); ++i) map_.emplace(seen_[i], i);
+    const std::size_t id = count_++;
+    if (id < inline_.size()) {
+      inline_[id] = p;
+      return id;
     }
+    if (id == inline_.size()) {
+      for (std::size_t i = 0; i < inline_.size(); ++i) map_.emplace(inline_[i], i);
+    }
+    map_.emplace(p, id);
     return id;
   }
-  std::size_t size() const { return seen_.size(); }
+  std::size_t size() const { return count_; }
 
  private:
-  std::vector<const void*> seen_;
+  std::array<const void*, 32> inline_{};
+  std::size_t count_ = 0;
   std::unordered_map<const void*, std::size_t> map_;
 };
 
-/// Appends the signature's fields to a byte string.
+/// Appends the signature's fields to a byte string: a cursor into the string's own buffer,
+/// grown by doubling, so that each field costs a bounds check and a copy.
 class Writer {
  public:
-  explicit Writer(std::string& out) : out_(out) {}
-  void put(std::uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), sizeof v); }
-  void put_double(double v) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    put(bits);
-  }
+  explicit Writer(std::string& out) : out_(out) { out_.resize(std::max<std::size_t>(out_.capacity(), 512)); }
+  ~Writer() { out_.resize(used_); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void put(std::uint64_t v) { append(&v, sizeof v); }
+  void put_double(double v) { append(&v, sizeof v); }
   void put(std::string_view text) {
     put(text.size());
-    out_.append(text);
+    append(text.data(), text.size());
   }
   void put(const std::vector<std::string>& labels) {
     put(labels.size());
-    for (const std::string& l : labels) put(l);
+    for (const std::string& l : labels) put(std::string_view(l));
   }
   void put(const std::vector<std::size_t>& values) {
     put(values.size());
-    for (std::size_t v : values) put(v);
+    append(values.data(), values.size() * sizeof(std::size_t));
   }
 
  private:
+  void append(const void* data, std::size_t n) {
+    if (used_ + n > out_.size()) out_.resize(std::max(2 * out_.size(), used_ + n));
+    if (n) std::memcpy(out_.data() + used_, data, n);
+    used_ += n;
+  }
+
   std::string& out_;
+  std::size_t used_ = 0;
 };
 
 // Node classes the signature knows; any other (a user class's fragment, a class added
@@ -93,8 +108,11 @@ enum Tag : std::uint64_t {
 /// Appends what `node`'s emit() and child_keep() read beyond labels, extents and
 /// children; false for a class the signature does not know.
 bool put_typed(const ExprNode& node, Writer& w, Numbering& storages, std::vector<std::shared_ptr<void>>& bound) {
-  const std::type_info& type = typeid(node);
-  if (type == typeid(IndexedNode)) {
+  // The library's node classes have one type_info each in this library: comparing their
+  // addresses is exact here and spares a string comparison per class tried (a type_info
+  // from elsewhere compares unequal, and the set is then just not cached).
+  const std::type_info* type = &typeid(node);
+  if (type == &typeid(IndexedNode)) {
     const auto& n = static_cast<const IndexedNode&>(node);
     if (!n.unreadable.empty() || !n.storage) return false;
     w.put(indexed);
@@ -107,54 +125,54 @@ bool put_typed(const ExprNode& node, Writer& w, Numbering& storages, std::vector
     w.put(slot);
     return true;
   }
-  if (type == typeid(MultiplicationNode)) {
+  if (type == &typeid(MultiplicationNode)) {
     w.put(multiplication);
     return true;
   }
-  if (type == typeid(ElementwiseNode)) {
+  if (type == &typeid(ElementwiseNode)) {
     w.put(elementwise);
     w.put(static_cast<std::uint64_t>(static_cast<const ElementwiseNode&>(node).op));
     return true;
   }
-  if (type == typeid(ScaleNode)) {
+  if (type == &typeid(ScaleNode)) {
     w.put(scale);
     w.put_double(static_cast<const ScaleNode&>(node).factor);
     return true;
   }
-  if (type == typeid(PermutationNode)) {
+  if (type == &typeid(PermutationNode)) {
     w.put(permutation);
     return true;
   }
-  if (type == typeid(CholeskyNode)) {
+  if (type == &typeid(CholeskyNode)) {
     w.put(cholesky);
     w.put(static_cast<const CholeskyNode&>(node).upper ? 1 : 0);
     return true;
   }
-  if (type == typeid(DecompositionNode)) {
+  if (type == &typeid(DecompositionNode)) {
     w.put(decomposition);
     w.put(static_cast<std::uint64_t>(static_cast<const DecompositionNode&>(node).op));
     return true;
   }
-  if (type == typeid(FactorNode)) {
+  if (type == &typeid(FactorNode)) {
     w.put(factor);
     w.put(static_cast<const FactorNode&>(node).which);
     return true;
   }
-  if (type == typeid(SliceNode)) {
+  if (type == &typeid(SliceNode)) {
     const auto& n = static_cast<const SliceNode&>(node);
     w.put(slice);
     w.put(n.lo);
     w.put(n.hi);
     return true;
   }
-  if (type == typeid(ChipNode)) {
+  if (type == &typeid(ChipNode)) {
     const auto& n = static_cast<const ChipNode&>(node);
     w.put(chip);
     w.put(n.mode);
     w.put(n.index);
     return true;
   }
-  if (type == typeid(PowNode)) {
+  if (type == &typeid(PowNode)) {
     w.put(power);
     w.put(static_cast<const PowNode&>(node).power);
     return true;
@@ -170,7 +188,9 @@ bool put_expression(const NodePtr& root, Writer& w, Numbering& nodes, Numbering&
     const ExprNode* node;
     bool expanded;
   };
-  std::vector<Frame> stack{{root.get(), false}};
+  std::vector<Frame> stack;
+  stack.reserve(16);
+  stack.push_back({root.get(), false});
   while (!stack.empty()) {
     Frame& frame = stack.back();
     const ExprNode* node = frame.node;
@@ -240,9 +260,12 @@ Cache& cache() {
 
 }  // namespace
 
-bool make_set_key(const SetRecord& set, std::string_view settings, SetKey& key) {
+namespace {
+
+bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key) {
   key.bytes.clear();
   key.storages.clear();
+  key.storages.reserve(8);
   Writer w(key.bytes);
   Numbering nodes, storages;
   w.put(static_cast<std::uint64_t>(set.dtype));
@@ -278,20 +301,26 @@ bool make_set_key(const SetRecord& set, std::string_view settings, SetKey& key) 
       for (const auto& target : targets) w.put(target);
     }
   }
+  return true;
+}
+
+}  // namespace
+
+bool make_set_key(const SetRecord& set, std::string_view settings, SetKey& key) {
+  if (!write_set_key(set, settings, key)) return false;  // the writer has trimmed key.bytes
   key.hash = hash_bytes(key.bytes);
   return true;
 }
 
 std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& graph) {
   Schedule schedule = schedule_of(graph);
+  Numbering slots;  // the same numbering as the key's: key.storages is in slot order
+  for (const auto& storage : key.storages) slots.add(storage.get());
   for (NodeId id = 0; id < graph.size(); ++id) {
     const OpNode& node = graph.node(id);
     if (!node.storage) continue;
-    std::size_t slot = Schedule::unbound;
-    for (std::size_t s = 0; s < key.storages.size(); ++s) {
-      if (key.storages[s] == node.storage) slot = s;
-    }
-    if (slot == Schedule::unbound) return nullptr;
+    const std::size_t slot = slots.find(node.storage.get());
+    if (slot == Numbering::npos) return nullptr;
     schedule.slot[id] = slot;
   }
   auto plan = std::make_shared<CachedPlan>();
@@ -323,9 +352,26 @@ void remember_plan(const SetKey& key, std::shared_ptr<const CachedPlan> plan) {
   }
 }
 
-bool plan_cache_enabled() {
-  const char* value = std::getenv("TENEX_PLAN_CACHE");
-  return !(value && value[0] == '0' && value[1] == '\0');
+PipelineEnvironment pipeline_environment() {
+  PipelineEnvironment env;
+  env.passes = std::string_view("", 1);
+  constexpr std::string_view prefix = "TENEX_";
+  for (char** entry = environ; entry && *entry; ++entry) {
+    const char* text = *entry;
+    if (text[0] != 'T' || std::strncmp(text, prefix.data(), prefix.size()) != 0) continue;
+    const std::string_view item(text + prefix.size());
+    const std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) continue;
+    const std::string_view name = item.substr(0, equals), value = item.substr(equals + 1);
+    if (name == "PLAN_CACHE") {
+      env.plan_cache = value != "0";
+    } else if (name == "PASSES") {
+      env.passes = value;
+    } else if (name == "DUMP_GRAPH") {
+      env.dump_graph = value;
+    }
+  }
+  return env;
 }
 
 }  // namespace tenex::detail

@@ -32,7 +32,7 @@ void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::
 
 void install_set_runner(SetRunner runner) { installed_runner.store(runner); }
 
-LinkedState::LinkedState(DType dtype) : dtype_(dtype), backend_(default_backend()) {}
+LinkedState::LinkedState(DType dtype) : dtype_(dtype) {}
 
 LinkedState::~LinkedState() {
   // A forwarded state handed its work to its root, which outlives it. (Forwarding chains
@@ -70,11 +70,9 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
   rb->assignments_.clear();
   for (auto& map : rb->sparse_maps_) ra->sparse_maps_.push_back(std::move(map));
   rb->sparse_maps_.clear();
-  for (auto& [label, extent] : rb->labels_seen_) {
-    auto& seen = ra->labels_seen_[label];
-    seen = std::max(seen, extent);
-  }
+  for (auto& [label, extent] : rb->labels_seen_) ra->note_label(label, extent);
   rb->labels_seen_.clear();
+  if (!ra->backend_) ra->backend_ = rb->backend_;
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
@@ -82,15 +80,33 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
 }
 
 void LinkedState::record(Assignment assignment, const std::shared_ptr<LinkedState>& self) {
+  // The backend is the default when the set records its first statement: read once per
+  // set, not once per expression made (it reads the environment).
+  if (!backend_) backend_ = default_backend();
   mark_pending(dtype_, assignment.target, self);
   assignments_.push_back(std::move(assignment));
 }
 
-void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
-  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) {
-    auto& seen = labels_seen_[labels[i]];
-    seen = std::max(seen, extents[i]);
+void LinkedState::note_label(const std::string& label, std::size_t extent) {
+  for (auto& [seen, largest] : labels_seen_) {
+    if (seen == label) {
+      largest = std::max(largest, extent);
+      return;
+    }
   }
+  if (labels_seen_.empty()) labels_seen_.reserve(8);
+  labels_seen_.emplace_back(label, extent);
+}
+
+void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
+  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) note_label(labels[i], extents[i]);
+}
+
+std::optional<std::size_t> LinkedState::label_extent(const std::string& label) const {
+  for (const auto& [seen, largest] : labels_seen_) {
+    if (seen == label) return largest;
+  }
+  return std::nullopt;
 }
 
 void LinkedState::flush() noexcept {
@@ -104,7 +120,7 @@ void LinkedState::flush() noexcept {
   if (assignments_.empty()) return;
   SetRecord set;
   set.dtype = dtype_;
-  set.backend = backend_;
+  set.backend = backend_.value_or(BackendKind::automatic);
   set.assignments = std::move(assignments_);
   assignments_.clear();
   set.sparse_maps = sparse_maps_;

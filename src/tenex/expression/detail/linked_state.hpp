@@ -10,9 +10,10 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tenex/backend/backend.hpp"
@@ -66,7 +67,8 @@ class LinkedState final : public Producer {
   void record(Assignment assignment, const std::shared_ptr<LinkedState>& self);
   /// Labels seen in the set and their largest extent (for validating sparse maps).
   void note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
-  const std::map<std::string, std::size_t>& labels_seen() const { return labels_seen_; }
+  /// The largest extent `label` has in the set, or nullopt when it does not occur.
+  std::optional<std::size_t> label_extent(const std::string& label) const;
   void add_sparse_map(RegisteredSparseMap map) { sparse_maps_.push_back(std::move(map)); }
   const std::vector<RegisteredSparseMap>& sparse_maps_view() const { return sparse_maps_; }
   /// Whether part of the set already ran (an early read): a sparse map added now would not
@@ -79,13 +81,16 @@ class LinkedState final : public Producer {
 
  private:
   DType dtype_;
-  BackendKind backend_;
+  std::optional<BackendKind> backend_;  // chosen when the first statement is recorded
   std::shared_ptr<LinkedState> forward_;
   std::size_t size_ = 1;  // states in this set (roots only)
   bool has_run_ = false;
   std::vector<Assignment> assignments_;
   std::vector<RegisteredSparseMap> sparse_maps_;
-  std::map<std::string, std::size_t> labels_seen_;
+  // A set has a handful of labels: a flat list (a scan) costs less than a map's node per
+  // label, paid by every expression made.
+  std::vector<std::pair<std::string, std::size_t>> labels_seen_;
+  void note_label(const std::string& label, std::size_t extent);
 };
 
 }  // namespace tenex::detail
