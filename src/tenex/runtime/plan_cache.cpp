@@ -273,9 +273,11 @@ bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key)
   w.put(settings);
   // Targets first, in program order: an operand reading a result of the set meets its
   // slot (the lowering then reads it from the statement that writes it).
+  // A cancelled statement (a failed multi-target assignment undone) is not lowered, yet an
+  // operand reading its target still builds it: rare enough not to describe.
   std::size_t live = 0;
   for (const Assignment& a : set.assignments) {
-    if (a.cancelled && *a.cancelled) continue;
+    if (a.cancelled && *a.cancelled) return false;
     if (!a.target || storages.find(a.target.get()) != Numbering::npos) return false;
     storages.add(a.target.get());
     key.storages.push_back(a.target);
@@ -283,7 +285,6 @@ bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key)
   }
   w.put(live);
   for (const Assignment& a : set.assignments) {
-    if (a.cancelled && *a.cancelled) continue;
     if (!put_expression(a.rhs, w, nodes, storages, key.storages)) return false;
     w.put(a.rhs_labels);
     w.put(a.target_labels);

@@ -32,7 +32,7 @@ void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::
 
 void install_set_runner(SetRunner runner) { installed_runner.store(runner); }
 
-LinkedState::LinkedState(DType dtype) : dtype_(dtype) {}
+LinkedState::LinkedState(DType dtype) : dtype_(dtype), backend_(default_backend()) {}
 
 LinkedState::~LinkedState() {
   // A forwarded state handed its work to its root, which outlives it. (Forwarding chains
@@ -72,7 +72,6 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
   rb->sparse_maps_.clear();
   for (auto& [label, extent] : rb->labels_seen_) ra->note_label(label, extent);
   rb->labels_seen_.clear();
-  if (!ra->backend_) ra->backend_ = rb->backend_;
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
@@ -80,9 +79,6 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
 }
 
 void LinkedState::record(Assignment assignment, const std::shared_ptr<LinkedState>& self) {
-  // The backend is the default when the set records its first statement: read once per
-  // set, not once per expression made (it reads the environment).
-  if (!backend_) backend_ = default_backend();
   mark_pending(dtype_, assignment.target, self);
   assignments_.push_back(std::move(assignment));
 }
@@ -120,7 +116,7 @@ void LinkedState::flush() noexcept {
   if (assignments_.empty()) return;
   SetRecord set;
   set.dtype = dtype_;
-  set.backend = backend_.value_or(BackendKind::automatic);
+  set.backend = backend_;
   set.assignments = std::move(assignments_);
   assignments_.clear();
   set.sparse_maps = sparse_maps_;

@@ -81,7 +81,7 @@ class LinkedState final : public Producer {
 
  private:
   DType dtype_;
-  std::optional<BackendKind> backend_;  // chosen when the first statement is recorded
+  BackendKind backend_;
   std::shared_ptr<LinkedState> forward_;
   std::size_t size_ = 1;  // states in this set (roots only)
   bool has_run_ = false;
