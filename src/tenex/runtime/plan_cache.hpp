@@ -13,10 +13,13 @@
 // inputs and outputs by slot (the order in which the signature met them).
 //
 // Sets the signature cannot describe are not cached (they run as before): a user
-// class's own lowering (a fragment graph), a node class the signature does not know,
-// and sets of more than `max_signature_nodes` expression nodes.
+// class's own lowering (a fragment graph), a node class the signature does not know (a new
+// node class misses the cache until put_typed in plan_cache.cpp lists its data), a
+// cancelled statement, and sets of more than `max_signature_nodes` expression nodes.
+// Anything else the passes come to read (an option, a memory limit) must join the
+// `settings` given to make_set_key.
 //
-// Bounded (least recently used, `capacity` entries), shared by all threads under one
+// Bounded (least recently used, plan_cache_capacity entries), shared by all threads under one
 // mutex. TENEX_PLAN_CACHE=0 turns it off (read by every set).
 #pragma once
 
