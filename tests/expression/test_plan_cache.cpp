@@ -9,11 +9,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <tenex/tenex.hpp>
 
@@ -301,4 +305,52 @@ TEST_CASE("plan cache: more shapes than it holds") {
       if (std::abs(got - expected) > 1e-12 * (1 + std::abs(expected))) FAIL_CHECK("n = " << n);
     }
   }
+}
+
+namespace {
+
+template <class T>
+class Twice : public tenex::Nary<1, T> {
+ public:
+  explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
+  std::string_view name() const override { return "Twice"; }
+  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
+    return (2.0 * this->child(0)).add_to_graph(graph);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("plan cache: a user class's own lowering is not cached, and stays right") {
+  PlanCacheSwitch cache(true);
+  auto a = random_tensor<double>({2, 3}, 81);
+  const std::vector<double> av = a.to_vector();
+  for (int round = 0; round < 3; ++round) {
+    Tensor<double> z;
+    z("i,j") = Twice<Tensor<double>>(a("i,j"));
+    CHECK_FALSE(tenex::last_run_stats().plan_reused);
+    const std::vector<double> zv = z.to_vector();
+    for (std::size_t x = 0; x < av.size(); ++x) CHECK(zv[x] == 2.0 * av[x]);
+  }
+}
+
+TEST_CASE("plan cache: every set is dumped while TENEX_DUMP_GRAPH is set") {
+  PlanCacheSwitch cache(true);
+  const std::string dir = "plan_cache_dump_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  auto a = random_tensor<double>({2, 2}, 91), b = random_tensor<double>({2, 2}, 92);
+  Tensor<double> c;
+  c("i,j") = a("i,k") * b("k,j");  // cached before dumping starts
+  ::setenv("TENEX_DUMP_GRAPH", dir.c_str(), 1);
+  for (int n = 0; n < 3; ++n) {
+    c("i,j") = a("i,k") * b("k,j");
+    CHECK_FALSE(tenex::last_run_stats().plan_reused);
+  }
+  ::unsetenv("TENEX_DUMP_GRAPH");
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.path().extension() == ".dot";
+  CHECK(files == 3);
+  std::filesystem::remove_all(dir);
+  c("i,j") = a("i,k") * b("k,j");
+  CHECK(tenex::last_run_stats().plan_reused);
 }
