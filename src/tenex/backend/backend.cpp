@@ -20,10 +20,10 @@ namespace {
 // -1: not chosen by set_default_backend; the environment decides.
 std::atomic<int> chosen_backend{-1};
 
-/// TENEX_BACKEND's kind; `valid` is false for a value that names no backend.
-BackendKind from_environment(bool& valid, std::string& value) {
+/// The kind a TENEX_BACKEND value `text` (null: unset) names; `valid` is false for a value
+/// that names no backend.
+BackendKind from_value(const char* text, bool& valid, std::string& value) {
   valid = true;
-  const char* text = std::getenv("TENEX_BACKEND");
   if (!text || !*text) return BackendKind::automatic;
   value = text;
   if (value == "cpu") return BackendKind::cpu;
@@ -31,6 +31,11 @@ BackendKind from_environment(bool& valid, std::string& value) {
   if (value == "auto") return BackendKind::automatic;
   valid = false;
   return BackendKind::automatic;
+}
+
+/// TENEX_BACKEND's kind; `valid` is false for a value that names no backend.
+BackendKind from_environment(bool& valid, std::string& value) {
+  return from_value(std::getenv("TENEX_BACKEND"), valid, value);
 }
 
 thread_local RunStats last_stats;
@@ -100,11 +105,13 @@ const BackendEntry* find_backend(BackendKind kind) {
   return nullptr;
 }
 
-void check_backend_environment() {
+void check_backend_environment() { check_backend_environment(std::getenv("TENEX_BACKEND")); }
+
+void check_backend_environment(const char* value_of_variable) {
   if (chosen_backend.load() >= 0) return;
   bool valid = true;
   std::string value;
-  from_environment(valid, value);
+  from_value(value_of_variable, valid, value);
   if (!valid) {
     throw BackendError("tenex: TENEX_BACKEND=" + value +
                        " names no backend; use TENEX_BACKEND=cpu, TENEX_BACKEND=cuda or TENEX_BACKEND=auto "

@@ -41,6 +41,8 @@ Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>
 /// Throws BackendError naming the accepted values when TENEX_BACKEND holds another one
 /// (and set_default_backend did not decide): the first set reports it.
 void check_backend_environment();
+/// The same, given TENEX_BACKEND's value (null when unset) read by the caller.
+void check_backend_environment(const char* value_of_variable);
 /// The backend that runs a set that asked for `kind` (automatic: CUDA where a device
 /// exists, else the CPU). Throws BackendError when `kind` is not available.
 const BackendEntry& choose_backend(BackendKind kind);

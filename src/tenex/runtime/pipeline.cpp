@@ -67,10 +67,10 @@ void register_builtin_backends() {
 template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
-  check_backend_environment();
+  const PipelineEnvironment env = pipeline_environment();  // TENEX_* read once per set
+  check_backend_environment(env.backend);
   // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
   SetKey key;
-  const PipelineEnvironment env = pipeline_environment();
   const bool cacheable = env.plan_cache && env.dump_graph.empty() && make_set_key(set, env.passes, key);
   std::shared_ptr<const CachedPlan> plan = cacheable ? find_plan(key) : nullptr;
   const bool reused = plan != nullptr;

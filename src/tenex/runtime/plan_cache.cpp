@@ -357,6 +357,7 @@ PipelineEnvironment pipeline_environment() {
   PipelineEnvironment env;
   env.passes = std::string_view("", 1);
   constexpr std::string_view prefix = "TENEX_";
+  std::array<bool, 4> seen{};
   for (char** entry = environ; entry && *entry; ++entry) {
     const char* text = *entry;
     if (text[0] != 'T' || std::strncmp(text, prefix.data(), prefix.size()) != 0) continue;
@@ -364,12 +365,19 @@ PipelineEnvironment pipeline_environment() {
     const std::size_t equals = item.find('=');
     if (equals == std::string_view::npos) continue;
     const std::string_view name = item.substr(0, equals), value = item.substr(equals + 1);
-    if (name == "PLAN_CACHE") {
+    // The first entry of a name counts, as for getenv.
+    if (name == "PLAN_CACHE" && !seen[0]) {
       env.plan_cache = value != "0";
-    } else if (name == "PASSES") {
+      seen[0] = true;
+    } else if (name == "PASSES" && !seen[1]) {
       env.passes = value;
-    } else if (name == "DUMP_GRAPH") {
+      seen[1] = true;
+    } else if (name == "DUMP_GRAPH" && !seen[2]) {
       env.dump_graph = value;
+      seen[2] = true;
+    } else if (name == "BACKEND" && !seen[3]) {
+      env.backend = value.data();  // the rest of the entry: null-terminated
+      seen[3] = true;
     }
   }
   return env;
