@@ -188,8 +188,9 @@ bool put_expression(const NodePtr& root, Writer& w, Numbering& nodes, Numbering&
     const ExprNode* node;
     bool expanded;
   };
-  std::vector<Frame> stack;
-  stack.reserve(16);
+  // The walk's stack, kept by the thread between sets (nothing the walk calls writes a key).
+  thread_local std::vector<Frame> stack;
+  stack.clear();
   stack.push_back({root.get(), false});
   while (!stack.empty()) {
     Frame& frame = stack.back();
@@ -200,6 +201,8 @@ bool put_expression(const NodePtr& root, Writer& w, Numbering& nodes, Numbering&
     }
     if (!frame.expanded) {
       frame.expanded = true;
+      // Deeper than a cacheable set can be (each node has at most a few children here).
+      if (stack.size() + node->children.size() > 2 * max_signature_nodes) return false;
       for (std::size_t i = node->children.size(); i-- > 0;) stack.push_back({node->children[i].get(), false});
       continue;
     }

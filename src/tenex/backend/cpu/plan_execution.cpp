@@ -20,6 +20,8 @@ namespace tenex::detail::cpu::contraction {
 template <class T>
 std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
   std::vector<Loop> rows, sums;
+  rows.reserve(p.order[kC].size());
+  sums.reserve(p.modes());
   for (int d : p.order[kC]) {
     const auto u = static_cast<std::size_t>(d);
     rows.push_back({p.extent[u], p.stride[kA][u], p.stride[kB][u], p.stride[kC][u]});

@@ -70,8 +70,10 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
   rb->assignments_.clear();
   for (auto& map : rb->sparse_maps_) ra->sparse_maps_.push_back(std::move(map));
   rb->sparse_maps_.clear();
-  for (auto& [label, extent] : rb->labels_seen_) ra->note_label(label, extent);
-  rb->labels_seen_.clear();
+  for (std::size_t i = 0; i < rb->labels_seen_count_; ++i)
+    ra->note_label(rb->label_seen(i).first, rb->label_seen(i).second);
+  rb->labels_seen_count_ = 0;
+  rb->more_labels_seen_.clear();
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
@@ -84,14 +86,19 @@ void LinkedState::record(Assignment assignment, const std::shared_ptr<LinkedStat
 }
 
 void LinkedState::note_label(const std::string& label, std::size_t extent) {
-  for (auto& [seen, largest] : labels_seen_) {
-    if (seen == label) {
-      largest = std::max(largest, extent);
+  for (std::size_t i = 0; i < labels_seen_count_; ++i) {
+    LabelExtent& seen = label_seen(i);
+    if (seen.first == label) {
+      seen.second = std::max(seen.second, extent);
       return;
     }
   }
-  if (labels_seen_.empty()) labels_seen_.reserve(8);
-  labels_seen_.emplace_back(label, extent);
+  if (labels_seen_count_ < labels_seen_.size()) {
+    labels_seen_[labels_seen_count_] = {label, extent};
+  } else {
+    more_labels_seen_.emplace_back(label, extent);
+  }
+  ++labels_seen_count_;
 }
 
 void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
@@ -99,8 +106,8 @@ void LinkedState::note_labels(const std::vector<std::string>& labels, const std:
 }
 
 std::optional<std::size_t> LinkedState::label_extent(const std::string& label) const {
-  for (const auto& [seen, largest] : labels_seen_) {
-    if (seen == label) return largest;
+  for (std::size_t i = 0; i < labels_seen_count_; ++i) {
+    if (label_seen(i).first == label) return label_seen(i).second;
   }
   return std::nullopt;
 }

@@ -9,6 +9,7 @@
 // Producer interface of tensor/), and reading one flushes the set early.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -87,9 +88,18 @@ class LinkedState final : public Producer {
   bool has_run_ = false;
   std::vector<Assignment> assignments_;
   std::vector<RegisteredSparseMap> sparse_maps_;
-  // A set has a handful of labels: a flat list (a scan) costs less than a map's node per
-  // label, paid by every expression made.
-  std::vector<std::pair<std::string, std::size_t>> labels_seen_;
+  // A set has a handful of labels: a flat list (a scan), its first few in the state itself,
+  // costs less than a map's node per label, paid by every expression made.
+  using LabelExtent = std::pair<std::string, std::size_t>;
+  std::array<LabelExtent, 4> labels_seen_{};
+  std::size_t labels_seen_count_ = 0;
+  std::vector<LabelExtent> more_labels_seen_;  // past the first four
+  LabelExtent& label_seen(std::size_t i) {
+    return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
+  }
+  const LabelExtent& label_seen(std::size_t i) const {
+    return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
+  }
   void note_label(const std::string& label, std::size_t extent);
 };
 
