@@ -1,5 +1,6 @@
 #include "tenex/labels.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 
@@ -29,6 +30,7 @@ bool is_identifier(std::string_view s) {
 std::vector<std::string> parse_labels(std::string_view text) {
   std::vector<std::string> labels;
   if (trim(text).empty()) return labels;
+  labels.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), ',')) + 1);
   std::size_t start = 0;
   std::size_t position = 1;
   while (true) {

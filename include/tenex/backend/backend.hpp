@@ -31,6 +31,8 @@ struct RunStats {
   double flops = 0;             // floating-point operations counted
   std::size_t peak_bytes = 0;   // peak of intermediates held
   double seconds = 0;           // wall time of the evaluation (graph building included)
+  bool plan_reused = false;     // the optimized graph came from the plan cache (a set of the
+                                // same structure and extents ran before; TENEX_PLAN_CACHE=0: never)
 };
 TENEX_API RunStats last_run_stats();
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tenex/backend/registry.hpp"
@@ -20,10 +21,10 @@ namespace {
 // -1: not chosen by set_default_backend; the environment decides.
 std::atomic<int> chosen_backend{-1};
 
-/// TENEX_BACKEND's kind; `valid` is false for a value that names no backend.
-BackendKind from_environment(bool& valid, std::string& value) {
+/// The kind a TENEX_BACKEND value `text` (null: unset) names; `valid` is false for a value
+/// that names no backend.
+BackendKind from_value(const char* text, bool& valid, std::string& value) {
   valid = true;
-  const char* text = std::getenv("TENEX_BACKEND");
   if (!text || !*text) return BackendKind::automatic;
   value = text;
   if (value == "cpu") return BackendKind::cpu;
@@ -31,6 +32,11 @@ BackendKind from_environment(bool& valid, std::string& value) {
   if (value == "auto") return BackendKind::automatic;
   valid = false;
   return BackendKind::automatic;
+}
+
+/// TENEX_BACKEND's kind; `valid` is false for a value that names no backend.
+BackendKind from_environment(bool& valid, std::string& value) {
+  return from_value(std::getenv("TENEX_BACKEND"), valid, value);
 }
 
 thread_local RunStats last_stats;
@@ -147,17 +153,64 @@ const BackendEntry* find_backend(BackendKind kind) {
   return nullptr;
 }
 
-void check_backend_environment() {
+void check_backend_environment() { check_backend_environment(std::getenv("TENEX_BACKEND")); }
+
+void check_backend_environment(const char* value_of_variable) {
   if (chosen_backend.load() >= 0) return;
   bool valid = true;
   std::string value;
-  from_environment(valid, value);
+  from_value(value_of_variable, valid, value);
   if (!valid) {
     throw BackendError("tenex: TENEX_BACKEND=" + value +
                        " names no backend; use TENEX_BACKEND=cpu, TENEX_BACKEND=cuda or TENEX_BACKEND=auto "
                        "(or leave it unset)");
   }
 }
+
+namespace {
+
+// Set when the thread's backends are destroyed: a set run by a later thread_local
+// destructor makes its own.
+thread_local bool thread_backends_gone = false;
+
+template <class T>
+struct ThreadBackends {
+  struct Made {
+    const BackendEntry* entry;
+    std::unique_ptr<Backend<T>> (*make)();  // the factory that made it (an entry can be replaced)
+    std::unique_ptr<Backend<T>> backend;
+  };
+  std::vector<Made> made;
+  ~ThreadBackends() { thread_backends_gone = true; }
+};
+
+}  // namespace
+
+template <class T>
+Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>>& made) {
+  auto factory = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      return entry.make_f32;
+    } else {
+      return entry.make_f64;
+    }
+  }();
+  if (thread_backends_gone) {
+    made = factory();
+    return *made;
+  }
+  thread_local ThreadBackends<T> backends;
+  for (auto& m : backends.made) {
+    if (m.entry == &entry && m.make == factory) return *m.backend;
+  }
+  std::unique_ptr<Backend<T>> backend = factory();
+  Backend<T>& result = *backend;
+  backends.made.push_back({&entry, factory, std::move(backend)});
+  return result;
+}
+
+template Backend<float>& thread_backend<float>(const BackendEntry&, std::unique_ptr<Backend<float>>&);
+template Backend<double>& thread_backend<double>(const BackendEntry&, std::unique_ptr<Backend<double>>&);
 
 const BackendEntry& choose_backend(BackendKind kind) {
   if (kind == BackendKind::automatic) {

@@ -99,18 +99,37 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
 
 }  // namespace
 
+Schedule schedule_of(const OpGraph& graph) {
+  Schedule schedule;
+  schedule.order = graph.topological_order();
+  schedule.uses.assign(graph.size(), 0);
+  schedule.operands.resize(graph.size());
+  schedule.slot.assign(graph.size(), Schedule::unbound);
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    schedule.operands[id] = graph.operands(id);
+    for (NodeId op : schedule.operands[id]) ++schedule.uses[op];
+  }
+  return schedule;
+}
+
 template <class T>
 RunStats execute(const OpGraph& graph, Backend<T>& backend) {
+  return execute(graph, schedule_of(graph), {}, backend);
+}
+
+template <class T>
+RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vector<std::shared_ptr<void>>& storages,
+                 Backend<T>& backend) {
   RunStats stats;
   stats.graph_nodes = graph.size();
-  const std::vector<NodeId> order = graph.topological_order();
-  std::vector<std::size_t> uses(graph.size(), 0);
-  std::vector<std::vector<NodeId>> operands(graph.size());
-  for (NodeId id = 0; id < graph.size(); ++id) {
-    operands[id] = graph.operands(id);
-    for (NodeId op : operands[id]) ++uses[op];
-  }
+  const std::vector<NodeId>& order = schedule.order;
+  const std::vector<std::vector<NodeId>>& operands = schedule.operands;
+  std::vector<std::size_t> uses = schedule.uses;
   const MemoryPlan plan = plan_memory(graph, order, operands, uses, sizeof(T), memory_limit(), backend.name());
+  auto storage_of = [&](NodeId id, const OpNode& node) -> Storage<T>& {
+    const std::size_t slot = schedule.slot[id];
+    return *static_cast<Storage<T>*>((slot == Schedule::unbound ? node.storage : storages.at(slot)).get());
+  };
   std::vector<Buffer> owned(graph.size());
   std::vector<View<const T>> value(graph.size());
   std::size_t held_bytes = 0;
@@ -145,7 +164,7 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
   for (NodeId id : order) {
     const OpNode& node = graph.node(id);
     if (node.kind == OpKind::input) {
-      auto& storage = *std::static_pointer_cast<Storage<T>>(node.storage);
+      Storage<T>& storage = storage_of(id, node);
       storage.resolve();
       value[id] = backend.read(storage);
     } else {
@@ -155,7 +174,7 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
         args.operands.push_back(value[op]);
       }
       if (node.kind == OpKind::output) {
-        auto& storage = *std::static_pointer_cast<Storage<T>>(node.storage);
+        Storage<T>& storage = storage_of(id, node);
         const NodeId op = operands[id][0];
         // The value is already in the target's layout and nothing else reads it: hand it over.
         if (plan.takes_over[id]) {
@@ -191,7 +210,8 @@ RunStats execute(const OpGraph& graph, Backend<T>& backend) {
 
 #define TENEX_INSTANTIATE_EXECUTOR(T)                                  \
   template void check_supported<T>(const OpGraph&, const Backend<T>&); \
-  template RunStats execute<T>(const OpGraph&, Backend<T>&);
+  template RunStats execute<T>(const OpGraph&, Backend<T>&);           \
+  template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, Backend<T>&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EXECUTOR)
 #undef TENEX_INSTANTIATE_EXECUTOR
 

@@ -3,6 +3,11 @@
 // writes the outputs into their targets, and counts what it did.
 #pragma once
 
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <vector>
+
 #include "tenex/backend/backend.hpp"
 #include "tenex/backend/backend_interface.hpp"
 #include "tenex/graph/op_graph.hpp"
@@ -17,5 +22,24 @@ void check_supported(const OpGraph& graph, const Backend<T>& backend);
 /// (tenex::Error; out of memory names the node, its labels, extents and bytes).
 template <class T>
 RunStats execute(const OpGraph& graph, Backend<T>& backend);
+
+/// What execute() works out about a graph before running it, kept by a graph that runs
+/// many times (a cached plan, runtime/plan_cache.hpp) so that a run walks no Boost graph.
+struct Schedule {
+  static constexpr std::size_t unbound = std::numeric_limits<std::size_t>::max();
+  std::vector<NodeId> order;                  // every node after its operands
+  std::vector<std::vector<NodeId>> operands;  // by node, in operand order
+  std::vector<std::size_t> uses;              // by node: how many operand slots read it
+  /// By node: where an input or output finds its storage in the `storages` given to
+  /// execute (a shared graph holds none), or `unbound` for the node's own storage.
+  std::vector<std::size_t> slot;
+};
+Schedule schedule_of(const OpGraph& graph);
+
+/// Runs `graph` in `schedule`'s order, the inputs and outputs bound to `storages` by
+/// schedule.slot. `graph` is only read, so threads may share it.
+template <class T>
+RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vector<std::shared_ptr<void>>& storages,
+                 Backend<T>& backend);
 
 }  // namespace tenex::detail

@@ -32,9 +32,17 @@ std::unique_ptr<Backend<T>> make_backend(const BackendEntry& entry) {
   }
 }
 
+/// The backend of `entry` that sets on this thread use: made on first use and kept, so a
+/// set does not make one (a backend keeps no state between sets). Once the thread's
+/// backends are destroyed (at thread exit) it makes one in `made` each time.
+template <class T>
+Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>>& made);
+
 /// Throws BackendError naming the accepted values when TENEX_BACKEND holds another one
 /// (and set_default_backend did not decide): the first set reports it.
 void check_backend_environment();
+/// The same, given TENEX_BACKEND's value (null when unset) read by the caller.
+void check_backend_environment(const char* value_of_variable);
 /// The backend that runs a set that asked for `kind` (automatic: CUDA where a device
 /// exists, else the CPU). Throws BackendError when `kind` is not available.
 const BackendEntry& choose_backend(BackendKind kind);

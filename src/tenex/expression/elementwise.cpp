@@ -12,57 +12,6 @@ namespace detail {
 
 namespace {
 
-/// An element-wise program over one operand (load 0 is the operand).
-struct MapNode final : ExprNode {
-  std::vector<FusedInstr> program;
-  std::vector<std::shared_ptr<const ScalarFunction>> functions;
-  std::string_view kind_name() const override { return "unary"; }
-  std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>&) const override {
-    return children[0]->labels;  // a function sees every element; what is dropped is summed after it
-  }
-  NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
-              const std::vector<NodeId>& built) const override {
-    const NodeId id = lowering.add(FusedParams{program, ReduceOp::sum, functions}, labels, extents, built);
-    return lowering.reduce_to(id, keep);
-  }
-};
-
-/// max(a, b) or min(a, b), by label.
-struct ExtremumNode final : ExprNode {
-  FusedOp op = FusedOp::maximum;
-  std::string_view kind_name() const override { return op == FusedOp::maximum ? "max" : "min"; }
-  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>&) const override {
-    return children[i]->labels;
-  }
-  NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
-              const std::vector<NodeId>& built) const override {
-    FusedParams p;
-    p.program = {{FusedOp::load, 0}, {FusedOp::load, 1}, {op, 0, 1}};
-    const NodeId id = lowering.add(std::move(p), labels, extents, built);
-    return lowering.reduce_to(id, keep);
-  }
-};
-
-/// sum / max_over / min_over: the operand without `reduced`.
-struct ReductionNode final : ExprNode {
-  ReduceOp op = ReduceOp::sum;
-  std::vector<std::string> reduced;
-  std::string_view kind_name() const override { return "reduction"; }
-  std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>& keep) const override {
-    // A sum is linear: the operand sums what the consumer drops too. max and min need all.
-    return op == ReduceOp::sum ? keep : children[0]->labels;
-  }
-  NodeId emit(Lowering& lowering, const std::vector<std::string>& keep,
-              const std::vector<NodeId>& built) const override {
-    if (op == ReduceOp::sum) return lowering.reduce_to(built[0], keep);
-    FusedParams p;
-    p.program = {{FusedOp::load, 0}};
-    p.reduce = op;
-    const NodeId id = lowering.add(std::move(p), labels, extents, built);
-    return lowering.reduce_to(id, keep);
-  }
-};
-
 template <class C, class T>
 Handle make_map(const Expression<T>& operand, std::vector<FusedInstr> program,
                 std::vector<std::shared_ptr<const ScalarFunction>> functions = {}) {
@@ -82,6 +31,42 @@ const char* reduce_name(ReduceOp op) {
 }
 
 }  // namespace
+
+std::vector<std::string> MapNode::child_keep(std::size_t, const std::vector<std::string>&) const {
+  return children[0]->labels;  // a function sees every element; what is dropped is summed after it
+}
+
+NodeId MapNode::emit(Lowering& lowering, const std::vector<std::string>& keep, const std::vector<NodeId>& built) const {
+  const NodeId id = lowering.add(FusedParams{program, ReduceOp::sum, functions}, labels, extents, built);
+  return lowering.reduce_to(id, keep);
+}
+
+std::vector<std::string> ExtremumNode::child_keep(std::size_t i, const std::vector<std::string>&) const {
+  return children[i]->labels;
+}
+
+NodeId ExtremumNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                          const std::vector<NodeId>& built) const {
+  FusedParams p;
+  p.program = {{FusedOp::load, 0}, {FusedOp::load, 1}, {op, 0, 1}};
+  const NodeId id = lowering.add(std::move(p), labels, extents, built);
+  return lowering.reduce_to(id, keep);
+}
+
+std::vector<std::string> ReductionNode::child_keep(std::size_t, const std::vector<std::string>& keep) const {
+  // A sum is linear: the operand sums what the consumer drops too. max and min need all.
+  return op == ReduceOp::sum ? keep : children[0]->labels;
+}
+
+NodeId ReductionNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
+                           const std::vector<NodeId>& built) const {
+  if (op == ReduceOp::sum) return lowering.reduce_to(built[0], keep);
+  FusedParams p;
+  p.program = {{FusedOp::load, 0}};
+  p.reduce = op;
+  const NodeId id = lowering.add(std::move(p), labels, extents, built);
+  return lowering.reduce_to(id, keep);
+}
 
 }  // namespace detail
 

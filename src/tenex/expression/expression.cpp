@@ -1,5 +1,7 @@
 #include "tenex/expression/expression.hpp"
 
+#include <optional>
+
 #include "tenex/expression/detail/lowering.hpp"
 #include "tenex/expression/detail/make.hpp"
 
@@ -101,13 +103,12 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
                 ": part of this linked set was already evaluated (a result was read early), and a map "
                 "cannot apply to what already ran; register sparse maps before reading any result of the set");
   }
-  const auto& seen = root->labels_seen();
   std::vector<std::size_t> source_extents, target_extents;
   for (auto* group : {&source, &target}) {
     for (const std::string& label : *group) {
-      auto it = seen.find(label);
-      if (it == seen.end()) throw ShapeError(where + ": label \"" + label + "\" does not occur in the linked set");
-      (group == &source ? source_extents : target_extents).push_back(it->second);
+      const std::optional<std::size_t> extent = root->label_extent(label);
+      if (!extent) throw ShapeError(where + ": label \"" + label + "\" does not occur in the linked set");
+      (group == &source ? source_extents : target_extents).push_back(*extent);
     }
   }
   if (source.empty() || target.empty()) throw ShapeError(where + ": both sides need at least one label");

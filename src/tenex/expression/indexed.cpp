@@ -26,6 +26,8 @@ namespace {
 /// Unique labels of `written` in order of first appearance, with their extents; a
 /// repeated label with two extents makes the node unreadable.
 void fill_labels(IndexedNode& node, const std::vector<std::size_t>& extents) {
+  node.labels.reserve(node.written.size());
+  node.extents.reserve(node.written.size());
   for (std::size_t i = 0; i < node.written.size(); ++i) {
     std::size_t at = find_label(node.labels, node.written[i]);
     if (at == node.labels.size()) {
@@ -246,11 +248,13 @@ const ExprNode* decomposition_of(const ExprNode& rhs) {
 }
 
 template <class S>
-std::function<void()> record(Tensor<S>& object, Handle& handle, const TargetPlan& plan,
+std::function<void()> record(Tensor<S>& object, Handle& handle, TargetPlan& plan,
                              const std::shared_ptr<bool>& cancelled) {
-  auto storage = std::make_shared<Storage<S>>(Shape(plan.extents), Storage<S>::Init::deferred);
+  auto storage = std::make_shared<Storage<S>>(Shape(std::move(plan.extents)), Storage<S>::Init::deferred);
   auto root = LinkedState::root(handle.state);
-  root->record(Assignment{handle.node, plan.rhs_labels, plan.target_labels, storage, cancelled}, root);
+  // The plan is not used after this: its labels move into the recorded statement.
+  root->record(Assignment{handle.node, std::move(plan.rhs_labels), std::move(plan.target_labels), storage, cancelled},
+               root);
   auto previous = object.storage();
   object.set_storage(storage);
   Tensor<S>* target = &object;
@@ -260,7 +264,7 @@ std::function<void()> record(Tensor<S>& object, Handle& handle, const TargetPlan
   };
 }
 
-std::function<void()> record(Shape& object, Handle&, const TargetPlan& plan, const std::shared_ptr<bool>&) {
+std::function<void()> record(Shape& object, Handle&, TargetPlan& plan, const std::shared_ptr<bool>&) {
   // A shape set needs no data: its result is known now.
   Shape previous = object;
   object = Shape(plan.extents);

@@ -35,7 +35,7 @@ namespace detail {
 namespace {
 
 struct LastPlan {
-  std::optional<OpGraph> graph;
+  std::shared_ptr<const OpGraph> graph;
   double written_contraction_flops = 0;
   bool completed = false;  // the set ran to its end (stats are its own)
   RunStats stats;
@@ -189,15 +189,20 @@ void keep_last_plan(OpGraph& graph, double written_contraction_flops, bool compl
     OpNode& node = graph.node(id);
     if (node.storage) node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), node.storage.get());
   }
+  std::shared_ptr<const OpGraph> kept;
+  try {
+    kept = std::make_shared<const OpGraph>(std::move(graph));
+  } catch (...) {  // out of memory: explain() shows no plan rather than a wrong one
+  }
+  keep_last_plan(std::move(kept), written_contraction_flops, completed);
+}
+
+void keep_last_plan(std::shared_ptr<const OpGraph> graph, double written_contraction_flops, bool completed) noexcept {
   LastPlan& plan = last_plan();
   plan.completed = completed;
   plan.stats = plan.completed ? last_run_stats() : RunStats{};
   plan.written_contraction_flops = written_contraction_flops;
-  if (plan.graph) {
-    *plan.graph = std::move(graph);
-  } else {
-    plan.graph.emplace(std::move(graph));
-  }
+  plan.graph = std::move(graph);
 }
 
 }  // namespace detail

@@ -1,6 +1,8 @@
 // What the pipeline keeps of the last set it ran on this thread, for tenex::explain().
 #pragma once
 
+#include <memory>
+
 #include "tenex/graph/op_graph.hpp"
 
 namespace tenex::detail {
@@ -13,5 +15,7 @@ namespace tenex::detail {
 /// strings are built here; explain() builds them when it is called. `completed`: the set
 /// ran to its end (RunStats are its own).
 void keep_last_plan(OpGraph& graph, double written_contraction_flops, bool completed) noexcept;
+/// The same for a graph that holds no tensors already (a cached plan's), shared, not copied.
+void keep_last_plan(std::shared_ptr<const OpGraph> graph, double written_contraction_flops, bool completed) noexcept;
 
 }  // namespace tenex::detail

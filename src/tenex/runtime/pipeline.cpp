@@ -3,6 +3,9 @@
 //   build the graph -> passes -> dump if asked -> choose the backend -> check support ->
 //   execute -> fulfil or fail the results
 //
+// A set shaped like one that ran before (a loop body) skips the first three steps: the plan
+// cache (plan_cache.hpp) gives it that set's optimized graph, bound to its own tensors.
+//
 // The expression layer hands its sets here through the SetRunner it is given at load
 // time, so no lower layer includes this one.
 #include <atomic>
@@ -11,6 +14,10 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <system_error>
 
 #include "tenex/backend/cpu/cpu_backend.hpp"
@@ -23,6 +30,7 @@
 #include "tenex/graph/cost.hpp"
 #include "tenex/graph/passes/passes.hpp"
 #include "tenex/runtime/last_plan.hpp"
+#include "tenex/runtime/plan_cache.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -62,23 +70,48 @@ void register_builtin_backends() {
 template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
-  check_backend_environment();
-  OpGraph graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-  const double written_flops = chain_contraction_flops(graph);                   //    (for explain())
-  passes::optimize(graph, memory_limit());                                       // 2. passes
-  // explain() describes this set from here on, whatever happens next (the graph, without
-  // its tensors, moves to the thread's last plan when this function is left).
+  const PipelineEnvironment env = pipeline_environment();  // TENEX_* read once per set
+  check_backend_environment(env.backend);
+  // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
+  //    What the passes read besides the set is part of the key.
+  const std::size_t limit = memory_limit();
+  const std::string settings = std::string(env.passes) + "|" + std::to_string(limit);
+  SetKey key;
+  const bool cacheable = env.plan_cache && env.dump_graph.empty() && make_set_key(set, settings, key);
+  std::shared_ptr<const CachedPlan> plan = cacheable ? find_plan(key) : nullptr;
+  const bool reused = plan != nullptr;
+  std::optional<OpGraph> graph;
+  double written_flops = plan ? plan->written_contraction_flops : -1;
+  if (!plan) {
+    graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
+    written_flops = chain_contraction_flops(*graph);                       //    (for explain())
+    passes::optimize(*graph, limit);                                       // 2. passes
+    dump_graph(*graph);                                                    // 3. dump if asked
+    if (cacheable && (plan = make_cached_plan(key, *graph, written_flops))) remember_plan(key, plan);
+  }
+  // explain() describes this set from here on, whatever happens next: the cached plan, or
+  // the graph (without its tensors) when this function is left.
   struct KeepPlan {
-    OpGraph& graph;
+    const std::shared_ptr<const CachedPlan>& plan;
+    std::optional<OpGraph>& graph;
     double written_flops;
     int exceptions = std::uncaught_exceptions();
-    ~KeepPlan() { keep_last_plan(graph, written_flops, std::uncaught_exceptions() == exceptions); }
-  } keep{graph, written_flops};
-  dump_graph(graph);                                        // 3. dump if asked
+    ~KeepPlan() {
+      const bool completed = std::uncaught_exceptions() == exceptions;
+      if (plan) {
+        keep_last_plan(std::shared_ptr<const OpGraph>(plan, &plan->graph), written_flops, completed);
+      } else if (graph) {
+        keep_last_plan(*graph, written_flops, completed);
+      }
+    }
+  } keep{plan, graph, written_flops};
   const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
-  std::unique_ptr<Backend<T>> backend = make_backend<T>(entry);
-  check_supported(graph, *backend);           // 5. ask what it supports
-  RunStats stats = execute(graph, *backend);  // 6. execute
+  std::unique_ptr<Backend<T>> made;
+  Backend<T>& backend = thread_backend<T>(entry, made);
+  check_supported(plan ? plan->graph : *graph, backend);                               // 5. ask what it supports
+  RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend)  // 6. execute
+                        : execute(*graph, backend);
+  stats.plan_reused = reused;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);
 }
@@ -89,6 +122,15 @@ void fail_pending(std::vector<Assignment>& batch, const std::exception_ptr& erro
     auto storage = std::static_pointer_cast<Storage<T>>(a.target);
     if (storage->pending()) storage->fulfil(error);
   }
+}
+
+bool any_pending(const SetRecord& set) {
+  for (const Assignment& a : set.assignments) {
+    const bool pending = set.dtype == DType::f32 ? static_cast<const Storage<float>*>(a.target.get())->pending()
+                                                 : static_cast<const Storage<double>*>(a.target.get())->pending();
+    if (pending) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -115,6 +157,7 @@ void run_set(SetRecord& set) noexcept {
     error = std::make_exception_ptr(InternalError("tenex: evaluation failed with an unknown exception"));
   }
   // 7. Every target still pending gets the error (or, if none occurred, a broken invariant).
+  if (!error && !any_pending(set)) return;
   if (!error) error = std::make_exception_ptr(InternalError("tenex: a result of the set was never written"));
   try {
     if (set.dtype == DType::f32) {

@@ -10,7 +10,8 @@ namespace tenex::detail {
 /// class, the most recently freed first, so that a result overwritten in a loop or a
 /// kernel's scratch reuses its pages instead of faulting in fresh ones. When too much waits,
 /// the blocks freed longest ago go first; release_cached_memory() returns them all to the
-/// system. free_block takes the `bytes` the block was allocated with.
+/// system. Blocks of at most 1 KiB are kept a few per size on the thread that frees them
+/// (freed when the thread ends). free_block takes the `bytes` the block was allocated with.
 void* allocate_block(std::size_t bytes);
 void free_block(void* block, std::size_t bytes) noexcept;
 

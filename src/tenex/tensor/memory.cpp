@@ -1,3 +1,4 @@
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <iterator>
@@ -85,9 +86,52 @@ BlockCache& cache() {
   return *instance;
 }
 
+// Small blocks (a few cache lines: the buffers of tiny tensors written in a loop) are kept
+// a few per size and thread, without a lock: aligned_alloc takes longer to find one than a
+// small statement takes to run. A block freed on another thread than the one that made it
+// joins that thread's list; what a thread keeps is freed when it ends.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t small_block_max = 0;
+#else
+constexpr std::size_t small_block_max = 1024;
+#endif
+constexpr std::size_t small_block_step = 64;
+constexpr std::size_t small_blocks_kept = 8;
+
+thread_local bool small_blocks_gone = false;  // set once this thread's lists are destroyed
+
+struct SmallBlocks {
+  static constexpr std::size_t classes = small_block_max / small_block_step + 1;
+  std::array<std::array<void*, small_blocks_kept>, classes> blocks{};
+  std::array<std::size_t, classes> count{};
+  ~SmallBlocks() {
+    small_blocks_gone = true;
+    for (std::size_t k = 0; k < classes; ++k) {
+      for (std::size_t i = 0; i < count[k]; ++i) std::free(blocks[k][i]);
+    }
+  }
+};
+
+SmallBlocks* small_blocks() {
+  if (small_blocks_gone) return nullptr;
+  thread_local SmallBlocks lists;
+  return &lists;
+}
+
+// The list of a small size, or npos.
+std::size_t small_class(std::size_t bytes) {
+  return bytes == 0 || bytes > small_block_max ? static_cast<std::size_t>(-1)
+                                               : (bytes + small_block_step - 1) / small_block_step;
+}
+
 }  // namespace
 
 void* allocate_block(std::size_t bytes) {
+  if (const std::size_t k = small_class(bytes); k != static_cast<std::size_t>(-1)) {
+    if (SmallBlocks* lists = small_blocks(); lists && lists->count[k] > 0) return lists->blocks[k][--lists->count[k]];
+    // Every block of a class has the class's size, so that any of them serves any request.
+    bytes = k * small_block_step;
+  }
   bytes = size_class(bytes);
   if (cacheable(bytes)) {
     BlockCache& c = cache();
@@ -115,6 +159,14 @@ Buffer allocate_host_buffer(std::size_t bytes) {
 }
 
 void free_block(void* block, std::size_t bytes) noexcept {
+  if (const std::size_t k = small_class(bytes); k != static_cast<std::size_t>(-1)) {
+    if (SmallBlocks* lists = small_blocks(); lists && lists->count[k] < small_blocks_kept) {
+      lists->blocks[k][lists->count[k]++] = block;
+      return;
+    }
+    std::free(block);
+    return;
+  }
   bytes = size_class(bytes);
   if (cacheable(bytes)) {
     BlockCache& c = cache();

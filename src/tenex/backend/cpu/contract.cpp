@@ -54,12 +54,47 @@ void scale_c(T beta, T* c, std::size_t n, KernelCount& count) {
   }
 }
 
+// What a contraction of these modes and extents prepares and plans, kept per thread for the
+// 16 shapes used last: a loop of small contractions (a statement repeated, which the plan
+// cache of the pipeline already spares the graph work) then skips prepare() and the plan
+// search, which cost more than the arithmetic of a 2 x 2 product.
+struct Planned {
+  std::size_t element_size;
+  bool beta_zero;
+  int threads;
+  Extents a_extents, b_extents;
+  Modes a_modes, b_modes, c_modes;
+  Prepared prepared;
+  std::optional<Plan> plan;  // chosen on first use
+};
+
+Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
+                 const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
+  thread_local std::vector<Planned> recent;  // most recently used last
+  const int threads = omp_get_max_threads();
+  for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
+    if (it->element_size == element_size && it->beta_zero == beta_zero && it->threads == threads &&
+        it->a_modes == a_modes && it->b_modes == b_modes && it->c_modes == c_modes && it->a_extents == a_extents &&
+        it->b_extents == b_extents) {
+      if (it != recent.rbegin()) std::rotate(it.base() - 1, it.base(), recent.end());
+      return recent.back();
+    }
+  }
+  Prepared prepared = prepare(element_size, beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  constexpr std::size_t kKept = 16;
+  if (recent.size() >= kKept) recent.erase(recent.begin());
+  recent.push_back(Planned{element_size, beta_zero, threads, a_extents, b_extents, a_modes, b_modes, c_modes,
+                           std::move(prepared), std::nullopt});
+  return recent.back();
+}
+
 // contract(), running `forced` (an index into all_plans) when given, else the cheapest plan.
 template <class T>
 KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
                          const Modes& a_modes, const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
                          const Modes& c_modes) {
-  const Prepared prepared = prepare(sizeof(T), beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
+  Planned& memo = planned(sizeof(T), beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
+  const Prepared& prepared = memo.prepared;
   KernelCount counted;
   if (prepared.c_size == 0) return counted;
   if (prepared.empty_sum || alpha == T(0)) {
@@ -77,18 +112,19 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
 
   const Problem& p = prepared.problem;
   counted.flops += prepared.flops;
-  Plan chosen;
+  const Plan* chosen = nullptr;
   if (forced) {
     const std::vector<Plan>& plans = all_plans(p, prepared.flops);
     if (*forced >= plans.size()) {
       throw std::invalid_argument("contract_with_plan: plan " + std::to_string(*forced) + " of " +
                                   std::to_string(plans.size()));
     }
-    chosen = plans[*forced];
+    chosen = &plans[*forced];
   } else {
-    chosen = cached_plan(p, prepared.flops);
+    if (!memo.plan) memo.plan = cached_plan(p, prepared.flops);
+    chosen = &*memo.plan;
   }
-  counted.calls += chosen.naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, chosen, alpha, a, b, beta, c);
+  counted.calls += chosen->naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, *chosen, alpha, a, b, beta, c);
   return counted;
 }
 

@@ -1,6 +1,7 @@
 #include "tenex/backend/cpu/cpu_backend.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 
@@ -15,20 +16,37 @@ namespace tenex::detail {
 
 namespace {
 
-/// Integer mode ids for labels, shared by the operands and the result of one node.
+/// Integer mode ids for labels, shared by the operands and the result of one node. A node
+/// has a handful of labels: a linear scan over the labels seen (which outlive this object)
+/// beats a map of copied strings.
 class ModeIds {
  public:
   cpu::Modes operator()(const std::vector<std::string>& labels) {
     cpu::Modes modes;
+    modes.reserve(labels.size());
     for (const auto& l : labels) {
-      auto [it, inserted] = ids_.emplace(l, static_cast<int>(ids_.size()));
-      modes.push_back(it->second);
+      std::size_t id = 0;
+      while (id < count_ && *seen(id) != l) ++id;
+      if (id == count_) {
+        if (count_ < inline_.size()) {
+          inline_[count_] = &l;
+        } else {
+          more_.push_back(&l);
+        }
+        ++count_;
+      }
+      modes.push_back(static_cast<int>(id));
     }
     return modes;
   }
 
  private:
-  std::map<std::string, int> ids_;
+  const std::string* seen(std::size_t id) const {
+    return id < inline_.size() ? inline_[id] : more_[id - inline_.size()];
+  }
+  std::array<const std::string*, 16> inline_{};
+  std::vector<const std::string*> more_;
+  std::size_t count_ = 0;
 };
 
 /// Copies the block [lo, lo + out_extents) of `in` (row-major, in_extents) to `out`.

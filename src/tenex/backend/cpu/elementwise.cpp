@@ -92,8 +92,7 @@ void apply(F f, T alpha_a, const T* a, T alpha_b, const T* b, T* c, std::vector<
   const std::size_t piece = rows == 1 ? std::max<std::size_t>(kParallelMin / 4, inner.extent / 64 + 1) : inner.extent;
   const std::size_t pieces = (inner.extent + piece - 1) / piece;
   const std::size_t units = rows * pieces;
-#pragma omp parallel for schedule(static) if (run_parallel(rows * inner.extent))
-  for (std::size_t u = 0; u < units; ++u) {
+  auto unit = [&](std::size_t u) {
     std::size_t row = u / pieces;
     const std::size_t x0 = (u % pieces) * piece;
     std::ptrdiff_t oa = static_cast<std::ptrdiff_t>(x0) * inner.a, ob = static_cast<std::ptrdiff_t>(x0) * inner.b,
@@ -107,6 +106,13 @@ void apply(F f, T alpha_a, const T* a, T alpha_b, const T* b, T* c, std::vector<
     }
     apply_row(f, alpha_a, a + oa, inner.a, alpha_b, b + ob, inner.b, c + oc, inner.c,
               std::min(piece, inner.extent - x0));
+  };
+  // A small array never enters OpenMP: a parallel region on one thread costs more than it.
+  if (run_parallel(rows * inner.extent)) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t u = 0; u < units; ++u) unit(u);
+  } else {
+    for (std::size_t u = 0; u < units; ++u) unit(u);
   }
 }
 
@@ -148,8 +154,12 @@ KernelCount elementwise(BinaryOp op, T alpha_a, const T* a, const Modes& a_modes
 template <class T>
 KernelCount scale(T alpha, const T* a, T* c, std::size_t n) {
   if (n == 0) return {0, 0};
-#pragma omp parallel for schedule(static) if (run_parallel(n))
-  for (std::size_t x = 0; x < n; ++x) c[x] = alpha * a[x];
+  if (run_parallel(n)) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t x = 0; x < n; ++x) c[x] = alpha * a[x];
+  } else {
+    for (std::size_t x = 0; x < n; ++x) c[x] = alpha * a[x];
+  }
   return {static_cast<double>(n), 1};
 }
 

@@ -20,6 +20,8 @@ namespace tenex::detail::cpu::contraction {
 template <class T>
 std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
   std::vector<Loop> rows, sums;
+  rows.reserve(p.order[kC].size());
+  sums.reserve(p.modes());
   for (int d : p.order[kC]) {
     const auto u = static_cast<std::size_t>(d);
     rows.push_back({p.extent[u], p.stride[kA][u], p.stride[kB][u], p.stride[kC][u]});
@@ -35,8 +37,7 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
   const std::size_t units = count(rows), terms = count(sums);
   const bool par = units > 1 && static_cast<double>(p.size[kC]) * static_cast<double>(terms) >= kParallelFlops / 4 &&
                    omp_get_max_threads() > 1 && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (par)
-  for (std::size_t u = 0; u < units; ++u) {
+  auto row = [&](std::size_t u) {
     std::ptrdiff_t oa = 0, ob = 0, oc = 0;
     offsets(rows, u, oa, ob, oc);
     for (std::size_t x = 0; x < lane.extent; ++x) {
@@ -52,6 +53,14 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
       T& out = c[oc + i * lane.c];
       out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;
     }
+  };
+  // Serial without entering OpenMP at all: a parallel region that runs on one thread still
+  // costs more than a small product.
+  if (par) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t u = 0; u < units; ++u) row(u);
+  } else {
+    for (std::size_t u = 0; u < units; ++u) row(u);
   }
   return 1;
 }

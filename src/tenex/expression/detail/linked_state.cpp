@@ -70,11 +70,10 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
   rb->assignments_.clear();
   for (auto& map : rb->sparse_maps_) ra->sparse_maps_.push_back(std::move(map));
   rb->sparse_maps_.clear();
-  for (auto& [label, extent] : rb->labels_seen_) {
-    auto& seen = ra->labels_seen_[label];
-    seen = std::max(seen, extent);
-  }
-  rb->labels_seen_.clear();
+  for (std::size_t i = 0; i < rb->labels_seen_count_; ++i)
+    ra->note_label(rb->label_seen(i).first, rb->label_seen(i).second);
+  rb->labels_seen_count_ = 0;
+  rb->more_labels_seen_.clear();
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
@@ -86,11 +85,31 @@ void LinkedState::record(Assignment assignment, const std::shared_ptr<LinkedStat
   assignments_.push_back(std::move(assignment));
 }
 
-void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
-  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) {
-    auto& seen = labels_seen_[labels[i]];
-    seen = std::max(seen, extents[i]);
+void LinkedState::note_label(const std::string& label, std::size_t extent) {
+  for (std::size_t i = 0; i < labels_seen_count_; ++i) {
+    LabelExtent& seen = label_seen(i);
+    if (seen.first == label) {
+      seen.second = std::max(seen.second, extent);
+      return;
+    }
   }
+  if (labels_seen_count_ < labels_seen_.size()) {
+    labels_seen_[labels_seen_count_] = {label, extent};
+  } else {
+    more_labels_seen_.emplace_back(label, extent);
+  }
+  ++labels_seen_count_;
+}
+
+void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
+  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) note_label(labels[i], extents[i]);
+}
+
+std::optional<std::size_t> LinkedState::label_extent(const std::string& label) const {
+  for (std::size_t i = 0; i < labels_seen_count_; ++i) {
+    if (label_seen(i).first == label) return label_seen(i).second;
+  }
+  return std::nullopt;
 }
 
 void LinkedState::flush() noexcept {

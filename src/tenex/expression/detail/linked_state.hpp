@@ -9,10 +9,12 @@
 // Producer interface of tensor/), and reading one flushes the set early.
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tenex/backend/backend.hpp"
@@ -66,7 +68,8 @@ class LinkedState final : public Producer {
   void record(Assignment assignment, const std::shared_ptr<LinkedState>& self);
   /// Labels seen in the set and their largest extent (for validating sparse maps).
   void note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
-  const std::map<std::string, std::size_t>& labels_seen() const { return labels_seen_; }
+  /// The largest extent `label` has in the set, or nullopt when it does not occur.
+  std::optional<std::size_t> label_extent(const std::string& label) const;
   void add_sparse_map(RegisteredSparseMap map) { sparse_maps_.push_back(std::move(map)); }
   const std::vector<RegisteredSparseMap>& sparse_maps_view() const { return sparse_maps_; }
   /// Whether part of the set already ran (an early read): a sparse map added now would not
@@ -87,7 +90,19 @@ class LinkedState final : public Producer {
   bool has_run_ = false;
   std::vector<Assignment> assignments_;
   std::vector<RegisteredSparseMap> sparse_maps_;
-  std::map<std::string, std::size_t> labels_seen_;
+  // A set has a handful of labels: a flat list (a scan), its first few in the state itself,
+  // costs less than a map's node per label, paid by every expression made.
+  using LabelExtent = std::pair<std::string, std::size_t>;
+  std::array<LabelExtent, 4> labels_seen_{};
+  std::size_t labels_seen_count_ = 0;
+  std::vector<LabelExtent> more_labels_seen_;  // past the first four
+  LabelExtent& label_seen(std::size_t i) {
+    return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
+  }
+  const LabelExtent& label_seen(std::size_t i) const {
+    return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
+  }
+  void note_label(const std::string& label, std::size_t extent);
 };
 
 }  // namespace tenex::detail

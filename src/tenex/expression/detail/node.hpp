@@ -207,4 +207,32 @@ struct SolveNode final : ExprNode {
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
 };
 
+// Element-wise functions (elementwise.cpp)
+
+/// An element-wise program over one operand (its load 0): exp, power, clamp, scalars, map.
+struct MapNode final : ExprNode {
+  std::vector<FusedInstr> program;
+  std::vector<std::shared_ptr<const ScalarFunction>> functions;
+  std::string_view kind_name() const override { return "unary"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// max(a, b) or min(a, b), by label.
+struct ExtremumNode final : ExprNode {
+  FusedOp op = FusedOp::maximum;
+  std::string_view kind_name() const override { return op == FusedOp::maximum ? "max" : "min"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
+/// sum / max_over / min_over: the operand without `reduced`.
+struct ReductionNode final : ExprNode {
+  ReduceOp op = ReduceOp::sum;
+  std::vector<std::string> reduced;
+  std::string_view kind_name() const override { return "reduction"; }
+  std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
+  NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+};
+
 }  // namespace tenex::detail
