@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -381,7 +382,15 @@ std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& g
     schedule.slot[id] = slot;
   }
   auto plan = std::make_shared<CachedPlan>();
-  for (NodeId id = 0; id < graph.size(); ++id) graph.node(id).storage.reset();
+  // The graph keeps no tensor: each storage becomes a token that owns nothing and is never
+  // dereferenced (the executor binds slots), one per slot, so explain() still tells the
+  // tensors of a plan apart.
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    OpNode& node = graph.node(id);
+    if (!node.storage) continue;
+    void* token = reinterpret_cast<void*>(static_cast<std::uintptr_t>(schedule.slot[id] + 1) * 64);
+    node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), token);
+  }
   plan->graph = std::move(graph);
   plan->schedule = std::move(schedule);
   plan->written_contraction_flops = written_contraction_flops;
