@@ -180,6 +180,12 @@ TEST_CASE_TEMPLATE_DEFINE("elementwise: a region is one kernel and allocates no 
   Tensor<T> d(Shape{n});
   for (std::size_t i = 0; i < n; ++i) d.at(i) = static_cast<T>(2.0 + double(i));
   Tensor<T> r;
+  // The plan says so before it runs: one fused step, its program, its flops.
+  const std::string plan = tenex::explain(a("i,j") + 2.0 * b("j,i") - c("i,j") / d("i"));
+  INFO(plan);
+  CHECK(plan.find("fused") != std::string::npos);
+  CHECK(plan.find("x0") != std::string::npos);
+  CHECK(plan.find("1 kernel") != std::string::npos);
   r("i,j") = a("i,j") + 2.0 * b("j,i") - c("i,j") / d("i");
   tenex::RunStats stats = tenex::last_run_stats();
   CHECK(stats.kernels == 1);

@@ -112,6 +112,13 @@ Schedule schedule_of(const OpGraph& graph) {
   return schedule;
 }
 
+void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule) {
+  // Which buffers are handed over does not depend on the element size (an addend has the
+  // result's elements): 8 bytes stands for either type.
+  schedule.takes_over =
+      plan_memory(graph, schedule.order, schedule.operands, schedule.uses, sizeof(double), 0, "").takes_over;
+}
+
 template <class T>
 RunStats execute(const OpGraph& graph, Backend<T>& backend) {
   return execute(graph, schedule_of(graph), {}, backend);
@@ -125,7 +132,13 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   const std::vector<NodeId>& order = schedule.order;
   const std::vector<std::vector<NodeId>>& operands = schedule.operands;
   std::vector<std::size_t> uses = schedule.uses;
-  const MemoryPlan plan = plan_memory(graph, order, operands, uses, sizeof(T), memory_limit(), backend.name());
+  const std::size_t limit = memory_limit();
+  MemoryPlan planned;
+  const std::vector<char>* takes_over = &schedule.takes_over;
+  if (limit != 0 || schedule.takes_over.size() != graph.size()) {
+    planned = plan_memory(graph, order, operands, uses, sizeof(T), limit, backend.name());
+    takes_over = &planned.takes_over;
+  }
   auto storage_of = [&](NodeId id, const OpNode& node) -> Storage<T>& {
     const std::size_t slot = schedule.slot[id];
     return *static_cast<Storage<T>*>((slot == Schedule::unbound ? node.storage : storages.at(slot)).get());
@@ -177,7 +190,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         Storage<T>& storage = storage_of(id, node);
         const NodeId op = operands[id][0];
         // The value is already in the target's layout and nothing else reads it: hand it over.
-        if (plan.takes_over[id]) {
+        if ((*takes_over)[id]) {
           held_bytes -= owned[op].bytes();
           backend.write(storage, std::move(owned[op]));
         } else {
@@ -188,7 +201,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         }
         storage.fulfil(nullptr);
       } else {
-        if (plan.takes_over[id]) {
+        if ((*takes_over)[id]) {
           // A contraction with an addend the executor owns, read by it alone, in its layout:
           // the addend's buffer is the output (the kernel sees operand 2 alias args.out).
           owned[id] = std::move(owned[operands[id][2]]);

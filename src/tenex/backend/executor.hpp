@@ -33,8 +33,15 @@ struct Schedule {
   /// By node: where an input or output finds its storage in the `storages` given to
   /// execute (a shared graph holds none), or `unbound` for the node's own storage.
   std::vector<std::size_t> slot;
+  /// By node, when not empty: whether it takes over an operand's buffer (an output handed
+  /// its operand's buffer, a contraction writing into its addend's), worked out once for a
+  /// graph that runs many times; execute() works it out itself when empty or under a
+  /// memory limit.
+  std::vector<char> takes_over;
 };
 Schedule schedule_of(const OpGraph& graph);
+/// Fills schedule.takes_over for `graph`.
+void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule);
 
 /// Runs `graph` in `schedule`'s order, the inputs and outputs bound to `storages` by
 /// schedule.slot. `graph` is only read, so threads may share it.

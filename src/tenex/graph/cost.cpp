@@ -143,7 +143,28 @@ NodeCost node_cost(const OpGraph& graph, NodeId id) {
     // element-wise kernel over the result.
     const std::string_view name = op_kind_name(kind);
     const double n = a ? order_of(*a) : 0.0;
-    if (name == "fused") {
+    if (kind == OpKind::fused) {
+      // Every instruction but loads and constants once per point of the iteration space
+      // (the union of the operands' labels), plus one per point for a reduction.
+      double points = elements;
+      for (NodeId op : ops) {
+        const OpNode& o = graph.node(op);
+        for (std::size_t i = 0; i < o.labels.size() && i < o.extents.size(); ++i) {
+          if (!contains_label(node.labels, o.labels[i])) {
+            bool counted = false;
+            for (NodeId earlier : ops) {
+              if (earlier == op) break;
+              counted = counted || contains_label(graph.node(earlier).labels, o.labels[i]);
+            }
+            if (!counted) points *= static_cast<double>(o.extents[i]);
+          }
+        }
+      }
+      double per_point = points > elements ? 1.0 : 0.0;
+      for (const FusedInstr& in : node.get<FusedParams>().program) {
+        per_point += in.op == FusedOp::load || in.op == FusedOp::constant ? 0.0 : 1.0;
+      }
+      cost.flops = per_point * points;
       cost.kernel = "fused";
     } else if (name == "inverse") {
       cost.flops = 2 * n * n * n;  // getrf 2n^3/3 + getri 4n^3/3

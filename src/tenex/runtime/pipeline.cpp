@@ -75,7 +75,9 @@ void run_typed(SetRecord& set) {
   // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
   //    What the passes read besides the set is part of the key.
   const std::size_t limit = memory_limit();
-  const std::string settings = std::string(env.passes) + "|" + std::to_string(limit);
+  std::string with_limit;
+  if (limit != 0) with_limit = std::string(env.passes) + "|memory limit " + std::to_string(limit);
+  const std::string_view settings = limit != 0 ? std::string_view(with_limit) : env.passes;
   SetKey key;
   const bool cacheable = env.plan_cache && env.dump_graph.empty() && make_set_key(set, settings, key);
   std::shared_ptr<const CachedPlan> plan = cacheable ? find_plan(key) : nullptr;

@@ -381,6 +381,7 @@ std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& g
     if (slot == Numbering::npos) return nullptr;
     schedule.slot[id] = slot;
   }
+  plan_buffer_hand_overs(graph, schedule);
   auto plan = std::make_shared<CachedPlan>();
   // The graph keeps no tensor: each storage becomes a token that owns nothing and is never
   // dereferenced (the executor binds slots), one per slot, so explain() still tells the

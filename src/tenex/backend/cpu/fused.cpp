@@ -70,14 +70,8 @@ template <class T>
 class Evaluator {
  public:
   explicit Evaluator(const Plan<T>& plan)
-      : plan_(plan), program_(plan.params->program), scratch_(program_.size() * kStrip),
-        values_(program_.size(), nullptr), offsets_(plan.in.size(), 0) {
-    for (std::size_t i = 0; i < program_.size(); ++i) {
-      if (program_[i].op == FusedOp::constant) {
-        std::fill_n(buffer(i), kStrip, static_cast<T>(program_[i].x));
-      }
-    }
-  }
+      : plan_(plan), program_(plan.params->program), scratch_(program_.size() * kStrip), values_(program_.size()),
+        offsets_(plan.in.size(), 0) {}
 
   /// Evaluates rows [r0, r1) into `out` (the result or a private copy of it).
   void rows(std::size_t r0, std::size_t r1, T* out) {
@@ -138,6 +132,41 @@ class Evaluator {
     }
   }
 
+  /// A value of the program on one strip: `w` elements at p, or one value s for the whole
+  /// strip (a constant, an operand broadcast along the strip, or what is computed from them).
+  struct Value {
+    const T* p = nullptr;
+    bool uniform = false;
+    T s = T(0);
+  };
+
+  template <class F>
+  static Value unary(F f, const Value& a, T* __restrict dst, std::size_t w) {
+    if (a.uniform) return {nullptr, true, f(a.s)};
+    const T* __restrict x = a.p;
+    for (std::size_t i = 0; i < w; ++i) dst[i] = f(x[i]);
+    return {dst, false, T(0)};
+  }
+
+  template <class F>
+  static Value binary(F f, const Value& a, const Value& b, T* __restrict dst, std::size_t w) {
+    if (a.uniform && b.uniform) return {nullptr, true, f(a.s, b.s)};
+    if (a.uniform) {
+      const T sa = a.s;
+      const T* __restrict y = b.p;
+      for (std::size_t i = 0; i < w; ++i) dst[i] = f(sa, y[i]);
+    } else if (b.uniform) {
+      const T sb = b.s;
+      const T* __restrict x = a.p;
+      for (std::size_t i = 0; i < w; ++i) dst[i] = f(x[i], sb);
+    } else {
+      const T* __restrict x = a.p;
+      const T* __restrict y = b.p;
+      for (std::size_t i = 0; i < w; ++i) dst[i] = f(x[i], y[i]);
+    }
+    return {dst, false, T(0)};
+  }
+
   /// The program on `w` points starting at offsets_, written (or reduced) into `out`.
   void strip(T* out, std::size_t w) {
     const std::size_t n = program_.size();
@@ -145,129 +174,91 @@ class Evaluator {
     for (std::size_t i = 0; i < n; ++i) {
       const FusedInstr& in = program_[i];
       // The last value goes straight to the result when it can.
-      T* __restrict dst = (i + 1 == n && !plan_.reducing && os == 1) ? out : buffer(i);
-      const T* __restrict a = in.op == FusedOp::load || in.op == FusedOp::constant ? nullptr : values_[in.a];
-      const T* __restrict b = nullptr;
+      T* dst = (i + 1 == n && !plan_.reducing && os == 1) ? out : buffer(i);
+      Value& v = values_[i];
       switch (in.op) {
         case FusedOp::load: {
           const std::ptrdiff_t st = plan_.inner.in[in.a];
           const T* src = plan_.in[in.a] + offsets_[in.a];
-          if (st == 1 && dst != out) {
-            values_[i] = src;
-            continue;
-          }
-          if (st == 1) {
-            std::memcpy(dst, src, w * sizeof(T));
-          } else if (st == 0) {
-            std::fill_n(dst, w, *src);
+          if (st == 0) {
+            v = {nullptr, true, *src};
+          } else if (st == 1) {
+            v = {src, false, T(0)};
           } else {
             for (std::size_t x = 0; x < w; ++x) dst[x] = src[static_cast<std::ptrdiff_t>(x) * st];
+            v = {dst, false, T(0)};
           }
           break;
         }
-        case FusedOp::constant:
-          if (dst != out) {
-            values_[i] = buffer(i);
-            continue;
-          }
-          std::fill_n(dst, w, static_cast<T>(in.x));
-          break;
-        case FusedOp::add:
-          b = values_[in.b];
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] + b[x];
-          break;
-        case FusedOp::subtract:
-          b = values_[in.b];
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] - b[x];
-          break;
-        case FusedOp::multiply:
-          b = values_[in.b];
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] * b[x];
-          break;
-        case FusedOp::divide:
-          b = values_[in.b];
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] / b[x];
-          break;
+        case FusedOp::constant: v = {nullptr, true, static_cast<T>(in.x)}; break;
+        case FusedOp::add: v = binary([](T x, T y) { return x + y; }, values_[in.a], values_[in.b], dst, w); break;
+        case FusedOp::subtract: v = binary([](T x, T y) { return x - y; }, values_[in.a], values_[in.b], dst, w); break;
+        case FusedOp::multiply: v = binary([](T x, T y) { return x * y; }, values_[in.a], values_[in.b], dst, w); break;
+        case FusedOp::divide: v = binary([](T x, T y) { return x / y; }, values_[in.a], values_[in.b], dst, w); break;
         case FusedOp::maximum:
-          b = values_[in.b];
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] < b[x] ? b[x] : a[x];
+          v = binary([](T x, T y) { return x < y ? y : x; }, values_[in.a], values_[in.b], dst, w);
           break;
         case FusedOp::minimum:
-          b = values_[in.b];
-          for (std::size_t x = 0; x < w; ++x) dst[x] = b[x] < a[x] ? b[x] : a[x];
+          v = binary([](T x, T y) { return y < x ? y : x; }, values_[in.a], values_[in.b], dst, w);
           break;
-        case FusedOp::negate:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = -a[x];
-          break;
-        case FusedOp::exp:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::exp(a[x]);
-          break;
-        case FusedOp::log:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::log(a[x]);
-          break;
-        case FusedOp::sqrt:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::sqrt(a[x]);
-          break;
-        case FusedOp::abs:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::abs(a[x]);
-          break;
-        case FusedOp::square:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] * a[x];
-          break;
-        case FusedOp::sin:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::sin(a[x]);
-          break;
-        case FusedOp::cos:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::cos(a[x]);
-          break;
-        case FusedOp::tanh:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::tanh(a[x]);
-          break;
+        case FusedOp::negate: v = unary([](T x) { return -x; }, values_[in.a], dst, w); break;
+        case FusedOp::exp: v = unary([](T x) { return std::exp(x); }, values_[in.a], dst, w); break;
+        case FusedOp::log: v = unary([](T x) { return std::log(x); }, values_[in.a], dst, w); break;
+        case FusedOp::sqrt: v = unary([](T x) { return std::sqrt(x); }, values_[in.a], dst, w); break;
+        case FusedOp::abs: v = unary([](T x) { return std::abs(x); }, values_[in.a], dst, w); break;
+        case FusedOp::square: v = unary([](T x) { return x * x; }, values_[in.a], dst, w); break;
+        case FusedOp::sin: v = unary([](T x) { return std::sin(x); }, values_[in.a], dst, w); break;
+        case FusedOp::cos: v = unary([](T x) { return std::cos(x); }, values_[in.a], dst, w); break;
+        case FusedOp::tanh: v = unary([](T x) { return std::tanh(x); }, values_[in.a], dst, w); break;
         case FusedOp::sign:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = static_cast<T>((T(0) < a[x]) - (a[x] < T(0)));
+          v = unary([](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }, values_[in.a], dst, w);
           break;
-        case FusedOp::reciprocal:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = T(1) / a[x];
-          break;
+        case FusedOp::reciprocal: v = unary([](T x) { return T(1) / x; }, values_[in.a], dst, w); break;
         case FusedOp::power: {
           const T p = static_cast<T>(in.x);
-          for (std::size_t x = 0; x < w; ++x) dst[x] = std::pow(a[x], p);
+          v = unary([p](T x) { return std::pow(x, p); }, values_[in.a], dst, w);
           break;
         }
         case FusedOp::clamp: {
           const T lo = static_cast<T>(in.x), hi = static_cast<T>(in.y);
-          for (std::size_t x = 0; x < w; ++x) dst[x] = a[x] < lo ? lo : (hi < a[x] ? hi : a[x]);
+          v = unary([lo, hi](T x) { return x < lo ? lo : (hi < x ? hi : x); }, values_[in.a], dst, w);
           break;
         }
-        case FusedOp::call:
-          for (std::size_t x = 0; x < w; ++x) dst[x] = call(in.b, a[x]);
+        case FusedOp::call: {
+          const std::size_t f = in.b;
+          v = unary([this, f](T x) { return call(f, x); }, values_[in.a], dst, w);
           break;
+        }
       }
-      values_[i] = dst;
     }
-    const T* v = values_[n - 1];
+    const Value& v = values_[n - 1];
     if (!plan_.reducing) {
-      if (v == out) return;
-      if (os == 1) {
-        std::memcpy(out, v, w * sizeof(T));
+      if (v.p == out) return;
+      if (v.uniform) {
+        for (std::size_t x = 0; x < w; ++x) out[static_cast<std::ptrdiff_t>(x) * os] = v.s;
+      } else if (os == 1) {
+        std::memcpy(out, v.p, w * sizeof(T));
       } else {
-        for (std::size_t x = 0; x < w; ++x) out[static_cast<std::ptrdiff_t>(x) * os] = v[x];
+        for (std::size_t x = 0; x < w; ++x) out[static_cast<std::ptrdiff_t>(x) * os] = v.p[x];
       }
       return;
     }
     const ReduceOp op = plan_.params->reduce;
     if (os == 0) {
       T acc = identity<T>(op);
-      if (op == ReduceOp::sum) {
-        for (std::size_t x = 0; x < w; ++x) acc += v[x];
+      if (v.uniform) {
+        acc = op == ReduceOp::sum ? v.s * static_cast<T>(w) : (w ? v.s : acc);
+      } else if (op == ReduceOp::sum) {
+        const T* __restrict p = v.p;
+        for (std::size_t x = 0; x < w; ++x) acc += p[x];
       } else {
-        for (std::size_t x = 0; x < w; ++x) acc = combine(op, acc, v[x]);
+        for (std::size_t x = 0; x < w; ++x) acc = combine(op, acc, v.p[x]);
       }
       *out = combine(op, *out, acc);
     } else {
       for (std::size_t x = 0; x < w; ++x) {
         T& o = out[static_cast<std::ptrdiff_t>(x) * os];
-        o = combine(op, o, v[x]);
+        o = combine(op, o, v.uniform ? v.s : v.p[x]);
       }
     }
   }
@@ -275,7 +266,7 @@ class Evaluator {
   const Plan<T>& plan_;
   const std::vector<FusedInstr>& program_;
   std::vector<T> scratch_;
-  std::vector<const T*> values_;
+  std::vector<Value> values_;
   std::vector<std::ptrdiff_t> offsets_;
 };
 
@@ -381,8 +372,10 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
   merged.pop_back();
   // A transposed operand: stride 1 along another mode than the innermost one. That mode
   // becomes the block mode, walked in tiles (moved last among the rows).
+  // Only an operand that varies along the innermost mode is read across rows (a broadcast
+  // one, stride 0 there, is one value per strip).
   for (std::size_t k = 0; k < nin && !plan.has_block; ++k) {
-    if (plan.inner.in[k] == 1) continue;
+    if (plan.inner.in[k] == 1 || plan.inner.in[k] == 0) continue;
     for (std::size_t d = 0; d < merged.size(); ++d) {
       if (merged[d].in[k] == 1 && merged[d].extent > 1) {
         Dim b = merged[d];
