@@ -33,6 +33,8 @@ constexpr std::size_t kParallelMin = std::size_t{1} << 15;
 constexpr std::size_t kTile = 32;
 // Modes of extent 2 or more in one array: at most 64, or it would not fit in memory.
 constexpr std::size_t kMaxDims = 64;
+// Bytes a contiguous row copy prefetches ahead of its reads.
+constexpr std::size_t kPrefetchAhead = 1024;
 // Rows longer than this are cut into pieces when there are too few rows to share out.
 constexpr std::size_t kRowPiece = 4096;
 
@@ -115,6 +117,9 @@ void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std:
               T beta) {
   if (si == 1 && so == 1) {
     if (beta == T(0)) {
+      // Reads run ahead of the copy by a few cache lines: rows are short and a pack reads
+      // many of them from memory, where the hardware prefetchers start late on each.
+      for (std::size_t x = 0; x < n; x += 64 / sizeof(T)) __builtin_prefetch(in + x + kPrefetchAhead / sizeof(T));
       for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x];
     } else {
       for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x] + beta * out[x];
@@ -159,9 +164,13 @@ void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
 
 // The copy over simplified dims, rows of the output's fastest mode.
 template <class T>
-void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel) {
+void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order) {
   const Dim inner = dims.back();
   dims.pop_back();
+  // A gather visits the rows in the input's memory order (see strided_gather).
+  if (read_order) {
+    std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.in > y.in; });
+  }
   std::size_t outer = 1;
   for (const Dim& d : dims) outer *= d.extent;
   const std::size_t total = outer * inner.extent;
@@ -235,7 +244,7 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
 }
 
 template <class T>
-void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel) {
+void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order = false) {
   if (!simplify(dims)) return;
   if (dims.empty()) {
     out[0] = beta == T(0) ? alpha * in[0] : alpha * in[0] + beta * out[0];
@@ -248,7 +257,7 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
   // Rows when the output's fastest mode is also the input's fastest, or when it is nearly
   // so (a short jump in the input still reads whole cache lines across a few rows).
   if (fast == dims.size() - 1 || dims.back().in <= 4) {
-    copy_rows(in, out, std::move(dims), alpha, beta, parallel);
+    copy_rows(in, out, std::move(dims), alpha, beta, parallel, read_order);
   } else {
     copy_tiles(in, out, std::move(dims), fast, alpha, beta, parallel);
   }
@@ -339,6 +348,14 @@ KernelCount strided_copy(const T* in, const Strides& in_strides, T* out, const S
   for (std::size_t d = 0; d < extents.size(); ++d) dims[d] = {extents[d], in_strides[d], out_strides[d]};
   copy_dims(in, out, std::move(dims), alpha, beta, parallel);
   return {copy_flops(product(extents), alpha, beta), 1};
+}
+
+template <class T>
+void strided_gather(const T* in, const Strides& in_strides, T* out, const Strides& out_strides,
+                    const Extents& extents) {
+  std::vector<Dim> dims(extents.size());
+  for (std::size_t d = 0; d < extents.size(); ++d) dims[d] = {extents[d], in_strides.at(d), out_strides.at(d)};
+  copy_dims(in, out, std::move(dims), T(1), T(0), false, true);
 }
 
 template <class T>
@@ -441,6 +458,7 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
 
 #define TENEX_INSTANTIATE_PERMUTE(T)                                                                              \
   template KernelCount strided_copy<T>(const T*, const Strides&, T*, const Strides&, const Extents&, T, T, bool); \
+  template void strided_gather<T>(const T*, const Strides&, T*, const Strides&, const Extents&);                  \
   template KernelCount permute<T>(const T*, const Extents&, const std::vector<std::size_t>&, T*, T);              \
   template KernelCount reduce<T>(const T*, const Extents&, const Modes&, T*, const Modes&, T);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PERMUTE)
