@@ -112,13 +112,13 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   g.n = n;
   g.k = k;
   if (plan.permute_a) {
-    std::tie(g.a_m, g.a_k) = fresh_group_strides(p, kA, plan.gm, plan.gk);
+    std::tie(g.a_m, g.a_k) = fresh_group_strides(p, kA, plan.gm, plan.gk, plan.flip_a);
   } else {
     g.a_m = group_stride(p.stride[kA], plan.gm);
     g.a_k = group_stride(p.stride[kA], plan.gk);
   }
   if (plan.permute_b) {
-    std::tie(g.b_k, g.b_n) = fresh_group_strides(p, kB, plan.gk, plan.gn);
+    std::tie(g.b_k, g.b_n) = fresh_group_strides(p, kB, plan.gk, plan.gn, plan.flip_b);
   } else {
     g.b_k = group_stride(p.stride[kB], plan.gk);
     g.b_n = group_stride(p.stride[kB], plan.gn);
@@ -171,8 +171,16 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   for (int op : {kA, kB}) {
     if (!(op == kA ? plan.permute_a : plan.permute_b)) continue;
     if (plan.tile_pack) {
+      // The part a tile reads is gathered from memory in runs along the operand's fastest
+      // modes up to the first tile mode; runs shorter than a cache line waste the rest.
+      double run = 1;
+      for (auto it = p.order[op].rbegin(); it != p.order[op].rend() && !contains(plan.tiles, *it); ++it) {
+        run *= static_cast<double>(p.extent[static_cast<std::size_t>(*it)]);
+      }
+      const double waste = std::max(0.0, 64.0 / (run * es) - 1.0);
       packed_tile_bytes += tile_share[static_cast<std::size_t>(op)] * es;
-      seconds += tile_tasks * 2.0 * tile_share[static_cast<std::size_t>(op)] * es / (kCacheBandwidth * workers);
+      seconds += tile_tasks * tile_share[static_cast<std::size_t>(op)] * es *
+                 (2.0 / (kCacheBandwidth * workers) + waste / kMemoryBandwidth);
     } else {
       seconds += 2.0 * static_cast<double>(p.size[op]) * es / kMemoryBandwidth;
     }
@@ -247,6 +255,9 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
           plan.tiles = tiles;
           const int packs = output == Output::tiled && (permute_a || permute_b) ? 2 : 1;
           const int flips = output == Output::direct ? 1 : 2;
+          // The layouts of the permuted operands (flip_a, flip_b) are not candidates of
+          // their own: each plan takes the cheaper, which only changes the GEMM's form.
+          const int layouts = (permute_a ? 2 : 1) * (permute_b ? 2 : 1);
           for (int tile_pack = 0; tile_pack < packs; ++tile_pack) {
             for (int flip_c = 0; flip_c < flips; ++flip_c) {
               plan.tile_pack = tile_pack;
@@ -257,8 +268,14 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
                     plan.gm = gm;
                     plan.gn = gn;
                     plan.gk = gk;
-                    plan.seconds = plan_seconds(p, plan);
-                    if (plan.seconds < std::numeric_limits<double>::infinity()) visit(plan);
+                    Plan best = plan;
+                    for (int layout = 0; layout < layouts; ++layout) {
+                      plan.flip_a = permute_a && layout % 2;
+                      plan.flip_b = permute_b && (layout / (permute_a ? 2 : 1)) % 2;
+                      plan.seconds = plan_seconds(p, plan);
+                      if (layout == 0 || plan.seconds < best.seconds) best = plan;
+                    }
+                    if (best.seconds < std::numeric_limits<double>::infinity()) visit(best);
                   }
                 }
               }

@@ -21,6 +21,9 @@ struct Plan {
   bool tile_pack = false;
   // Buffered and tiled plans: the buffer's inner group is the other one (see fresh_layout).
   bool flip_c = false;
+  // Permuted operands: their inner group is the other one (see fresh_layout), which can
+  // give the GEMM an untransposed first matrix.
+  bool flip_a = false, flip_b = false;
   std::vector<int> gm, gn, gk;  // fused groups, slowest mode first
   std::vector<int> tiles;       // tiled: modes of c the tasks loop over
   double seconds = std::numeric_limits<double>::infinity();

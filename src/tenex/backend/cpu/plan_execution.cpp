@@ -94,8 +94,8 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
       if (!(op == kA ? plan.permute_a : plan.permute_b)) continue;
       TilePack& pack = packs[static_cast<std::size_t>(op)];
       pack.on = true;
-      const std::vector<int> layout = op == kA ? fresh_layout(p, kA, plan.gm, plan.gk, plan.tiles)
-                                               : fresh_layout(p, kB, plan.gk, plan.gn, plan.tiles);
+      const std::vector<int> layout = op == kA ? fresh_layout(p, kA, plan.gm, plan.gk, plan.tiles, plan.flip_a)
+                                               : fresh_layout(p, kB, plan.gk, plan.gn, plan.tiles, plan.flip_b);
       std::vector<std::ptrdiff_t>& strides = op == kA ? sa : sb;
       strides = dense_strides(p, layout);
       for (int d : layout) {
@@ -108,13 +108,13 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
     }
   } else if (plan.permute_a) {
     a_copy.emplace(p.size[kA]);
-    sa = pack_operand(p, kA, fresh_layout(p, kA, plan.gm, plan.gk, {}), a, a_copy->get());
+    sa = pack_operand(p, kA, fresh_layout(p, kA, plan.gm, plan.gk, {}, plan.flip_a), a, a_copy->get());
     a = a_copy->get();
     ++calls;
   }
   if (plan.permute_b && !per_tile) {
     b_copy.emplace(p.size[kB]);
-    sb = pack_operand(p, kB, fresh_layout(p, kB, plan.gk, plan.gn, {}), b, b_copy->get());
+    sb = pack_operand(p, kB, fresh_layout(p, kB, plan.gk, plan.gn, {}, plan.flip_b), b, b_copy->get());
     b = b_copy->get();
     ++calls;
   }
