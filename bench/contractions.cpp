@@ -1,6 +1,6 @@
 // Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
 //
-//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float]
+//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]
 //
 // The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
 // name, einsum ("bda,dc->abc": a's labels, b's labels, the result's), extents
@@ -13,6 +13,9 @@
 // --repeat runs after one warm-up. ratio = gemm / tenex: 1 or more means tenex is as fast as
 // one GEMM of the same size. `check` is the largest relative difference of a few elements of
 // the result against sums computed here, a guard against timing the wrong thing.
+//
+// --permutations instead times a few permutations (the statement b(out) = a(in)) against a
+// memcpy of the same bytes: ratio = memcpy / permutation, 1 meaning copy bandwidth.
 #include <cblas.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -49,7 +53,8 @@ struct Options {
   std::string path;
   int repeat = 5;
   std::string filter;
-  bool single = false;  // float instead of double
+  bool single = false;        // float instead of double
+  bool permutations = false;  // the permutation table instead of the cases
 };
 
 
@@ -62,6 +67,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg == "--float") {
       options.single = true;
+    } else if (arg == "--permutations") {
+      options.permutations = true;
     } else if (arg == "--repeat" || arg == "--filter") {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
@@ -193,15 +200,57 @@ Row bench_case(const Case& c, int repeat) {
   return row;
 }
 
+template <class T>
+void bench_permutations(int repeat) {
+  struct Permutation {
+    const char* from;
+    const char* to;
+    std::vector<std::size_t> extents;
+  };
+  const std::vector<Permutation> permutations{
+      {"d,b,c", "b,c,d", {170, 161, 161}},      {"a,b,c", "a,c,b", {170, 161, 161}},
+      {"a,b,c", "c,b,a", {170, 161, 161}},      {"e,c,b,f,a", "a,b,c,f,e", {39, 26, 26, 39, 39}},
+      {"g,f,a,c", "a,c,f,g", {23, 16, 23, 16}}, {"a,b,c,d,e,f", "f,e,d,c,b,a", {23, 16, 16, 23, 16, 16}},
+  };
+  std::printf("# permutation b(out) = a(in) vs memcpy of the same bytes, best of %d runs;\n", repeat);
+  std::printf("# ratio = memcpy_ms / permute_ms (1: copy bandwidth)\n");
+  std::printf("%-12s %-12s %8s %10s %10s %7s\n", "from", "to", "MB", "permute_ms", "memcpy_ms", "ratio");
+  for (const Permutation& p : permutations) {
+    Tensor<T> a{tenex::Shape(p.extents)}, b;
+    tenex::fill_random(a, 1);
+    std::vector<T> x(a.data(), a.data() + a.size()), y(a.size());
+    const std::function<void()> with_tenex = [&] { b(p.to) = a(p.from); };
+    const std::function<void()> with_copy = [&] { std::memcpy(y.data(), x.data(), x.size() * sizeof(T)); };
+    with_tenex();
+    with_copy();
+    double tenex_ms = std::numeric_limits<double>::infinity(), copy_ms = tenex_ms;
+    for (int r = 0; r < repeat; ++r) {
+      tenex_ms = std::min(tenex_ms, milliseconds_of(with_tenex));
+      copy_ms = std::min(copy_ms, milliseconds_of(with_copy));
+    }
+    std::printf("%-12s %-12s %8.1f %10.2f %10.2f %7.2f\n", p.from, p.to,
+                static_cast<double>(a.size() * sizeof(T)) * 1e-6, tenex_ms, copy_ms, copy_ms / tenex_ms);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
-    std::printf("usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float]\n");
+    std::printf("usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]\n");
     return 2;
   }
   try {
+    if (options->permutations) {
+      if (options->single) {
+        bench_permutations<float>(options->repeat);
+      } else {
+        bench_permutations<double>(options->repeat);
+      }
+      return 0;
+    }
     const std::vector<Case> cases = read_cases(options->path);
     std::printf("# tenex contraction vs one %s of the same m, n, k (%s), best of %d runs;\n",
                 options->single ? "sgemm" : "dgemm", options->single ? "float" : "double", options->repeat);
