@@ -1,17 +1,21 @@
 // Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
 //
-//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME]
+//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]
 //
 // The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
 // name, einsum ("bda,dc->abc": a's labels, b's labels, the result's), extents
 // ("a=312,b=312,..."), gflop and group, tab-separated; '#' starts a comment. For each case
-// this times the tenex statement c("a,b,c") = A("b,d,a") * B("d,c") (double, which runs at
-// its ';') and one cblas_dgemm of the same m, n, k on fresh contiguous matrices, where m is
+// this times the tenex statement c("a,b,c") = A("b,d,a") * B("d,c") (double, or float with
+// --float; it runs at its ';') and one cblas_dgemm (cblas_sgemm) of the same m, n, k on fresh
+// contiguous matrices, where m is
 // the product of A's free extents, n of B's and k of the contracted ones. Runs alternate
 // between the two so that drift in machine load hits both; each side reports its best of
 // --repeat runs after one warm-up. ratio = gemm / tenex: 1 or more means tenex is as fast as
 // one GEMM of the same size. `check` is the largest relative difference of a few elements of
 // the result against sums computed here, a guard against timing the wrong thing.
+//
+// --permutations instead times a few permutations (the statement b(out) = a(in)) against a
+// memcpy of the same bytes: ratio = memcpy / permutation, 1 meaning copy bandwidth.
 #include <cblas.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -48,6 +53,8 @@ struct Options {
   std::string path;
   int repeat = 5;
   std::string filter;
+  bool single = false;        // float instead of double
+  bool permutations = false;  // the permutation table instead of the cases
 };
 
 
@@ -58,7 +65,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
 #endif
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--repeat" || arg == "--filter") {
+    if (arg == "--float") {
+      options.single = true;
+    } else if (arg == "--permutations") {
+      options.permutations = true;
+    } else if (arg == "--repeat" || arg == "--filter") {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
       if (arg == "--filter") {
@@ -114,14 +125,15 @@ std::size_t offset_of(const Case& c, const std::string& letters, const std::map<
 
 // Largest relative difference between a few elements of the result and sums over the
 // contracted labels computed here.
-double check_result(const Case& c, const Tensor<double>& a, const Tensor<double>& b, const Tensor<double>& result) {
+template <class T>
+double check_result(const Case& c, const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& result) {
   std::string contracted;
   for (char ch : c.a) {
     if (c.b.find(ch) != std::string::npos && c.c.find(ch) == std::string::npos) contracted += ch;
   }
-  const double* pa = a.data();
-  const double* pb = b.data();
-  const double* pc = result.data();
+  const T* pa = a.data();
+  const T* pb = b.data();
+  const T* pc = result.data();
   std::mt19937_64 rng(7);
   double worst = 0;
   for (int sample = 0; sample < 8; ++sample) {
@@ -135,11 +147,12 @@ double check_result(const Case& c, const Tensor<double>& a, const Tensor<double>
         value[contracted[x]] = rest % c.extent.at(contracted[x]);
         rest /= c.extent.at(contracted[x]);
       }
-      const double term = pa[offset_of(c, c.a, value)] * pb[offset_of(c, c.b, value)];
+      const double term =
+          static_cast<double>(pa[offset_of(c, c.a, value)]) * static_cast<double>(pb[offset_of(c, c.b, value)]);
       sum += term;
       magnitude += std::abs(term);
     }
-    const double got = pc[offset_of(c, c.c, value)];
+    const auto got = static_cast<double>(pc[offset_of(c, c.c, value)]);
     worst = std::max(worst, std::abs(got - sum) / std::max(magnitude, std::numeric_limits<double>::min()));
   }
   return worst;
@@ -151,24 +164,30 @@ struct Row {
   double check = 0;
 };
 
+void xgemm(int m, int n, int k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0F, a, k, b, n, 0.0F, c, n);
+}
+void xgemm(int m, int n, int k, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+}
+
+template <class T>
 Row bench_case(const Case& c, int repeat) {
-  Tensor<double> a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), result;
+  Tensor<T> a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), result;
   tenex::fill_random(a, 1);
   tenex::fill_random(b, 2);
   const std::string la = labels_of(c.a), lb = labels_of(c.b), lc = labels_of(c.c);
 
   const auto [m, n, k] = gemm_size(c);
-  std::vector<double> ga(m * k), gb(k * n), gc(m * n);
+  std::vector<T> ga(m * k), gb(k * n), gc(m * n);
   std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  for (double& x : ga) x = uniform(rng);
-  for (double& x : gb) x = uniform(rng);
+  std::uniform_real_distribution<T> uniform(-1.0, 1.0);
+  for (T& x : ga) x = uniform(rng);
+  for (T& x : gb) x = uniform(rng);
 
   const std::function<void()> with_tenex = [&] { result(lc) = a(la) * b(lb); };
   const std::function<void()> with_gemm = [&] {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-                static_cast<int>(k), 1.0, ga.data(), static_cast<int>(k), gb.data(), static_cast<int>(n), 0.0,
-                gc.data(), static_cast<int>(n));
+    xgemm(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ga.data(), gb.data(), gc.data());
   };
   with_tenex();  // warm-up: first-touch page faults, thread start-up, plan caches
   with_gemm();
@@ -181,30 +200,74 @@ Row bench_case(const Case& c, int repeat) {
   return row;
 }
 
+template <class T>
+void bench_permutations(int repeat) {
+  struct Permutation {
+    const char* from;
+    const char* to;
+    std::vector<std::size_t> extents;
+  };
+  const std::vector<Permutation> permutations{
+      {"d,b,c", "b,c,d", {170, 161, 161}},      {"a,b,c", "a,c,b", {170, 161, 161}},
+      {"a,b,c", "c,b,a", {170, 161, 161}},      {"e,c,b,f,a", "a,b,c,f,e", {39, 26, 26, 39, 39}},
+      {"g,f,a,c", "a,c,f,g", {23, 16, 23, 16}}, {"a,b,c,d,e,f", "f,e,d,c,b,a", {23, 16, 16, 23, 16, 16}},
+  };
+  std::printf("# permutation b(out) = a(in) vs memcpy of the same bytes, best of %d runs;\n", repeat);
+  std::printf("# ratio = memcpy_ms / permute_ms (1: copy bandwidth)\n");
+  std::printf("%-12s %-12s %8s %10s %10s %7s\n", "from", "to", "MB", "permute_ms", "memcpy_ms", "ratio");
+  for (const Permutation& p : permutations) {
+    Tensor<T> a{tenex::Shape(p.extents)}, b;
+    tenex::fill_random(a, 1);
+    std::vector<T> x(a.data(), a.data() + a.size()), y(a.size());
+    const std::function<void()> with_tenex = [&] { b(p.to) = a(p.from); };
+    const std::function<void()> with_copy = [&] { std::memcpy(y.data(), x.data(), x.size() * sizeof(T)); };
+    with_tenex();
+    with_copy();
+    double tenex_ms = std::numeric_limits<double>::infinity(), copy_ms = tenex_ms;
+    for (int r = 0; r < repeat; ++r) {
+      tenex_ms = std::min(tenex_ms, milliseconds_of(with_tenex));
+      copy_ms = std::min(copy_ms, milliseconds_of(with_copy));
+    }
+    std::printf("%-12s %-12s %8.1f %10.2f %10.2f %7.2f\n", p.from, p.to,
+                static_cast<double>(a.size() * sizeof(T)) * 1e-6, tenex_ms, copy_ms, copy_ms / tenex_ms);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
-    std::printf("usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME]\n");
+    std::printf("usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]\n");
     return 2;
   }
   try {
+    if (options->permutations) {
+      if (options->single) {
+        bench_permutations<float>(options->repeat);
+      } else {
+        bench_permutations<double>(options->repeat);
+      }
+      return 0;
+    }
     const std::vector<Case> cases = read_cases(options->path);
-    std::printf("# tenex contraction vs one dgemm of the same m, n, k (double), best of %d runs;\n", options->repeat);
+    std::printf("# tenex contraction vs one %s of the same m, n, k (%s), best of %d runs;\n",
+                options->single ? "sgemm" : "dgemm", options->single ? "float" : "double", options->repeat);
     std::printf("# ratio = gemm_ms / tenex_ms (>= 1: as fast as GEMM)\n");
     std::printf("%-8s %-20s %7s %10s %10s %7s %10s\n", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
                 "check");
-    double log_sum = 0;
+    double log_sum = 0, worst = std::numeric_limits<double>::infinity();
     int counted = 0;
     for (const Case& c : cases) {
       if (!options->filter.empty() && c.name.find(options->filter) == std::string::npos) continue;
-      const Row row = bench_case(c, options->repeat);
+      const Row row = options->single ? bench_case<float>(c, options->repeat) : bench_case<double>(c, options->repeat);
       const GemmSize size = gemm_size(c);
       const double gflop =
           2.0 * static_cast<double>(size.m) * static_cast<double>(size.n) * static_cast<double>(size.k) * 1e-9;
       const double ratio = row.gemm_ms / row.tenex_ms;
       log_sum += std::log(ratio);
+      worst = std::min(worst, ratio);
       ++counted;
       std::printf("%-8s %-20s %7.3f %10.2f %10.2f %7.2f %10.1e\n", c.name.c_str(), c.einsum.c_str(), gflop,
                   row.tenex_ms, row.gemm_ms, ratio, row.check);
@@ -214,7 +277,8 @@ int main(int argc, char** argv) {
       std::printf("no case matches\n");
       return 1;
     }
-    std::printf("geometric mean ratio over %d cases: %.3f\n", counted, std::exp(log_sum / counted));
+    std::printf("geometric mean ratio over %d cases: %.3f (lowest %.2f)\n", counted, std::exp(log_sum / counted),
+                worst);
   } catch (const std::exception& error) {
     std::printf("error: %s\n", error.what());
     return 1;

@@ -391,6 +391,44 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_copy scatters with beta", T, cpu
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_copy, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_gather packs a strided part densely", T, cpu_kernels_strided_gather) {
+  std::mt19937 rng(13);
+  // The part [e][f][a] of a 5-d array [e][c][b][f][a] at fixed c, b, packed as [f][e][a]
+  // (the per-tile pack of a contraction), and a full transpose.
+  const std::size_t ne = 7, nc = 3, nb = 4, nf = 9, na = 37;
+  const auto in = random_values<T>(ne * nc * nb * nf * na, rng);
+  const auto sa = static_cast<std::ptrdiff_t>(1), sf = static_cast<std::ptrdiff_t>(na),
+             sb = static_cast<std::ptrdiff_t>(nf * na), sc = static_cast<std::ptrdiff_t>(nb * nf * na),
+             se = static_cast<std::ptrdiff_t>(nc * nb * nf * na);
+  const std::ptrdiff_t base = 2 * sc + 1 * sb;
+  std::vector<T> out(nf * ne * na, T(-7));
+  cpu::strided_gather(in.data() + base, cpu::Strides{sf, se, sa}, out.data(),
+                      cpu::Strides{static_cast<std::ptrdiff_t>(ne * na), static_cast<std::ptrdiff_t>(na), 1},
+                      Extents{nf, ne, na});
+  std::size_t bad = 0;
+  for (std::size_t f = 0; f < nf; ++f) {
+    for (std::size_t e = 0; e < ne; ++e) {
+      for (std::size_t a = 0; a < na; ++a) {
+        const auto from = base + static_cast<std::ptrdiff_t>(f) * sf + static_cast<std::ptrdiff_t>(e) * se +
+                          static_cast<std::ptrdiff_t>(a) * sa;
+        if (!(out[(f * ne + e) * na + a] == in[static_cast<std::size_t>(from)])) ++bad;
+      }
+    }
+  }
+  CHECK(bad == 0);
+  std::vector<T> t(nf * na, T(0));
+  cpu::strided_gather(in.data(), cpu::Strides{sf, sa}, t.data(), cpu::Strides{1, static_cast<std::ptrdiff_t>(nf)},
+                      Extents{nf, na});
+  bad = 0;
+  for (std::size_t f = 0; f < nf; ++f) {
+    for (std::size_t a = 0; a < na; ++a) {
+      if (!(t[a * nf + f] == in[f * na + a])) ++bad;
+    }
+  }
+  CHECK(bad == 0);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_gather, Scalars);
+
 // ----------------------------------------------------------------------------------------
 // reduce
 
@@ -494,6 +532,10 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on a problem large 
   extent_of = {60, 50, 12, 64};
   extent_of.resize(26, 1);
   check_contract<T>(parse("bda,dc->abc", extent_of), rng, T(-1), T(0.5), true, 5);
+  // Skinny, with a tiled plan that packs a per tile (tccg07's shape).
+  extent_of = {12, 9, 8, 7, 12, 13};
+  extent_of.resize(26, 1);
+  check_contract<T>(parse("ecbfa,fd->abcde", extent_of), rng, T(1), T(0), true, 7);
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_threaded_plans, Scalars);
 

@@ -14,6 +14,7 @@
 #include "tenex/backend/cpu/contraction_plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -34,9 +35,11 @@ namespace {
 
 // GEMM flops per second of one core on large double matrices (twice that for float).
 constexpr double kCorePeakDouble = 45e9;
-// A GEMM dimension of extent x runs at x / (x + kHalfSpeed) of the peak: a dimension of 8
-// halves the speed (packing and edge cases dominate).
-constexpr double kHalfSpeed = 8.0;
+// A GEMM dimension of extent x runs at x / (x + kHalfSpeed) of the peak: a dimension of 3
+// halves the speed (packing and edge cases dominate). OpenBLAS's small-matrix kernels keep
+// dimensions of 16-24 near the peak (measured: 5888 GEMMs of 16 x 368 x 23 at 41 GF/s),
+// which the earlier value 8 missed, favouring tiled plans over direct ones.
+constexpr double kHalfSpeed = 3.0;
 // Fixed cost of one GEMM call (argument checks, buffer set-up).
 constexpr double kCallSeconds = 0.4e-6;
 // Bytes per second a permutation moves through memory (reads plus writes, all cores).
@@ -111,13 +114,13 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   g.n = n;
   g.k = k;
   if (plan.permute_a) {
-    std::tie(g.a_m, g.a_k) = fresh_group_strides(p, kA, plan.gm, plan.gk);
+    std::tie(g.a_m, g.a_k) = fresh_group_strides(p, kA, plan.gm, plan.gk, plan.flip_a);
   } else {
     g.a_m = group_stride(p.stride[kA], plan.gm);
     g.a_k = group_stride(p.stride[kA], plan.gk);
   }
   if (plan.permute_b) {
-    std::tie(g.b_k, g.b_n) = fresh_group_strides(p, kB, plan.gk, plan.gn);
+    std::tie(g.b_k, g.b_n) = fresh_group_strides(p, kB, plan.gk, plan.gn, plan.flip_b);
   } else {
     g.b_k = group_stride(p.stride[kB], plan.gk);
     g.b_n = group_stride(p.stride[kB], plan.gn);
@@ -126,11 +129,15 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     g.c_m = group_stride(p.stride[kC], plan.gm);
     g.c_n = group_stride(p.stride[kC], plan.gn);
   } else {
-    std::tie(g.c_m, g.c_n) = fresh_group_strides(p, kC, plan.gm, plan.gn);
+    std::tie(g.c_m, g.c_n) = fresh_group_strides(p, kC, plan.gm, plan.gn, plan.flip_c);
   }
-  if (!blas_accepts(g)) return std::numeric_limits<double>::infinity();
+  const auto es = static_cast<double>(p.element_size);
+  const double pack = blas_pack_seconds(g, p.element_size);
+  if (!(pack < std::numeric_limits<double>::infinity())) return std::numeric_limits<double>::infinity();
 
   double loops_c = 1, loops_k = 1, tile_tasks = 1;
+  std::array<double, 2> tile_share{1, 1};  // elements of a and b one tile reads
+  for (int op : {kA, kB}) tile_share[static_cast<std::size_t>(op)] = static_cast<double>(p.size[op]);
   for (std::size_t u = 0; u < p.modes(); ++u) {
     const int d = static_cast<int>(u);
     const auto e = static_cast<double>(p.extent[u]);
@@ -139,9 +146,13 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     } else if (!contains(plan.gm, d) && !contains(plan.gn, d)) {
       loops_c *= e;
     }
-    if (contains(plan.tiles, d)) tile_tasks *= e;
+    if (contains(plan.tiles, d)) {
+      tile_tasks *= e;
+      for (int op : {kA, kB}) {
+        if (p.has(op, d)) tile_share[static_cast<std::size_t>(op)] /= e;
+      }
+    }
   }
-  const auto es = static_cast<double>(p.element_size);
   const double peak = kCorePeakDouble * 8.0 / es;
   const auto threads = static_cast<double>(p.threads);
   const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
@@ -154,14 +165,35 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     tasks = loops_c * std::max(1.0, std::floor(dm / kMinSlice)) * std::max(1.0, std::floor(dn / kMinSlice));
   }
   const double workers = std::min(threads, tasks);
-  double seconds = flops / (workers * peak * speed(dm) * speed(dn) * speed(dk)) + calls * kCallSeconds / workers;
+  double seconds =
+      flops / (workers * peak * speed(dm) * speed(dn) * speed(dk)) + calls * (kCallSeconds + pack) / workers;
 
   const auto bytes_c = static_cast<double>(p.size[kC]) * es;
-  if (plan.permute_a) seconds += 2.0 * static_cast<double>(p.size[kA]) * es / kMemoryBandwidth;
-  if (plan.permute_b) seconds += 2.0 * static_cast<double>(p.size[kB]) * es / kMemoryBandwidth;
+  double packed_tile_bytes = 0;  // per task, of the operands packed per tile
+  for (int op : {kA, kB}) {
+    if (!(op == kA ? plan.permute_a : plan.permute_b)) continue;
+    if (plan.tile_pack) {
+      // The part a tile reads is gathered from memory in runs along the operand's fastest
+      // modes up to the first tile mode; runs shorter than a cache line waste the rest.
+      double run = 1;
+      for (auto it = p.order[op].rbegin(); it != p.order[op].rend() && !contains(plan.tiles, *it); ++it) {
+        run *= static_cast<double>(p.extent[static_cast<std::size_t>(*it)]);
+      }
+      const double waste = std::max(0.0, 64.0 / (run * es) - 1.0);
+      packed_tile_bytes += tile_share[static_cast<std::size_t>(op)] * es;
+      seconds += tile_tasks * tile_share[static_cast<std::size_t>(op)] * es *
+                 (2.0 / (kCacheBandwidth * workers) + waste / kMemoryBandwidth);
+    } else {
+      seconds += 2.0 * static_cast<double>(p.size[op]) * es / kMemoryBandwidth;
+    }
+  }
   // Accumulating GEMMs re-read and re-write c (or its tile, or buffer) once per k loop.
   if (loops_k > 1) seconds += (loops_k - 1.0) * 2.0 * bytes_c / (kCacheBandwidth * workers);
   const double read_c = p.beta_zero ? 0.0 : 1.0;
+  // A buffer whose inner group is not the one holding c's fastest mode is scattered by a
+  // transpose rather than by rows: another pass over the tile in cache, or over memory.
+  if (plan.flip_c && plan.output == Output::tiled) seconds += bytes_c / (kCacheBandwidth * workers);
+  if (plan.flip_c && plan.output == Output::buffered) seconds += bytes_c / kMemoryBandwidth;
   if (plan.output == Output::buffered) {
     seconds += (2.0 + read_c) * bytes_c / kMemoryBandwidth;
   } else if (plan.output == Output::tiled) {
@@ -175,7 +207,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     seconds += 2.0 * bytes_c / (kCacheBandwidth * workers) + (waste + read_c) * bytes_c / kMemoryBandwidth;
     // Runs shorter than a page land on a different page each: a TLB miss per run.
     if (run * es < 4096.0) seconds += static_cast<double>(p.size[kC]) / run * kScatteredRunSeconds / workers;
-    if (bytes_c / tile_tasks > kTileBytes) seconds += bytes_c / kMemoryBandwidth;
+    if (bytes_c / tile_tasks + packed_tile_bytes > kTileBytes) seconds += bytes_c / kMemoryBandwidth;
   }
   return seconds;
 }
@@ -223,14 +255,31 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
           plan.permute_b = permute_b;
           plan.output = output;
           plan.tiles = tiles;
-          for (const Group& gm : runs_m) {
-            for (const Group& gn : runs_n) {
-              for (const Group& gk : ks) {
-                plan.gm = gm;
-                plan.gn = gn;
-                plan.gk = gk;
-                plan.seconds = plan_seconds(p, plan);
-                if (plan.seconds < std::numeric_limits<double>::infinity()) visit(plan);
+          const int packs = output == Output::tiled && (permute_a || permute_b) ? 2 : 1;
+          const int flips = output == Output::direct ? 1 : 2;
+          // The layouts of the permuted operands (flip_a, flip_b) are not candidates of
+          // their own: each plan takes the cheaper, which only changes the GEMM's form.
+          const int layouts = (permute_a ? 2 : 1) * (permute_b ? 2 : 1);
+          for (int tile_pack = 0; tile_pack < packs; ++tile_pack) {
+            for (int flip_c = 0; flip_c < flips; ++flip_c) {
+              plan.tile_pack = tile_pack;
+              plan.flip_c = flip_c;
+              for (const Group& gm : runs_m) {
+                for (const Group& gn : runs_n) {
+                  for (const Group& gk : ks) {
+                    plan.gm = gm;
+                    plan.gn = gn;
+                    plan.gk = gk;
+                    Plan best = plan;
+                    for (int layout = 0; layout < layouts; ++layout) {
+                      plan.flip_a = permute_a && layout % 2;
+                      plan.flip_b = permute_b && (layout / (permute_a ? 2 : 1)) % 2;
+                      plan.seconds = plan_seconds(p, plan);
+                      if (layout == 0 || plan.seconds < best.seconds) best = plan;
+                    }
+                    if (best.seconds < std::numeric_limits<double>::infinity()) visit(best);
+                  }
+                }
               }
             }
           }

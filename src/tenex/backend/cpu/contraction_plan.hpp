@@ -16,6 +16,14 @@ struct Plan {
   bool naive = true;  // plain loops instead of GEMM
   bool permute_a = false, permute_b = false;
   Output output = Output::direct;
+  // Tiled plans: the permuted operands are packed per task, only the part the tile reads
+  // (laid out as fresh_layout with the tile modes skipped), so that the copy stays in cache.
+  bool tile_pack = false;
+  // Buffered and tiled plans: the buffer's inner group is the other one (see fresh_layout).
+  bool flip_c = false;
+  // Permuted operands: their inner group is the other one (see fresh_layout), which can
+  // give the GEMM an untransposed first matrix.
+  bool flip_a = false, flip_b = false;
   std::vector<int> gm, gn, gk;  // fused groups, slowest mode first
   std::vector<int> tiles;       // tiled: modes of c the tasks loop over
   double seconds = std::numeric_limits<double>::infinity();

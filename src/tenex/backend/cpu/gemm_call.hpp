@@ -18,6 +18,13 @@ struct Geometry {
 // sizes within int.
 bool blas_accepts(const Geometry& g);
 
+// Seconds OpenBLAS spends packing the operands of the row-major call gemm() makes for `g`
+// beyond the plain (untransposed) forms, or infinity when no call runs it. Its packing speed
+// depends on the operand's place in the call and its transpose flag: the first matrix
+// transposed packs about three times slower than plain. That matters for skinny products
+// (a small m or n), where packing the large operand is most of the work.
+double blas_pack_seconds(const Geometry& g, std::size_t element_size);
+
 // c = alpha a b + beta c on strided matrices (beta == 0: c is not read). Plans only produce
 // geometries blas_accepts; the plain loop behind it is a safety net that keeps this function
 // from failing inside a parallel region.

@@ -34,6 +34,12 @@ template <class T>
 KernelCount strided_copy(const T* in, const Strides& in_strides, T* out, const Strides& out_strides,
                          const Extents& extents, T alpha, T beta, bool parallel = true);
 
+/// out = in (strided_copy with alpha 1, beta 0, on the calling thread) for packing part of a
+/// large array into a small buffer: rows are visited in the input's memory order, so that
+/// the reads from memory form one stream while the writes land in cache.
+template <class T>
+void strided_gather(const T* in, const Strides& in_strides, T* out, const Strides& out_strides, const Extents& extents);
+
 /// out[out_modes] = alpha * sum over the modes of `in` that out lacks of in[in_modes].
 /// in_modes MAY repeat (a repeated id takes the diagonal); out_modes are unique and a
 /// subset of in_modes, in any order. Covers diagonal, trace, partial sums and permutation.

@@ -23,13 +23,13 @@ void layout_of(const Problem& p, int op, const std::vector<int>& layout, Extents
 }  // namespace
 
 std::vector<int> fresh_layout(const Problem& p, int op, const Group& first, const Group& second,
-                              const std::vector<int>& skip) {
+                              const std::vector<int>& skip, bool flip) {
   std::vector<int> layout;
   for (int d : p.order[op]) {
     if (!contains(first, d) && !contains(second, d) && !contains(skip, d)) layout.push_back(d);
   }
   const int fast = p.last(op);
-  const bool first_inner = fast >= 0 && contains(first, fast);
+  const bool first_inner = (fast >= 0 && contains(first, fast)) != flip;
   const Group& outer_group = first_inner ? second : first;
   const Group& inner_group = first_inner ? first : second;
   layout.insert(layout.end(), outer_group.begin(), outer_group.end());
@@ -49,9 +49,9 @@ std::vector<std::ptrdiff_t> dense_strides(const Problem& p, const std::vector<in
 }
 
 std::pair<std::ptrdiff_t, std::ptrdiff_t> fresh_group_strides(const Problem& p, int op, const Group& first,
-                                                              const Group& second) {
+                                                              const Group& second, bool flip) {
   const int fast = p.last(op);
-  const bool first_inner = fast >= 0 && contains(first, fast);
+  const bool first_inner = (fast >= 0 && contains(first, fast)) != flip;
   const auto inner_extent = static_cast<std::ptrdiff_t>(extent_of(p, first_inner ? first : second));
   return first_inner ? std::pair<std::ptrdiff_t, std::ptrdiff_t>{1, inner_extent}
                      : std::pair<std::ptrdiff_t, std::ptrdiff_t>{inner_extent, 1};

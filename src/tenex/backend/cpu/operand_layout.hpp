@@ -13,9 +13,9 @@ namespace tenex::detail::cpu::contraction {
 
 // Layout of an operand laid out afresh: its loop modes (in the operand's own order), then
 // its two groups, the one holding the operand's fastest mode innermost (so that the
-// permutation keeps its inner rows), else `second` innermost.
+// permutation keeps its inner rows), else `second` innermost; `flip` swaps the two groups.
 std::vector<int> fresh_layout(const Problem& p, int op, const Group& first, const Group& second,
-                              const std::vector<int>& skip);
+                              const std::vector<int>& skip, bool flip = false);
 
 // Dense row-major strides, per distinct mode, of `layout`.
 std::vector<std::ptrdiff_t> dense_strides(const Problem& p, const std::vector<int>& layout);
@@ -27,7 +27,7 @@ inline std::ptrdiff_t group_stride(const std::vector<std::ptrdiff_t>& s, const G
 
 // The group strides of an operand laid out afresh (see fresh_layout), without building it.
 std::pair<std::ptrdiff_t, std::ptrdiff_t> fresh_group_strides(const Problem& p, int op, const Group& first,
-                                                              const Group& second);
+                                                              const Group& second, bool flip = false);
 
 // Copies operand `op` (`in`, as the problem lays it out) into `out`, laid out densely as
 // `layout`, and returns out's strides per distinct mode.

@@ -7,11 +7,16 @@
 // so that reads and writes both touch whole cache lines while a tile sits in L1.
 #include <omp.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tenex/backend/cpu/kernels.hpp"
@@ -33,6 +38,8 @@ constexpr std::size_t kParallelMin = std::size_t{1} << 15;
 constexpr std::size_t kTile = 32;
 // Modes of extent 2 or more in one array: at most 64, or it would not fit in memory.
 constexpr std::size_t kMaxDims = 64;
+// Bytes a contiguous row copy prefetches ahead of its reads.
+constexpr std::size_t kPrefetchAhead = 1024;
 // Rows longer than this are cut into pieces when there are too few rows to share out.
 constexpr std::size_t kRowPiece = 4096;
 
@@ -115,6 +122,9 @@ void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std:
               T beta) {
   if (si == 1 && so == 1) {
     if (beta == T(0)) {
+      // Reads run ahead of the copy by a few cache lines: rows are short and a pack reads
+      // many of them from memory, where the hardware prefetchers start late on each.
+      for (std::size_t x = 0; x < n; x += 64 / sizeof(T)) __builtin_prefetch(in + x + kPrefetchAhead / sizeof(T));
       for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x];
     } else {
       for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x] + beta * out[x];
@@ -128,6 +138,110 @@ void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std:
   }
 }
 
+#if defined(__x86_64__)
+// In-register transposes of 4 x 4 blocks, the tile's `no` input rows (stride in_o) written
+// as its `ni` output rows (stride out_i), times alpha; the edges element by element. The
+// double kernel uses AVX2 where the processor has it (checked once), the float one SSE.
+__attribute__((target("avx2"))) void transpose_tile_avx2(const double* __restrict in, std::ptrdiff_t in_o,
+                                                         double* __restrict out, std::ptrdiff_t out_i, std::size_t no,
+                                                         std::size_t ni, double alpha) {
+  const __m256d scale = _mm256_set1_pd(alpha);
+  std::size_t o = 0;
+  for (; o + 4 <= no; o += 4) {
+    const double* r0 = in + static_cast<std::ptrdiff_t>(o) * in_o;
+    const double* r1 = r0 + in_o;
+    const double* r2 = r1 + in_o;
+    const double* r3 = r2 + in_o;
+    std::size_t i = 0;
+    for (; i + 4 <= ni; i += 4) {
+      const __m256d a0 = _mm256_loadu_pd(r0 + i), a1 = _mm256_loadu_pd(r1 + i);
+      const __m256d a2 = _mm256_loadu_pd(r2 + i), a3 = _mm256_loadu_pd(r3 + i);
+      const __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
+      const __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
+      double* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
+      _mm256_storeu_pd(w, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t0, t2, 0x20)));
+      _mm256_storeu_pd(w + out_i, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t1, t3, 0x20)));
+      _mm256_storeu_pd(w + 2 * out_i, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t0, t2, 0x31)));
+      _mm256_storeu_pd(w + 3 * out_i, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t1, t3, 0x31)));
+    }
+    for (; i < ni; ++i) {
+      double* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
+      w[0] = alpha * r0[i];
+      w[1] = alpha * r1[i];
+      w[2] = alpha * r2[i];
+      w[3] = alpha * r3[i];
+    }
+  }
+  for (; o < no; ++o) {
+    for (std::size_t i = 0; i < ni; ++i) {
+      out[static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o)] =
+          alpha * in[static_cast<std::ptrdiff_t>(o) * in_o + static_cast<std::ptrdiff_t>(i)];
+    }
+  }
+}
+
+void transpose_tile_sse(const float* __restrict in, std::ptrdiff_t in_o, float* __restrict out, std::ptrdiff_t out_i,
+                        std::size_t no, std::size_t ni, float alpha) {
+  const __m128 scale = _mm_set1_ps(alpha);
+  std::size_t o = 0;
+  for (; o + 4 <= no; o += 4) {
+    const float* r0 = in + static_cast<std::ptrdiff_t>(o) * in_o;
+    const float* r1 = r0 + in_o;
+    const float* r2 = r1 + in_o;
+    const float* r3 = r2 + in_o;
+    std::size_t i = 0;
+    for (; i + 4 <= ni; i += 4) {
+      __m128 a0 = _mm_loadu_ps(r0 + i), a1 = _mm_loadu_ps(r1 + i), a2 = _mm_loadu_ps(r2 + i), a3 = _mm_loadu_ps(r3 + i);
+      _MM_TRANSPOSE4_PS(a0, a1, a2, a3);
+      float* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
+      _mm_storeu_ps(w, _mm_mul_ps(scale, a0));
+      _mm_storeu_ps(w + out_i, _mm_mul_ps(scale, a1));
+      _mm_storeu_ps(w + 2 * out_i, _mm_mul_ps(scale, a2));
+      _mm_storeu_ps(w + 3 * out_i, _mm_mul_ps(scale, a3));
+    }
+    for (; i < ni; ++i) {
+      float* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
+      w[0] = alpha * r0[i];
+      w[1] = alpha * r1[i];
+      w[2] = alpha * r2[i];
+      w[3] = alpha * r3[i];
+    }
+  }
+  for (; o < no; ++o) {
+    for (std::size_t i = 0; i < ni; ++i) {
+      out[static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o)] =
+          alpha * in[static_cast<std::ptrdiff_t>(o) * in_o + static_cast<std::ptrdiff_t>(i)];
+    }
+  }
+}
+
+bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// Whether a vector kernel transposed the tile (beta == 0 only).
+template <class T>
+bool transpose_tile(const T* in, std::ptrdiff_t in_o, T* out, std::ptrdiff_t out_i, std::size_t no, std::size_t ni,
+                    T alpha) {
+  if constexpr (std::is_same_v<T, double>) {
+    if (!has_avx2()) return false;
+    transpose_tile_avx2(in, in_o, out, out_i, no, ni, alpha);
+    return true;
+  } else if constexpr (std::is_same_v<T, float>) {
+    transpose_tile_sse(in, in_o, out, out_i, no, ni, alpha);
+    return true;
+  } else {
+    return false;
+  }
+}
+#else
+template <class T>
+bool transpose_tile(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, std::size_t, T) {
+  return false;
+}
+#endif
+
 // One tile of the transpose path: `no` elements along the output's fastest mode (input
 // stride in_o, output stride out_o) times `ni` along the input's fastest (in_i, out_i).
 template <class T>
@@ -136,9 +250,21 @@ void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
   if (in_i == 1 && out_o == 1) {
     // Read rows of the input into a local tile, then write rows of the output from it: both
     // sides of memory are walked along their unit stride.
+    // The input rows of the next tile along o are fetched meanwhile: they are short runs far
+    // apart, which the hardware prefetchers do not follow (a prefetch never faults, so the
+    // one past the end is harmless).
+    if (beta == T(0)) {
+      for (std::size_t o = 0; o < no; ++o) {
+        const T* next = in + static_cast<std::ptrdiff_t>(o + kTile) * in_o;
+        for (std::size_t i = 0; i < ni; i += 64 / sizeof(T)) __builtin_prefetch(next + i);
+      }
+      if (transpose_tile(in, in_o, out, out_i, no, ni, alpha)) return;
+    }
     T tile[kTile][kTile];
     for (std::size_t o = 0; o < no; ++o) {
       const T* row = in + static_cast<std::ptrdiff_t>(o) * in_o;
+      const T* next = row + static_cast<std::ptrdiff_t>(kTile) * in_o;
+      for (std::size_t i = 0; i < ni; i += 64 / sizeof(T)) __builtin_prefetch(next + i);
       for (std::size_t i = 0; i < ni; ++i) tile[i][o] = row[i];
     }
     for (std::size_t i = 0; i < ni; ++i) {
@@ -159,9 +285,13 @@ void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
 
 // The copy over simplified dims, rows of the output's fastest mode.
 template <class T>
-void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel) {
+void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order) {
   const Dim inner = dims.back();
   dims.pop_back();
+  // A gather visits the rows in the input's memory order (see strided_gather).
+  if (read_order) {
+    std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.in > y.in; });
+  }
   std::size_t outer = 1;
   for (const Dim& d : dims) outer *= d.extent;
   const std::size_t total = outer * inner.extent;
@@ -235,7 +365,7 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
 }
 
 template <class T>
-void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel) {
+void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order = false) {
   if (!simplify(dims)) return;
   if (dims.empty()) {
     out[0] = beta == T(0) ? alpha * in[0] : alpha * in[0] + beta * out[0];
@@ -248,7 +378,7 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
   // Rows when the output's fastest mode is also the input's fastest, or when it is nearly
   // so (a short jump in the input still reads whole cache lines across a few rows).
   if (fast == dims.size() - 1 || dims.back().in <= 4) {
-    copy_rows(in, out, std::move(dims), alpha, beta, parallel);
+    copy_rows(in, out, std::move(dims), alpha, beta, parallel, read_order);
   } else {
     copy_tiles(in, out, std::move(dims), fast, alpha, beta, parallel);
   }
@@ -339,6 +469,14 @@ KernelCount strided_copy(const T* in, const Strides& in_strides, T* out, const S
   for (std::size_t d = 0; d < extents.size(); ++d) dims[d] = {extents[d], in_strides[d], out_strides[d]};
   copy_dims(in, out, std::move(dims), alpha, beta, parallel);
   return {copy_flops(product(extents), alpha, beta), 1};
+}
+
+template <class T>
+void strided_gather(const T* in, const Strides& in_strides, T* out, const Strides& out_strides,
+                    const Extents& extents) {
+  std::vector<Dim> dims(extents.size());
+  for (std::size_t d = 0; d < extents.size(); ++d) dims[d] = {extents[d], in_strides.at(d), out_strides.at(d)};
+  copy_dims(in, out, std::move(dims), T(1), T(0), false, true);
 }
 
 template <class T>
@@ -441,6 +579,7 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
 
 #define TENEX_INSTANTIATE_PERMUTE(T)                                                                              \
   template KernelCount strided_copy<T>(const T*, const Strides&, T*, const Strides&, const Extents&, T, T, bool); \
+  template void strided_gather<T>(const T*, const Strides&, T*, const Strides&, const Extents&);                  \
   template KernelCount permute<T>(const T*, const Extents&, const std::vector<std::size_t>&, T*, T);              \
   template KernelCount reduce<T>(const T*, const Extents&, const Modes&, T*, const Modes&, T);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PERMUTE)

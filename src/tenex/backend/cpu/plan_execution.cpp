@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <exception>
 #include <optional>
@@ -65,21 +67,54 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
   return 1;
 }
 
+namespace {
+
+// An operand packed per tile: its extents and strides (as it is, and packed) per mode of
+// its layout, and the elements of one packed part.
+struct TilePack {
+  bool on = false;
+  Extents extents;
+  Strides from, to;
+  std::size_t size = 1;
+};
+
+}  // namespace
+
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
   std::size_t calls = 0;
   // Operands laid out afresh.
   std::optional<Scratch<T>> a_copy, b_copy;
   std::vector<std::ptrdiff_t> sa = p.stride[kA], sb = p.stride[kB];
-  if (plan.permute_a) {
+  // Or packed per tile: each task copies the part of the operand its tile reads.
+  const bool per_tile = plan.output == Output::tiled && plan.tile_pack;
+  std::array<TilePack, 2> packs;
+  if (per_tile) {
+    for (int op : {kA, kB}) {
+      if (!(op == kA ? plan.permute_a : plan.permute_b)) continue;
+      TilePack& pack = packs[static_cast<std::size_t>(op)];
+      pack.on = true;
+      const std::vector<int> layout = op == kA ? fresh_layout(p, kA, plan.gm, plan.gk, plan.tiles, plan.flip_a)
+                                               : fresh_layout(p, kB, plan.gk, plan.gn, plan.tiles, plan.flip_b);
+      std::vector<std::ptrdiff_t>& strides = op == kA ? sa : sb;
+      strides = dense_strides(p, layout);
+      for (int d : layout) {
+        const auto u = static_cast<std::size_t>(d);
+        pack.extents.push_back(p.extent[u]);
+        pack.from.push_back(p.stride[op][u]);
+        pack.to.push_back(strides[u]);
+        pack.size *= p.extent[u];
+      }
+    }
+  } else if (plan.permute_a) {
     a_copy.emplace(p.size[kA]);
-    sa = pack_operand(p, kA, fresh_layout(p, kA, plan.gm, plan.gk, {}), a, a_copy->get());
+    sa = pack_operand(p, kA, fresh_layout(p, kA, plan.gm, plan.gk, {}, plan.flip_a), a, a_copy->get());
     a = a_copy->get();
     ++calls;
   }
-  if (plan.permute_b) {
+  if (plan.permute_b && !per_tile) {
     b_copy.emplace(p.size[kB]);
-    sb = pack_operand(p, kB, fresh_layout(p, kB, plan.gk, plan.gn, {}), b, b_copy->get());
+    sb = pack_operand(p, kB, fresh_layout(p, kB, plan.gk, plan.gn, {}, plan.flip_b), b, b_copy->get());
     b = b_copy->get();
     ++calls;
   }
@@ -87,7 +122,7 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   std::vector<std::ptrdiff_t> sc = p.stride[kC];
   std::vector<int> c_layout;
   if (plan.output != Output::direct) {
-    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles);
+    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
     sc = dense_strides(p, c_layout);
   }
   Nest nest;
@@ -106,7 +141,9 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
     const auto u = static_cast<std::size_t>(d);
     if (contains(plan.gm, d) || contains(plan.gn, d)) continue;
     if (contains(plan.tiles, d)) {
-      tile_loops.push_back({p.extent[u], sa[u], sb[u], p.stride[kC][u]});
+      // Packed per tile: the tile's offset is in the operand as it is.
+      tile_loops.push_back({p.extent[u], packs[kA].on ? p.stride[kA][u] : sa[u], packs[kB].on ? p.stride[kB][u] : sb[u],
+                            p.stride[kC][u]});
     } else {
       nest.outer.push_back({p.extent[u], sa[u], sb[u], sc[u]});
     }
@@ -135,12 +172,24 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
     strided_copy(buffer.get(), from, c, to, extents, T(1), beta);
     return calls + 1;
   }
+  // With an operand packed per tile, the tiles follow its memory order, so that the packs
+  // read it as one stream: the largest operand (a, b or c) sets the order.
+  if (packs[kA].on || packs[kB].on) {
+    const int lead = p.size[kC] >= std::max(packs[kA].on ? p.size[kA] : 0, packs[kB].on ? p.size[kB] : 0) ? kC
+                     : packs[kA].on && (!packs[kB].on || p.size[kA] >= p.size[kB]) ? kA
+                                                                                   : kB;
+    auto stride = [lead](const Loop& l) { return lead == kA ? l.a : lead == kB ? l.b : l.c; };
+    std::stable_sort(tile_loops.begin(), tile_loops.end(),
+                     [&](const Loop& x, const Loop& y) { return stride(x) > stride(y); });
+  }
   const std::size_t tasks = count(tile_loops);
   const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
                        static_cast<double>(count(nest.outer) * count(nest.inner) * tasks);
   const bool par = threads > 1 && tasks > 1 && flops >= kParallelFlops;
-  Scratch<T> buffers(tile_size * (par ? threads : 1));
+  const std::size_t team = par ? threads : 1;
+  Scratch<T> buffers(tile_size * team);
+  Scratch<T> a_packs(packs[kA].on ? packs[kA].size * team : 0), b_packs(packs[kB].on ? packs[kB].size * team : 0);
   std::optional<SingleThreadedBlas> single;
   if (par) single.emplace();
   std::size_t nest_calls = 0;
@@ -148,13 +197,26 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   std::exception_ptr error;
 #pragma omp parallel if (par)
   {
-    T* buffer = buffers.get() + tile_size * static_cast<std::size_t>(omp_get_thread_num());
+    const auto me = static_cast<std::size_t>(omp_get_thread_num());
+    T* buffer = buffers.get() + tile_size * me;
+    T* a_pack = packs[kA].on ? a_packs.get() + packs[kA].size * me : nullptr;
+    T* b_pack = packs[kB].on ? b_packs.get() + packs[kB].size * me : nullptr;
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tasks; ++t) {
       try {
         std::ptrdiff_t oa = 0, ob = 0, oc = 0;
         offsets(tile_loops, t, oa, ob, oc);
-        const std::size_t n = run_nest(nest, alpha, a + oa, b + ob, T(0), buffer, false);
+        const T* ta = a + oa;
+        const T* tb = b + ob;
+        if (a_pack) {
+          strided_gather(ta, packs[kA].from, a_pack, packs[kA].to, packs[kA].extents);
+          ta = a_pack;
+        }
+        if (b_pack) {
+          strided_gather(tb, packs[kB].from, b_pack, packs[kB].to, packs[kB].extents);
+          tb = b_pack;
+        }
+        const std::size_t n = run_nest(nest, alpha, ta, tb, T(0), buffer, false);
         strided_copy(buffer, from, c + oc, to, extents, T(1), beta, false);
         if (t == 0) nest_calls = n;
       } catch (...) {
