@@ -252,6 +252,8 @@ TENEX_API std::string describe_params(const OpParams& params);
 TENEX_API std::string describe_program(const FusedParams& params);
 /// "exp", "add", ... the name of a fused instruction.
 TENEX_API std::string_view fused_op_name(FusedOp op);
+/// How many earlier values an instruction of `op` reads: 0 (load, constant), 1 (a) or 2 (a, b).
+TENEX_API int fused_op_values(FusedOp op);
 
 /// The packed layout of a decomposition of an m x n operand, defined once: number of
 /// elements of the packed buffer, and where factor `which` starts in it.

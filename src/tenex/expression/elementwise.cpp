@@ -73,35 +73,12 @@ NodeId ReductionNode::emit(Lowering& lowering, const std::vector<std::string>& k
 template <class T>
 Unary<T>::Unary(const Expression<T>& operand, FusedOp op, double x, double y)
     : Nary<1, T>([&] {
-        switch (op) {
-          case FusedOp::load:
-          case FusedOp::constant:
-          case FusedOp::add:
-          case FusedOp::subtract:
-          case FusedOp::multiply:
-          case FusedOp::divide:
-          case FusedOp::maximum:
-          case FusedOp::minimum:
-          case FusedOp::call:
-            throw Error("tenex: Unary: " + std::string(fused_op_name(op)) + " is not a function of one operand");
-          case FusedOp::clamp:
-            if (!(x <= y)) {
-              throw Error("tenex: clamp of " + operand.to_string() + ": the lower bound " + std::to_string(x) +
-                          " exceeds the upper bound " + std::to_string(y));
-            }
-            break;
-          case FusedOp::negate:
-          case FusedOp::exp:
-          case FusedOp::log:
-          case FusedOp::sqrt:
-          case FusedOp::abs:
-          case FusedOp::square:
-          case FusedOp::sin:
-          case FusedOp::cos:
-          case FusedOp::tanh:
-          case FusedOp::sign:
-          case FusedOp::reciprocal:
-          case FusedOp::power: break;
+        if (fused_op_values(op) != 1 || op == FusedOp::call) {
+          throw Error("tenex: Unary: " + std::string(fused_op_name(op)) + " is not a function of one operand");
+        }
+        if (op == FusedOp::clamp && !(x <= y)) {
+          throw Error("tenex: clamp of " + operand.to_string() + ": the lower bound " + std::to_string(x) +
+                      " exceeds the upper bound " + std::to_string(y));
         }
         return detail::make_map<Unary<T>>(operand, {{FusedOp::load, 0}, {op, 0, 0, x, y}});
       }()) {}

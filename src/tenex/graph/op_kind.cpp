@@ -62,11 +62,6 @@ std::string describe(const FusedParams& p) {
   return text;
 }
 
-bool is_binary(FusedOp op) {
-  return op == FusedOp::add || op == FusedOp::subtract || op == FusedOp::multiply || op == FusedOp::divide ||
-         op == FusedOp::maximum || op == FusedOp::minimum;
-}
-
 }  // namespace
 
 std::string_view fused_op_name(FusedOp op) {
@@ -97,6 +92,34 @@ std::string_view fused_op_name(FusedOp op) {
   return "unknown";
 }
 
+int fused_op_values(FusedOp op) {
+  switch (op) {
+    case FusedOp::load:
+    case FusedOp::constant: return 0;
+    case FusedOp::add:
+    case FusedOp::subtract:
+    case FusedOp::multiply:
+    case FusedOp::divide:
+    case FusedOp::maximum:
+    case FusedOp::minimum: return 2;
+    case FusedOp::negate:
+    case FusedOp::exp:
+    case FusedOp::log:
+    case FusedOp::sqrt:
+    case FusedOp::abs:
+    case FusedOp::square:
+    case FusedOp::sin:
+    case FusedOp::cos:
+    case FusedOp::tanh:
+    case FusedOp::sign:
+    case FusedOp::reciprocal:
+    case FusedOp::power:
+    case FusedOp::clamp:
+    case FusedOp::call: return 1;
+  }
+  return 0;
+}
+
 std::string describe_program(const FusedParams& p) {
   // Values used once are written inline; values used more often get a name (t3 = ...).
   const std::size_t n = p.program.size();
@@ -105,7 +128,7 @@ std::string describe_program(const FusedParams& p) {
     const FusedInstr& in = p.program[i];
     if (in.op == FusedOp::load || in.op == FusedOp::constant) continue;
     if (in.a < n) ++uses[in.a];
-    if (is_binary(in.op) && in.b < n) ++uses[in.b];
+    if (fused_op_values(in.op) == 2 && in.b < n) ++uses[in.b];
   }
   std::vector<std::string> text(n);
   std::string names;

@@ -295,38 +295,16 @@ std::string rule(const FusedParams& p, OpNode& node, const Operands& operands, b
   for (std::size_t i = 0; i < n; ++i) {
     const FusedInstr& in = p.program[i];
     const std::string at = "instruction " + std::to_string(i) + " (" + std::string(fused_op_name(in.op)) + ")";
-    switch (in.op) {
-      case FusedOp::load:
-        if (in.a >= operands.size() && !operands.empty()) return at + " loads operand " + std::to_string(in.a);
-        break;
-      case FusedOp::constant: break;
-      case FusedOp::add:
-      case FusedOp::subtract:
-      case FusedOp::multiply:
-      case FusedOp::divide:
-      case FusedOp::maximum:
-      case FusedOp::minimum:
-        if (in.b >= i) return at + " reads value " + std::to_string(in.b) + ", which is not computed before it";
-        [[fallthrough]];
-      case FusedOp::negate:
-      case FusedOp::exp:
-      case FusedOp::log:
-      case FusedOp::sqrt:
-      case FusedOp::abs:
-      case FusedOp::square:
-      case FusedOp::sin:
-      case FusedOp::cos:
-      case FusedOp::tanh:
-      case FusedOp::sign:
-      case FusedOp::reciprocal:
-      case FusedOp::power:
-      case FusedOp::clamp:
-      case FusedOp::call:
-        if (in.a >= i) return at + " reads value " + std::to_string(in.a) + ", which is not computed before it";
-        if (in.op == FusedOp::call && (in.b >= p.functions.size() || !p.functions[in.b])) {
-          return at + " calls function " + std::to_string(in.b) + ", which the node does not have";
-        }
-        break;
+    if (in.op == FusedOp::load && in.a >= operands.size() && !operands.empty()) {
+      return at + " loads operand " + std::to_string(in.a);
+    }
+    const int values = fused_op_values(in.op);
+    if (values == 2 && in.b >= i)
+      return at + " reads value " + std::to_string(in.b) + ", which is not computed before it";
+    if (values >= 1 && in.a >= i)
+      return at + " reads value " + std::to_string(in.a) + ", which is not computed before it";
+    if (in.op == FusedOp::call && (in.b >= p.functions.size() || !p.functions[in.b])) {
+      return at + " calls function " + std::to_string(in.b) + ", which the node does not have";
     }
   }
   for (const OpNode* op : operands) {

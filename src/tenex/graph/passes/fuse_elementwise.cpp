@@ -74,8 +74,9 @@ bool is_pointwise(const OpGraph& graph, NodeId id) {
       if (graph.operands(id).size() != 2) return false;
       return same_label_set(node.labels, operand_union(graph, id));
     case OpKind::scale:
-    case OpKind::fused: return same_label_set(node.labels, operand_union(graph, id));
-    case OpKind::reduce: return same_label_set(node.labels, operand_union(graph, id));  // a permutation
+    case OpKind::fused:
+    case OpKind::reduce:  // a permutation, when it keeps every label
+      return same_label_set(node.labels, operand_union(graph, id));
     case OpKind::input:
     case OpKind::output:
     case OpKind::cholesky:
@@ -200,8 +201,7 @@ class RegionProgram {
             in.a = map[in.a];
             if (in.op == FusedOp::call) {
               in.b += base_fn;
-            } else if (in.op == FusedOp::add || in.op == FusedOp::subtract || in.op == FusedOp::multiply ||
-                       in.op == FusedOp::divide || in.op == FusedOp::maximum || in.op == FusedOp::minimum) {
+            } else if (fused_op_values(in.op) == 2) {
               in.b = map[in.b];
             }
           }
