@@ -1,6 +1,7 @@
 // Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
 //
 //   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]
+//   bench_contractions --mp2 [--nocc 40] [--nvirt 200] [--naux 800] [--repeat N]
 //
 // The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
 // name, einsum ("bda,dc->abc": a's labels, b's labels, the result's), extents
@@ -13,6 +14,14 @@
 // --repeat runs after one warm-up. ratio = gemm / tenex: 1 or more means tenex is as fast as
 // one GEMM of the same size. `check` is the largest relative difference of a few elements of
 // the result against sums computed here, a guard against timing the wrong thing.
+//
+// --mp2 [--nocc 40 --nvirt 200 --naux 800] instead times the contraction stage of the MP2
+// example (examples/mp2_energy.cpp) at those sizes: the transformation of the factors
+// B("Q,i,a") = Bao("Q,m,n") * Co("m,i") * Cv("n,a") (two contractions) and the integrals
+// V("i,a,j,b") = B("Q,i,a") * B("Q,j,b"), each statement against dgemm calls of the same
+// m, n, k on contiguous matrices (for the transformation, the two products in the order tenex
+// runs them: (Q n) x i x m, then (Q i) x a x n). rate ratio = GEMM time / tenex time of the
+// same flops.
 //
 // --permutations instead times a few permutations (the statement b(out) = a(in)) against a
 // memcpy of the same bytes: ratio = memcpy / permutation, 1 meaning copy bandwidth.
@@ -34,6 +43,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <tenex/tenex.hpp>
@@ -55,6 +65,8 @@ struct Options {
   std::string filter;
   bool single = false;        // float instead of double
   bool permutations = false;  // the permutation table instead of the cases
+  bool mp2 = false;           // the MP2 example's contraction stage instead of the cases
+  std::size_t nocc = 40, nvirt = 200, naux = 800;
 };
 
 
@@ -69,6 +81,14 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.single = true;
     } else if (arg == "--permutations") {
       options.permutations = true;
+    } else if (arg == "--mp2") {
+      options.mp2 = true;
+    } else if (arg == "--nocc" || arg == "--nvirt" || arg == "--naux") {
+      if (i + 1 >= argc) return std::nullopt;
+      const std::string_view value = argv[++i];
+      std::size_t& target = arg == "--nocc" ? options.nocc : arg == "--nvirt" ? options.nvirt : options.naux;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), target);
+      if (error != std::errc() || end != value.data() + value.size() || target == 0) return std::nullopt;
     } else if (arg == "--repeat" || arg == "--filter") {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
@@ -84,7 +104,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (options.path.empty()) return std::nullopt;
+  if (options.path.empty() && !options.permutations && !options.mp2) return std::nullopt;
   return options;
 }
 
@@ -234,15 +254,108 @@ void bench_permutations(int repeat) {
   }
 }
 
+// Best of `repeat` runs (milliseconds) of each of two functions, alternating, after a warm-up.
+std::pair<double, double> best_of_both(const std::function<void()>& x, const std::function<void()>& y, int repeat) {
+  x();
+  y();
+  double tx = std::numeric_limits<double>::infinity(), ty = tx;
+  for (int r = 0; r < repeat; ++r) {
+    tx = std::min(tx, milliseconds_of(x));
+    ty = std::min(ty, milliseconds_of(y));
+  }
+  return {tx, ty};
+}
+
+void bench_mp2(const Options& o) {
+  const std::size_t nbf = o.nocc + o.nvirt;
+  Tensor<double> bao(tenex::Shape{o.naux, nbf, nbf}), coefficients(tenex::Shape{nbf, nbf}), b, v;
+  tenex::fill_random(bao, 1);
+  tenex::fill_random(coefficients, 2);
+  const auto dnbf = static_cast<double>(nbf), docc = static_cast<double>(o.nocc), dvirt = static_cast<double>(o.nvirt),
+             daux = static_cast<double>(o.naux);
+  const std::function<void()> transform = [&] {
+    auto occupied = tenex::slice(coefficients("m,i"), {0, 0}, {nbf, o.nocc});
+    auto virtuals = tenex::slice(coefficients("n,a"), {0, o.nocc}, {nbf, nbf});
+    b("Q,i,a") = bao("Q,m,n") * occupied * virtuals;
+  };
+  const std::function<void()> integrals = [&] { v("i,a,j,b") = b("Q,i,a") * b("Q,j,b"); };
+  transform();  // b for the integrals
+
+  // The reference: the same products on contiguous matrices.
+  auto matrix = [](std::size_t rows, std::size_t cols) {
+    std::vector<double> x(rows * cols);
+    std::mt19937_64 rng(rows * 31 + cols);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    for (double& e : x) e = uniform(rng);
+    return x;
+  };
+  struct Gemm {
+    std::size_t m, n, k;
+    std::vector<double> a, b, c;
+  };
+  std::vector<Gemm> step1{{o.naux * nbf, o.nocc, nbf, matrix(o.naux * nbf, nbf), matrix(nbf, o.nocc), {}},
+                          {o.naux * o.nocc, o.nvirt, nbf, matrix(o.naux * o.nocc, nbf), matrix(nbf, o.nvirt), {}}};
+  std::vector<Gemm> step2{{o.nocc * o.nvirt, o.nocc * o.nvirt, o.naux, matrix(o.nocc * o.nvirt, o.naux),
+                           matrix(o.naux, o.nocc * o.nvirt), {}}};
+  auto run_gemms = [](std::vector<Gemm>& gemms) {
+    for (Gemm& g : gemms) {
+      g.c.resize(g.m * g.n);
+      xgemm(static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), g.a.data(), g.b.data(), g.c.data());
+    }
+  };
+  const double flops_transform = 2.0 * daux * dnbf * docc * dnbf + 2.0 * daux * docc * dvirt * dnbf;
+  const double flops_integrals = 2.0 * docc * dvirt * docc * dvirt * daux;
+  std::printf("# MP2 contraction stage, %zu occupied, %zu virtual, %zu auxiliary (double), best of %d runs;\n", o.nocc,
+              o.nvirt, o.naux, o.repeat);
+  std::printf("# ratio = gemm_ms / tenex_ms for the same flops (>= 1: at the GEMM rate)\n");
+  std::printf("%-26s %8s %10s %10s %9s %9s %7s\n", "statement", "gflop", "tenex_ms", "gemm_ms", "tenex_GF", "gemm_GF",
+              "ratio");
+  double total_tenex = 0, total_gemm = 0;
+  auto report = [&](const char* name, double flops, std::pair<double, double> times) {
+    const auto [tenex_ms, gemm_ms] = times;
+    total_tenex += tenex_ms;
+    total_gemm += gemm_ms;
+    std::printf("%-26s %8.3f %10.2f %10.2f %9.1f %9.1f %7.2f\n", name, flops * 1e-9, tenex_ms, gemm_ms,
+                flops / tenex_ms * 1e-6, flops / gemm_ms * 1e-6, gemm_ms / tenex_ms);
+    std::fflush(stdout);
+  };
+  report("B = Bao * Co * Cv", flops_transform, best_of_both(transform, [&] { run_gemms(step1); }, o.repeat));
+  report("V = B * B", flops_integrals, best_of_both(integrals, [&] { run_gemms(step2); }, o.repeat));
+  std::printf("contraction stage: %.2f ms tenex, %.2f ms GEMM: ratio %.3f\n", total_tenex, total_gemm,
+              total_gemm / total_tenex);
+}
+
+// The geometric mean and the distribution of the ratios: lowest, 10th percentile (the value
+// 10% of the cases fall below, nearest rank), median.
+void print_summary(std::vector<double> ratios) {
+  double log_sum = 0;
+  for (double r : ratios) log_sum += std::log(r);
+  std::sort(ratios.begin(), ratios.end());
+  const auto rank = [&](double fraction) {
+    const auto index = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(ratios.size())));
+    return ratios[std::min(ratios.size() - 1, index == 0 ? 0 : index - 1)];
+  };
+  std::printf("geometric mean ratio over %zu cases: %.3f (lowest %.2f)\n", ratios.size(),
+              std::exp(log_sum / static_cast<double>(ratios.size())), ratios.front());
+  std::printf("distribution: min %.3f  p10 %.3f  median %.3f  max %.3f\n", ratios.front(), rank(0.10), rank(0.50),
+              ratios.back());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
-    std::printf("usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]\n");
+    std::printf(
+        "usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]\n"
+        "       bench_contractions --mp2 [--nocc N] [--nvirt N] [--naux N] [--repeat N]\n");
     return 2;
   }
   try {
+    if (options->mp2) {
+      bench_mp2(*options);
+      return 0;
+    }
     if (options->permutations) {
       if (options->single) {
         bench_permutations<float>(options->repeat);
@@ -255,10 +368,9 @@ int main(int argc, char** argv) {
     std::printf("# tenex contraction vs one %s of the same m, n, k (%s), best of %d runs;\n",
                 options->single ? "sgemm" : "dgemm", options->single ? "float" : "double", options->repeat);
     std::printf("# ratio = gemm_ms / tenex_ms (>= 1: as fast as GEMM)\n");
-    std::printf("%-8s %-20s %7s %10s %10s %7s %10s\n", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
+    std::printf("%-8s %-24s %7s %10s %10s %7s %10s\n", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
                 "check");
-    double log_sum = 0, worst = std::numeric_limits<double>::infinity();
-    int counted = 0;
+    std::vector<double> ratios;
     for (const Case& c : cases) {
       if (!options->filter.empty() && c.name.find(options->filter) == std::string::npos) continue;
       const Row row = options->single ? bench_case<float>(c, options->repeat) : bench_case<double>(c, options->repeat);
@@ -266,19 +378,16 @@ int main(int argc, char** argv) {
       const double gflop =
           2.0 * static_cast<double>(size.m) * static_cast<double>(size.n) * static_cast<double>(size.k) * 1e-9;
       const double ratio = row.gemm_ms / row.tenex_ms;
-      log_sum += std::log(ratio);
-      worst = std::min(worst, ratio);
-      ++counted;
-      std::printf("%-8s %-20s %7.3f %10.2f %10.2f %7.2f %10.1e\n", c.name.c_str(), c.einsum.c_str(), gflop,
+      ratios.push_back(ratio);
+      std::printf("%-8s %-24s %7.3f %10.2f %10.2f %7.2f %10.1e\n", c.name.c_str(), c.einsum.c_str(), gflop,
                   row.tenex_ms, row.gemm_ms, ratio, row.check);
       std::fflush(stdout);
     }
-    if (counted == 0) {
+    if (ratios.empty()) {
       std::printf("no case matches\n");
       return 1;
     }
-    std::printf("geometric mean ratio over %d cases: %.3f (lowest %.2f)\n", counted, std::exp(log_sum / counted),
-                worst);
+    print_summary(ratios);
   } catch (const std::exception& error) {
     std::printf("error: %s\n", error.what());
     return 1;

@@ -46,6 +46,30 @@ constexpr double kCallSeconds = 0.4e-6;
 constexpr double kMemoryBandwidth = 14e9;
 // Bytes per second of a permutation within cache (per core).
 constexpr double kCacheBandwidth = 25e9;
+// Bytes per second a GEMM kernel reads and writes the part of c it accumulates into, when
+// that part stays in the core's L2 between calls (per core): loads and stores of whole
+// vectors, far faster than a permutation. Measured: 627 GEMMs of 22 x 4464 x 8 accumulating
+// into one 785 KiB c take 39 ms in all, where 25e9 predicted 39 ms for the c traffic alone.
+constexpr double kAccumulateBandwidth = 100e9;
+// Reads from memory in runs shorter than this waste the rest: the hardware prefetcher
+// fetches ahead along the stream, so a gather that takes one 64-byte run in every few
+// (a tile's share of an operand) pays for most of the lines it skips.
+constexpr double kStreamBytes = 512.0;
+// One row of a GEMM operand read from its own page of memory (see far_rows): measured, 3872
+// GEMMs reading 155 rows of 160 bytes each, 77440 elements apart, from a 96 MB operand took
+// 60 ms more than the same products on rows 160 bytes apart.
+constexpr double kFarRowSeconds = 100e-9;
+// Operands larger than this come from memory, not from the last-level cache.
+constexpr double kCachedOperandBytes = 4.0 * 1024 * 1024;
+// Bytes per second (reads plus writes) a permutation of such an operand moves: a strided
+// gather is slower than a copy (measured: a 6-index 20 MB operand permuted in 6 ms, a third
+// of memcpy's rate, where kMemoryBandwidth predicted 3 ms).
+constexpr double kPermuteBandwidth = 7e9;
+
+// Seconds to permute `bytes` through memory: in the last-level cache, or beyond it.
+double permute_seconds(double bytes) {
+  return 2.0 * bytes / (bytes > kCachedOperandBytes ? kPermuteBandwidth : kMemoryBandwidth);
+}
 // Element products per second of the plain loops of the fallback kernel (per core).
 constexpr double kNaiveRate = 1.5e9;
 // Writing one run of a tile to a page other than the previous run's (a TLB miss, mostly).
@@ -95,6 +119,20 @@ std::vector<Group> runs(const Problem& p, Role role, const std::vector<char>& av
 }
 
 double speed(double x) { return x / (x + kHalfSpeed); }
+
+// Rows of a matrix a GEMM reads (or writes) one page apart or more, in an operand too large
+// for the cache: each is a TLB miss and a fresh DRAM row, which the prefetcher cannot hide.
+// `x`, `y`: the matrix's extents and strides along its two dimensions.
+double far_rows(std::size_t x, std::ptrdiff_t sx, std::size_t y, std::ptrdiff_t sy, double element_size,
+                double operand_bytes) {
+  if (operand_bytes <= kCachedOperandBytes) return 0;
+  // The unit-stride dimension is the row; the other one steps between rows.
+  const bool rows_along_x = sy == 1 || (sx != 1 && std::abs(sy) < std::abs(sx));
+  const std::size_t rows = rows_along_x ? x : y, length = rows_along_x ? y : x;
+  const auto step = static_cast<double>(std::abs(rows_along_x ? sx : sy));
+  if (rows < 2 || step * element_size < 4096.0 || static_cast<double>(length) * element_size >= 2048.0) return 0;
+  return static_cast<double>(rows);
+}
 
 // Seconds of the plain-loop kernel.
 double naive_seconds(const Problem& p) {
@@ -167,6 +205,12 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   const double workers = std::min(threads, tasks);
   double seconds =
       flops / (workers * peak * speed(dm) * speed(dn) * speed(dk)) + calls * (kCallSeconds + pack) / workers;
+  // Operands the GEMMs read in place, in rows far apart (see far_rows).
+  double rows = 0;
+  if (!plan.permute_a) rows += far_rows(m, g.a_m, k, g.a_k, es, static_cast<double>(p.size[kA]) * es);
+  if (!plan.permute_b) rows += far_rows(k, g.b_k, n, g.b_n, es, static_cast<double>(p.size[kB]) * es);
+  if (plan.output == Output::direct) rows += far_rows(m, g.c_m, n, g.c_n, es, static_cast<double>(p.size[kC]) * es);
+  seconds += calls * rows * kFarRowSeconds / workers;
 
   const auto bytes_c = static_cast<double>(p.size[kC]) * es;
   double packed_tile_bytes = 0;  // per task, of the operands packed per tile
@@ -175,27 +219,42 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     if (plan.tile_pack) {
       // The part a tile reads is gathered from memory in runs along the operand's fastest
       // modes up to the first tile mode; runs shorter than a cache line waste the rest.
-      double run = 1;
-      for (auto it = p.order[op].rbegin(); it != p.order[op].rend() && !contains(plan.tiles, *it); ++it) {
-        run *= static_cast<double>(p.extent[static_cast<std::size_t>(*it)]);
+      // Tiles that share the operand (split it along the first tile mode from its fast end)
+      // read it in runs with gaps: each tile's stream drags in part of the others' lines.
+      double run = 1, split = 1;
+      for (auto it = p.order[op].rbegin(); it != p.order[op].rend(); ++it) {
+        const auto e = static_cast<double>(p.extent[static_cast<std::size_t>(*it)]);
+        if (contains(plan.tiles, *it)) {
+          split = e;
+          break;
+        }
+        run *= e;
       }
-      const double waste = std::max(0.0, 64.0 / (run * es) - 1.0);
-      packed_tile_bytes += tile_share[static_cast<std::size_t>(op)] * es;
-      seconds += tile_tasks * tile_share[static_cast<std::size_t>(op)] * es *
-                 (2.0 / (kCacheBandwidth * workers) + waste / kMemoryBandwidth);
+      const double waste = std::max(0.0, std::min(kStreamBytes / (run * es), split) - 1.0);
+      const double share_bytes = tile_share[static_cast<std::size_t>(op)] * es;
+      const double operand_bytes = static_cast<double>(p.size[op]) * es;
+      const double from_memory = operand_bytes > kCachedOperandBytes ? 1.0 : 0.0;
+      packed_tile_bytes += share_bytes;
+      seconds += tile_tasks * share_bytes * 2.0 / (kCacheBandwidth * workers) +
+                 operand_bytes * (from_memory + waste) / kMemoryBandwidth;
     } else {
-      seconds += 2.0 * static_cast<double>(p.size[op]) * es / kMemoryBandwidth;
+      seconds += permute_seconds(static_cast<double>(p.size[op]) * es);
     }
   }
   // Accumulating GEMMs re-read and re-write c (or its tile, or buffer) once per k loop.
-  if (loops_k > 1) seconds += (loops_k - 1.0) * 2.0 * bytes_c / (kCacheBandwidth * workers);
+  // The part one GEMM writes stays in L2 between the calls when it fits, else it streams.
+  if (loops_k > 1) {
+    const double part_bytes = dm * dn * es;
+    const double bandwidth = part_bytes <= kTileBytes ? kAccumulateBandwidth * workers : kMemoryBandwidth;
+    seconds += (loops_k - 1.0) * 2.0 * bytes_c / bandwidth;
+  }
   const double read_c = p.beta_zero ? 0.0 : 1.0;
   // A buffer whose inner group is not the one holding c's fastest mode is scattered by a
   // transpose rather than by rows: another pass over the tile in cache, or over memory.
   if (plan.flip_c && plan.output == Output::tiled) seconds += bytes_c / (kCacheBandwidth * workers);
   if (plan.flip_c && plan.output == Output::buffered) seconds += bytes_c / kMemoryBandwidth;
   if (plan.output == Output::buffered) {
-    seconds += (2.0 + read_c) * bytes_c / kMemoryBandwidth;
+    seconds += permute_seconds(bytes_c) + read_c * bytes_c / kMemoryBandwidth;
   } else if (plan.output == Output::tiled) {
     // Copying a tile from cache; writes of fewer than a cache line's worth per run waste
     // the rest of the line.
