@@ -689,6 +689,7 @@ class Program {
       case Kind::sum: return "sum(" + describe(nodes, n.a) + ", \"" + text(n.labels) + "\")";
       case Kind::max_over: return "max_over(" + describe(nodes, n.a) + ", \"" + text(n.labels) + "\")";
       case Kind::min_over: return "min_over(" + describe(nodes, n.a) + ", \"" + text(n.labels) + "\")";
+      case Kind::einstein: break;  // the reference's own node, never decoded
     }
     return "?";
   }
