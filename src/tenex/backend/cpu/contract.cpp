@@ -11,7 +11,11 @@
 //   - thread_partition, single_threaded_blas: the GEMMs shared among the OpenMP threads
 //     while the BLAS runs on one thread.
 // Scratch memory (scratch.hpp) comes from the block cache that tensors use.
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
 
 #include <algorithm>
 #include <cstddef>

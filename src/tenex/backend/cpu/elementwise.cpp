@@ -3,7 +3,11 @@
 // The result is walked in its own (row-major) order; an operand lacking a mode of the
 // result reads it with stride 0 (broadcast). Modes contiguous in all three arrays are
 // merged first, so identical layouts become one flat loop the compiler vectorises.
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
 
 #include <algorithm>
 #include <cstddef>

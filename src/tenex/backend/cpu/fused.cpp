@@ -8,7 +8,11 @@
 // whose stride-1 mode is another mode of the space, the "block" mode) is read in tiles of
 // kBlockRows values of the block mode times a strip, which keeps its cache lines in L1
 // between the rows that share them. Nothing is allocated but a per-thread strip buffer.
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
 
 #include <algorithm>
 #include <cmath>

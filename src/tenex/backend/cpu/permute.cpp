@@ -5,7 +5,11 @@
 // both arrays merged). The copy then runs row by row when the output's fastest mode is also
 // the input's fastest, and otherwise as a transpose of those two modes in small square tiles,
 // so that reads and writes both touch whole cache lines while a tile sits in L1.
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
 
 #if defined(__x86_64__)
 #include <immintrin.h>

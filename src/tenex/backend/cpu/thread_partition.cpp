@@ -1,6 +1,10 @@
 #include "tenex/backend/cpu/thread_partition.hpp"
 
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
 
 #include <cstddef>
 
