@@ -295,8 +295,12 @@ void bench_mp2(const Options& o) {
   };
   std::vector<Gemm> step1{{o.naux * nbf, o.nocc, nbf, matrix(o.naux * nbf, nbf), matrix(nbf, o.nocc), {}},
                           {o.naux * o.nocc, o.nvirt, nbf, matrix(o.naux * o.nocc, nbf), matrix(nbf, o.nvirt), {}}};
-  std::vector<Gemm> step2{{o.nocc * o.nvirt, o.nocc * o.nvirt, o.naux, matrix(o.nocc * o.nvirt, o.naux),
-                           matrix(o.naux, o.nocc * o.nvirt), {}}};
+  std::vector<Gemm> step2{{o.nocc * o.nvirt,
+                           o.nocc * o.nvirt,
+                           o.naux,
+                           matrix(o.nocc * o.nvirt, o.naux),
+                           matrix(o.naux, o.nocc * o.nvirt),
+                           {}}};
   auto run_gemms = [](std::vector<Gemm>& gemms) {
     for (Gemm& g : gemms) {
       g.c.resize(g.m * g.n);
@@ -319,8 +323,12 @@ void bench_mp2(const Options& o) {
                 flops / tenex_ms * 1e-6, flops / gemm_ms * 1e-6, gemm_ms / tenex_ms);
     std::fflush(stdout);
   };
-  report("B = Bao * Co * Cv", flops_transform, best_of_both(transform, [&] { run_gemms(step1); }, o.repeat));
-  report("V = B * B", flops_integrals, best_of_both(integrals, [&] { run_gemms(step2); }, o.repeat));
+  report("B = Bao * Co * Cv", flops_transform,
+         best_of_both(
+             transform, [&] { run_gemms(step1); }, o.repeat));
+  report("V = B * B", flops_integrals,
+         best_of_both(
+             integrals, [&] { run_gemms(step2); }, o.repeat));
   std::printf("contraction stage: %.2f ms tenex, %.2f ms GEMM: ratio %.3f\n", total_tenex, total_gemm,
               total_gemm / total_tenex);
 }

@@ -567,6 +567,33 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_large, Scalars);
 
+// A contraction repeated tries a few plans, one per call, timing each, then keeps the
+// fastest (contract.cpp): every call, the tried ones and the settled ones, must be right,
+// with beta == 0 (c not read) and with beta != 0 (c accumulated).
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract repeated, while it times its candidate plans and after", T,
+                          cpu_kernels_contract_repeated) {
+  std::mt19937 rng(31);
+  const std::vector<std::pair<const char*, const char*>> cases{
+      {"ukth,khcgsu->tgcs", "c=31,g=3,h=9,k=11,s=4,t=22,u=4"},  // skinny m, a large operand to permute
+      {"odh,hsd->so", "d=8,h=54,o=30,s=300"},
+      {"ecbfa,fd->abcde", "a=19,b=13,c=13,d=9,e=19,f=19"},
+  };
+  for (const auto& [einsum, extents] : cases) {
+    std::vector<std::size_t> extent_of(26, 1);
+    for (const char* x = extents; *x; ++x) {
+      if (x[1] == '=') extent_of[static_cast<std::size_t>(*x - 'a')] = std::stoul(x + 2);
+    }
+    const Problem p = parse(einsum, extent_of);
+    INFO(einsum, " ", extents);
+    for (int call = 0; call < 5; ++call) {
+      INFO("call ", call);
+      check_contract<T>(p, rng, T(1), T(0), false);
+      check_contract<T>(p, rng, T(0.5), T(-1), false);
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_repeated, Scalars);
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, degenerate shapes", T, cpu_kernels_contract_degenerate) {
   std::mt19937 rng(24);
   const std::vector<Problem> problems{

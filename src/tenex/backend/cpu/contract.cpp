@@ -18,10 +18,13 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tenex/backend/cpu/contraction_plan.hpp"
@@ -36,7 +39,7 @@ namespace tenex::detail::cpu {
 namespace {
 
 using contraction::all_plans;
-using contraction::cached_plan;
+using contraction::candidate_plans;
 using contraction::Plan;
 using contraction::prepare;
 using contraction::Prepared;
@@ -69,8 +72,47 @@ struct Planned {
   Extents a_extents, b_extents;
   Modes a_modes, b_modes, c_modes;
   Prepared prepared;
-  std::optional<Plan> plan;  // chosen on first use
+  // Chosen by measurement: the model's candidates (candidate_plans) run in turn, one per call,
+  // each timed; from then on the fastest. Empty until first use.
+  std::vector<Plan> candidates;
+  std::vector<double> seconds;  // measured, per candidate tried so far
+  std::optional<std::size_t> chosen;
 };
+
+// How many plans a repeated contraction tries before it settles (the model's choice and two
+// that differ from it in what they do to memory), and the least predicted time worth timing:
+// below it, clock noise outweighs what a better plan saves. TENEX_PLAN_SEARCH=model keeps the
+// model's choice (the same plan, and the same rounding, on every call).
+constexpr std::size_t kPlansTried = 3;
+constexpr double kMeasuredSeconds = 50e-6;
+
+bool measure_plans() {
+  static const bool measure = [] {
+    const char* mode = std::getenv("TENEX_PLAN_SEARCH");
+    return !(mode && std::string(mode) == "model");
+  }();
+  return measure;
+}
+
+// The plan this call runs: the next candidate while some are untried, then the fastest.
+// Returns whether to time it.
+std::pair<const Plan*, bool> plan_for_call(Planned& memo, const Problem& p, double flops) {
+  if (memo.candidates.empty()) {
+    memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1);
+    if (memo.candidates.front().seconds < kMeasuredSeconds) memo.candidates.resize(1);
+    if (memo.candidates.size() == 1) memo.chosen = 0;
+  }
+  if (memo.chosen) return {&memo.candidates[*memo.chosen], false};
+  return {&memo.candidates[memo.seconds.size()], true};
+}
+
+void record_time(Planned& memo, double seconds) {
+  memo.seconds.push_back(seconds);
+  if (memo.seconds.size() == memo.candidates.size()) {
+    memo.chosen =
+        static_cast<std::size_t>(std::min_element(memo.seconds.begin(), memo.seconds.end()) - memo.seconds.begin());
+  }
+}
 
 Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
                  const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
@@ -87,8 +129,18 @@ Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_exte
   Prepared prepared = prepare(element_size, beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
   constexpr std::size_t kKept = 16;
   if (recent.size() >= kKept) recent.erase(recent.begin());
-  recent.push_back(Planned{element_size, beta_zero, threads, a_extents, b_extents, a_modes, b_modes, c_modes,
-                           std::move(prepared), std::nullopt});
+  recent.push_back(Planned{element_size,
+                           beta_zero,
+                           threads,
+                           a_extents,
+                           b_extents,
+                           a_modes,
+                           b_modes,
+                           c_modes,
+                           std::move(prepared),
+                           {},
+                           {},
+                           std::nullopt});
   return recent.back();
 }
 
@@ -125,8 +177,14 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
     }
     chosen = &plans[*forced];
   } else {
-    if (!memo.plan) memo.plan = cached_plan(p, prepared.flops);
-    chosen = &*memo.plan;
+    const auto [plan, timed] = plan_for_call(memo, p, prepared.flops);
+    if (timed) {
+      const auto start = std::chrono::steady_clock::now();
+      counted.calls += run_plan(p, *plan, alpha, a, b, beta, c);
+      record_time(memo, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      return counted;
+    }
+    chosen = plan;
   }
   counted.calls += chosen->naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, *chosen, alpha, a, b, beta, c);
   return counted;

@@ -383,20 +383,33 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
   return plans;
 }
 
-// Plans by problem shape, most recent last.
-const Plan& cached_plan(const Problem& p, double flops) {
-  thread_local std::vector<std::pair<std::vector<std::size_t>, Plan>> cache;
-  std::vector<std::size_t> key = plan_key(p);
-  for (auto it = cache.begin(); it != cache.end(); ++it) {
-    if (it->first == key) {
-      std::rotate(it, it + 1, cache.end());
-      return cache.back().second;
-    }
+std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count) {
+  // Plans the model ranks further than this behind the cheapest are not worth a try.
+  constexpr double kCandidateSpread = 3.0;
+  std::vector<Plan> plans;
+  if (count < 2) {
+    plans.push_back(make_plan(p, flops));
+    return plans;
   }
-  constexpr std::size_t kCachedPlans = 64;
-  if (cache.size() >= kCachedPlans) cache.erase(cache.begin());
-  cache.emplace_back(std::move(key), make_plan(p, flops));
-  return cache.back().second;
+  // One pass over the plans (the search costs milliseconds on problems with many modes).
+  Plan best;
+  best.seconds = naive_seconds(p);
+  std::vector<Plan> others;
+  for_each_plan(p, flops, false, [&](const Plan& plan) {
+    if (plan.seconds < best.seconds) best = plan;
+    if (plan.seconds <= best.seconds * kCandidateSpread) others.push_back(plan);
+  });
+  plans.push_back(best);
+  if (best.naive) return plans;
+  std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
+  std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
+  auto kind = [](const Plan& x) { return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack); };
+  for (const Plan& plan : others) {
+    if (plans.size() >= count) break;
+    const bool seen = std::any_of(plans.begin(), plans.end(), [&](const Plan& x) { return kind(x) == kind(plan); });
+    if (!seen) plans.push_back(plan);
+  }
+  return plans;
 }
 
 }  // namespace tenex::detail::cpu::contraction

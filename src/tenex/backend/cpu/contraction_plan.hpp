@@ -1,6 +1,6 @@
 // Contraction plans: which operands to lay out afresh, which groups of modes to fuse into
 // the GEMM's m, n and k, and how c is written, every candidate costed by a small model and
-// the cheapest chosen (or the plain loops); plans are cached per thread by problem shape.
+// the cheapest chosen (or the plain loops), or the few best timed (contract.cpp).
 #pragma once
 
 #include <limits>
@@ -33,7 +33,11 @@ struct Plan {
 // kept, as a test runs each of its plans in turn.
 const std::vector<Plan>& all_plans(const Problem& p, double flops);
 
-// The cheapest plan for the problem, the 64 problem shapes seen last kept per thread.
-const Plan& cached_plan(const Problem& p, double flops);
+// The cheapest plan first, then up to `count - 1` others that the model puts within a factor
+// kCandidateSpread of it and that differ from every plan before them in what they do to
+// memory (which operands they permute, how c is written, whether tiles pack): the plans worth
+// timing when the model's ranking is in doubt (see contract.cpp). Only the cheapest when the
+// plain loops win.
+std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count);
 
 }  // namespace tenex::detail::cpu::contraction
