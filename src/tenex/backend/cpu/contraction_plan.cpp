@@ -385,7 +385,7 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
 
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count) {
   // Plans the model ranks further than this behind the cheapest are not worth a try.
-  constexpr double kCandidateSpread = 3.0;
+  constexpr double kCandidateSpread = 1.5;
   std::vector<Plan> plans;
   if (count < 2) {
     plans.push_back(make_plan(p, flops));
