@@ -27,15 +27,15 @@ using tenex::Tensor;
 using tenex_test::Scalars;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr int kRounds = 2000;  // sanitizers run each round ~10x slower
+constexpr int kRounds = 1000;  // sanitizers run each round ~10x slower
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr int kRounds = 2000;
+constexpr int kRounds = 1000;
 #else
-constexpr int kRounds = 6000;
+constexpr int kRounds = 3000;
 #endif
 #else
-constexpr int kRounds = 6000;
+constexpr int kRounds = 3000;
 #endif
 
 template <class T>
