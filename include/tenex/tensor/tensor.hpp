@@ -5,6 +5,11 @@
 // is evaluated; reading it (data(), at(), to_vector(), wait(), copying) runs
 // the set first and rethrows any error the evaluation raised.
 //
+// Threads (docs/reliability.md): any number of threads may read one tensor at
+// once through every accessor, the non-const data() and at() included; a
+// thread that writes it (assigns, moves from, writes through a pointer) must
+// be the only one using it.
+//
 //   tenex::Tensor<double> a({2, 3});     // zero-filled
 //   a.at(1, 2) = 4.0;
 //   tenex::Tensor<double> b;             // no value yet: a valid target
@@ -71,7 +76,9 @@ class TENEX_API Tensor {
   /// (`t = u`, `t("i,j") = ...`), copied, or captured by an expression (`t("i,j")` as an
   /// operand). An expression reads the value the tensor had when it was written, through the
   /// same elements: writing through an older pointer may change a pending result, or a copy.
-  /// Call data() again after any of these; the same holds for references from at().
+  /// Call data() again after any of these; the same holds for references from at(). For reading,
+  /// the pointer stays valid until the tensor is written, or copied or captured and then accessed
+  /// through the non-const data() or at() again (on any thread).
   ///
   ///   double* p = t.data();
   ///   c("i,j") = 2.0 * t("i,j");           // captures t: p must not be written any more
