@@ -2,13 +2,14 @@
 // safety"): 8 threads each build and evaluate kSetsPerThread random sets (random small shapes;
 // contractions, additions, subtractions, scaling, permutations, compound assignments, sets of
 // several statements kept open by a handle, early reads) while all of them also read, use as
-// operands and copy a few tensors they share. Every result is compared with a naive reference
+// operands and copy a few tensors they share. Each thread also reads tensors of its own through
+// the non-const accessors while they are shared with a copy. Every result is compared with a naive reference
 // computed on the thread itself.
 //
 // What it touches that is shared between threads: the plan cache (identical sets on several
 // threads hit the same plan), the host block cache, the backend registry, the default backend and
-// memory limit (read by every set), and the shared tensors (read through the non-const at() and
-// as operands, so their copy-on-write runs concurrently).
+// memory limit (read by every set), and the shared tensors (read through at() and data(), copied
+// and used as operands by every thread at once).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -154,8 +155,8 @@ int run_sets(Shared& shared, std::vector<Tensor<T>>& sh, std::uint64_t seed) {
         bad += !close(r, combine(product(sm, shared.value[(s + 1) % sh.size()]), 1.0, transposed(sm), x));
         break;
       }
-      case 5: {  // read the shared tensors through the non-const accessors, and copy them
-        Tensor<T>& t = sh[s];
+      case 5: {  // read the shared tensors (const: other threads copy and capture them meanwhile)
+        const Tensor<T>& t = sh[s];
         const Matrix& sm = shared.value[s];
         for (std::size_t i = 0; i < kShared; ++i) {
           for (std::size_t j = 0; j < kShared; ++j) {
@@ -164,6 +165,10 @@ int run_sets(Shared& shared, std::vector<Tensor<T>>& sh, std::uint64_t seed) {
         }
         Tensor<T> copy = t;
         bad += !close(copy, sm);
+        // This thread's own copy, shared with `copy2`: the non-const at() copies it first.
+        Tensor<T> copy2 = copy;
+        copy.at(0, 0) = static_cast<T>(sm(0, 0) + 1.0);
+        if (static_cast<double>(copy2.at(0, 0)) != static_cast<double>(static_cast<T>(sm(0, 0)))) ++bad;
         if (static_cast<double>(t.data()[kShared + 1]) != static_cast<double>(static_cast<T>(sm(1, 1)))) ++bad;
         break;
       }

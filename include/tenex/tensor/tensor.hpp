@@ -6,9 +6,10 @@
 // the set first and rethrows any error the evaluation raised.
 //
 // Threads (docs/reliability.md): any number of threads may read one tensor at
-// once through every accessor, the non-const data() and at() included; a
-// thread that writes it (assigns, moves from, writes through a pointer) must
-// be the only one using it.
+// once through every accessor, the non-const data() and at() included (while
+// one copies it or uses it as an operand, the others read through the const
+// ones); a thread that writes it (assigns, moves from, writes through a
+// pointer) must be the only one using it.
 //
 //   tenex::Tensor<double> a({2, 3});     // zero-filled
 //   a.at(1, 2) = 4.0;
