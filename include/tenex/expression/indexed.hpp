@@ -2,7 +2,12 @@
 // and out of the expression layer.
 //
 // As an operand, `a("i,j")` reads the value a has now (a later write to a
-// does not change it). As a target, assigning to it records a statement:
+// does not change it), and holds that value: it may outlive a. As a target it
+// writes to a, which must still exist: assigning through an Indexed whose
+// tensor was destroyed (one returned from a function, or kept in `auto` past
+// the tensor's scope) throws tenex::Error and writes nothing. (An Indexed of a
+// Shape is not checked: keep the Shape alive while its Indexed is assigned to.)
+// As a target, assigning to it records a statement:
 //
 //   c("i,j") = a("i,k") * b("k,j");     // evaluated at the ';'
 //   c("i,j") += c("j,i");               // the right side sees the old c
@@ -68,7 +73,11 @@ class TENEX_API Indexed : public Expression<T> {
   CholeskyVectors<T> cholesky() const;
 
  private:
+  // The target object, checked against its lifetime token before every write.
+  T& target() const;
+
   T* object_;
+  std::weak_ptr<const void> alive_;  // expires with the Tensor (empty for a Shape)
   std::vector<std::string> written_;
   std::shared_ptr<detail::TargetRecord> record_;
 };

@@ -5,12 +5,19 @@
 // is evaluated; reading it (data(), at(), to_vector(), wait(), copying) runs
 // the set first and rethrows any error the evaluation raised.
 //
+// Threads (docs/reliability.md): any number of threads may read one tensor at
+// once through every accessor, the non-const data() and at() included (while
+// one copies it or uses it as an operand, the others read through the const
+// ones); a thread that writes it (assigns, moves from, writes through a
+// pointer) must be the only one using it.
+//
 //   tenex::Tensor<double> a({2, 3});     // zero-filled
 //   a.at(1, 2) = 4.0;
 //   tenex::Tensor<double> b;             // no value yet: a valid target
 //   b("j,i") = a("i,j");                 // b is {3, 2}
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -70,7 +77,9 @@ class TENEX_API Tensor {
   /// (`t = u`, `t("i,j") = ...`), copied, or captured by an expression (`t("i,j")` as an
   /// operand). An expression reads the value the tensor had when it was written, through the
   /// same elements: writing through an older pointer may change a pending result, or a copy.
-  /// Call data() again after any of these; the same holds for references from at().
+  /// Call data() again after any of these; the same holds for references from at(). For reading,
+  /// the pointer stays valid until the tensor is written, or copied or captured and then accessed
+  /// through the non-const data() or at() again (on any thread).
   ///
   ///   double* p = t.data();
   ///   c("i,j") = 2.0 * t("i,j");           // captures t: p must not be written any more
@@ -101,9 +110,14 @@ class TENEX_API Tensor {
   /// Labels this tensor's modes: `a("i,j")` is an operand, or a target when assigned to.
   Indexed<Tensor<T>> operator()(std::string_view labels);
 
-  /// The shared storage (for the library's own layers).
-  const std::shared_ptr<detail::Storage<T>>& storage() const { return storage_; }
-  void set_storage(std::shared_ptr<detail::Storage<T>> storage) { storage_ = std::move(storage); }
+  /// The shared storage (for the library's own layers). Taking it counts as sharing it: the next
+  /// non-const data() copies first if someone still holds it.
+  std::shared_ptr<detail::Storage<T>> storage() const;
+  /// Replaces the value (a write: no other thread may use the tensor meanwhile).
+  void set_storage(std::shared_ptr<detail::Storage<T>> storage);
+  /// A token that expires when this object is destroyed: an Indexed target checks it before
+  /// writing, so a handle that outlived its tensor throws instead of writing to freed memory.
+  std::weak_ptr<const void> lifetime() const;
 
  private:
   // An index of at() as the caller gave it: every value of a signed or an unsigned type up to
@@ -123,8 +137,25 @@ class TENEX_API Tensor {
     return {static_cast<std::uint64_t>(index), false};
   }
   std::size_t offset(const AtIndex* index, std::size_t count) const;
+  // The non-const data() when the storage may be shared: copies it (once, under a lock) first.
+  T* detach();
+  std::shared_ptr<detail::Storage<T>> share() const;
+  void replace(std::shared_ptr<detail::Storage<T>> storage, bool unshared) noexcept;
 
-  std::shared_ptr<detail::Storage<T>> storage_;
+  // Thread safety (docs/reliability.md): reading a tensor from several threads at once, also
+  // through the non-const data() and at(), is safe. The non-const accessors copy a shared
+  // storage before handing out writable elements; that copy happens once, under a lock keyed by
+  // the tensor's address, and readers on other threads never read storage_ itself but the
+  // atomic current_, so the swap races with no one.
+  std::shared_ptr<detail::Storage<T>> storage_;  // written under the lock, or by a write (assignment)
+  // The storage the last copy replaced: another thread may still read elements it took from it
+  // (released when the tensor is next assigned, destroyed, or copies again).
+  std::shared_ptr<detail::Storage<T>> retired_;
+  std::atomic<detail::Storage<T>*> current_{nullptr};  // storage_.get()
+  // storage_ is known to be this tensor's alone (so data() may hand out writable elements at the
+  // cost of one atomic load); cleared whenever the storage is copied, captured or replaced.
+  mutable std::atomic<bool> unshared_{false};
+  mutable std::shared_ptr<const void> lifetime_;  // made on first use by lifetime()
 };
 
 /// Fills `t` (which must have a value) with uniform numbers in [-1, 1), reproducibly for a seed.

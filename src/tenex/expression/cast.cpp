@@ -4,6 +4,7 @@
 #include "tenex/expression/cast.hpp"
 
 #include <exception>
+#include <mutex>
 #include <utility>
 
 #include "tenex/expression/detail/make.hpp"
@@ -23,6 +24,8 @@ class CastProducer final : public Producer {
       : source_(std::move(source)), target_(std::move(target)) {}
 
   void flush() noexcept override {
+    // Two threads reading sets that use one cast: the first converts, the other waits here.
+    std::lock_guard<std::mutex> lock(mutex_);
     auto target = target_.lock();
     if (!target || !target->pending()) return;
     try {
@@ -39,6 +42,7 @@ class CastProducer final : public Producer {
   }
 
  private:
+  std::mutex mutex_;
   std::shared_ptr<Tensor<V>> source_;
   std::weak_ptr<Storage<U>> target_;
 };

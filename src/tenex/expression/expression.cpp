@@ -88,7 +88,7 @@ NodeId Expression<T>::lower_own_node(OpGraph& graph) const {
   }
   // A product drawn on its own sums its repeated labels, as plain Einstein notation reads it.
   const detail::NodePtr node = detail::einstein_operand(own);
-  return detail::lower_into(graph, node, detail::LinkedState::root(handle_.state)->sparse_maps_view());
+  return detail::lower_into(graph, node, detail::LinkedState::root(handle_.state)->sparse_maps());
 }
 
 template <class T>

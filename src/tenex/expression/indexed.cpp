@@ -11,6 +11,7 @@
 #include "tenex/tensor/storage.hpp"
 
 #include <functional>
+#include <type_traits>
 
 namespace tenex {
 
@@ -107,81 +108,104 @@ Handle make_indexed(Shape& shape, std::vector<std::string> written) {
 
 }  // namespace detail
 
+namespace detail {
+namespace {
+template <class S>
+std::weak_ptr<const void> lifetime_of(const Tensor<S>& tensor) {
+  return tensor.lifetime();
+}
+std::weak_ptr<const void> lifetime_of(const Shape&) { return {}; }
+}  // namespace
+}  // namespace detail
+
 template <class T>
 Indexed<T>::Indexed(T& object, std::string_view labels)
     : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(&object),
-      record_(std::make_shared<detail::TargetRecord>()) {
+      alive_(detail::lifetime_of(object)), record_(std::make_shared<detail::TargetRecord>()) {
   written_ = static_cast<const detail::IndexedNode&>(*this->handle_.node).written;
 }
 
 template <class T>
 Indexed<T>::Indexed(const Indexed& other)
-    : Expression<T>(other), object_(other.object_), written_(other.written_),
+    : Expression<T>(other), object_(other.object_), alive_(other.alive_), written_(other.written_),
       record_(std::make_shared<detail::TargetRecord>()) {}
 template <class T>
 Indexed<T>::Indexed(Indexed&& other) noexcept
-    : Expression<T>(std::move(other)), object_(other.object_), written_(std::move(other.written_)),
-      record_(std::move(other.record_)) {}
+    : Expression<T>(std::move(other)), object_(other.object_), alive_(std::move(other.alive_)),
+      written_(std::move(other.written_)), record_(std::move(other.record_)) {}
 template <class T>
 Indexed<T>::~Indexed() = default;
 
 template <class T>
+T& Indexed<T>::target() const {
+  if constexpr (!std::is_same_v<T, Shape>) {
+    if (alive_.expired()) {
+      throw Error("tenex: assignment to the target labelled \"" + detail::join_labels(written_) +
+                  "\": its tensor no longer exists (the Indexed outlived it: returned from a function, or kept "
+                  "past the tensor's scope); nothing was written. Label a tensor that is alive where the "
+                  "statement is written");
+    }
+  }
+  return *object_;
+}
+
+template <class T>
 Indexed<T>& Indexed<T>::operator=(const Indexed& rhs) {
-  AssignTo<T>(*this, *object_, rhs, AssignMode::replace);
+  AssignTo<T>(*this, target(), rhs, AssignMode::replace);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, *object_, rhs, AssignMode::replace);
+  AssignTo<T>(*this, target(), rhs, AssignMode::replace);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator+=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, *object_, rhs, AssignMode::add);
+  AssignTo<T>(*this, target(), rhs, AssignMode::add);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator-=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, *object_, rhs, AssignMode::subtract);
+  AssignTo<T>(*this, target(), rhs, AssignMode::subtract);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator*=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, *object_, rhs, AssignMode::multiply);
+  AssignTo<T>(*this, target(), rhs, AssignMode::multiply);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator/=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, *object_, rhs, AssignMode::divide);
+  AssignTo<T>(*this, target(), rhs, AssignMode::divide);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator*=(double factor) {
-  Indexed<T> current(*object_, detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_));
   return *this = Scale<T>(current, factor);
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator/=(double divisor) {
-  Indexed<T> current(*object_, detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_));
   return *this = current / divisor;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator+=(double value) {
-  Indexed<T> current(*object_, detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_));
   return *this = current + value;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator-=(double value) {
-  Indexed<T> current(*object_, detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_));
   return *this = current - value;
 }
 
@@ -251,15 +275,15 @@ template <class S>
 std::function<void()> record(Tensor<S>& object, Handle& handle, TargetPlan& plan,
                              const std::shared_ptr<bool>& cancelled) {
   auto storage = std::make_shared<Storage<S>>(Shape(std::move(plan.extents)), Storage<S>::Init::deferred);
-  auto root = LinkedState::root(handle.state);
   // The plan is not used after this: its labels move into the recorded statement.
-  root->record(Assignment{handle.node, std::move(plan.rhs_labels), std::move(plan.target_labels), storage, cancelled},
-               root);
+  LinkedState::record(handle.state, Assignment{handle.node, std::move(plan.rhs_labels), std::move(plan.target_labels),
+                                               storage, cancelled});
   auto previous = object.storage();
   object.set_storage(storage);
   Tensor<S>* target = &object;
-  return [target, previous, storage]() {
-    if (target->storage() == storage) target->set_storage(previous);
+  std::weak_ptr<const void> alive = object.lifetime();
+  return [target, alive, previous, storage]() {
+    if (!alive.expired() && target->storage() == storage) target->set_storage(previous);
     storage->fulfil(nullptr);  // never evaluated: nothing waits for it
   };
 }

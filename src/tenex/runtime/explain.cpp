@@ -261,9 +261,9 @@ std::string explain(const Expression<T>& e) {
     }
 
     constexpr DType dtype = dtype_of<T>();
-    OpGraph graph = detail::build_set_graph(dtype, batch, root->sparse_maps_view());
+    OpGraph graph = detail::build_set_graph(dtype, batch, root->sparse_maps());
     passes::optimize(graph);
-    OpGraph written = detail::build_set_graph(dtype, batch, root->sparse_maps_view());
+    OpGraph written = detail::build_set_graph(dtype, batch, root->sparse_maps());
     detail::optimize_in_written_order(written);
 
     detail::Report report;

@@ -137,6 +137,41 @@ bool any_pending(const SetRecord& set) {
 
 }  // namespace
 
+namespace {
+
+// Made when the library loads: the error a set gets when memory is so short that not even its
+// message can be written.
+const std::exception_ptr& out_of_memory_error() {
+  static const std::exception_ptr error = std::make_exception_ptr(
+      BackendError("tenex: out of memory while evaluating a set (not even the error's message could be written)"));
+  return error;
+}
+const bool out_of_memory_error_made = (out_of_memory_error(), true);
+
+/// The tenex::Error the exception being handled becomes (called in a catch block). An allocation
+/// that fails anywhere in the pipeline is a BackendError on the set's results, never a crash.
+std::exception_ptr error_of_current_exception(std::size_t statements) noexcept {
+  try {
+    try {
+      throw;
+    } catch (const Error&) {
+      return std::current_exception();
+    } catch (const std::bad_alloc&) {
+      return std::make_exception_ptr(
+          BackendError("tenex: out of memory while building, optimizing or running the graph of a set of " +
+                       std::to_string(statements) + " statements"));
+    } catch (const std::exception& e) {
+      return std::make_exception_ptr(InternalError(std::string("tenex: evaluation failed: ") + e.what()));
+    } catch (...) {
+      return std::make_exception_ptr(InternalError("tenex: evaluation failed with an unknown exception"));
+    }
+  } catch (...) {
+    return out_of_memory_error();  // writing the message failed
+  }
+}
+
+}  // namespace
+
 /// Runs one set; every result is fulfilled, with the set's error when it failed.
 void run_set(SetRecord& set) noexcept {
   if (set.dtype == DType::shape) return;
@@ -147,16 +182,8 @@ void run_set(SetRecord& set) noexcept {
     } else {
       run_typed<double>(set);
     }
-  } catch (const Error&) {
-    error = std::current_exception();
-  } catch (const std::bad_alloc&) {
-    error = std::make_exception_ptr(
-        BackendError("tenex: out of memory while building or optimizing the graph of a set of " +
-                     std::to_string(set.assignments.size()) + " statements"));
-  } catch (const std::exception& e) {
-    error = std::make_exception_ptr(InternalError(std::string("tenex: evaluation failed: ") + e.what()));
   } catch (...) {
-    error = std::make_exception_ptr(InternalError("tenex: evaluation failed with an unknown exception"));
+    error = error_of_current_exception(set.assignments.size());
   }
   // 7. Every target still pending gets the error (or, if none occurred, a broken invariant).
   if (!error && !any_pending(set)) return;

@@ -4,7 +4,15 @@
 // that produces it through this interface only: reading the result calls flush().
 #pragma once
 
+#include <mutex>
+
 namespace tenex::detail {
+
+/// Guards every linked set (the expression layer's LinkedState) and the producer links of
+/// pending storages, so that statements built on several threads that share a pending result
+/// join one set safely. Recursive: releasing the last handle of a set inside a locked section
+/// evaluates the set. Held for bookkeeping only, never while a set is evaluated.
+std::recursive_mutex& sets_mutex();
 
 class Producer {
  public:

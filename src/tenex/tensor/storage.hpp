@@ -5,6 +5,7 @@
 // target, and a write through Tensor::data() first copies a shared Storage.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
@@ -86,19 +87,29 @@ class Storage {
   void set_device_copy_valid(bool valid) { device_valid_ = valid; }
 
   /// True while an evaluation still has to fill this storage.
-  bool pending() const { return pending_; }
-  /// Evaluates the producing set if pending, then rethrows a stored error.
+  bool pending() const { return pending_.load(std::memory_order_acquire); }
+  /// Evaluates the producing set if pending (or waits for the thread that evaluates it), then
+  /// rethrows a stored error. Safe on several threads at once.
   void resolve();
 
-  // Used by the linked state.
+  // Used by the linked state (under sets_mutex()).
   void mark_pending(const std::shared_ptr<Producer>& producer) {
-    pending_ = true;
+    std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+    producer_ = producer;
+    pending_.store(true, std::memory_order_release);
+  }
+  void set_producer(const std::shared_ptr<Producer>& producer) {
+    std::lock_guard<std::recursive_mutex> lock(sets_mutex());
     producer_ = producer;
   }
-  void set_producer(const std::shared_ptr<Producer>& producer) { producer_ = producer; }
-  std::shared_ptr<Producer> producer() const { return producer_.lock(); }
-  /// Called by the evaluation: the elements are written, or `error` says why not.
+  std::shared_ptr<Producer> producer() const {
+    std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+    return producer_.lock();
+  }
+  /// Called by the evaluation: the elements are written, or `error` says why not. Wakes the
+  /// threads waiting in resolve().
   void fulfil(std::exception_ptr error);
+  /// Valid once not pending.
   std::exception_ptr error() const { return error_; }
 
  private:
@@ -106,8 +117,8 @@ class Storage {
   Buffer host_;
   Buffer device_;
   bool device_valid_ = false;
-  bool pending_ = false;
-  std::weak_ptr<Producer> producer_;
+  std::atomic<bool> pending_{false};  // set under sets_mutex(); cleared (release) after the value
+  std::weak_ptr<Producer> producer_;  // under sets_mutex()
   std::exception_ptr error_;
 };
 

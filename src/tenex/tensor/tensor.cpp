@@ -1,9 +1,13 @@
 #include "tenex/tensor/tensor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <utility>
 
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
@@ -12,6 +16,11 @@
 namespace tenex {
 
 namespace detail {
+
+std::recursive_mutex& sets_mutex() {
+  static std::recursive_mutex* mutex = new std::recursive_mutex;  // never destroyed: sets may run at exit
+  return *mutex;
+}
 
 template <class T>
 Storage<T>::Storage(Shape shape, Init init) : shape_(std::move(shape)) {
@@ -43,20 +52,24 @@ void Storage<T>::adopt(Buffer&& buffer) {
 
 template <class T>
 void Storage<T>::resolve() {
-  if (pending_) {
-    if (auto producer = producer_.lock()) producer->flush();
-    if (pending_) {
-      throw InternalError("tenex: a pending result lost the set that was to produce it");
-    }
+  if (pending_.load(std::memory_order_acquire)) {
+    if (auto p = producer()) p->flush();
+    // Flushing ran the set here, or another thread took it first and is running it: every
+    // storage of a set that was taken is fulfilled, with the set's error if it failed.
+    while (pending_.load(std::memory_order_acquire)) pending_.wait(true, std::memory_order_acquire);
   }
   if (error_) std::rethrow_exception(error_);
 }
 
 template <class T>
 void Storage<T>::fulfil(std::exception_ptr error) {
-  error_ = std::move(error);
-  pending_ = false;
-  producer_.reset();
+  {
+    std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+    error_ = std::move(error);
+    producer_.reset();
+    pending_.store(false, std::memory_order_release);
+  }
+  pending_.notify_all();
 }
 
 }  // namespace detail
@@ -64,19 +77,42 @@ void Storage<T>::fulfil(std::exception_ptr error) {
 namespace {
 
 template <class T>
-detail::Storage<T>& require_value(const std::shared_ptr<detail::Storage<T>>& storage, const char* operation) {
+detail::Storage<T>& require_value(detail::Storage<T>* storage, const char* operation) {
   if (!storage) throw Error(std::string("tenex: ") + operation + ": the tensor has no value");
   return *storage;
+}
+
+// The locks that serialise copying a shared storage in the non-const data() with taking the
+// storage on other threads (copies, captures by expressions), striped by the tensor's address.
+std::mutex& tensor_lock(const void* tensor) {
+  static std::array<std::mutex, 64>* locks = new std::array<std::mutex, 64>;  // never destroyed
+  return (*locks)[(reinterpret_cast<std::uintptr_t>(tensor) / alignof(std::max_align_t)) % locks->size()];
 }
 
 }  // namespace
 
 template <class T>
+void Tensor<T>::replace(std::shared_ptr<detail::Storage<T>> storage, bool unshared) noexcept {
+  storage_ = std::move(storage);
+  retired_.reset();
+  current_.store(storage_.get(), std::memory_order_release);
+  unshared_.store(unshared, std::memory_order_release);
+}
+
+template <class T>
+std::shared_ptr<detail::Storage<T>> Tensor<T>::share() const {
+  std::lock_guard<std::mutex> lock(tensor_lock(this));
+  unshared_.store(false, std::memory_order_relaxed);
+  return storage_;
+}
+
+template <class T>
 Tensor<T>::Tensor() = default;
 
 template <class T>
-Tensor<T>::Tensor(Shape shape)
-    : storage_(std::make_shared<detail::Storage<T>>(std::move(shape), detail::Storage<T>::Init::zero)) {}
+Tensor<T>::Tensor(Shape shape) {
+  replace(std::make_shared<detail::Storage<T>>(std::move(shape), detail::Storage<T>::Init::zero), true);
+}
 
 template <class T>
 Tensor<T>::Tensor(Shape shape, std::vector<T> row_major) {
@@ -84,28 +120,38 @@ Tensor<T>::Tensor(Shape shape, std::vector<T> row_major) {
     throw ShapeError("tenex: Tensor: " + std::to_string(row_major.size()) + " values given for shape " +
                      shape.to_string() + " of size " + std::to_string(shape.size()));
   }
-  storage_ = std::make_shared<detail::Storage<T>>(std::move(shape), detail::Storage<T>::Init::uninitialised);
-  std::copy(row_major.begin(), row_major.end(), storage_->elements());
+  auto storage = std::make_shared<detail::Storage<T>>(std::move(shape), detail::Storage<T>::Init::uninitialised);
+  std::copy(row_major.begin(), row_major.end(), storage->elements());
+  replace(std::move(storage), true);
 }
 
 template <class T>
-Tensor<T>::Tensor(const Tensor& other) : storage_(other.storage_) {
-  if (storage_) storage_->resolve();
+Tensor<T>::Tensor(const Tensor& other) {
+  if (detail::Storage<T>* s = other.current_.load(std::memory_order_acquire)) s->resolve();
+  replace(other.share(), false);
 }
 
 template <class T>
-Tensor<T>::Tensor(Tensor&& other) noexcept : storage_(std::move(other.storage_)) {}
+Tensor<T>::Tensor(Tensor&& other) noexcept {
+  const bool unshared = other.unshared_.load(std::memory_order_relaxed);
+  replace(std::move(other.storage_), unshared);
+  other.replace(nullptr, false);
+}
 
 template <class T>
 Tensor<T>& Tensor<T>::operator=(const Tensor& other) {
-  if (other.storage_) other.storage_->resolve();
-  storage_ = other.storage_;
+  if (this == &other) return *this;
+  if (detail::Storage<T>* s = other.current_.load(std::memory_order_acquire)) s->resolve();
+  replace(other.share(), false);
   return *this;
 }
 
 template <class T>
 Tensor<T>& Tensor<T>::operator=(Tensor&& other) noexcept {
-  storage_ = std::move(other.storage_);
+  if (this == &other) return *this;
+  const bool unshared = other.unshared_.load(std::memory_order_relaxed);
+  replace(std::move(other.storage_), unshared);
+  other.replace(nullptr, false);
   return *this;
 }
 
@@ -113,44 +159,82 @@ template <class T>
 Tensor<T>::~Tensor() = default;
 
 template <class T>
+std::shared_ptr<detail::Storage<T>> Tensor<T>::storage() const {
+  return share();
+}
+
+template <class T>
+void Tensor<T>::set_storage(std::shared_ptr<detail::Storage<T>> storage) {
+  replace(std::move(storage), false);
+}
+
+template <class T>
+std::weak_ptr<const void> Tensor<T>::lifetime() const {
+  std::lock_guard<std::mutex> lock(tensor_lock(this));
+  if (!lifetime_) lifetime_ = std::make_shared<char>(0);
+  return lifetime_;
+}
+
+template <class T>
 bool Tensor<T>::has_value() const {
-  return storage_ != nullptr;
+  return current_.load(std::memory_order_acquire) != nullptr;
 }
 
 template <class T>
 const Shape& Tensor<T>::shape() const {
-  return require_value(storage_, "Tensor::shape").shape();
+  return require_value(current_.load(std::memory_order_acquire), "Tensor::shape").shape();
 }
 
 template <class T>
 const T* Tensor<T>::data() const {
-  auto& s = require_value(storage_, "Tensor::data");
+  auto& s = require_value(current_.load(std::memory_order_acquire), "Tensor::data");
   s.resolve();
   return s.elements();
 }
 
 template <class T>
 T* Tensor<T>::data() {
-  auto& s = require_value(storage_, "Tensor::data");
-  s.resolve();
-  // Expressions written earlier hold this storage as the value they read: copy before writing.
-  if (storage_.use_count() > 1) {
-    auto copy = std::make_shared<detail::Storage<T>>(s.shape(), detail::Storage<T>::Init::uninitialised);
-    if (s.shape().size() > 0) std::memcpy(copy->elements(), s.elements(), s.shape().size() * sizeof(T));
-    storage_ = std::move(copy);
+  // The storage is this tensor's alone and evaluated: one atomic load.
+  if (unshared_.load(std::memory_order_acquire)) return current_.load(std::memory_order_relaxed)->elements();
+  return detach();
+}
+
+template <class T>
+T* Tensor<T>::detach() {
+  // Waiting for a pending value may run its set: not under the lock.
+  require_value(current_.load(std::memory_order_acquire), "Tensor::data").resolve();
+  std::lock_guard<std::mutex> lock(tensor_lock(this));
+  if (!unshared_.load(std::memory_order_relaxed)) {
+    // Expressions written earlier, or copies, hold this storage as the value they read: copy
+    // before handing out writable elements. Another thread that got here first made the copy.
+    if (storage_.use_count() > 1) {
+      const detail::Storage<T>& s = *storage_;
+      auto copy = std::make_shared<detail::Storage<T>>(s.shape(), detail::Storage<T>::Init::uninitialised);
+      if (s.shape().size() > 0) std::memcpy(copy->elements(), s.elements(), s.shape().size() * sizeof(T));
+      retired_ = std::exchange(storage_, std::move(copy));
+      current_.store(storage_.get(), std::memory_order_release);
+    }
+    unshared_.store(true, std::memory_order_release);
   }
   return storage_->elements();
 }
 
 template <class T>
 std::vector<T> Tensor<T>::to_vector() const {
-  const T* p = data();
-  return std::vector<T>(p, p + storage_->shape().size());
+  std::shared_ptr<detail::Storage<T>> owned;
+  {
+    // Owned while copied: a copy on another thread may replace the storage meanwhile.
+    std::lock_guard<std::mutex> lock(tensor_lock(this));
+    owned = storage_;
+  }
+  auto& s = require_value(owned.get(), "Tensor::to_vector");
+  s.resolve();
+  return std::vector<T>(s.elements(), s.elements() + s.shape().size());
 }
 
 template <class T>
 std::size_t Tensor<T>::offset(const AtIndex* index, std::size_t count) const {
-  const Shape& s = require_value(storage_, "Tensor::at").shape();
+  const Shape& s = require_value(current_.load(std::memory_order_acquire), "Tensor::at").shape();
   if (count != s.rank()) {
     throw Error("tenex: Tensor::at: " + std::to_string(count) + " indices given for a tensor of rank " +
                 std::to_string(s.rank()) + " (shape " + s.to_string() + ")");
@@ -170,12 +254,13 @@ std::size_t Tensor<T>::offset(const AtIndex* index, std::size_t count) const {
 
 template <class T>
 bool Tensor<T>::pending() const {
-  return storage_ && storage_->pending();
+  const detail::Storage<T>* s = current_.load(std::memory_order_acquire);
+  return s && s->pending();
 }
 
 template <class T>
 void Tensor<T>::wait() const {
-  if (storage_) storage_->resolve();
+  if (detail::Storage<T>* s = current_.load(std::memory_order_acquire)) s->resolve();
 }
 
 template <class T>
@@ -197,8 +282,12 @@ void fill_random(Tensor<T>& t, std::uint64_t seed) {
 template <class T>
 bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol, double atol) {
   if (a.shape() != b.shape()) return false;
-  const T* pa = a.data();
-  const T* pb = b.data();
+  // Owned while compared (see to_vector).
+  a.wait();
+  b.wait();
+  const auto sa = a.storage(), sb = b.storage();
+  const T* pa = sa->elements();
+  const T* pb = sb->elements();
   for (std::size_t i = 0, n = a.size(); i < n; ++i) {
     double x = pa[i], y = pb[i];
     if (std::isnan(x) || std::isnan(y)) return false;

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -414,26 +415,42 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
   if (!parallel) {
     Evaluator<T>(plan).rows(0, plan.row_count, out);
   } else if (!private_copies) {
+    // An exception (std::bad_alloc of a thread's scratch) must not leave a parallel region: the
+    // first is kept and rethrown after it.
+    std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
     {
-      Evaluator<T> eval(plan);
-      const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
-      const std::size_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-      if (u0 < u1) eval.rows(u0 * plan.grain, u1 * plan.grain, out);
+      try {
+        Evaluator<T> eval(plan);
+        const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+        const auto t = static_cast<std::size_t>(omp_get_thread_num());
+        const std::size_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+        if (u0 < u1) eval.rows(u0 * plan.grain, u1 * plan.grain, out);
+      } catch (...) {
+#pragma omp critical(tenex_fused_error)
+        if (!error) error = std::current_exception();
+      }
     }
+    if (error) std::rethrow_exception(error);
   } else {
     std::vector<std::vector<T>> partial(static_cast<std::size_t>(threads));
+    std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
     {
-      Evaluator<T> eval(plan);
-      const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
-      std::vector<T>& mine = partial[t];
-      mine.assign(plan.out_size, identity<T>(params.reduce));
-      const std::size_t r0 = plan.row_count * t / nt, r1 = plan.row_count * (t + 1) / nt;
-      if (r0 < r1) eval.rows(r0, r1, mine.data());
+      try {
+        Evaluator<T> eval(plan);
+        const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+        const auto t = static_cast<std::size_t>(omp_get_thread_num());
+        std::vector<T>& mine = partial[t];
+        mine.assign(plan.out_size, identity<T>(params.reduce));
+        const std::size_t r0 = plan.row_count * t / nt, r1 = plan.row_count * (t + 1) / nt;
+        if (r0 < r1) eval.rows(r0, r1, mine.data());
+      } catch (...) {
+#pragma omp critical(tenex_fused_error)
+        if (!error) error = std::current_exception();
+      }
     }
+    if (error) std::rethrow_exception(error);
     for (const std::vector<T>& mine : partial) {
       for (std::size_t x = 0; x < mine.size(); ++x) out[x] = combine(params.reduce, out[x], mine[x]);
     }

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <utility>
 
+#include "tenex/error.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -28,6 +29,22 @@ void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::
   }
 }
 
+void fail(DType dtype, const std::shared_ptr<void>& storage, const std::exception_ptr& error) {
+  switch (dtype) {
+    case DType::f32: {
+      auto* s = static_cast<Storage<float>*>(storage.get());
+      if (s->pending()) s->fulfil(error);
+      break;
+    }
+    case DType::f64: {
+      auto* s = static_cast<Storage<double>*>(storage.get());
+      if (s->pending()) s->fulfil(error);
+      break;
+    }
+    case DType::shape: break;
+  }
+}
+
 }  // namespace
 
 void install_set_runner(SetRunner runner) { installed_runner.store(runner); }
@@ -36,12 +53,26 @@ LinkedState::LinkedState(DType dtype) : dtype_(dtype), backend_(default_backend(
 
 LinkedState::~LinkedState() {
   // A forwarded state handed its work to its root, which outlives it. (Forwarding chains
-  // stay short, union by size and path compression see to it.)
+  // stay short, union by size and path compression see to it.) No other thread can reach a
+  // state being destroyed: forward_ is read without the lock.
   if (!forward_) flush();
+}
+
+LinkedState& LinkedState::top() {
+  LinkedState* t = this;
+  while (t->forward_) t = t->forward_.get();
+  return *t;
+}
+
+const LinkedState& LinkedState::top() const {
+  const LinkedState* t = this;
+  while (t->forward_) t = t->forward_.get();
+  return *t;
 }
 
 std::shared_ptr<LinkedState> LinkedState::root(std::shared_ptr<LinkedState> state) {
   if (!state) return state;
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   std::shared_ptr<LinkedState> top = state;
   while (top->forward_) top = top->forward_;
   // Path compression: every state on the way points at the root now.
@@ -55,6 +86,7 @@ std::shared_ptr<LinkedState> LinkedState::root(std::shared_ptr<LinkedState> stat
 
 std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedState>& a,
                                                 const std::shared_ptr<LinkedState>& b) {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   auto ra = root(a);
   auto rb = root(b);
   if (ra == rb) return ra;
@@ -80,9 +112,33 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
   return ra;
 }
 
-void LinkedState::record(Assignment assignment, const std::shared_ptr<LinkedState>& self) {
-  mark_pending(dtype_, assignment.target, self);
-  assignments_.push_back(std::move(assignment));
+void LinkedState::record(const std::shared_ptr<LinkedState>& state, Assignment assignment) {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  const std::shared_ptr<LinkedState> self = root(state);
+  std::shared_ptr<void> target = assignment.target;
+  self->assignments_.push_back(std::move(assignment));
+  // Marked once recorded: a pending storage always belongs to a set that will fulfil it.
+  mark_pending(self->dtype_, target, self);
+}
+
+void LinkedState::add_sparse_map(RegisteredSparseMap map) {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  top().sparse_maps_.push_back(std::move(map));
+}
+
+std::vector<RegisteredSparseMap> LinkedState::sparse_maps() const {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  return top().sparse_maps_;
+}
+
+bool LinkedState::has_run() const {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  return top().has_run_;
+}
+
+std::vector<Assignment> LinkedState::recorded() const {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  return top().assignments_;
 }
 
 void LinkedState::note_label(const std::string& label, std::size_t extent) {
@@ -102,33 +158,48 @@ void LinkedState::note_label(const std::string& label, std::size_t extent) {
 }
 
 void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
-  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) note_label(labels[i], extents[i]);
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  LinkedState& t = top();
+  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) t.note_label(labels[i], extents[i]);
 }
 
 std::optional<std::size_t> LinkedState::label_extent(const std::string& label) const {
-  for (std::size_t i = 0; i < labels_seen_count_; ++i) {
-    if (label_seen(i).first == label) return label_seen(i).second;
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  const LinkedState& t = top();
+  for (std::size_t i = 0; i < t.labels_seen_count_; ++i) {
+    if (t.label_seen(i).first == label) return t.label_seen(i).second;
   }
   return std::nullopt;
 }
 
 void LinkedState::flush() noexcept {
-  if (forward_) {
-    // A pending storage may point at a state that was merged away since.
-    LinkedState* top = forward_.get();
-    while (top->forward_) top = top->forward_.get();
-    top->flush();
-    return;
-  }
-  if (assignments_.empty()) return;
   SetRecord set;
-  set.dtype = dtype_;
-  set.backend = backend_;
-  set.assignments = std::move(assignments_);
-  assignments_.clear();
-  set.sparse_maps = sparse_maps_;
-  has_run_ = true;
-  if (SetRunner runner = installed_runner.load()) runner(set);
+  {
+    std::unique_lock<std::recursive_mutex> lock(sets_mutex());
+    // A pending storage may point at a state that was merged away since.
+    LinkedState& t = top();
+    if (t.assignments_.empty()) return;
+    set.dtype = t.dtype_;
+    set.backend = t.backend_;
+    set.assignments = std::move(t.assignments_);
+    t.assignments_.clear();
+    t.has_run_ = true;
+    try {
+      set.sparse_maps = t.sparse_maps_;
+    } catch (...) {
+      // No memory to copy the maps: the results get the error.
+      for (Assignment& a : set.assignments) fail(set.dtype, a.target, std::current_exception());
+      return;
+    }
+  }
+  // The set runs outside the lock: other threads build and read other sets meanwhile (one
+  // reading a result of this set waits for it in Storage::resolve).
+  if (SetRunner runner = installed_runner.load()) {
+    runner(set);
+  } else {
+    const auto error = std::make_exception_ptr(InternalError("tenex: no evaluation pipeline is installed"));
+    for (Assignment& a : set.assignments) fail(set.dtype, a.target, error);
+  }
 }
 
 }  // namespace tenex::detail

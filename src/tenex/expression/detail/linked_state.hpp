@@ -7,6 +7,11 @@
 // stays open. When the last handle dies, the root's destructor evaluates what the set
 // recorded. Pending storages keep a weak pointer to a state of the set (through the
 // Producer interface of tensor/), and reading one flushes the set early.
+//
+// Threads: every member takes sets_mutex() (tensor/producer.hpp), so that a pending result
+// used as an operand on another thread joins its set safely (both threads' statements then
+// form one set, run when its last handle goes or one of its results is read). A set runs
+// outside the lock; a thread reading a result of a set another thread is running waits for it.
 #pragma once
 
 #include <array>
@@ -64,23 +69,23 @@ class LinkedState final : public Producer {
   static std::shared_ptr<LinkedState> merge(const std::shared_ptr<LinkedState>& a,
                                             const std::shared_ptr<LinkedState>& b);
 
-  /// Records an assignment on this root; marks its target storage pending.
-  void record(Assignment assignment, const std::shared_ptr<LinkedState>& self);
+  /// Records an assignment on the root of `state`'s set; marks its target storage pending.
+  static void record(const std::shared_ptr<LinkedState>& state, Assignment assignment);
   /// Labels seen in the set and their largest extent (for validating sparse maps).
   void note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
   /// The largest extent `label` has in the set, or nullopt when it does not occur.
   std::optional<std::size_t> label_extent(const std::string& label) const;
-  void add_sparse_map(RegisteredSparseMap map) { sparse_maps_.push_back(std::move(map)); }
-  const std::vector<RegisteredSparseMap>& sparse_maps_view() const { return sparse_maps_; }
+  void add_sparse_map(RegisteredSparseMap map);
+  /// The set's sparse maps (a copy: another thread may add to the set meanwhile).
+  std::vector<RegisteredSparseMap> sparse_maps() const;
   /// Whether part of the set already ran (an early read): a sparse map added now would not
   /// apply to what ran, so set_sparse_map refuses it.
-  bool has_run() const { return has_run_; }
+  bool has_run() const;
 
   /// Evaluates every assignment recorded so far (on the root). Errors go to the results.
   void flush() noexcept override;
-  bool has_work() const { return !assignments_.empty(); }
   /// The statements recorded and not yet run (on the root), for tenex::explain.
-  const std::vector<Assignment>& recorded() const { return assignments_; }
+  std::vector<Assignment> recorded() const;
 
  private:
   DType dtype_;
@@ -103,6 +108,9 @@ class LinkedState final : public Producer {
     return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
   }
   void note_label(const std::string& label, std::size_t extent);
+  // The root, with sets_mutex() held.
+  LinkedState& top();
+  const LinkedState& top() const;
 };
 
 }  // namespace tenex::detail
