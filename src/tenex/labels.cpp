@@ -25,10 +25,35 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
+/// `text` as a message quotes it: bytes outside printable ASCII as \xNN, and a long text cut
+/// to its first kQuotedLength characters with its length said.
+std::string quote(std::string_view text) {
+  constexpr std::size_t kQuotedLength = 48;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kQuotedLength; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  out += "\"";
+  if (text.size() > kQuotedLength) out += "... (" + std::to_string(text.size()) + " characters)";
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> parse_labels(std::string_view text) {
   std::vector<std::string> labels;
+  if (text.size() > kMaxLabelsLength) {
+    throw ShapeError("tenex: malformed labels " + quote(text) + ": longer than " + std::to_string(kMaxLabelsLength) +
+                     " characters");
+  }
   if (trim(text).empty()) return labels;
   labels.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), ',')) + 1);
   std::size_t start = 0;
@@ -37,12 +62,11 @@ std::vector<std::string> parse_labels(std::string_view text) {
     std::size_t comma = text.find(',', start);
     std::string_view piece = trim(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start));
     if (piece.empty()) {
-      throw ShapeError("tenex: malformed labels \"" + std::string(text) + "\": empty label at position " +
+      throw ShapeError("tenex: malformed labels " + quote(text) + ": empty label at position " +
                        std::to_string(position));
     }
     if (!is_identifier(piece)) {
-      throw ShapeError("tenex: malformed labels \"" + std::string(text) + "\": \"" + std::string(piece) +
-                       "\" is not an identifier");
+      throw ShapeError("tenex: malformed labels " + quote(text) + ": " + quote(piece) + " is not an identifier");
     }
     labels.emplace_back(piece);
     if (comma == std::string_view::npos) break;

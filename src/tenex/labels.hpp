@@ -9,8 +9,13 @@
 
 namespace tenex::detail {
 
+/// The longest label text accepted (kMaxLabelsLength characters, spaces included).
+inline constexpr std::size_t kMaxLabelsLength = 1024;
+
 /// Splits comma-separated identifiers, tolerating spaces; "" (or only spaces) is rank 0.
-/// Throws ShapeError `tenex: malformed labels "<text>": ...`.
+/// Throws ShapeError `tenex: malformed labels "<text>": ...` (the text quoted with bytes outside
+/// printable ASCII as \xNN, and cut after 48 characters), also for a text longer than
+/// kMaxLabelsLength.
 std::vector<std::string> parse_labels(std::string_view text);
 
 /// "i,j"

@@ -60,6 +60,11 @@ class Bytes {
 
 // ---- The reference ---------------------------------------------------------------------
 
+/// max and min as tenex defines them: a NaN on either side gives NaN (std::max would keep
+/// its first operand).
+double ieee_max(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+double ieee_min(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }
+
 using Labels = std::vector<int>;  // alphabet indices
 
 std::string text(const Labels& labels) {
@@ -291,8 +296,8 @@ Arr eval(const R& r, const Labels& keep) {
       const Arr b = eval(*r.children[1], r.children[1]->labels);
       const Arr c = combine(
           a, b, r.labels,
-          r.kind == Kind::max ? +[](double x, double y) { return std::max(x, y); }
-                              : +[](double x, double y) { return std::min(x, y); });
+          r.kind == Kind::max ? +[](double x, double y) { return ieee_max(x, y); }
+                              : +[](double x, double y) { return ieee_min(x, y); });
       return einsum({&c}, keep);
     }
     case Kind::sum:
@@ -309,7 +314,7 @@ Arr eval(const R& r, const Labels& keep) {
       for_each_index(a.labels, extent_of, [&](std::size_t* index) {
         double& v = c.values[offset(c, index)];
         const double x = a.values[offset(a, index)];
-        v = r.kind == Kind::max_over ? std::max(v, x) : std::min(v, x);
+        v = r.kind == Kind::max_over ? ieee_max(v, x) : ieee_min(v, x);
       });
       return einsum({&c}, keep);
     }

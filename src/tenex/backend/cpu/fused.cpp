@@ -48,10 +48,22 @@ T identity(ReduceOp op) {
   return T(0);
 }
 
+// max and min propagate NaN as IEEE arithmetic does (a NaN operand gives NaN, whichever
+// side it is on), unlike std::max/std::fmax: a NaN in a reduction is never skipped.
+template <class T>
+T nan_max(T x, T y) {
+  return (x < y || y != y) ? y : x;
+}
+
+template <class T>
+T nan_min(T x, T y) {
+  return (y < x || y != y) ? y : x;
+}
+
 template <class T>
 T combine(ReduceOp op, T acc, T v) {
-  if (op == ReduceOp::max) return v > acc ? v : acc;
-  if (op == ReduceOp::min) return v < acc ? v : acc;
+  if (op == ReduceOp::max) return nan_max(acc, v);
+  if (op == ReduceOp::min) return nan_min(acc, v);
   return acc + v;
 }
 
@@ -201,10 +213,10 @@ class Evaluator {
         case FusedOp::multiply: v = binary([](T x, T y) { return x * y; }, values_[in.a], values_[in.b], dst, w); break;
         case FusedOp::divide: v = binary([](T x, T y) { return x / y; }, values_[in.a], values_[in.b], dst, w); break;
         case FusedOp::maximum:
-          v = binary([](T x, T y) { return x < y ? y : x; }, values_[in.a], values_[in.b], dst, w);
+          v = binary([](T x, T y) { return nan_max(x, y); }, values_[in.a], values_[in.b], dst, w);
           break;
         case FusedOp::minimum:
-          v = binary([](T x, T y) { return y < x ? y : x; }, values_[in.a], values_[in.b], dst, w);
+          v = binary([](T x, T y) { return nan_min(x, y); }, values_[in.a], values_[in.b], dst, w);
           break;
         case FusedOp::negate: v = unary([](T x) { return -x; }, values_[in.a], dst, w); break;
         case FusedOp::exp: v = unary([](T x) { return std::exp(x); }, values_[in.a], dst, w); break;
@@ -216,7 +228,7 @@ class Evaluator {
         case FusedOp::cos: v = unary([](T x) { return std::cos(x); }, values_[in.a], dst, w); break;
         case FusedOp::tanh: v = unary([](T x) { return std::tanh(x); }, values_[in.a], dst, w); break;
         case FusedOp::sign:
-          v = unary([](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }, values_[in.a], dst, w);
+          v = unary([](T x) { return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0))); }, values_[in.a], dst, w);
           break;
         case FusedOp::reciprocal: v = unary([](T x) { return T(1) / x; }, values_[in.a], dst, w); break;
         case FusedOp::power: {
