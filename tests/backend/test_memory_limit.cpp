@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <tenex/tenex.hpp>
@@ -156,3 +157,54 @@ TEST_CASE("memory limit: TENEX_MEMORY_LIMIT with K, M and G suffixes, and bad va
   c("i,j") = a("i,k") * b("k,j");
   CHECK_NOTHROW(c.wait());
 }
+
+TEST_CASE_TEMPLATE_DEFINE("memory limit: a product whose every order needs a large intermediate runs in batches", T,
+                          memory_slices) {
+  LimitGuard guard;
+  // e = sum_{i,a,b} x(i,a) y(i,b) z(a,b): whichever pair is multiplied first makes a 120 x 120
+  // intermediate (115 KB in double); no order keeps it small.
+  constexpr std::size_t n = 120;
+  auto x = random_tensor<T>({n, n}, 11), y = random_tensor<T>({n, n}, 12), z = random_tensor<T>({n, n}, 13);
+  double expected = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t a = 0; a < n; ++a) {
+      for (std::size_t b = 0; b < n; ++b) {
+        expected += static_cast<double>(x.at(i, a)) * static_cast<double>(y.at(i, b)) * static_cast<double>(z.at(a, b));
+      }
+    }
+  }
+  const double tolerance = (std::is_same_v<T, float> ? 1e-3 : 1e-9) * (1 + std::abs(expected));
+
+  Tensor<T> whole;
+  whole("") = x("i,a") * y("i,b") * z("a,b");
+  CHECK(std::abs(static_cast<double>(whole.at()) - expected) <= tolerance);
+  const std::size_t unlimited_peak = tenex::last_run_stats().peak_bytes;
+  CHECK(unlimited_peak >= n * n * sizeof(T));
+
+  // A limit of a third of the intermediate: the product is sliced into batches, each added
+  // into the result (GEMM beta), and the peak stays under the limit.
+  const std::size_t limit = n * n * sizeof(T) / 3;
+  tenex::set_memory_limit(limit);
+  Tensor<T> batched;
+  batched("") = x("i,a") * y("i,b") * z("a,b");
+  CHECK(std::abs(static_cast<double>(batched.at()) - expected) <= tolerance);
+  const tenex::RunStats stats = tenex::last_run_stats();
+  CHECK(stats.peak_bytes <= limit);
+  CHECK(stats.kernels > 4);  // several batches, not two contractions
+  const std::string plan = tenex::explain();
+  INFO(plan);
+  CHECK(contains(plan, "slice"));
+
+  // The same statement with the same limit reuses its plan, batches and all.
+  Tensor<T> again;
+  again("") = x("i,a") * y("i,b") * z("a,b");
+  CHECK(std::abs(static_cast<double>(again.at()) - expected) <= tolerance);
+  CHECK(tenex::last_run_stats().peak_bytes <= limit);
+
+  // A limit no batching meets: the error at planning time still names the node.
+  tenex::set_memory_limit(64);
+  Tensor<T> impossible;
+  impossible("") = x("i,a") * y("i,b") * z("a,b");
+  CHECK_THROWS_AS(impossible.wait(), tenex::BackendError);
+}
+TEST_CASE_TEMPLATE_APPLY(memory_slices, tenex_test::Scalars);

@@ -193,13 +193,12 @@ TEST_CASE_TEMPLATE_DEFINE("edges: rank 0 in every operation", T, edges_rank_zero
 
   // Matrix operations need rank 2; chip needs the label: errors that leave the target.
   Tensor<T> keep(Shape{}, {T(9)});
-  for (const std::string& m : {error_of([&] { keep("") = tenex::cholesky(two("")); }),
-                               error_of([&] { keep("") = tenex::inverse(two("")); }),
-                               error_of([&] { keep("") = tenex::pow(two(""), 2); }),
-                               error_of([&] { keep("") = tenex::pow(two(""), 0.5); }),
-                               error_of([&] { keep("") = std::get<0>(tenex::eigen_solve(two(""))); }),
-                               error_of([&] { keep("") = std::get<0>(tenex::qr(two(""))); }),
-                               error_of([&] { keep("") = std::get<1>(tenex::svd(two(""))); })}) {
+  for (const std::string& m :
+       {error_of([&] { keep("") = tenex::cholesky(two("")); }), error_of([&] { keep("") = tenex::inverse(two("")); }),
+        error_of([&] { keep("") = tenex::pow(two(""), 2); }), error_of([&] { keep("") = tenex::pow(two(""), 0.5); }),
+        error_of([&] { keep("") = std::get<0>(tenex::eigen_solve(two(""))); }),
+        error_of([&] { keep("") = std::get<0>(tenex::qr(two(""))); }),
+        error_of([&] { keep("") = std::get<1>(tenex::svd(two(""))); })}) {
     CHECK(m.find("has rank 0; a matrix (rank 2) is needed") != std::string::npos);
   }
   CHECK(error_of([&] { keep("") = tenex::chip(two(""), "i", 0); }).find("not among the labels") != std::string::npos);
@@ -327,18 +326,66 @@ TEST_CASE_TEMPLATE_DEFINE("edges: non-finite input to a decomposition is a Numer
     Tensor<T> rhs(Shape{4}, {T(1), T(2), T(3), T(4)});
     using Run = std::function<Tensor<T>()>;
     const std::vector<std::pair<std::string, Run>> runs = {
-        {"cholesky", [&] { Tensor<T> l; l("i,j") = tenex::cholesky(a("i,j")); return l; }},
-        {"eigen_solve", [&] { Tensor<T> v, w; std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j")); return w; }},
+        {"cholesky",
+         [&] {
+           Tensor<T> l;
+           l("i,j") = tenex::cholesky(a("i,j"));
+           return l;
+         }},
+        {"eigen_solve",
+         [&] {
+           Tensor<T> v, w;
+           std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j"));
+           return w;
+         }},
         {"generalized eigen_solve (a)",
-         [&] { Tensor<T> v, w; std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j"), spd("i,j")); return w; }},
+         [&] {
+           Tensor<T> v, w;
+           std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j"), spd("i,j"));
+           return w;
+         }},
         {"generalized eigen_solve (b)",
-         [&] { Tensor<T> v, w; std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(spd("i,j"), a("i,j")); return w; }},
-        {"qr", [&] { Tensor<T> q, r; tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j")); return r; }},
-        {"svd", [&] { Tensor<T> s; s("k") = std::get<1>(tenex::svd(a("i,j"))); return s; }},
-        {"inverse", [&] { Tensor<T> x; x("i,j") = tenex::inverse(a("i,j")); return x; }},
-        {"solve", [&] { Tensor<T> x; x("j") = tenex::solve(a("i,j"), rhs("i")); return x; }},
-        {"pow(a, -1)", [&] { Tensor<T> x; x("i,j") = tenex::pow(a("i,j"), -1); return x; }},
-        {"pow(a, 0.5)", [&] { Tensor<T> x; x("i,j") = tenex::pow(a("i,j"), 0.5); return x; }},
+         [&] {
+           Tensor<T> v, w;
+           std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(spd("i,j"), a("i,j"));
+           return w;
+         }},
+        {"qr",
+         [&] {
+           Tensor<T> q, r;
+           tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));
+           return r;
+         }},
+        {"svd",
+         [&] {
+           Tensor<T> s;
+           s("k") = std::get<1>(tenex::svd(a("i,j")));
+           return s;
+         }},
+        {"inverse",
+         [&] {
+           Tensor<T> x;
+           x("i,j") = tenex::inverse(a("i,j"));
+           return x;
+         }},
+        {"solve",
+         [&] {
+           Tensor<T> x;
+           x("j") = tenex::solve(a("i,j"), rhs("i"));
+           return x;
+         }},
+        {"pow(a, -1)",
+         [&] {
+           Tensor<T> x;
+           x("i,j") = tenex::pow(a("i,j"), -1);
+           return x;
+         }},
+        {"pow(a, 0.5)",
+         [&] {
+           Tensor<T> x;
+           x("i,j") = tenex::pow(a("i,j"), 0.5);
+           return x;
+         }},
     };
     for (const auto& [name, run] : runs) {
       CAPTURE(name);
@@ -375,7 +422,7 @@ TEST_CASE("edges: malformed labels of every kind are errors that leave every obj
       {"2i", "\"2i\" is not an identifier"},
       {"i-j", "\"i-j\" is not an identifier"},
       {"a b", "\"a b\" is not an identifier"},
-      {"\xc3\xa4", "\"\\xc3\\xa4\" is not an identifier"},   // non-ASCII, shown escaped
+      {"\xc3\xa4", "\"\\xc3\\xa4\" is not an identifier"},           // non-ASCII, shown escaped
       {std::string("i\0j", 3), "\"i\\x00j\" is not an identifier"},  // a NUL inside
       {"i;j", "is not an identifier"},
       {ten_thousand, "(10000 characters): longer than 1024 characters"},
@@ -391,7 +438,7 @@ TEST_CASE("edges: malformed labels of every kind are errors that leave every obj
     for (const std::string& m : {as_operand, as_target, as_reduction}) {
       CHECK(m.rfind("tenex: malformed labels \"", 0) == 0);
       CHECK(m.find(expected) != std::string::npos);
-      CHECK(m.size() < 300);  // a 10,000-character text is not echoed whole
+      CHECK(m.size() < 300);                               // a 10,000-character text is not echoed whole
       for (char ch : m) CHECK((ch >= 0x20 && ch < 0x7f));  // printable: no NUL, no raw bytes
     }
     CHECK(target.to_vector() == std::vector<double>{7, 8});

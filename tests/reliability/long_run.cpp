@@ -47,7 +47,7 @@ double iterate(std::size_t it, Tensor<double>& big) {
   Tensor<double> a(Shape{n, 3}), b(Shape{3, n}), c, d, e;
   a.at(it % n, 1) = 1.0;
   b.at(2, it % n) = 2.0;
-  c("i,j") = a("i,k") * b("k,j");  // a product
+  c("i,j") = a("i,k") * b("k,j");                        // a product
   d("i") = tenex::exp(a("i,k")) + 2.0 * b("k,i") - 1.0;  // a fused chain and a sum
   {
     auto handle = c("i,j");  // a set kept open across statements
@@ -101,8 +101,8 @@ int main() {
   std::printf("long_run: %zu iterations; resident %.1f MiB after %zu, %.1f MiB at the end (peak %.1f MiB)\n",
               kIterations, after_warm_up, kWarmUp, at_end, peak);
   check(std::isfinite(sum), "the iterations computed a non-finite checksum");
-  check(peak - after_warm_up < kAllowedGrowthMiB,
-        "resident memory grew by " + std::to_string(peak - after_warm_up) + " MiB after the warm-up (allowed " +
-            std::to_string(kAllowedGrowthMiB) + ")");
+  check(peak - after_warm_up < kAllowedGrowthMiB, "resident memory grew by " + std::to_string(peak - after_warm_up) +
+                                                      " MiB after the warm-up (allowed " +
+                                                      std::to_string(kAllowedGrowthMiB) + ")");
   return failures == 0 ? 0 : 1;
 }

@@ -97,11 +97,57 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
   return plan;
 }
 
+/// Every node after its operands, depth first from the results: each node's operands are
+/// computed just before it, and a contraction's addend (a running sum) before its factors.
+/// Under a memory limit this holds fewer intermediates at once than the graph's own order:
+/// the batches of a sliced contraction (passes/slice_contractions.cpp) run one after another,
+/// each batch's slices and partial product freed before the next is made.
+std::vector<NodeId> depth_first_order(const OpGraph& graph) {
+  const std::size_t n = graph.size();
+  std::vector<char> state(n, 0);  // 0: not seen, 1: on the stack, 2: placed
+  std::vector<NodeId> order;
+  order.reserve(n);
+  struct Frame {
+    NodeId id;
+    std::vector<NodeId> operands;  // in the order they are visited
+    std::size_t next = 0;
+  };
+  auto frame_of = [&](NodeId id) {
+    Frame f{id, graph.operands(id)};
+    if (graph.node(id).kind == OpKind::contract && f.operands.size() == 3) {
+      std::rotate(f.operands.begin(), f.operands.begin() + 2, f.operands.end());  // addend first
+    }
+    return f;
+  };
+  std::vector<Frame> stack;
+  for (NodeId root = 0; root < n; ++root) {
+    if (state[root] || !graph.consumers(root).empty()) continue;
+    stack.push_back(frame_of(root));
+    state[root] = 1;
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next < top.operands.size()) {
+        const NodeId op = top.operands[top.next++];
+        if (state[op] == 0) {
+          state[op] = 1;
+          stack.push_back(frame_of(op));
+        }
+        continue;
+      }
+      state[top.id] = 2;
+      order.push_back(top.id);
+      stack.pop_back();
+    }
+  }
+  if (order.size() != n) return graph.topological_order();  // (a cycle: let it report)
+  return order;
+}
+
 }  // namespace
 
 Schedule schedule_of(const OpGraph& graph) {
   Schedule schedule;
-  schedule.order = graph.topological_order();
+  schedule.order = memory_limit() != 0 ? depth_first_order(graph) : graph.topological_order();
   schedule.uses.assign(graph.size(), 0);
   schedule.operands.resize(graph.size());
   schedule.slot.assign(graph.size(), Schedule::unbound);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tenex/backend/backend.hpp"
+#include "tenex/backend/executor.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/assign_to.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
@@ -120,7 +121,7 @@ struct Report {
 
 std::string describe_plan(const OpGraph& graph, const Report& report) {
   const std::vector<std::string> names = tensor_names(graph);
-  const std::vector<NodeId> order = graph.topological_order();
+  const std::vector<NodeId> order = schedule_of(graph).order;  // the executor's order
   std::vector<std::size_t> step_of(graph.size(), 0);
   std::vector<std::vector<std::string>> rows{{"step", "operation", "operands -> result", "kernel", "flops", "result"}};
   double flops = 0;

@@ -23,6 +23,7 @@ constexpr Pass kPasses[] = {
     {"cse", [](OpGraph& g, std::size_t) { eliminate_common_subexpressions(g); }},
     {"fold_scales", [](OpGraph& g, std::size_t) { fold_scales(g); }},
     {"gemm_beta", [](OpGraph& g, std::size_t) { fold_gemm_beta(g); }},
+    {"slice", [](OpGraph& g, std::size_t limit) { slice_contractions(g, limit); }},
     {"collapse", [](OpGraph& g, std::size_t) { collapse_chains(g); }},
     {"fuse", [](OpGraph& g, std::size_t) { fuse_elementwise(g); }},
 };

@@ -24,6 +24,11 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit = 0);
 /// contract(a, b, d){alpha, beta}: GEMM with beta, no temporary. Only where the product,
 /// d and the sum have the same labels (a broadcast addend stays an element-wise node).
 void fold_gemm_beta(OpGraph& graph);
+/// Under `memory_limit` (bytes; 0: does nothing): a product whose intermediate takes more
+/// than half the limit and that one contraction reads, summing one of its labels, is
+/// computed in batches of that label (slices of the operands, each batch's product added
+/// into the result by GEMM beta), so the whole intermediate is never held.
+void slice_contractions(OpGraph& graph, std::size_t memory_limit);
 /// Puts a mask node after every node that sparse maps restrict (sparse masking is a node
 /// kind, run by the backend like any other).
 void insert_masks(OpGraph& graph);
