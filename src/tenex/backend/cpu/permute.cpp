@@ -299,7 +299,7 @@ void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
   std::size_t outer = 1;
   for (const Dim& d : dims) outer *= d.extent;
   const std::size_t total = outer * inner.extent;
-  const bool par = run_parallel(parallel, total);
+  [[maybe_unused]] const bool par = run_parallel(parallel, total);
   // Too few rows to share among the threads: cut each row into pieces.
   std::size_t piece = inner.extent;
   if (par && outer < 8 * static_cast<std::size_t>(omp_get_max_threads()) && inner.extent > 2 * kRowPiece) {
@@ -341,7 +341,7 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
   const std::size_t tiles_o = (o.extent + kTile - 1) / kTile, tiles_i = (i.extent + kTile - 1) / kTile;
   const std::size_t tiles = tiles_o * tiles_i;
   const std::size_t units = outer * tiles;
-  const bool par = run_parallel(parallel, outer * o.extent * i.extent);
+  [[maybe_unused]] const bool par = run_parallel(parallel, outer * o.extent * i.extent);
 #pragma omp parallel if (par)
   {
     const auto threads = static_cast<std::size_t>(omp_get_num_threads());
@@ -399,7 +399,7 @@ void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> su
   std::size_t kept_count = 1, summed_count = 1;
   for (const Dim& d : kept) kept_count *= d.extent;
   for (const Dim& d : summed) summed_count *= d.extent;
-  const bool par = run_parallel(parallel, kept_count * summed_count);
+  [[maybe_unused]] const bool par = run_parallel(parallel, kept_count * summed_count);
   // Summed dims walk the input in memory order, fastest last.
   std::stable_sort(summed.begin(), summed.end(), [](const Dim& x, const Dim& y) { return x.in > y.in; });
   std::ptrdiff_t fastest_kept = -1;
@@ -567,7 +567,7 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
   }
   if (summed_count == 0) {
     // An empty sum.
-    const bool par = run_parallel(true, out_size);
+    [[maybe_unused]] const bool par = run_parallel(true, out_size);
 #pragma omp parallel for if (par)
     for (std::size_t x = 0; x < out_size; ++x) out[x] = T(0);
     return {0, 1};
