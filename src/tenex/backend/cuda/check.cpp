@@ -11,21 +11,30 @@ namespace tenex::detail::cuda {
 
 namespace {
 
-// cuSOLVER has no status-to-text function.
+// cuSOLVER has no status-to-text function. (A table, not a switch: the enum has many more
+// values than a user can meet here.)
 std::string cusolver_text(int status) {
-  switch (static_cast<cusolverStatus_t>(status)) {
-    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
-    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED: the library was not initialized";
-    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED: out of memory";
-    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE: an unsupported value or parameter";
-    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH: the device lacks a needed feature";
-    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED: a kernel failed to launch";
-    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR: an internal operation failed";
-    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
-      return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED: the matrix type is not supported";
-    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED: not supported";
-    default: return "cuSOLVER status " + std::to_string(status);
+  struct Known {
+    cusolverStatus_t status;
+    const char* text;
+  };
+  static const Known known[] = {
+      {CUSOLVER_STATUS_SUCCESS, "CUSOLVER_STATUS_SUCCESS"},
+      {CUSOLVER_STATUS_NOT_INITIALIZED, "CUSOLVER_STATUS_NOT_INITIALIZED: the library was not initialized"},
+      {CUSOLVER_STATUS_ALLOC_FAILED, "CUSOLVER_STATUS_ALLOC_FAILED: out of memory"},
+      {CUSOLVER_STATUS_INVALID_VALUE, "CUSOLVER_STATUS_INVALID_VALUE: an unsupported value or parameter"},
+      {CUSOLVER_STATUS_ARCH_MISMATCH, "CUSOLVER_STATUS_ARCH_MISMATCH: the device lacks a needed feature"},
+      {CUSOLVER_STATUS_EXECUTION_FAILED, "CUSOLVER_STATUS_EXECUTION_FAILED: a kernel failed to launch"},
+      {CUSOLVER_STATUS_INTERNAL_ERROR, "CUSOLVER_STATUS_INTERNAL_ERROR: an internal operation failed"},
+      {CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED,
+       "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED: the matrix type is not supported"},
+      {CUSOLVER_STATUS_NOT_SUPPORTED, "CUSOLVER_STATUS_NOT_SUPPORTED: not supported"},
+      {CUSOLVER_STATUS_INVALID_WORKSPACE, "CUSOLVER_STATUS_INVALID_WORKSPACE: the workspace is too small"},
+  };
+  for (const Known& k : known) {
+    if (static_cast<int>(k.status) == status) return k.text;
   }
+  return "cuSOLVER status " + std::to_string(status);
 }
 
 const char* library_name(Library library) {
@@ -58,10 +67,10 @@ std::string status_text(Library library, int status) {
 
 bool out_of_memory(Library library, int status) {
   switch (library) {
-    case Library::runtime: return status == cudaErrorMemoryAllocation;
-    case Library::cublas: return status == CUBLAS_STATUS_ALLOC_FAILED;
-    case Library::cusolver: return status == CUSOLVER_STATUS_ALLOC_FAILED;
-    case Library::nvrtc: return status == NVRTC_ERROR_OUT_OF_MEMORY;
+    case Library::runtime: return status == static_cast<int>(cudaErrorMemoryAllocation);
+    case Library::cublas: return status == static_cast<int>(CUBLAS_STATUS_ALLOC_FAILED);
+    case Library::cusolver: return status == static_cast<int>(CUSOLVER_STATUS_ALLOC_FAILED);
+    case Library::nvrtc: return status == static_cast<int>(NVRTC_ERROR_OUT_OF_MEMORY);
   }
   return false;
 }
@@ -73,7 +82,7 @@ std::string failure_message(Library library, int status, std::string_view call) 
     message += "; the device is out of memory: free tensors, evaluate smaller sets (set_memory_limit) or use "
                "TENEX_BACKEND=cpu";
   } else if (library == Library::runtime &&
-             (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver)) {
+             (status == static_cast<int>(cudaErrorNoDevice) || status == static_cast<int>(cudaErrorInsufficientDriver))) {
     message += "; no usable CUDA device: use TENEX_BACKEND=cpu or auto";
   }
   return message;

@@ -8,12 +8,8 @@ namespace {
 
 /// How many constants an instruction reads from StridedArgs::constant.
 int constants_of(const FusedInstr& in) {
-  switch (in.op) {
-    case FusedOp::constant:
-    case FusedOp::power: return 1;
-    case FusedOp::clamp: return 2;
-    default: return 0;
-  }
+  if (in.op == FusedOp::constant || in.op == FusedOp::power) return 1;
+  return in.op == FusedOp::clamp ? 2 : 0;
 }
 
 const char* reduce_identity(ReduceOp op) {
@@ -292,9 +288,9 @@ extern "C" __global__ void tenex_set_identity(T* a, long long n) {
 extern "C" __global__ void tenex_apply_mask(T* a, const unsigned char* keep, long long n) {
   GRID_STRIDE(i, n) if (!keep[i]) a[i] = T(0);
 }
-extern "C" __global__ void tenex_zero_triangle(T* a, long long n, int upper) {
-  GRID_STRIDE(i, n * n) {
-    const long long r = i / n, c = i % n;
+extern "C" __global__ void tenex_zero_triangle(T* a, long long rows, long long cols, int upper) {
+  GRID_STRIDE(i, rows * cols) {
+    const long long r = i / cols, c = i % cols;
     if (upper ? c > r : c < r) a[i] = T(0);
   }
 }

@@ -88,7 +88,8 @@ std::string transpose_source(bool is_double);
 /// Entry points (all grid-stride loops):
 ///   tenex_set_identity(T* a, long long n)                      a = I (n x n)
 ///   tenex_apply_mask(T* a, const unsigned char* keep, long long n)
-///   tenex_zero_triangle(T* a, long long n, int upper)        zero the strict upper/lower part (row-major)
+///   tenex_zero_triangle(T* a, long long rows, long long cols, int upper)   zero the strict upper
+///     (upper != 0) or lower part of a row-major matrix
 ///   tenex_fix_signs(T* cols, long long rows, long long k, long long ld_cols, T* paired, long long cols_paired)
 ///     column j of the row-major rows x k matrix `cols` (row stride ld_cols) gets its entry of largest
 ///     magnitude positive (the first on ties); row j of `paired` (k x cols_paired) flips with it.

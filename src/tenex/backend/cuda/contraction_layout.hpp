@@ -27,10 +27,11 @@ struct GemmOperand {
 struct GemmPlan {
   GemmOperand a, b, c;  // c.permute: written as c.labels, then permuted to the node's labels
   long long m = 1, n = 1, k = 1, batch = 1;
-  /// cuBLAS's column-major call: rows x cols of its result and its first and second operand.
-  /// With swap, cuBLAS computes c^T = b^T a^T (c laid out batch n m... read column-major).
+  /// cuBLAS sees row-major data as column-major: without swap, c (batch m n) is the column-major
+  /// n x m matrix c^T = b^T a^T (operands b, a); with swap, c (batch n m) is the column-major
+  /// m x n matrix c = a b (operands a, b). rows x cols: the column-major result.
   bool swap = false;
-  long long rows = 1, cols = 1;  // of the column-major result: (n, m) unless swapped... see plan_gemm
+  long long rows = 1, cols = 1;
   std::vector<std::string> batch_labels, m_labels, n_labels, k_labels;
 };
 
