@@ -224,9 +224,10 @@ const BackendEntry& choose_backend(BackendKind kind) {
   }
   const BackendEntry* entry = find_backend(kind);
   if (kind == BackendKind::cuda && (!entry || !entry->available || !entry->available())) {
-    throw BackendError(
-        "tenex: this set asks for the CUDA backend, which this build does not have or which found no device; "
-        "use TENEX_BACKEND=cpu or auto");
+    throw BackendError(std::string("tenex: this set asks for the CUDA backend, ") +
+                       (entry ? "which is built (TENEX_HAS_CUDA=1) but found no usable CUDA device"
+                              : "which this build does not have (TENEX_HAS_CUDA=0)") +
+                       "; use TENEX_BACKEND=cpu or auto");
   }
   if (!entry) throw InternalError("tenex: no backend is registered for this set");
   return *entry;
