@@ -411,9 +411,13 @@ void CudaBackend<T>::rearrange(const Operand<T>& in, T* out, const Labels& out_l
   if (n == 0) return;
   // A permutation (no label repeated or summed) whose fastest mode moves: the tiled kernel.
   bool permutation = in.labels.size() == out_labels.size() && in.offset == 0 && !in.labels.empty();
-  for (const auto& x : in.labels) {
-    permutation = permutation && std::count(out_labels.begin(), out_labels.end(), x) == 1 &&
-                  std::count(in.labels.begin(), in.labels.end(), x) == 1;
+  for (std::size_t p = 0; permutation && p < in.labels.size(); ++p) {
+    const std::string& x = in.labels[p];
+    const auto at = std::find(out_labels.begin(), out_labels.end(), x);
+    // Every label once on each side, with the same extent (not a block of the input).
+    permutation = at != out_labels.end() && std::count(out_labels.begin(), out_labels.end(), x) == 1 &&
+                  std::count(in.labels.begin(), in.labels.end(), x) == 1 &&
+                  out_extents[static_cast<std::size_t>(at - out_labels.begin())] == in.extents[p];
   }
   if (permutation && in.labels.back() != out_labels.back() && in.extents.back() > 1 && out_extents.back() > 1) {
     const std::vector<long long> in_strides = row_major_strides(in.extents);
