@@ -288,9 +288,10 @@ int run_fused(const Options& o) {
   cudaFree(from);
   cudaFree(to);
   std::printf("%s", plan.c_str());
-  std::printf("fused chain: %zu elements, %.3f ms, %.1f GB/s; device-to-device copy of the same bytes: %.3f ms, "
-              "%.1f GB/s; ratio %.3f\n",
-              n, chain * 1e3, bytes / chain * 1e-9, copy * 1e3, bytes / copy * 1e-9, copy / chain);
+  std::printf(
+      "fused chain: %zu elements, %.3f ms, %.1f GB/s; device-to-device copy of the same bytes: %.3f ms, "
+      "%.1f GB/s; ratio %.3f\n",
+      n, chain * 1e3, bytes / chain * 1e-9, copy * 1e3, bytes / copy * 1e-9, copy / chain);
   return 0;
 }
 
@@ -311,17 +312,19 @@ int run_traffic() {
   for (int k = 0; k < 10; ++k) r[k]("i,j") = (k + 1.0) * a("i,k") * c("k,j") + b("i,j");
   r[9].wait();
   s = tenex::last_run_stats();
-  std::printf("10-statement set on resident data: to device %zu bytes, back %zu bytes, device peak %zu bytes, "
-              "%zu kernels\n",
-              s.host_to_device_bytes, s.device_to_host_bytes, s.device_peak_bytes, s.kernels);
+  std::printf(
+      "10-statement set on resident data: to device %zu bytes, back %zu bytes, device peak %zu bytes, "
+      "%zu kernels\n",
+      s.host_to_device_bytes, s.device_to_host_bytes, s.device_peak_bytes, s.kernels);
   const double x = r[9].at(1, 2);  // reading: the result comes back once
   std::printf("read r[9](1,2) = %.6f: copies the %zu bytes of r[9] once\n", x, n * n * sizeof(double));
   return s.host_to_device_bytes == 0 && s.device_to_host_bytes == 0 ? 0 : 1;
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_cuda --tccg [cases.tsv] | --linalg [--n 4096,8192] | --fused [--n N] | "
-                       "--traffic  [--float] [--repeat N] [--filter NAME]\n");
+  std::fprintf(stderr,
+               "usage: bench_cuda --tccg [cases.tsv] | --linalg [--n 4096,8192] | --fused [--n N] | "
+               "--traffic  [--float] [--repeat N] [--filter NAME]\n");
   return 2;
 }
 

@@ -95,8 +95,8 @@ TEST_CASE("cuda backend: selection without a device") {
     return;
   }
   MESSAGE("no CUDA device (", skip_reason(), "): automatic picks the CPU, cuda is an error");
-  CHECK_THROWS_WITH_AS(tenex::set_default_backend(BackendKind::cuda),
-                       doctest::Contains("no CUDA backend is available"), tenex::BackendError);
+  CHECK_THROWS_WITH_AS(tenex::set_default_backend(BackendKind::cuda), doctest::Contains("no CUDA backend is available"),
+                       tenex::BackendError);
   CHECK(tenex::default_backend() == BackendKind::automatic);
   // Automatic runs the set on the CPU.
   auto a = random<double>(Shape{3, 4}, 1);
@@ -116,35 +116,106 @@ TEST_CASE_TEMPLATE_DEFINE("cuda backend: results agree with the CPU", T, cuda_ag
   auto a = random<T>(Shape{37, 29}, 11), b = random<T>(Shape{29, 41}, 12), c = random<T>(Shape{5, 6, 7, 8}, 13);
   auto d = random<T>(Shape{8, 7, 9}, 14), v = random<T>(Shape{29}, 15), s = random<T>(Shape{40, 40}, 16);
   auto batch_a = random<T>(Shape{6, 17, 19}, 17), batch_b = random<T>(Shape{6, 19, 23}, 18);
-  same_on_both<T>("gemm", [&] { Tensor<T> r; r("i,j") = a("i,k") * b("k,j"); return r; });
-  same_on_both<T>("gemm, transposed result", [&] { Tensor<T> r; r("j,i") = a("i,k") * b("k,j"); return r; });
-  same_on_both<T>("gemm, a transposed", [&] { Tensor<T> r; r("i,j") = a("k,i") * a("k,j"); return r; });
-  same_on_both<T>("two summed labels, permuted operand",
-                  [&] { Tensor<T> r; r("a,i") = c("a,b,k,l") * d("l,k,i"); return r; });
-  same_on_both<T>("batch", [&] { Tensor<T> r; r("b,i,j") = batch_a("b,i,k") * batch_b("b,k,j"); return r; });
-  same_on_both<T>("batch not leading", [&] { Tensor<T> r; r("i,b,j") = batch_a("b,i,k") * batch_b("b,k,j"); return r; });
-  same_on_both<T>("outer product", [&] { Tensor<T> r; r("i,j") = v("i") * v("j"); return r; });
+  same_on_both<T>("gemm", [&] {
+    Tensor<T> r;
+    r("i,j") = a("i,k") * b("k,j");
+    return r;
+  });
+  same_on_both<T>("gemm, transposed result", [&] {
+    Tensor<T> r;
+    r("j,i") = a("i,k") * b("k,j");
+    return r;
+  });
+  same_on_both<T>("gemm, a transposed", [&] {
+    Tensor<T> r;
+    r("i,j") = a("k,i") * a("k,j");
+    return r;
+  });
+  same_on_both<T>("two summed labels, permuted operand", [&] {
+    Tensor<T> r;
+    r("a,i") = c("a,b,k,l") * d("l,k,i");
+    return r;
+  });
+  same_on_both<T>("batch", [&] {
+    Tensor<T> r;
+    r("b,i,j") = batch_a("b,i,k") * batch_b("b,k,j");
+    return r;
+  });
+  same_on_both<T>("batch not leading", [&] {
+    Tensor<T> r;
+    r("i,b,j") = batch_a("b,i,k") * batch_b("b,k,j");
+    return r;
+  });
+  same_on_both<T>("outer product", [&] {
+    Tensor<T> r;
+    r("i,j") = v("i") * v("j");
+    return r;
+  });
   same_on_both<T>("scaled with an addend", [&] {
     Tensor<T> r = random<T>(Shape{37, 41}, 19);
     r("i,j") += 0.5 * a("i,k") * b("k,j");
     return r;
   });
-  same_on_both<T>("permutation (tiled)", [&] { Tensor<T> r; r("l,b,a,k") = c("a,b,k,l"); return r; });
-  same_on_both<T>("permutation (fastest mode stays)", [&] { Tensor<T> r; r("b,a,l") = c("a,b,k,l"); return r; });
-  same_on_both<T>("sum over modes", [&] { Tensor<T> r; r("b") = c("a,b,k,l"); return r; });
-  same_on_both<T>("trace", [&] { Tensor<T> r; r("") = s("i,i"); return r; });
-  same_on_both<T>("diagonal", [&] { Tensor<T> r; r("i") = s("i,i"); return r; });
-  same_on_both<T>("dot product", [&] { Tensor<T> r; r("") = a("i,j") * a("i,j"); return r; });
-  same_on_both<T>("broadcast add", [&] { Tensor<T> r; r("i,k") = a("i,k") + 2.0 * v("k"); return r; });
-  same_on_both<T>("divide", [&] { Tensor<T> r; r("i,k") = a("i,k") / (3.0 + v("k")); return r; });
+  same_on_both<T>("permutation (tiled)", [&] {
+    Tensor<T> r;
+    r("l,b,a,k") = c("a,b,k,l");
+    return r;
+  });
+  same_on_both<T>("permutation (fastest mode stays)", [&] {
+    Tensor<T> r;
+    r("b,a,l") = c("a,b,k,l");
+    return r;
+  });
+  same_on_both<T>("sum over modes", [&] {
+    Tensor<T> r;
+    r("b") = c("a,b,k,l");
+    return r;
+  });
+  same_on_both<T>("trace", [&] {
+    Tensor<T> r;
+    r("") = s("i,i");
+    return r;
+  });
+  same_on_both<T>("diagonal", [&] {
+    Tensor<T> r;
+    r("i") = s("i,i");
+    return r;
+  });
+  same_on_both<T>("dot product", [&] {
+    Tensor<T> r;
+    r("") = a("i,j") * a("i,j");
+    return r;
+  });
+  same_on_both<T>("broadcast add", [&] {
+    Tensor<T> r;
+    r("i,k") = a("i,k") + 2.0 * v("k");
+    return r;
+  });
+  same_on_both<T>("divide", [&] {
+    Tensor<T> r;
+    r("i,k") = a("i,k") / (3.0 + v("k"));
+    return r;
+  });
   same_on_both<T>("fused chain", [&] {
     Tensor<T> r;
     r("i,k") = tenex::exp(a("i,k")) * 0.5 - tenex::sqrt(tenex::abs(a("i,k"))) + tenex::tanh(v("k"));
     return r;
   });
-  same_on_both<T>("max over a mode", [&] { Tensor<T> r; r("i") = tenex::max_over(a("i,j"), "j"); return r; });
-  same_on_both<T>("slice", [&] { Tensor<T> r; r("i,j") = tenex::slice(a("i,j"), {3, 4}, {20, 17}); return r; });
-  same_on_both<T>("matrix power", [&] { Tensor<T> r; r("i,j") = tenex::pow(s("i,j"), 5); return r; });
+  same_on_both<T>("max over a mode", [&] {
+    Tensor<T> r;
+    r("i") = tenex::max_over(a("i,j"), "j");
+    return r;
+  });
+  same_on_both<T>("slice", [&] {
+    Tensor<T> r;
+    r("i,j") = tenex::slice(a("i,j"), {3, 4}, {20, 17});
+    return r;
+  });
+  same_on_both<T>("matrix power", [&] {
+    Tensor<T> r;
+    r("i,j") = tenex::pow(s("i,j"), 5);
+    return r;
+  });
   // Decompositions: both backends fix the signs the same way.
   auto spd = random<T>(Shape{40, 40}, 20);
   Tensor<T> sym;
@@ -153,7 +224,11 @@ TEST_CASE_TEMPLATE_DEFINE("cuda backend: results agree with the CPU", T, cuda_ag
     sym("i,j") = spd("i,k") * spd("j,k");
   }
   for (std::size_t i = 0; i < 40; ++i) sym.data()[i * 40 + i] += T(40);
-  same_on_both<T>("cholesky", [&] { Tensor<T> r; r("i,j") = tenex::cholesky(sym("i,j")); return r; });
+  same_on_both<T>("cholesky", [&] {
+    Tensor<T> r;
+    r("i,j") = tenex::cholesky(sym("i,j"));
+    return r;
+  });
   same_on_both<T>("eigenvalues", [&] {
     Tensor<T> vectors, values;
     std::make_pair(vectors("i,j"), values("j")) = tenex::eigen_solve(sym("i,j"));

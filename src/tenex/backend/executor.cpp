@@ -201,8 +201,8 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   auto run = [&](NodeId id, const KernelArgs<T>& args) {
     try {
       std::string why;
-      KernelCount count = host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args)
-                                                                                      : backend.run(args);
+      KernelCount count =
+          host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args) : backend.run(args);
       stats.flops += count.flops;
       stats.kernels += count.calls;
     } catch (const std::bad_alloc&) {
@@ -264,11 +264,11 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   return stats;
 }
 
-#define TENEX_INSTANTIATE_EXECUTOR(T)                                                       \
-  template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*); \
-  template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                   \
-  template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, Backend<T>&, \
-                               Backend<T>*);
+#define TENEX_INSTANTIATE_EXECUTOR(T)                                                                      \
+  template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*);           \
+  template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                                  \
+  template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, \
+                               Backend<T>&, Backend<T>*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EXECUTOR)
 #undef TENEX_INSTANTIATE_EXECUTOR
 

@@ -124,7 +124,7 @@ void run_typed(SetRecord& set) {
   if (backend.device() != Device::host) {
     if (const BackendEntry* cpu = find_backend(BackendKind::cpu)) host = &thread_backend<T>(*cpu, made_host);
   }
-  set_last_placement_notes(check_supported(plan ? plan->graph : *graph, backend, host));  // 5. ask what it supports
+  set_last_placement_notes(check_supported(plan ? plan->graph : *graph, backend, host));     // 5. ask what it supports
   RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend, host)  // 6. execute
                         : execute(*graph, backend, host);
   stats.plan_reused = reused;

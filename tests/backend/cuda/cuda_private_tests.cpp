@@ -43,9 +43,11 @@ TEST_CASE("cuda check: a failed call is a BackendError naming the call and the s
   const std::string blas = cuda::failure_message(cuda::Library::cublas, 1, "cublasCreate(&handle)");
   CHECK(blas.find("tenex: cuBLAS: cublasCreate(&handle) failed with CUBLAS_STATUS_NOT_INITIALIZED") == 0);
   const std::string solver = cuda::failure_message(cuda::Library::cusolver, 3, "cusolverDnDpotrf(...)");
-  CHECK(solver == "tenex: cuSOLVER: cusolverDnDpotrf(...) failed with CUSOLVER_STATUS_INVALID_VALUE: an "
-                  "unsupported value or parameter");
-  CHECK(cuda::failure_message(cuda::Library::cusolver, 999, "x") == "tenex: cuSOLVER: x failed with cuSOLVER status 999");
+  CHECK(solver ==
+        "tenex: cuSOLVER: cusolverDnDpotrf(...) failed with CUSOLVER_STATUS_INVALID_VALUE: an "
+        "unsupported value or parameter");
+  CHECK(cuda::failure_message(cuda::Library::cusolver, 999, "x") ==
+        "tenex: cuSOLVER: x failed with cuSOLVER status 999");
   CHECK(cuda::out_of_memory(cuda::Library::cusolver, 2));  // CUSOLVER_STATUS_ALLOC_FAILED
   const std::string nvrtc = cuda::failure_message(cuda::Library::nvrtc, 6, "nvrtcCompileProgram(p, 3, o)");
   CHECK(nvrtc.find("tenex: NVRTC: nvrtcCompileProgram(p, 3, o) failed with NVRTC_ERROR_COMPILATION") == 0);
@@ -105,8 +107,8 @@ struct FakeDevice {
     fences_pending.clear();
   }
   static cuda::DeviceMemory memory() {
-    return {&FakeDevice::allocate, &FakeDevice::free, &FakeDevice::fence, &FakeDevice::passed, &FakeDevice::drop,
-            &FakeDevice::wait_all};
+    return {&FakeDevice::allocate, &FakeDevice::free, &FakeDevice::fence,
+            &FakeDevice::passed,   &FakeDevice::drop, &FakeDevice::wait_all};
   }
 };
 
@@ -244,14 +246,17 @@ std::string ptx_of(const std::string& source) {
 }
 
 TEST_CASE("cuda codegen: program constants and what cannot run on the device") {
-  const std::vector<FusedInstr> program = {{FusedOp::load, 0},          {FusedOp::constant, 0, 0, 2.5},
-                                           {FusedOp::multiply, 0, 1},   {FusedOp::power, 2, 0, 3.0},
+  const std::vector<FusedInstr> program = {{FusedOp::load, 0},
+                                           {FusedOp::constant, 0, 0, 2.5},
+                                           {FusedOp::multiply, 0, 1},
+                                           {FusedOp::power, 2, 0, 3.0},
                                            {FusedOp::clamp, 3, 0, -1, 1}};
   CHECK(cuda::program_constants(program) == std::vector<double>{2.5, 3.0, -1.0, 1.0});
   CHECK(cuda::unsupported_program(program, 1).empty());
   std::vector<FusedInstr> with_call = program;
   with_call.push_back({FusedOp::call, 4, 0});
-  CHECK(cuda::unsupported_program(with_call, 1) == "it calls a C++ function of tenex::map, which runs on the host only");
+  CHECK(cuda::unsupported_program(with_call, 1) ==
+        "it calls a C++ function of tenex::map, which runs on the host only");
   std::vector<FusedInstr> many(40, FusedInstr{FusedOp::constant, 0, 0, 1.0});
   CHECK(cuda::unsupported_program(many, 0).find("40 constants") != std::string::npos);
   CHECK(cuda::unsupported_program(program, 9).find("reads 9 operands") != std::string::npos);
@@ -263,12 +268,12 @@ TEST_CASE("cuda codegen: every generated source compiles with NVRTC (compute_90 
   CHECK(options.front() == "--gpu-architecture=compute_90");
   // Every instruction of the fused program language, in one program per type.
   std::vector<FusedInstr> all = {{FusedOp::load, 0}, {FusedOp::load, 1}, {FusedOp::constant, 0, 0, 0.5}};
-  const FusedOp binary[] = {FusedOp::add, FusedOp::subtract, FusedOp::multiply,
-                            FusedOp::divide, FusedOp::maximum, FusedOp::minimum};
+  const FusedOp binary[] = {FusedOp::add,    FusedOp::subtract, FusedOp::multiply,
+                            FusedOp::divide, FusedOp::maximum,  FusedOp::minimum};
   for (FusedOp op : binary) all.push_back({op, static_cast<std::uint32_t>(all.size() - 1), 1});
-  const FusedOp unary[] = {FusedOp::negate, FusedOp::exp,  FusedOp::log,  FusedOp::sqrt,
-                           FusedOp::abs,    FusedOp::square, FusedOp::sin, FusedOp::cos,
-                           FusedOp::tanh,   FusedOp::sign, FusedOp::reciprocal};
+  const FusedOp unary[] = {FusedOp::negate, FusedOp::exp,    FusedOp::log,       FusedOp::sqrt,
+                           FusedOp::abs,    FusedOp::square, FusedOp::sin,       FusedOp::cos,
+                           FusedOp::tanh,   FusedOp::sign,   FusedOp::reciprocal};
   for (FusedOp op : unary) all.push_back({op, static_cast<std::uint32_t>(all.size() - 1)});
   all.push_back({FusedOp::power, static_cast<std::uint32_t>(all.size() - 1), 0, 1.5});
   all.push_back({FusedOp::clamp, static_cast<std::uint32_t>(all.size() - 1), 0, -2.0, 2.0});

@@ -33,9 +33,9 @@ struct DeviceMemory {
 };
 
 struct AllocatorStats {
-  std::size_t in_use = 0;  // bytes handed out and not freed
-  std::size_t cached = 0;  // bytes freed and kept (waiting for a fence or ready)
-  std::size_t peak = 0;    // largest in_use since reset_peak()
+  std::size_t in_use = 0;              // bytes handed out and not freed
+  std::size_t cached = 0;              // bytes freed and kept (waiting for a fence or ready)
+  std::size_t peak = 0;                // largest in_use since reset_peak()
   std::size_t device_allocations = 0;  // calls of DeviceMemory::allocate that succeeded
   std::size_t reuses = 0;              // requests served from the cache
 };

@@ -79,10 +79,11 @@ std::string failure_message(Library library, int status, std::string_view call) 
   std::string message = std::string("tenex: ") + library_name(library) + ": " + std::string(call) + " failed with " +
                         status_text(library, status);
   if (out_of_memory(library, status)) {
-    message += "; the device is out of memory: free tensors, evaluate smaller sets (set_memory_limit) or use "
-               "TENEX_BACKEND=cpu";
-  } else if (library == Library::runtime &&
-             (status == static_cast<int>(cudaErrorNoDevice) || status == static_cast<int>(cudaErrorInsufficientDriver))) {
+    message +=
+        "; the device is out of memory: free tensors, evaluate smaller sets (set_memory_limit) or use "
+        "TENEX_BACKEND=cpu";
+  } else if (library == Library::runtime && (status == static_cast<int>(cudaErrorNoDevice) ||
+                                             status == static_cast<int>(cudaErrorInsufficientDriver))) {
     message += "; no usable CUDA device: use TENEX_BACKEND=cpu or auto";
   }
   return message;

@@ -67,7 +67,9 @@ std::string program_body(const std::vector<FusedInstr>& program) {
     const std::string va = "v" + std::to_string(in.a), vb = "v" + std::to_string(in.b);
     std::string e;
     switch (in.op) {
-      case FusedOp::load: e = "((const T*)a.in[" + std::to_string(in.a) + "])[off[" + std::to_string(in.a) + "]]"; break;
+      case FusedOp::load:
+        e = "((const T*)a.in[" + std::to_string(in.a) + "])[off[" + std::to_string(in.a) + "]]";
+        break;
       case FusedOp::constant: e = c(); break;
       case FusedOp::add: e = va + " + " + vb; break;
       case FusedOp::subtract: e = va + " - " + vb; break;
@@ -281,7 +283,8 @@ extern "C" __global__ void __launch_bounds__(TILE * ROWS) tenex_transpose(const 
 
 std::string utility_source(bool is_double) {
   std::string s = common_prelude(is_double);
-  s += R"(#define GRID_STRIDE(i, n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
+  s +=
+      R"(#define GRID_STRIDE(i, n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
 extern "C" __global__ void tenex_set_identity(T* a, long long n) {
   GRID_STRIDE(i, n * n) a[i] = (i / n == i % n) ? T(1) : T(0);
 }

@@ -25,9 +25,9 @@
 
 namespace tenex::detail::cuda {
 
-constexpr int max_rank = 8;       // modes of the output, and of the reduction, after merging
-constexpr int max_operands = 8;   // operands of one strided kernel
-constexpr int max_constants = 32; // constants of one program
+constexpr int max_rank = 8;        // modes of the output, and of the reduction, after merging
+constexpr int max_operands = 8;    // operands of one strided kernel
+constexpr int max_constants = 32;  // constants of one program
 
 /// Layout of the strided kernel's argument, the same on host and device.
 struct StridedArgs {
@@ -73,10 +73,10 @@ struct TransposeArgs {
   long long rest_out[max_rank];
   long long rest_rank;
   long long rest_total;
-  long long extent_q;        // extent of the input's fastest mode
-  long long extent_l;        // extent of the output's fastest mode
-  long long in_stride_l;     // input stride of the output's fastest mode
-  long long out_stride_q;    // output stride of the input's fastest mode
+  long long extent_q;      // extent of the input's fastest mode
+  long long extent_l;      // extent of the output's fastest mode
+  long long in_stride_l;   // input stride of the output's fastest mode
+  long long out_stride_q;  // output stride of the input's fastest mode
   const void* in;
   void* out;
   double alpha;

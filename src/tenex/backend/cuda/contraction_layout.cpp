@@ -159,11 +159,10 @@ std::string describe(const GemmPlan& plan) {
   };
   const GemmOperand& first = plan.swap ? plan.a : plan.b;
   const GemmOperand& second = plan.swap ? plan.b : plan.a;
-  std::string s = std::string(plan.batch > 1 ? "gemm_strided_batched" : "gemm") + "(" +
-                  (first.transpose ? "T" : "N") + "," + (second.transpose ? "T" : "N") +
-                  ") rows=" + std::to_string(plan.rows) + " cols=" + std::to_string(plan.cols) +
-                  " k=" + std::to_string(plan.k) + " ld=" + std::to_string(first.ld) + "," + std::to_string(second.ld) +
-                  "," + std::to_string(plan.c.ld);
+  std::string s = std::string(plan.batch > 1 ? "gemm_strided_batched" : "gemm") + "(" + (first.transpose ? "T" : "N") +
+                  "," + (second.transpose ? "T" : "N") + ") rows=" + std::to_string(plan.rows) +
+                  " cols=" + std::to_string(plan.cols) + " k=" + std::to_string(plan.k) +
+                  " ld=" + std::to_string(first.ld) + "," + std::to_string(second.ld) + "," + std::to_string(plan.c.ld);
   if (plan.batch > 1) s += " batch=" + std::to_string(plan.batch);
   if (plan.a.permute) s += " permute a to " + list(plan.a.labels);
   if (plan.b.permute) s += " permute b to " + list(plan.b.labels);

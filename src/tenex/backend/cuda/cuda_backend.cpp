@@ -143,8 +143,8 @@ class CudaBackend final : public Backend<T> {
   // ---- kernels ------------------------------------------------------------------------------
   /// out (out_labels, out_extents, contiguous) = reduce over the other labels of the operands
   /// of program(loads); accumulate: out = value + beta * out.
-  void strided(const std::vector<FusedInstr>& program, ReduceOp reduce, const std::vector<Operand<T>>& operands,
-               T* out, const Labels& out_labels, const Extents& out_extents, double beta = 0.0);
+  void strided(const std::vector<FusedInstr>& program, ReduceOp reduce, const std::vector<Operand<T>>& operands, T* out,
+               const Labels& out_labels, const Extents& out_extents, double beta = 0.0);
   /// out(out_labels) = alpha * in(in_labels) summed over the labels out lacks (+ beta * out):
   /// permutations through the tiled kernel, the rest through the strided one.
   void rearrange(const Operand<T>& in, T* out, const Labels& out_labels, const Extents& out_extents, double alpha = 1.0,
@@ -200,7 +200,8 @@ View<const T> CudaBackend<T>::read(Storage<T>& storage) {
       copy = device_buffer(bytes);
     } catch (const std::bad_alloc&) {
       throw BackendError("tenex: out of device memory: copying a tensor of shape " + storage.shape().to_string() +
-                         " (" + std::to_string(bytes) + " bytes) to the device; the process's cached device memory "
+                         " (" + std::to_string(bytes) +
+                         " bytes) to the device; the process's cached device memory "
                          "was released first. Free tensors, split the set, or use TENEX_BACKEND=cpu");
     }
     lane_ = 0;
@@ -481,8 +482,8 @@ void CudaBackend<T>::check_info(const int* info, const char* routine, std::size_
   if (r == "potrf") {
     what = "the leading minor of order " + std::to_string(value) + " is not positive definite";
   } else if (r == "sygvd" && static_cast<std::size_t>(value) > n) {
-    what = "the leading minor of order " + std::to_string(value - static_cast<int>(n)) +
-           " of b is not positive definite";
+    what =
+        "the leading minor of order " + std::to_string(value - static_cast<int>(n)) + " of b is not positive definite";
   } else {
     what = std::to_string(value) + " values did not converge";
   }
@@ -504,11 +505,15 @@ cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperat
   return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
 }
 
-#define TENEX_SOLVER_PAIR(name, float_call, double_call)                                                 \
-  template <class... A>                                                                                  \
-  cusolverStatus_t name(float*, A... a) { return float_call(a...); }                                     \
-  template <class... A>                                                                                  \
-  cusolverStatus_t name(double*, A... a) { return double_call(a...); }
+#define TENEX_SOLVER_PAIR(name, float_call, double_call) \
+  template <class... A>                                  \
+  cusolverStatus_t name(float*, A... a) {                \
+    return float_call(a...);                             \
+  }                                                      \
+  template <class... A>                                  \
+  cusolverStatus_t name(double*, A... a) {               \
+    return double_call(a...);                            \
+  }
 TENEX_SOLVER_PAIR(potrf_size, cusolverDnSpotrf_bufferSize, cusolverDnDpotrf_bufferSize)
 TENEX_SOLVER_PAIR(potrf, cusolverDnSpotrf, cusolverDnDpotrf)
 TENEX_SOLVER_PAIR(syevd_size, cusolverDnSsyevd_bufferSize, cusolverDnDsyevd_bufferSize)
@@ -590,8 +595,8 @@ KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const Ker
     bool changed = false;
     for (std::size_t p = 0; p < node.labels.size(); ++p) {
       const std::string& x = node.labels[p];
-      const bool used = std::find(other.begin(), other.end(), x) != other.end() ||
-                        std::find(lc.begin(), lc.end(), x) != lc.end();
+      const bool used =
+          std::find(other.begin(), other.end(), x) != other.end() || std::find(lc.begin(), lc.end(), x) != lc.end();
       const bool seen = std::find(keep.begin(), keep.end(), x) != keep.end();
       if (used && !seen) {
         keep.push_back(x);
@@ -668,17 +673,18 @@ KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const Ker
         }
         return static_cast<int>(v);
       };
-      TENEX_CUDA_CALL(cublas,
-                      gemm_batched(blas(), op(first.transpose), op(second.transpose), as_int(plan.rows),
-                                   as_int(plan.cols), as_int(plan.k), &alpha, first_data, as_int(first.ld),
-                                   first.batch_stride, second_data, as_int(second.ld), second.batch_stride, &beta, c,
-                                   as_int(plan.c.ld), plan.c.batch_stride, as_int(plan.batch)));
+      TENEX_CUDA_CALL(cublas, gemm_batched(blas(), op(first.transpose), op(second.transpose), as_int(plan.rows),
+                                           as_int(plan.cols), as_int(plan.k), &alpha, first_data, as_int(first.ld),
+                                           first.batch_stride, second_data, as_int(second.ld), second.batch_stride,
+                                           &beta, c, as_int(plan.c.ld), plan.c.batch_stride, as_int(plan.batch)));
       ++count.calls;
       count.flops += 2.0 * static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k) *
                      static_cast<double>(plan.batch);
       if (plan.c.permute) {
         rearrange({c, plan.c.labels, extents_of(plan.c.labels)}, args.out.data, lc, args.node.extents, 1.0,
-                  aliased ? params.beta : addend ? 1.0 : 0.0);
+                  aliased  ? params.beta
+                  : addend ? 1.0
+                           : 0.0);
         ++count.calls;
       }
     }
@@ -692,8 +698,12 @@ namespace {
 
 /// alpha * a (op) alpha_b * b as a program, as the CPU computes it.
 std::vector<FusedInstr> binary_program(FusedOp op, const ElementwiseParams& p) {
-  return {{FusedOp::constant, 0, 0, p.alpha}, {FusedOp::load, 0},  {FusedOp::multiply, 0, 1},
-          {FusedOp::constant, 0, 0, p.alpha_b}, {FusedOp::load, 1}, {FusedOp::multiply, 3, 4},
+  return {{FusedOp::constant, 0, 0, p.alpha},
+          {FusedOp::load, 0},
+          {FusedOp::multiply, 0, 1},
+          {FusedOp::constant, 0, 0, p.alpha_b},
+          {FusedOp::load, 1},
+          {FusedOp::multiply, 3, 4},
           {op, 2, 5}};
 }
 
@@ -746,10 +756,11 @@ KernelCount CudaBackend<T>::run_cholesky(const CholeskyParams& params, const Ker
     // Row-major lower triangle = column-major upper: potrf(UPPER) gives a = U^T U, and U read
     // row-major is the lower factor L.
     int lwork = 0;
-    TENEX_CUDA_CALL(cusolver, potrf_size(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, &lwork));
+    TENEX_CUDA_CALL(cusolver,
+                    potrf_size(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, &lwork));
     Workspace<T> work(lwork);
-    TENEX_CUDA_CALL(cusolver, potrf(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni,
-                                    work.data(), lwork, work.info()));
+    TENEX_CUDA_CALL(cusolver, potrf(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, work.data(),
+                                    lwork, work.info()));
     check_info(work.info(), "potrf", n);
     long long rows = static_cast<long long>(n), cols = rows;
     int upper = 1;
@@ -780,13 +791,13 @@ KernelCount CudaBackend<T>::run_eigen_solve(const EigenSolveParams&, const Kerne
     if (generalized) {
       bcopy = scratch<T>(n * n);
       copy(static_cast<T*>(bcopy.data()), args.operands[1].data, n * n);
-      TENEX_CUDA_CALL(cusolver, sygvd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1,
-                                           CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, ni, wd, ni,
-                                           static_cast<T*>(bcopy.data()), ni, values, &lwork));
+      TENEX_CUDA_CALL(
+          cusolver, sygvd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_MODE_VECTOR,
+                               CUBLAS_FILL_MODE_UPPER, ni, wd, ni, static_cast<T*>(bcopy.data()), ni, values, &lwork));
       Workspace<T> work(lwork);
-      TENEX_CUDA_CALL(cusolver, sygvd(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1,
-                                      CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, ni, wd, ni,
-                                      static_cast<T*>(bcopy.data()), ni, values, work.data(), lwork, work.info()));
+      TENEX_CUDA_CALL(cusolver, sygvd(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_MODE_VECTOR,
+                                      CUBLAS_FILL_MODE_UPPER, ni, wd, ni, static_cast<T*>(bcopy.data()), ni, values,
+                                      work.data(), lwork, work.info()));
       check_info(work.info(), "sygvd", n);
     } else {
       TENEX_CUDA_CALL(cusolver, syevd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_MODE_VECTOR,
@@ -833,8 +844,8 @@ KernelCount CudaBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
     int upper = 0;
     void* zero_args[] = {&r, &rows, &cols, &upper};
     launch_utility("tenex_zero_triangle", rows * cols, zero_args);
-    TENEX_CUDA_CALL(cusolver, orgqr(static_cast<T*>(nullptr), solver(), mi, ki, ki, wd, mi,
-                                    static_cast<T*>(tau.data()), work.data(), lwork_q, work.info()));
+    TENEX_CUDA_CALL(cusolver, orgqr(static_cast<T*>(nullptr), solver(), mi, ki, ki, wd, mi, static_cast<T*>(tau.data()),
+                                    work.data(), lwork_q, work.info()));
     check_info(work.info(), "orgqr", k);
     rearrange({wd, {"j", "i"}, {n, m}}, q, {"i", "j"}, {m, k});
     long long mm = static_cast<long long>(m), kk = static_cast<long long>(k), nn = static_cast<long long>(n);
@@ -873,12 +884,12 @@ KernelCount CudaBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args)
     Workspace<T> work(lwork);
     Buffer rwork = scratch<T>(k);
     TENEX_CUDA_CALL(cusolver, gesvd(static_cast<T*>(nullptr), solver(), 'S', 'S', ri, ci, xd, ri, s,
-                                    static_cast<T*>(ux.data()), ri, static_cast<T*>(vtx.data()), ki, work.data(),
-                                    lwork, static_cast<T*>(rwork.data()), work.info()));
+                                    static_cast<T*>(ux.data()), ri, static_cast<T*>(vtx.data()), ki, work.data(), lwork,
+                                    static_cast<T*>(rwork.data()), work.info()));
     check_info(work.info(), "gesvd", k);
     if (wide) {
-      copy(u, static_cast<const T*>(vtx.data()), m * k);   // u (m x k) = VT_x (k x m column-major)
-      copy(vt, static_cast<const T*>(ux.data()), k * n);   // vt (k x n) = U_x (n x k column-major)
+      copy(u, static_cast<const T*>(vtx.data()), m * k);  // u (m x k) = VT_x (k x m column-major)
+      copy(vt, static_cast<const T*>(ux.data()), k * n);  // vt (k x n) = U_x (n x k column-major)
     } else {
       rearrange({static_cast<const T*>(ux.data()), {"j", "i"}, {k, m}}, u, {"i", "j"}, {m, k});
       rearrange({static_cast<const T*>(vtx.data()), {"j", "i"}, {n, k}}, vt, {"i", "j"}, {k, n});
@@ -1017,8 +1028,8 @@ KernelCount CudaBackend<T>::run_mask(const MaskParams& params, const KernelArgs<
       }
     }
     Buffer keep_device = device_buffer(total_size);
-    TENEX_CUDA_CALL(runtime, cudaMemcpyAsync(keep_device.data(), keep.data(), total_size, cudaMemcpyHostToDevice,
-                                             stream()));
+    TENEX_CUDA_CALL(runtime,
+                    cudaMemcpyAsync(keep_device.data(), keep.data(), total_size, cudaMemcpyHostToDevice, stream()));
     TENEX_CUDA_CALL(runtime, cudaStreamSynchronize(stream()));  // `keep` is freed on return
     cuda::count_to_device(total_size);
     T* out = args.out.data;

@@ -140,9 +140,7 @@ std::atomic<std::size_t> bytes_to_device{0}, bytes_to_host{0};
 
 bool device_available() noexcept { return availability().available; }
 
-std::string unavailable_reason() {
-  return availability().available ? std::string() : availability().reason;
-}
+std::string unavailable_reason() { return availability().available ? std::string() : availability().reason; }
 
 std::vector<std::string> nvrtc_options(std::string_view arch) {
   return {"--gpu-architecture=" + std::string(arch), "--std=c++17", "-default-device"};

@@ -39,9 +39,9 @@ CachingAllocator& allocator();
 /// Streams and the cuBLAS / cuSOLVER handles bound to them, lent to one backend at a time
 /// (a backend belongs to one thread) and given back to the process when it is destroyed.
 struct Lanes {
-  std::vector<void*> streams;    // cudaStream_t
-  std::vector<void*> blas;       // cublasHandle_t, one per stream
-  std::vector<void*> solver;     // cusolverDnHandle_t, one per stream
+  std::vector<void*> streams;  // cudaStream_t
+  std::vector<void*> blas;     // cublasHandle_t, one per stream
+  std::vector<void*> solver;   // cusolverDnHandle_t, one per stream
 };
 /// Lanes for a backend: reused ones when a backend gave them back, else made now.
 Lanes* borrow_lanes();
