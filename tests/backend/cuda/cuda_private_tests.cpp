@@ -4,10 +4,12 @@
 // compiled to PTX by NVRTC (which runs without a device) for compute_90.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -233,6 +235,342 @@ TEST_CASE("cuda gemm planning: transposes and leading dimensions before any perm
   CHECK(p.m == 1);
   CHECK(p.n == 1);
   CHECK(p.k == 15);
+}
+
+// The plan executed on the host the way the backend hands it to cuBLAS (column-major
+// gemm with ops, leading dimensions and batch strides, permutations by label), against a
+// naive einsum: random contractions of every layout class.
+
+/// Row-major `in` (labels, extents by label) rearranged to `to` labels.
+std::vector<double> permute(const std::vector<double>& in, const Labels& from, const Labels& to,
+                            const std::map<std::string, std::size_t>& extent) {
+  std::size_t n = 1;
+  for (const auto& x : to) n *= extent.at(x);
+  std::vector<double> out(n);
+  std::vector<std::size_t> idx(to.size(), 0);
+  for (std::size_t flat = 0; flat < n; ++flat) {
+    std::size_t src = 0;
+    for (const auto& x : from) {
+      const std::size_t d = static_cast<std::size_t>(std::find(to.begin(), to.end(), x) - to.begin());
+      src = src * extent.at(x) + idx[d];
+    }
+    out[flat] = in[src];
+    for (std::size_t d = to.size(); d-- > 0;) {
+      if (++idx[d] < extent.at(to[d])) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// cuBLAS's gemm, column-major: C (rows x cols) = op(A) op(B), batched with strides.
+void gemm(bool ta, bool tb, long long rows, long long cols, long long k, const double* a, long long lda, long long sa,
+          const double* b, long long ldb, long long sb, double* c, long long ldc, long long sc, long long batch) {
+  // cuBLAS's rules for the leading dimensions.
+  CHECK(lda >= std::max(1LL, ta ? k : rows));
+  CHECK(ldb >= std::max(1LL, tb ? cols : k));
+  CHECK(ldc >= std::max(1LL, rows));
+  for (long long p = 0; p < batch; ++p) {
+    for (long long i = 0; i < rows; ++i) {
+      for (long long j = 0; j < cols; ++j) {
+        double sum = 0;
+        for (long long l = 0; l < k; ++l) {
+          const double x = ta ? a[p * sa + i * lda + l] : a[p * sa + l * lda + i];
+          const double y = tb ? b[p * sb + l * ldb + j] : b[p * sb + j * ldb + l];
+          sum += x * y;
+        }
+        c[p * sc + j * ldc + i] = sum;
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda gemm planning: the planned cuBLAS calls compute the contraction (random cases)") {
+  std::mt19937 rng(7);
+  const Labels pool = {"a", "b", "c", "d", "e", "f", "g"};
+  for (int trial = 0; trial < 300; ++trial) {
+    // Each label: batch, m, n or k (or unused); random orders of each tensor's labels.
+    Labels la, lb, lc;
+    std::map<std::string, std::size_t> extent;
+    for (const auto& x : pool) {
+      const int role = static_cast<int>(rng() % 5);
+      extent[x] = 1 + rng() % 3;
+      if (role == 0 || role == 1) la.push_back(x);               // batch or m
+      if (role == 0 || role == 2) lb.push_back(x);               // batch or n
+      if (role == 0 || role == 1 || role == 2) lc.push_back(x);  // result
+      if (role == 3) {                                           // k
+        la.push_back(x);
+        lb.push_back(x);
+      }
+    }
+    std::shuffle(la.begin(), la.end(), rng);
+    std::shuffle(lb.begin(), lb.end(), rng);
+    std::shuffle(lc.begin(), lc.end(), rng);
+    // Batch labels often lead everywhere (the in-place batched case).
+    if (trial % 3 == 0) {
+      auto lead = [&](Labels& l) {
+        std::stable_partition(l.begin(), l.end(), [&](const std::string& x) {
+          return std::count(la.begin(), la.end(), x) && std::count(lb.begin(), lb.end(), x) &&
+                 std::count(lc.begin(), lc.end(), x);
+        });
+      };
+      lead(la);
+      lead(lb);
+      lead(lc);
+    }
+    auto size_of = [&](const Labels& l) {
+      std::size_t n = 1;
+      for (const auto& x : l) n *= extent[x];
+      return n;
+    };
+    std::vector<double> a(size_of(la)), b(size_of(lb));
+    for (double& x : a) x = static_cast<double>(rng() % 7) - 3;
+    for (double& x : b) x = static_cast<double>(rng() % 7) - 3;
+    // Naive: c = sum over k of a b.
+    Labels all = la;
+    for (const auto& x : lb) {
+      if (!std::count(all.begin(), all.end(), x)) all.push_back(x);
+    }
+    std::vector<double> expected(size_of(lc), 0.0);
+    std::vector<std::size_t> idx(all.size(), 0);
+    const std::size_t points = size_of(all);
+    auto flat = [&](const Labels& l) {
+      std::size_t f = 0;
+      for (const auto& x : l) f = f * extent[x] + idx[std::find(all.begin(), all.end(), x) - all.begin()];
+      return f;
+    };
+    for (std::size_t p = 0; p < points; ++p) {
+      expected[flat(lc)] += a[flat(la)] * b[flat(lb)];
+      for (std::size_t d = all.size(); d-- > 0;) {
+        if (++idx[d] < extent[all[d]]) break;
+        idx[d] = 0;
+      }
+    }
+    // Planned.
+    std::vector<std::size_t> extents;
+    for (const auto& x : all) extents.push_back(extent[x]);
+    const cuda::GemmPlan plan = cuda::plan_gemm(la, lb, lc, all, extents);
+    INFO(cuda::describe(plan));
+    const std::vector<double> pa = plan.a.permute ? permute(a, la, plan.a.labels, extent) : a;
+    const std::vector<double> pb = plan.b.permute ? permute(b, lb, plan.b.labels, extent) : b;
+    std::vector<double> c(static_cast<std::size_t>(plan.m * plan.n * plan.batch));
+    const cuda::GemmOperand& first = plan.swap ? plan.a : plan.b;
+    const cuda::GemmOperand& second = plan.swap ? plan.b : plan.a;
+    gemm(first.transpose, second.transpose, plan.rows, plan.cols, plan.k, (plan.swap ? pa : pb).data(), first.ld,
+         first.batch_stride, (plan.swap ? pb : pa).data(), second.ld, second.batch_stride, c.data(), plan.c.ld,
+         plan.c.batch_stride, plan.batch);
+    if (plan.c.permute) c = permute(c, plan.c.labels, lc, extent);
+    CHECK(c == expected);
+  }
+}
+
+// ---- the strided and tiled kernels' arguments, run by host emulators of the kernels ----------
+
+/// What tenex_strided_thread computes (codegen.cpp), on the host: the program interpreted.
+std::vector<double> run_strided(const cuda::StridedSpec& spec, const cuda::StridedArgs& a,
+                                const std::vector<const std::vector<double>*>& in) {
+  std::vector<double> out(static_cast<std::size_t>(a.out_total));
+  const std::vector<double> constants = cuda::program_constants(spec.program);
+  auto value = [&](const std::vector<long long>& off) {
+    std::vector<double> v;
+    std::size_t c = 0;
+    for (const FusedInstr& i : spec.program) {
+      switch (i.op) {
+        case FusedOp::load: v.push_back((*in[i.a])[static_cast<std::size_t>(off[i.a])]); break;
+        case FusedOp::constant: v.push_back(constants[c++]); break;
+        case FusedOp::add: v.push_back(v[i.a] + v[i.b]); break;
+        case FusedOp::multiply: v.push_back(v[i.a] * v[i.b]); break;
+        case FusedOp::subtract: v.push_back(v[i.a] - v[i.b]); break;
+        default: FAIL("the emulator lacks ", static_cast<int>(i.op));
+      }
+    }
+    return v.back();
+  };
+  for (long long p = 0; p < a.out_total; ++p) {
+    std::vector<long long> base(static_cast<std::size_t>(spec.operands));
+    for (int k = 0; k < spec.operands; ++k) base[k] = a.offset[k];
+    long long rem = p;
+    for (int d = spec.out_rank - 1; d >= 0; --d) {
+      const long long i = rem % a.out_extent[d];
+      rem /= a.out_extent[d];
+      for (int k = 0; k < spec.operands; ++k) base[k] += i * a.stride[k][d];
+    }
+    double acc = 0;
+    if (spec.red_rank == 0) {
+      acc = value(base);
+    } else {
+      for (long long r = 0; r < a.red_total; ++r) {
+        std::vector<long long> off = base;
+        long long rr = r;
+        for (int d = spec.red_rank - 1; d >= 0; --d) {
+          const long long i = rr % a.red_extent[d];
+          rr /= a.red_extent[d];
+          for (int k = 0; k < spec.operands; ++k) off[k] += i * a.red_stride[k][d];
+        }
+        acc += value(off);
+      }
+    }
+    out[static_cast<std::size_t>(p)] = acc;
+  }
+  return out;
+}
+
+/// What tenex_transpose computes, on the host.
+std::vector<double> run_transpose(const cuda::TransposeArgs& a, const std::vector<double>& in, std::size_t n) {
+  std::vector<double> out(n, -1.0);
+  for (long long rest = 0; rest < a.rest_total; ++rest) {
+    long long in_base = 0, out_base = 0, r = rest;
+    for (long long d = a.rest_rank - 1; d >= 0; --d) {
+      const long long i = r % a.rest_extent[d];
+      r /= a.rest_extent[d];
+      in_base += i * a.rest_in[d];
+      out_base += i * a.rest_out[d];
+    }
+    for (long long q = 0; q < a.extent_q; ++q) {
+      for (long long l = 0; l < a.extent_l; ++l) {
+        out[static_cast<std::size_t>(out_base + l + q * a.out_stride_q)] =
+            in[static_cast<std::size_t>(in_base + q + l * a.in_stride_l)];
+      }
+    }
+  }
+  return out;
+}
+
+/// The naive value of out(out_labels) = sum over the other labels of prod(operands), with
+/// operand k read at offset + its row-major index (its labels' extents from `extent_of`).
+std::vector<double> naive(const std::vector<cuda::StridedOperand>& ops,
+                          const std::vector<const std::vector<double>*>& in, const Labels& out_labels,
+                          const std::vector<std::size_t>& out_extents, bool product) {
+  Labels all = out_labels;
+  std::vector<std::size_t> extents = out_extents;
+  for (const auto& op : ops) {
+    for (std::size_t p = 0; p < op.labels.size(); ++p) {
+      if (!std::count(all.begin(), all.end(), op.labels[p])) {
+        all.push_back(op.labels[p]);
+        extents.push_back(op.extents[p]);
+      }
+    }
+  }
+  std::size_t out_n = 1, points = 1;
+  for (std::size_t e : out_extents) out_n *= e;
+  for (std::size_t e : extents) points *= e;
+  std::vector<double> out(out_n, 0.0);
+  std::vector<std::size_t> idx(all.size(), 0);
+  for (std::size_t p = 0; p < points; ++p) {
+    std::size_t o = 0;
+    for (std::size_t d = 0; d < out_labels.size(); ++d) o = o * out_extents[d] + idx[d];
+    double v = product ? 1.0 : 0.0;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      std::size_t f = 0;
+      for (std::size_t q = 0; q < ops[k].labels.size(); ++q) {
+        f = f * ops[k].extents[q] + idx[std::find(all.begin(), all.end(), ops[k].labels[q]) - all.begin()];
+      }
+      const double x = (*in[k])[static_cast<std::size_t>(ops[k].offset) + f];
+      v = product ? v * x : v + x;
+    }
+    out[o] += v;
+    for (std::size_t d = all.size(); d-- > 0;) {
+      if (++idx[d] < extents[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::vector<double> iota(std::size_t n) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 97) - 40.0;
+  return v;
+}
+
+TEST_CASE("cuda kernels: permutations, sums, diagonals and broadcasts laid out for the strided kernel") {
+  struct Case {
+    std::vector<cuda::StridedOperand> ops;
+    Labels out;
+    std::vector<std::size_t> extents;
+    bool product;  // the program multiplies the operands (else adds them)
+  };
+  const std::vector<Case> cases = {
+      {{{{"i", "j", "k"}, {2, 3, 4}, 0}}, {"j", "i", "k"}, {3, 2, 4}, true},                  // keeps the fastest mode
+      {{{{"i", "j", "k"}, {2, 3, 4}, 0}}, {"k", "j", "i"}, {4, 3, 2}, true},                  // moves it
+      {{{{"i", "i", "j"}, {3, 3, 2}, 0}}, {"i", "j"}, {3, 2}, true},                          // diagonal
+      {{{{"i", "i"}, {5, 5}, 0}}, {}, {}, true},                                              // trace
+      {{{{"i", "j", "k"}, {2, 3, 4}, 0}}, {"j"}, {3}, true},                                  // sum over modes
+      {{{{"a", "b", "c", "d"}, {2, 2, 3, 2}, 0}}, {"a", "b", "c", "d"}, {2, 2, 3, 2}, true},  // merged to 1 mode
+      {{{{"i", "j"}, {3, 4}, 0}, {{"j"}, {4}, 0}}, {"i", "j"}, {3, 4}, false},                // broadcast add
+      {{{{"i", "j"}, {3, 4}, 0}, {{"j", "i"}, {4, 3}, 0}}, {"i"}, {3}, true},                 // a dot product per row
+      {{{{"m0", "m1"}, {5, 6}, 8}}, {"m0", "m1"}, {2, 3}, true},                              // slice [1, 3) x [2, 5)
+      {{{{"m0", "m1", "m2"}, {3, 4, 5}, 10}}, {"m0", "m1", "m2"}, {3, 1, 5}, true},           // chip of mode 1 at 2
+      {{{{"i", "j"}, {200, 300}, 0}}, {}, {}, true},                                          // by block
+  };
+  for (const Case& c : cases) {
+    std::vector<std::vector<double>> data;
+    std::vector<const std::vector<double>*> in;
+    for (const auto& op : c.ops) {
+      std::size_t n = 1;
+      for (std::size_t e : op.extents) n *= e;
+      data.push_back(iota(n + 16));
+    }
+    for (const auto& d : data) in.push_back(&d);
+    cuda::StridedSpec spec;
+    cuda::StridedArgs args;
+    cuda::plan_strided(c.ops, c.out, c.extents, spec, args);
+    spec.program = {{FusedOp::load, 0}};
+    if (c.ops.size() == 2) {
+      spec.program = {{FusedOp::load, 0}, {FusedOp::load, 1}, {c.product ? FusedOp::multiply : FusedOp::add, 0, 1}};
+    }
+    const std::vector<double> expected = naive(c.ops, in, c.out, c.extents, c.product);
+    CHECK(run_strided(spec, args, in) == expected);
+    CHECK(spec.out_rank <= static_cast<int>(c.out.size()));
+    cuda::TransposeArgs t;
+    if (cuda::plan_transpose(c.ops[0], c.out, c.extents, t)) {
+      CHECK(run_transpose(t, data[0], expected.size()) == expected);
+    }
+  }
+  // The four-mode copy merges into one mode; a trace into one summed mode with stride n + 1.
+  cuda::StridedSpec spec;
+  cuda::StridedArgs args;
+  cuda::plan_strided({{{"a", "b", "c", "d"}, {2, 2, 3, 2}, 0}}, {"a", "b", "c", "d"}, {2, 2, 3, 2}, spec, args);
+  CHECK(spec.out_rank == 1);
+  cuda::plan_strided({{{"i", "i"}, {5, 5}, 0}}, {}, {}, spec, args);
+  CHECK(spec.red_rank == 1);
+  CHECK(args.red_stride[0][0] == 6);
+  CHECK(cuda::strided_by_block(args) == false);
+  cuda::plan_strided({{{"i", "j"}, {200, 300}, 0}}, {}, {}, spec, args);
+  CHECK(cuda::strided_by_block(args));
+}
+
+TEST_CASE("cuda kernels: the tiled permutation moves every element (random permutations)") {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t rank = 2 + rng() % 4;
+    Labels in_labels;
+    std::vector<std::size_t> in_extents;
+    for (std::size_t d = 0; d < rank; ++d) {
+      in_labels.push_back(std::string(1, static_cast<char>('a' + d)));
+      in_extents.push_back(1 + rng() % 5);
+    }
+    Labels out_labels = in_labels;
+    std::shuffle(out_labels.begin(), out_labels.end(), rng);
+    std::vector<std::size_t> out_extents;
+    for (const auto& x : out_labels) {
+      out_extents.push_back(in_extents[std::find(in_labels.begin(), in_labels.end(), x) - in_labels.begin()]);
+    }
+    const cuda::StridedOperand op{in_labels, in_extents, 0};
+    std::size_t n = 1;
+    for (std::size_t e : in_extents) n *= e;
+    const std::vector<double> data = iota(n);
+    const std::vector<double> expected = naive({op}, {&data}, out_labels, out_extents, true);
+    cuda::TransposeArgs t;
+    const bool tiled = cuda::plan_transpose(op, out_labels, out_extents, t);
+    CHECK(tiled == (in_labels.back() != out_labels.back() && in_extents.back() > 1 && out_extents.back() > 1));
+    if (tiled) CHECK(run_transpose(t, data, n) == expected);
+    cuda::StridedSpec spec;
+    cuda::StridedArgs args;
+    cuda::plan_strided({op}, out_labels, out_extents, spec, args);
+    spec.program = {{FusedOp::load, 0}};
+    CHECK(run_strided(spec, args, {&data}) == expected);
+  }
 }
 
 // ---- kernel sources, compiled by NVRTC ------------------------------------------------------

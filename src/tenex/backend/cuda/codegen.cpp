@@ -1,6 +1,9 @@
 #include "tenex/backend/cuda/codegen.hpp"
 
+#include <algorithm>
 #include <cstdio>
+
+#include "tenex/error.hpp"
 
 namespace tenex::detail::cuda {
 
@@ -327,6 +330,146 @@ extern "C" __global__ void tenex_fix_qr(T* q, long long m, long long k, T* r, lo
 }
 )";
   return s;
+}
+
+namespace {
+
+std::vector<long long> row_major_strides(const std::vector<std::size_t>& extents) {
+  std::vector<long long> s(extents.size(), 1);
+  for (std::size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * static_cast<long long>(extents[d]);
+  return s;
+}
+
+/// The stride of label `x` in an operand (a repeated label: the sum, i.e. the diagonal).
+long long stride_of(const std::vector<std::string>& labels, const std::vector<long long>& strides,
+                    const std::string& x) {
+  long long s = 0;
+  for (std::size_t p = 0; p < labels.size(); ++p) {
+    if (labels[p] == x) s += strides[p];
+  }
+  return s;
+}
+
+/// Merges neighbouring modes d, d + 1 that every stride list walks as one.
+void merge_modes(std::vector<long long>& extent, std::vector<std::vector<long long>>& strides) {
+  std::size_t d = 0;
+  while (d + 1 < extent.size()) {
+    bool mergeable = true;
+    for (const auto& s : strides) {
+      if (s[d] != s[d + 1] * extent[d + 1]) mergeable = false;
+    }
+    if (mergeable) {
+      extent[d] *= extent[d + 1];
+      extent.erase(extent.begin() + static_cast<std::ptrdiff_t>(d) + 1);
+      for (auto& s : strides) {
+        s[d] = s[d + 1];
+        s.erase(s.begin() + static_cast<std::ptrdiff_t>(d) + 1);
+      }
+    } else {
+      ++d;
+    }
+  }
+}
+
+}  // namespace
+
+void plan_strided(const std::vector<StridedOperand>& operands, const std::vector<std::string>& out_labels,
+                  const std::vector<std::size_t>& out_extents, StridedSpec& spec, StridedArgs& args) {
+  // The reduced labels: the operands' labels the output lacks, with their extents.
+  std::vector<std::string> red_labels;
+  std::vector<long long> red_extent;
+  for (const auto& op : operands) {
+    for (std::size_t p = 0; p < op.labels.size(); ++p) {
+      const std::string& x = op.labels[p];
+      if (std::find(out_labels.begin(), out_labels.end(), x) == out_labels.end() &&
+          std::find(red_labels.begin(), red_labels.end(), x) == red_labels.end()) {
+        red_labels.push_back(x);
+        red_extent.push_back(static_cast<long long>(op.extents[p]));
+      }
+    }
+  }
+  std::vector<long long> out_extent;
+  long long out_total = 1;
+  for (std::size_t e : out_extents) {
+    out_extent.push_back(static_cast<long long>(e));
+    out_total *= static_cast<long long>(e);
+  }
+  std::vector<std::vector<long long>> out_strides, red_strides;
+  for (const auto& op : operands) {
+    const std::vector<long long> own = row_major_strides(op.extents);
+    std::vector<long long> s, r;
+    for (const auto& x : out_labels) s.push_back(stride_of(op.labels, own, x));
+    for (const auto& x : red_labels) r.push_back(stride_of(op.labels, own, x));
+    out_strides.push_back(std::move(s));
+    red_strides.push_back(std::move(r));
+  }
+  out_strides.push_back(row_major_strides(out_extents));  // the output's own layout merges too
+  merge_modes(out_extent, out_strides);
+  out_strides.pop_back();
+  merge_modes(red_extent, red_strides);
+  if (out_extent.size() > static_cast<std::size_t>(max_rank) ||
+      red_extent.size() > static_cast<std::size_t>(max_rank) ||
+      operands.size() > static_cast<std::size_t>(max_operands)) {
+    throw BackendError("tenex: cuda: a kernel over " + std::to_string(out_extent.size()) + " result modes, " +
+                       std::to_string(red_extent.size()) + " summed modes and " + std::to_string(operands.size()) +
+                       " operands exceeds the device kernels' limits (" + std::to_string(max_rank) + " modes, " +
+                       std::to_string(max_operands) + " operands); use TENEX_BACKEND=cpu for this set");
+  }
+  spec.operands = static_cast<int>(operands.size());
+  spec.out_rank = static_cast<int>(out_extent.size());
+  spec.red_rank = static_cast<int>(red_extent.size());
+  args = StridedArgs{};
+  long long red_total = 1;
+  for (std::size_t d = 0; d < out_extent.size(); ++d) args.out_extent[d] = out_extent[d];
+  for (std::size_t d = 0; d < red_extent.size(); ++d) {
+    args.red_extent[d] = red_extent[d];
+    red_total *= red_extent[d];
+  }
+  for (std::size_t k = 0; k < operands.size(); ++k) {
+    for (std::size_t d = 0; d < out_extent.size(); ++d) args.stride[k][d] = out_strides[k][d];
+    for (std::size_t d = 0; d < red_extent.size(); ++d) args.red_stride[k][d] = red_strides[k][d];
+    args.offset[k] = operands[k].offset;
+  }
+  args.out_total = out_total;
+  args.red_total = red_total;
+}
+
+bool strided_by_block(const StridedArgs& args) { return args.red_total >= 128 && args.out_total <= 16384; }
+
+bool plan_transpose(const StridedOperand& in, const std::vector<std::string>& out_labels,
+                    const std::vector<std::size_t>& out_extents, TransposeArgs& args) {
+  if (in.labels.size() != out_labels.size() || in.offset != 0 || in.labels.empty()) return false;
+  for (std::size_t p = 0; p < in.labels.size(); ++p) {
+    const std::string& x = in.labels[p];
+    const auto at = std::find(out_labels.begin(), out_labels.end(), x);
+    // Every label once on each side, with the same extent (not a block of the input).
+    if (at == out_labels.end() || std::count(out_labels.begin(), out_labels.end(), x) != 1 ||
+        std::count(in.labels.begin(), in.labels.end(), x) != 1 ||
+        out_extents[static_cast<std::size_t>(at - out_labels.begin())] != in.extents[p]) {
+      return false;
+    }
+  }
+  if (in.labels.back() == out_labels.back() || in.extents.back() <= 1 || out_extents.back() <= 1) return false;
+  const std::vector<long long> in_strides = row_major_strides(in.extents);
+  const std::vector<long long> out_strides = row_major_strides(out_extents);
+  const std::string& q = in.labels.back();
+  const std::string& l = out_labels.back();
+  args = TransposeArgs{};
+  args.extent_q = static_cast<long long>(in.extents.back());
+  args.extent_l = static_cast<long long>(out_extents.back());
+  args.in_stride_l = stride_of(in.labels, in_strides, l);
+  args.out_stride_q = stride_of(out_labels, out_strides, q);
+  args.rest_total = 1;
+  for (std::size_t d = 0; d < out_labels.size(); ++d) {
+    if (out_labels[d] == q || out_labels[d] == l) continue;
+    if (args.rest_rank == max_rank) return false;
+    args.rest_extent[args.rest_rank] = static_cast<long long>(out_extents[d]);
+    args.rest_in[args.rest_rank] = stride_of(in.labels, in_strides, out_labels[d]);
+    args.rest_out[args.rest_rank] = out_strides[d];
+    args.rest_total *= static_cast<long long>(out_extents[d]);
+    ++args.rest_rank;
+  }
+  return true;
 }
 
 }  // namespace tenex::detail::cuda

@@ -85,6 +85,28 @@ struct TransposeArgs {
 /// Entry point "tenex_transpose" (blockDim (32, 8)).
 std::string transpose_source(bool is_double);
 
+/// One operand of a strided kernel: its labels (a repeated label is a diagonal), its extents
+/// (which give its row-major strides) and the element where it starts.
+struct StridedOperand {
+  std::vector<std::string> labels;
+  std::vector<std::size_t> extents;
+  long long offset = 0;
+};
+/// Lays out a strided kernel over `out_labels` (`out_extents`, contiguous) that sums the
+/// operands' other labels, neighbouring modes merged where every operand (and the output)
+/// walks them as one. Sets spec.operands, spec.out_rank, spec.red_rank and every field of
+/// `args` but in, out, constant and beta. Throws BackendError beyond max_rank / max_operands.
+void plan_strided(const std::vector<StridedOperand>& operands, const std::vector<std::string>& out_labels,
+                  const std::vector<std::size_t>& out_extents, StridedSpec& spec, StridedArgs& args);
+/// One block per output element (a long reduction into few elements), else one thread.
+bool strided_by_block(const StridedArgs& args);
+/// The tiled permutation's arguments but pointers, alpha and beta, for `in` rearranged to
+/// `out_labels`; false when that is not a whole permutation whose fastest mode moves (the
+/// strided kernel then runs it, coalesced already or not a permutation).
+bool plan_transpose(const StridedOperand& in, const std::vector<std::string>& out_labels,
+                    const std::vector<std::size_t>& out_extents, TransposeArgs& args);
+
+
 /// Entry points (all grid-stride loops):
 ///   tenex_set_identity(T* a, long long n)                      a = I (n x n)
 ///   tenex_apply_mask(T* a, const unsigned char* keep, long long n)

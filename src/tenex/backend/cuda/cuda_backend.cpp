@@ -64,38 +64,6 @@ struct Operand {
   long long offset = 0;
 };
 
-/// The stride of label `x` in an operand (a repeated label: the sum, i.e. the diagonal).
-long long stride_of(const Labels& labels, const std::vector<long long>& strides, const std::string& x) {
-  long long s = 0;
-  for (std::size_t p = 0; p < labels.size(); ++p) {
-    if (labels[p] == x) s += strides[p];
-  }
-  return s;
-}
-
-/// Merges neighbouring modes that every operand (and the output, for output modes) walks
-/// as one: fewer modes, cheaper index arithmetic, and ranks beyond max_rank often fit.
-void merge_modes(std::vector<long long>& extent, std::vector<std::vector<long long>>& strides, bool output) {
-  std::size_t d = 0;
-  while (extent.size() > 1 && d + 1 < extent.size()) {
-    bool mergeable = true;
-    for (const auto& s : strides) {
-      if (s[d] != s[d + 1] * extent[d + 1]) mergeable = false;
-    }
-    (void)output;
-    if (mergeable) {
-      extent[d] *= extent[d + 1];
-      extent.erase(extent.begin() + static_cast<std::ptrdiff_t>(d) + 1);
-      for (auto& s : strides) {
-        s[d] = s[d + 1];
-        s.erase(s.begin() + static_cast<std::ptrdiff_t>(d) + 1);
-      }
-    } else {
-      ++d;
-    }
-  }
-}
-
 template <class T>
 class CudaBackend final : public Backend<T> {
  public:
@@ -329,78 +297,27 @@ template <class T>
 void CudaBackend<T>::strided(const std::vector<FusedInstr>& program, ReduceOp reduce,
                              const std::vector<Operand<T>>& operands, T* out, const Labels& out_labels,
                              const Extents& out_extents, double beta) {
-  const long long out_total = total(out_extents);
-  if (out_total == 0) return;
-  // The reduced labels: the operands' labels the output lacks, with their extents.
-  Labels red_labels;
-  std::vector<long long> red_extent;
-  for (const auto& op : operands) {
-    for (std::size_t p = 0; p < op.labels.size(); ++p) {
-      const std::string& x = op.labels[p];
-      if (std::find(out_labels.begin(), out_labels.end(), x) == out_labels.end() &&
-          std::find(red_labels.begin(), red_labels.end(), x) == red_labels.end()) {
-        red_labels.push_back(x);
-        red_extent.push_back(static_cast<long long>(op.extents[p]));
-      }
-    }
-  }
-  std::vector<long long> out_extent(out_extents.begin(), out_extents.end());
-  std::vector<std::vector<long long>> out_strides, red_strides;
-  const std::vector<long long> out_own = row_major_strides(out_extents);
-  for (const auto& op : operands) {
-    const std::vector<long long> own = row_major_strides(op.extents);
-    std::vector<long long> s, r;
-    for (const auto& x : out_labels) s.push_back(stride_of(op.labels, own, x));
-    for (const auto& x : red_labels) r.push_back(stride_of(op.labels, own, x));
-    out_strides.push_back(std::move(s));
-    red_strides.push_back(std::move(r));
-  }
-  out_strides.push_back(out_own);  // the output merges only where its own layout allows
-  merge_modes(out_extent, out_strides, true);
-  out_strides.pop_back();
-  merge_modes(red_extent, red_strides, false);
-  if (out_extent.size() > static_cast<std::size_t>(cuda::max_rank) ||
-      red_extent.size() > static_cast<std::size_t>(cuda::max_rank) ||
-      operands.size() > static_cast<std::size_t>(cuda::max_operands)) {
-    throw BackendError("tenex: cuda: a kernel over " + std::to_string(out_extent.size()) + " result modes, " +
-                       std::to_string(red_extent.size()) + " summed modes and " + std::to_string(operands.size()) +
-                       " operands exceeds the device kernels' limits (" + std::to_string(cuda::max_rank) + " modes, " +
-                       std::to_string(cuda::max_operands) + " operands); use TENEX_BACKEND=cpu for this set");
-  }
+  if (total(out_extents) == 0) return;
+  std::vector<cuda::StridedOperand> layout;
+  for (const auto& op : operands) layout.push_back({op.labels, op.extents, op.offset});
   cuda::StridedSpec spec;
+  cuda::StridedArgs a;
+  cuda::plan_strided(layout, out_labels, out_extents, spec, a);
   spec.program = program;
   spec.reduce = reduce;
-  spec.operands = static_cast<int>(operands.size());
-  spec.out_rank = static_cast<int>(out_extent.size());
-  spec.red_rank = static_cast<int>(red_extent.size());
   spec.accumulate = beta != 0.0;
   spec.is_double = is_double;
-  cuda::StridedArgs a{};
-  long long red_total = 1;
-  for (std::size_t d = 0; d < out_extent.size(); ++d) a.out_extent[d] = out_extent[d];
-  for (std::size_t d = 0; d < red_extent.size(); ++d) {
-    a.red_extent[d] = red_extent[d];
-    red_total *= red_extent[d];
-  }
-  for (std::size_t k = 0; k < operands.size(); ++k) {
-    for (std::size_t d = 0; d < out_extent.size(); ++d) a.stride[k][d] = out_strides[k][d];
-    for (std::size_t d = 0; d < red_extent.size(); ++d) a.red_stride[k][d] = red_strides[k][d];
-    a.offset[k] = operands[k].offset;
-    a.in[k] = operands[k].data;
-  }
+  for (std::size_t k = 0; k < operands.size(); ++k) a.in[k] = operands[k].data;
   a.out = out;
-  a.out_total = out_total;
-  a.red_total = red_total;
   const std::vector<double> constants = cuda::program_constants(program);
   std::copy(constants.begin(), constants.end(), a.constant);
   a.beta = beta;
   const std::string source = cuda::strided_source(spec);
-  const bool by_block = red_total >= 128 && out_total <= 16384;
-  if (by_block) {
-    launch(cuda::kernel(source, "tenex_strided_block"), dim3(static_cast<unsigned>(std::min(out_total, 65535LL))),
+  if (cuda::strided_by_block(a)) {
+    launch(cuda::kernel(source, "tenex_strided_block"), dim3(static_cast<unsigned>(std::min(a.out_total, 65535LL))),
            dim3(256), &a);
   } else {
-    const long long blocks = std::clamp<long long>((out_total + 255) / 256, 1, 1 << 20);
+    const long long blocks = std::clamp<long long>((a.out_total + 255) / 256, 1, 1 << 20);
     launch(cuda::kernel(source, "tenex_strided_thread"), dim3(static_cast<unsigned>(blocks)), dim3(256), &a);
   }
 }
@@ -408,54 +325,21 @@ void CudaBackend<T>::strided(const std::vector<FusedInstr>& program, ReduceOp re
 template <class T>
 void CudaBackend<T>::rearrange(const Operand<T>& in, T* out, const Labels& out_labels, const Extents& out_extents,
                                double alpha, double beta) {
-  const long long n = total(out_extents);
-  if (n == 0) return;
-  // A permutation (no label repeated or summed) whose fastest mode moves: the tiled kernel.
-  bool permutation = in.labels.size() == out_labels.size() && in.offset == 0 && !in.labels.empty();
-  for (std::size_t p = 0; permutation && p < in.labels.size(); ++p) {
-    const std::string& x = in.labels[p];
-    const auto at = std::find(out_labels.begin(), out_labels.end(), x);
-    // Every label once on each side, with the same extent (not a block of the input).
-    permutation = at != out_labels.end() && std::count(out_labels.begin(), out_labels.end(), x) == 1 &&
-                  std::count(in.labels.begin(), in.labels.end(), x) == 1 &&
-                  out_extents[static_cast<std::size_t>(at - out_labels.begin())] == in.extents[p];
-  }
-  if (permutation && in.labels.back() != out_labels.back() && in.extents.back() > 1 && out_extents.back() > 1) {
-    const std::vector<long long> in_strides = row_major_strides(in.extents);
-    const std::vector<long long> out_strides = row_major_strides(out_extents);
-    const std::string& q = in.labels.back();
-    const std::string& l = out_labels.back();
-    cuda::TransposeArgs a{};
-    a.extent_q = static_cast<long long>(in.extents.back());
-    a.extent_l = static_cast<long long>(out_extents.back());
-    a.in_stride_l = stride_of(in.labels, in_strides, l);
-    a.out_stride_q = stride_of(out_labels, out_strides, q);
-    a.rest_total = 1;
-    for (std::size_t d = 0; d < out_labels.size(); ++d) {
-      if (out_labels[d] == q || out_labels[d] == l) continue;
-      if (a.rest_rank == cuda::max_rank) {
-        a.rest_rank = -1;
-        break;
-      }
-      a.rest_extent[a.rest_rank] = static_cast<long long>(out_extents[d]);
-      a.rest_in[a.rest_rank] = stride_of(in.labels, in_strides, out_labels[d]);
-      a.rest_out[a.rest_rank] = out_strides[d];
-      a.rest_total *= static_cast<long long>(out_extents[d]);
-      ++a.rest_rank;
-    }
-    if (a.rest_rank >= 0) {
-      a.in = in.data;
-      a.out = out;
-      a.alpha = alpha;
-      a.beta = beta;
-      static const std::string source = cuda::transpose_source(is_double);
-      const long long tiles = ((a.extent_q + 31) / 32) * ((a.extent_l + 31) / 32);
-      const long long rest = std::min(a.rest_total, 65535LL);
-      if (tiles <= 0x7fffffffLL) {
-        launch(cuda::kernel(source, "tenex_transpose"), dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(rest)),
-               dim3(32, 8), &a);
-        return;
-      }
+  if (total(out_extents) == 0) return;
+  // A permutation whose fastest mode moves: the tiled kernel.
+  cuda::TransposeArgs a;
+  if (cuda::plan_transpose({in.labels, in.extents, in.offset}, out_labels, out_extents, a)) {
+    a.in = in.data;
+    a.out = out;
+    a.alpha = alpha;
+    a.beta = beta;
+    static const std::string source = cuda::transpose_source(is_double);
+    const long long tiles = ((a.extent_q + 31) / 32) * ((a.extent_l + 31) / 32);
+    if (tiles <= 0x7fffffffLL) {
+      launch(cuda::kernel(source, "tenex_transpose"),
+             dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min(a.rest_total, 65535LL))), dim3(32, 8),
+             &a);
+      return;
     }
   }
   std::vector<FusedInstr> program = {{FusedOp::load, 0}};
