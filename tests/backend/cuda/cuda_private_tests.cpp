@@ -226,6 +226,14 @@ TEST_CASE("cuda gemm planning: transposes and leading dimensions before any perm
   CHECK_FALSE(p.b.permute);
   CHECK(p.m == 18);
   CHECK(p.n == 28);
+  // The cheaper of the result's orders and the operands': permuting the small result beats
+  // permuting the large operand.
+  p = plan({"i", "j", "m"}, {"m", "b"}, {"j", "i", "b"});
+  CHECK(p.c.permute);
+  CHECK_FALSE(p.a.permute);
+  p = plan({"i", "j", "b"}, {"b", "m"}, {"j", "i", "m"});
+  CHECK(p.a.permute);
+  CHECK_FALSE(p.c.permute);
   // An outer product: k = 1.
   p = plan({"i"}, {"j"}, {"i", "j"});
   CHECK(p.k == 1);

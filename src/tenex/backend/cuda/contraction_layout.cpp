@@ -43,8 +43,12 @@ bool fits(const Labels& labels, const Labels& batch, const Labels& first, const 
 
 }  // namespace
 
-GemmPlan plan_gemm(const Labels& la, const Labels& lb, const Labels& lc, const Labels& labels,
-                   const std::vector<std::size_t>& extents) {
+namespace {
+
+/// The plan with the groups ordered as the result has them (`result_orders`, when the result
+/// can be written in place) or as the operands have them.
+GemmPlan plan_with(const Labels& la, const Labels& lb, const Labels& lc, const Labels& labels,
+                   const std::vector<std::size_t>& extents, bool result_orders) {
   auto extent = [&](const std::string& x) -> long long {
     const auto it = std::find(labels.begin(), labels.end(), x);
     if (it == labels.end()) throw InternalError("tenex: cuda: contraction label " + x + " has no extent");
@@ -73,11 +77,12 @@ GemmPlan plan_gemm(const Labels& la, const Labels& lb, const Labels& lc, const L
   }
   // Orders: the result's when it can be written in place, else the operands' own.
   bool c_m_first = true;
-  const bool c_fits = fits(lc, batch, m, n, c_m_first);
-  if (!c_fits) {
+  bool c_fits = fits(lc, batch, m, n, c_m_first);
+  if (!c_fits || !result_orders) {
     batch = in_order(la, batch);
     m = in_order(la, m);
     n = in_order(lb, n);
+    c_fits = fits(lc, batch, m, n, c_m_first);
   }
   bool a_m_first = true, b_k_first = true;
   Labels k_a = in_order(la, k), k_b = in_order(lb, k);
@@ -149,6 +154,21 @@ GemmPlan plan_gemm(const Labels& la, const Labels& lb, const Labels& lc, const L
   plan.b.batch_stride = plan.k * plan.n;
   plan.c.batch_stride = plan.m * plan.n;
   return plan;
+}
+
+}  // namespace
+
+GemmPlan plan_gemm(const Labels& la, const Labels& lb, const Labels& lc, const Labels& labels,
+                   const std::vector<std::size_t>& extents) {
+  // The result's orders, or the operands': whichever permutes fewer elements (ties: the
+  // result's, which writes the output in place).
+  GemmPlan by_result = plan_with(la, lb, lc, labels, extents, true);
+  GemmPlan by_operands = plan_with(la, lb, lc, labels, extents, false);
+  auto permuted = [](const GemmPlan& p) {
+    return (p.a.permute ? p.m * p.k * p.batch : 0) + (p.b.permute ? p.k * p.n * p.batch : 0) +
+           (p.c.permute ? p.m * p.n * p.batch : 0);
+  };
+  return permuted(by_operands) < permuted(by_result) ? by_operands : by_result;
 }
 
 std::string describe(const GemmPlan& plan) {
