@@ -202,6 +202,16 @@ void CudaBackend<T>::begin_set() {
   lanes();
   made_.clear();
   events_used_ = 0;
+  // A value another thread's set made may still be in the making on that thread's streams:
+  // an event on the legacy stream passes only after the work queued so far on every
+  // (blocking) stream, and this backend's streams wait for it.
+  if (lanes().streams.size() > 0) {
+    cudaEvent_t all_before = next_event();
+    TENEX_CUDA_CALL(runtime, cudaEventRecord(all_before, cudaStreamLegacy));
+    for (void* s : lanes().streams) {
+      TENEX_CUDA_CALL(runtime, cudaStreamWaitEvent(static_cast<cudaStream_t>(s), all_before, 0));
+    }
+  }
   cuda::allocator().reset_peak();
   traffic_at_begin_ = cuda::traffic();
 }
