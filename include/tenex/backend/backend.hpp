@@ -33,6 +33,12 @@ struct RunStats {
   double seconds = 0;           // wall time of the evaluation (graph building included)
   bool plan_reused = false;     // the optimized graph came from the plan cache (a set of the
                                 // same structure and extents ran before; TENEX_PLAN_CACHE=0: never)
+  // A device backend (CUDA):
+  std::size_t device_peak_bytes = 0;     // peak of the device memory the process's sets held
+  std::size_t host_to_device_bytes = 0;  // copied to the device by this set (its inputs)
+  std::size_t device_to_host_bytes = 0;  // copied back during this set (nodes run on the CPU);
+                                         // results are copied when the host first reads them
+  std::size_t host_nodes = 0;            // nodes the device backend declined, run on the CPU
 };
 TENEX_API RunStats last_run_stats();
 

@@ -40,6 +40,7 @@ BackendKind from_environment(bool& valid, std::string& value) {
 }
 
 thread_local RunStats last_stats;
+thread_local std::string last_notes;
 
 // 0: not set by set_memory_limit; TENEX_MEMORY_LIMIT decides.
 std::atomic<std::size_t> chosen_memory_limit{0};
@@ -126,6 +127,8 @@ void set_memory_limit(std::size_t bytes) { chosen_memory_limit.store(bytes); }
 namespace detail {
 
 void set_last_run_stats(const RunStats& stats) { last_stats = stats; }
+void set_last_placement_notes(std::string notes) { last_notes = std::move(notes); }
+const std::string& last_placement_notes() { return last_notes; }
 
 std::size_t memory_limit() {
   const std::size_t chosen = chosen_memory_limit.load();
@@ -221,9 +224,10 @@ const BackendEntry& choose_backend(BackendKind kind) {
   }
   const BackendEntry* entry = find_backend(kind);
   if (kind == BackendKind::cuda && (!entry || !entry->available || !entry->available())) {
-    throw BackendError(
-        "tenex: this set asks for the CUDA backend, which this build does not have or which found no device; "
-        "use TENEX_BACKEND=cpu or auto");
+    throw BackendError(std::string("tenex: this set asks for the CUDA backend, ") +
+                       (entry ? "which is built (TENEX_HAS_CUDA=1) but found no usable CUDA device"
+                              : "which this build does not have (TENEX_HAS_CUDA=0)") +
+                       "; use TENEX_BACKEND=cpu or auto");
   }
   if (!entry) throw InternalError("tenex: no backend is registered for this set");
   return *entry;

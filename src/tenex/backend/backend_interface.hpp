@@ -13,10 +13,12 @@
 // write() until the host reads them, and registering a factory (registry.hpp).
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tenex/backend/backend.hpp"
 #include "tenex/backend/kernel_count.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/tensor/buffer.hpp"
@@ -48,6 +50,19 @@ class Backend {
   virtual View<const T> read(Storage<T>& storage) = 0;
   /// Makes `buffer` (from allocate(), holding the value) the value of the pending `storage`.
   virtual void write(Storage<T>& storage, Buffer&& buffer) = 0;
+
+  /// Copies between this backend's memory and the host, for a node that supports() declines
+  /// and the CPU backend runs instead (a device backend moves the operands and the result).
+  virtual void to_host(void* host, const void* data, std::size_t bytes) {
+    if (bytes) std::memcpy(host, data, bytes);
+  }
+  virtual void from_host(void* data, const void* host, std::size_t bytes) {
+    if (bytes) std::memcpy(data, host, bytes);
+  }
+  /// Called before a set's first node, and after its last node or its failure (streams,
+  /// per-set bookkeeping); end_set adds what the backend counted to `stats`.
+  virtual void begin_set() {}
+  virtual void end_set(RunStats& stats) noexcept { (void)stats; }
 
 #define TENEX_BACKEND_METHOD(kind, arity, Params) \
   virtual KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) = 0;

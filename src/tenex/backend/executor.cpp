@@ -1,6 +1,7 @@
 #include "tenex/backend/executor.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 #include <string_view>
@@ -24,14 +25,23 @@ std::string node_text(const OpGraph& graph, NodeId id) {
 }  // namespace
 
 template <class T>
-void check_supported(const OpGraph& graph, const Backend<T>& backend) {
+std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host) {
+  std::string notes;
   for (NodeId id = 0; id < graph.size(); ++id) {
     std::string why;
     if (!backend.supports(graph.node(id), why)) {
+      std::string host_why;
+      const OpKind kind = graph.node(id).kind;
+      if (host && kind != OpKind::input && kind != OpKind::output && host->supports(graph.node(id), host_why)) {
+        notes += node_text(graph, id) + " ran on the " + std::string(host->name()) + " backend, not " +
+                 std::string(backend.name()) + (why.empty() ? "" : ": " + why) + "\n";
+        continue;
+      }
       throw BackendError("tenex: the " + std::string(backend.name()) + " backend does not support " +
                          node_text(graph, id) + (why.empty() ? "" : ": " + why));
     }
   }
+  return notes;
 }
 
 namespace {
@@ -166,14 +176,21 @@ void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule) {
 }
 
 template <class T>
-RunStats execute(const OpGraph& graph, Backend<T>& backend) {
-  return execute(graph, schedule_of(graph), {}, backend);
+RunStats execute(const OpGraph& graph, Backend<T>& backend, Backend<T>* host) {
+  return execute(graph, schedule_of(graph), {}, backend, host);
 }
 
 template <class T>
 RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vector<std::shared_ptr<void>>& storages,
-                 Backend<T>& backend) {
+                 Backend<T>& backend, Backend<T>* host) {
   RunStats stats;
+  backend.begin_set();
+  struct EndSet {
+    Backend<T>& backend;
+    RunStats& stats;
+    ~EndSet() { backend.end_set(stats); }
+  } end_set{backend, stats};
+  const bool on_host = backend.device() == Device::host;
   stats.graph_nodes = graph.size();
   const std::vector<NodeId>& order = schedule.order;
   const std::vector<std::vector<NodeId>>& operands = schedule.operands;
@@ -203,9 +220,35 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
                          std::to_string(held_bytes) + " bytes of intermediates are held");
     }
   };
+  // A node the backend declines: its operands copied to `host`'s memory, run there, the
+  // result copied back into args.out.
+  auto run_on_host = [&](const KernelArgs<T>& args) {
+    KernelArgs<T> moved{args.node, args.operand_nodes, {}, {}};
+    std::vector<Buffer> buffers;
+    for (const View<const T>& op : args.operands) {
+      buffers.push_back(host->allocate(op.size * sizeof(T)));
+      backend.to_host(buffers.back().data(), op.data, op.size * sizeof(T));
+      moved.operands.push_back(View<const T>{static_cast<const T*>(buffers.back().data()), op.size, Device::host});
+    }
+    Buffer out = host->allocate(args.out.size * sizeof(T));
+    moved.out = View<T>{static_cast<T*>(out.data()), args.out.size, Device::host};
+    // An operand aliasing the output (an addend handed over) is read from its copy.
+    for (std::size_t k = 0; k < args.operands.size(); ++k) {
+      if (args.operands[k].data == args.out.data) {
+        if (args.out.size) std::memcpy(out.data(), buffers[k].data(), args.out.size * sizeof(T));
+        moved.operands[k].data = moved.out.data;
+      }
+    }
+    KernelCount count = host->run(moved);
+    backend.from_host(args.out.data, out.data(), args.out.size * sizeof(T));
+    ++stats.host_nodes;
+    return count;
+  };
   auto run = [&](NodeId id, const KernelArgs<T>& args) {
     try {
-      KernelCount count = backend.run(args);
+      std::string why;
+      KernelCount count =
+          host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args) : backend.run(args);
       stats.flops += count.flops;
       stats.kernels += count.calls;
     } catch (const std::bad_alloc&) {
@@ -224,7 +267,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     const OpNode& node = graph.node(id);
     if (node.kind == OpKind::input) {
       Storage<T>& storage = storage_of(id, node);
-      storage.resolve();
+      storage.resolve(on_host);
       value[id] = backend.read(storage);
     } else {
       KernelArgs<T> args{node, {}, {}, {}};
@@ -267,10 +310,11 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   return stats;
 }
 
-#define TENEX_INSTANTIATE_EXECUTOR(T)                                  \
-  template void check_supported<T>(const OpGraph&, const Backend<T>&); \
-  template RunStats execute<T>(const OpGraph&, Backend<T>&);           \
-  template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, Backend<T>&);
+#define TENEX_INSTANTIATE_EXECUTOR(T)                                                                      \
+  template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*);           \
+  template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                                  \
+  template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, \
+                               Backend<T>&, Backend<T>*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EXECUTOR)
 #undef TENEX_INSTANTIATE_EXECUTOR
 

@@ -14,14 +14,18 @@
 
 namespace tenex::detail {
 
-/// Throws BackendError naming the first node `backend` does not support.
+/// Throws BackendError naming the first node neither `backend` nor `host` (the CPU backend
+/// that runs what a device backend declines; null: none) supports. Returns, one line per
+/// node that `host` runs, why `backend` declined it ("" when none: explain() shows it).
 template <class T>
-void check_supported(const OpGraph& graph, const Backend<T>& backend);
+std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host = nullptr);
 
 /// Runs `graph`; fulfils every output's target storage. Throws on the first failure
-/// (tenex::Error; out of memory names the node, its labels, extents and bytes).
+/// (tenex::Error; out of memory names the node, its labels, extents and bytes). A node
+/// `backend` does not support runs on `host` (see check_supported), its operands copied to
+/// the host and its result back.
 template <class T>
-RunStats execute(const OpGraph& graph, Backend<T>& backend);
+RunStats execute(const OpGraph& graph, Backend<T>& backend, Backend<T>* host = nullptr);
 
 /// What execute() works out about a graph before running it, kept by a graph that runs
 /// many times (a cached plan, runtime/plan_cache.hpp) so that a run walks no Boost graph.
@@ -47,6 +51,6 @@ void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule);
 /// schedule.slot. `graph` is only read, so threads may share it.
 template <class T>
 RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vector<std::shared_ptr<void>>& storages,
-                 Backend<T>& backend);
+                 Backend<T>& backend, Backend<T>* host = nullptr);
 
 }  // namespace tenex::detail

@@ -18,6 +18,7 @@
 
 #include "tenex/backend/backend.hpp"
 #include "tenex/backend/executor.hpp"
+#include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/assign_to.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
@@ -222,6 +223,7 @@ std::string explain() {
                              ? total
                              : total - detail::contraction_flops(graph) + plan.written_contraction_flops;
   report.written_note = " (products as built, before the passes)";
+  const std::string& placement = detail::last_placement_notes();
   if (!plan.completed) {
     report.extra = "the set failed while running; see the error its results carry\n";
   } else if (plan.stats.seconds > 0) {
@@ -229,7 +231,13 @@ std::string explain() {
                    detail::format_count(plan.stats.flops) + " flops counted by the backend in " +
                    std::to_string(plan.stats.kernels) + " kernel calls, peak of intermediates " +
                    detail::format_bytes(plan.stats.peak_bytes) + "\n";
+    if (plan.stats.device_peak_bytes > 0 || plan.stats.host_to_device_bytes > 0) {
+      report.extra += "device: peak " + detail::format_bytes(plan.stats.device_peak_bytes) + ", copied to the device " +
+                      detail::format_bytes(plan.stats.host_to_device_bytes) + ", back during the set " +
+                      detail::format_bytes(plan.stats.device_to_host_bytes) + "\n";
+    }
   }
+  report.extra += placement;
   return detail::describe_plan(graph, report);
 }
 

@@ -21,6 +21,10 @@
 #include <system_error>
 
 #include "tenex/backend/cpu/cpu_backend.hpp"
+#include "tenex/config.hpp"
+#if TENEX_HAS_CUDA
+#include "tenex/backend/cuda/cuda_backend.hpp"
+#endif
 #include "tenex/backend/executor.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
@@ -62,6 +66,9 @@ void dump_graph(const OpGraph& graph) {
 void register_builtin_backends() {
   static const bool registered = [] {
     register_backend(cpu_backend_entry());
+#if TENEX_HAS_CUDA
+    register_backend(cuda_backend_entry());
+#endif
     return true;
   }();
   (void)registered;
@@ -72,6 +79,7 @@ void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
   const PipelineEnvironment env = pipeline_environment();  // TENEX_* read once per set
   check_backend_environment(env.backend);
+  set_last_placement_notes({});
   // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
   //    What the passes read besides the set is part of the key.
   const std::size_t limit = memory_limit();
@@ -110,9 +118,15 @@ void run_typed(SetRecord& set) {
   const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
   std::unique_ptr<Backend<T>> made;
   Backend<T>& backend = thread_backend<T>(entry, made);
-  check_supported(plan ? plan->graph : *graph, backend);                               // 5. ask what it supports
-  RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend)  // 6. execute
-                        : execute(*graph, backend);
+  // A device backend hands what it declines (tenex::map's callables) to the CPU backend.
+  std::unique_ptr<Backend<T>> made_host;
+  Backend<T>* host = nullptr;
+  if (backend.device() != Device::host) {
+    if (const BackendEntry* cpu = find_backend(BackendKind::cpu)) host = &thread_backend<T>(*cpu, made_host);
+  }
+  set_last_placement_notes(check_supported(plan ? plan->graph : *graph, backend, host));     // 5. ask what it supports
+  RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend, host)  // 6. execute
+                        : execute(*graph, backend, host);
   stats.plan_reused = reused;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);

@@ -11,6 +11,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #include "tenex/tensor/buffer.hpp"
@@ -86,11 +87,30 @@ class Storage {
   bool device_copy_valid() const { return device_valid_; }
   void set_device_copy_valid(bool valid) { device_valid_ = valid; }
 
+  /// Copies `bytes` of a device buffer to host memory (given by the device backend).
+  using Download = void (*)(void* host, const void* device, std::size_t bytes);
+  /// Takes `buffer` (device memory of at least shape().size() elements) as the value: a result
+  /// stays on the device until the host reads it; resolve() then copies it back once.
+  void adopt_device(Buffer&& buffer, Download download);
+  /// Whether elements() holds the value (false while it lives on the device only).
+  bool host_valid() const { return host_valid_.load(std::memory_order_acquire); }
+  /// Copies the device value to the host once, if it lives there only (several threads may
+  /// call it at once).
+  void ensure_host();
+  /// Host elements about to be written: the device copy is no longer the value.
+  T* writable_elements() {
+    device_valid_ = false;
+    return elements();
+  }
+  /// The lock of device_copy() while a backend fills it (striped by address).
+  std::mutex& residency_mutex() const;
+
   /// True while an evaluation still has to fill this storage.
   bool pending() const { return pending_.load(std::memory_order_acquire); }
   /// Evaluates the producing set if pending (or waits for the thread that evaluates it), then
-  /// rethrows a stored error. Safe on several threads at once.
-  void resolve();
+  /// rethrows a stored error, then (`to_host`) copies a value that lives on a device only to
+  /// the host. Safe on several threads at once.
+  void resolve(bool to_host = true);
 
   // Used by the linked state (under sets_mutex()).
   void mark_pending(const std::shared_ptr<Producer>& producer) {
@@ -117,6 +137,8 @@ class Storage {
   Buffer host_;
   Buffer device_;
   bool device_valid_ = false;
+  std::atomic<bool> host_valid_{true};
+  Download download_ = nullptr;
   std::atomic<bool> pending_{false};  // set under sets_mutex(); cleared (release) after the value
   std::weak_ptr<Producer> producer_;  // under sets_mutex()
   std::exception_ptr error_;

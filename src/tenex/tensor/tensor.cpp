@@ -42,16 +42,57 @@ void Storage<T>::allocate() {
     host_ = allocate_host_buffer(n * sizeof(T));
   }
   device_valid_ = false;
+  host_valid_.store(true, std::memory_order_release);
 }
 
 template <class T>
 void Storage<T>::adopt(Buffer&& buffer) {
   host_ = std::move(buffer);
   device_valid_ = false;
+  host_valid_.store(true, std::memory_order_release);
+}
+
+namespace {
+std::mutex& residency_lock(const void* storage) {
+  static std::array<std::mutex, 64>* locks = new std::array<std::mutex, 64>;  // never destroyed
+  return (*locks)[(reinterpret_cast<std::uintptr_t>(storage) / alignof(std::max_align_t)) % locks->size()];
+}
+}  // namespace
+
+template <class T>
+std::mutex& Storage<T>::residency_mutex() const {
+  return residency_lock(this);
 }
 
 template <class T>
-void Storage<T>::resolve() {
+void Storage<T>::adopt_device(Buffer&& buffer, Download download) {
+  device_ = std::move(buffer);
+  device_valid_ = true;
+  download_ = download;
+  host_ = Buffer();
+  host_valid_.store(shape_.size() == 0, std::memory_order_release);
+}
+
+template <class T>
+void Storage<T>::ensure_host() {
+  if (host_valid_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(residency_mutex());
+  if (host_valid_.load(std::memory_order_relaxed)) return;
+  const std::size_t bytes = shape_.size() * sizeof(T);
+  Buffer host;
+  try {
+    host = allocate_host_buffer(bytes);
+  } catch (const std::bad_alloc&) {
+    throw BackendError("tenex: out of host memory while copying a result of " + std::to_string(bytes) +
+                       " bytes (shape " + shape_.to_string() + ") from the device");
+  }
+  download_(host.data(), device_.data(), bytes);
+  host_ = std::move(host);
+  host_valid_.store(true, std::memory_order_release);
+}
+
+template <class T>
+void Storage<T>::resolve(bool to_host) {
   if (pending_.load(std::memory_order_acquire)) {
     if (auto p = producer()) p->flush();
     // Flushing ran the set here, or another thread took it first and is running it: every
@@ -59,6 +100,7 @@ void Storage<T>::resolve() {
     while (pending_.load(std::memory_order_acquire)) pending_.wait(true, std::memory_order_acquire);
   }
   if (error_) std::rethrow_exception(error_);
+  if (to_host && !host_valid_.load(std::memory_order_acquire)) ensure_host();
 }
 
 template <class T>
@@ -195,7 +237,7 @@ const T* Tensor<T>::data() const {
 template <class T>
 T* Tensor<T>::data() {
   // The storage is this tensor's alone and evaluated: one atomic load.
-  if (unshared_.load(std::memory_order_acquire)) return current_.load(std::memory_order_relaxed)->elements();
+  if (unshared_.load(std::memory_order_acquire)) return current_.load(std::memory_order_relaxed)->writable_elements();
   return detach();
 }
 
@@ -216,7 +258,7 @@ T* Tensor<T>::detach() {
     }
     unshared_.store(true, std::memory_order_release);
   }
-  return storage_->elements();
+  return storage_->writable_elements();
 }
 
 template <class T>

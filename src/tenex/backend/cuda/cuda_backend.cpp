@@ -1,0 +1,998 @@
+#include "tenex/backend/cuda/cuda_backend.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "tenex/backend/backend_interface.hpp"
+#include "tenex/backend/cuda/check.hpp"
+#include "tenex/backend/cuda/codegen.hpp"
+#include "tenex/backend/cuda/contraction_layout.hpp"
+#include "tenex/backend/cuda/device.hpp"
+#include "tenex/backend/registry.hpp"
+#include "tenex/error.hpp"
+#include "tenex/labels.hpp"
+#include "tenex/sparse/sparse_map.hpp"
+
+namespace tenex::detail {
+
+namespace {
+
+using cuda::Library;
+using Labels = std::vector<std::string>;
+using Extents = std::vector<std::size_t>;
+
+void release_device(void* data, std::size_t bytes, void*) noexcept { cuda::allocator().free(data, bytes); }
+
+void download(void* host, const void* device, std::size_t bytes) {
+  if (bytes == 0) return;
+  // The legacy stream waits for the backends' (blocking) streams: the result is complete.
+  TENEX_CUDA_CALL(runtime, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  cuda::count_to_host(bytes);
+}
+
+Buffer device_buffer(std::size_t bytes) {
+  return Buffer(cuda::allocator().allocate(bytes), bytes, Device::cuda, &release_device);
+}
+
+std::vector<long long> row_major_strides(const Extents& extents) {
+  std::vector<long long> s(extents.size(), 1);
+  for (std::size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * static_cast<long long>(extents[d]);
+  return s;
+}
+
+long long total(const Extents& extents) {
+  long long n = 1;
+  for (std::size_t e : extents) n *= static_cast<long long>(e);
+  return n;
+}
+
+/// One operand of a strided kernel: where it lives and how its labels are laid out.
+template <class T>
+struct Operand {
+  const T* data;
+  Labels labels;
+  Extents extents;
+  long long offset = 0;
+};
+
+template <class T>
+class CudaBackend final : public Backend<T> {
+ public:
+  CudaBackend() = default;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+  ~CudaBackend() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    cuda::return_lanes(lanes_);
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  Device device() const override { return Device::cuda; }
+  bool supports(const OpNode& node, std::string& why) const override;
+  Buffer allocate(std::size_t bytes) override { return device_buffer(bytes); }
+  View<const T> read(Storage<T>& storage) override;
+  void write(Storage<T>& storage, Buffer&& buffer) override { storage.adopt_device(std::move(buffer), &download); }
+  void to_host(void* host, const void* data, std::size_t bytes) override;
+  void from_host(void* data, const void* host, std::size_t bytes) override;
+  void begin_set() override;
+  void end_set(RunStats& stats) noexcept override;
+
+#define TENEX_CUDA_METHOD(kind, arity, Params) \
+  KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) override;
+  TENEX_FOR_EACH_OP(TENEX_CUDA_METHOD)
+#undef TENEX_CUDA_METHOD
+
+ private:
+  static constexpr bool is_double = std::is_same_v<T, double>;
+
+  // ---- streams: a node runs on its first operand's stream, else the next one ------------
+  cuda::Lanes& lanes() {
+    if (!lanes_) lanes_ = cuda::borrow_lanes();
+    return *lanes_;
+  }
+  cudaStream_t stream() { return static_cast<cudaStream_t>(lanes().streams[lane_]); }
+  cublasHandle_t blas() { return static_cast<cublasHandle_t>(lanes().blas[lane_]); }
+  cusolverDnHandle_t solver() { return static_cast<cusolverDnHandle_t>(lanes().solver[lane_]); }
+  cudaEvent_t next_event();
+  /// Picks the node's stream and makes it wait for the operands made on other streams.
+  void enter_node(const KernelArgs<T>& args);
+  /// Records that `data` is ready once the node's work on its stream is done.
+  void leave_node(const void* data);
+
+  // ---- kernels ------------------------------------------------------------------------------
+  /// out (out_labels, out_extents, contiguous) = reduce over the other labels of the operands
+  /// of program(loads); accumulate: out = value + beta * out.
+  void strided(const std::vector<FusedInstr>& program, ReduceOp reduce, const std::vector<Operand<T>>& operands, T* out,
+               const Labels& out_labels, const Extents& out_extents, double beta = 0.0);
+  /// out(out_labels) = alpha * in(in_labels) summed over the labels out lacks (+ beta * out):
+  /// permutations through the tiled kernel, the rest through the strided one.
+  void rearrange(const Operand<T>& in, T* out, const Labels& out_labels, const Extents& out_extents, double alpha = 1.0,
+                 double beta = 0.0);
+  void launch(const void* kernel, dim3 grid, dim3 block, void* argument);
+  void launch_utility(const char* entry, long long work, void** arguments);
+  void copy(T* to, const T* from, std::size_t elements);
+  /// The device's info value of a cuSOLVER call, checked as LAPACK's is.
+  void check_info(const int* info, const char* routine, std::size_t n);
+
+  cuda::Lanes* lanes_ = nullptr;
+  std::size_t lane_ = 0, next_lane_ = 0;
+  struct Made {
+    std::size_t lane;
+    cudaEvent_t event;
+  };
+  std::unordered_map<const void*, Made> made_;  // this set's values: where they were made
+  std::vector<cudaEvent_t> events_;
+  std::size_t events_used_ = 0;
+  cuda::Traffic traffic_at_begin_;
+};
+
+// ---- supports ---------------------------------------------------------------------------------
+
+template <class T>
+bool CudaBackend<T>::supports(const OpNode& node, std::string& why) const {
+  if (node.dtype != DType::f32 && node.dtype != DType::f64) {
+    why = "the CUDA backend evaluates float and double tensors only";
+    return false;
+  }
+  if (node.kind == OpKind::fused) {
+    why = cuda::unsupported_program(node.get<FusedParams>().program, 0);
+    return why.empty();
+  }
+  if (node.kind == OpKind::inverse || node.kind == OpKind::solve || node.kind == OpKind::spd_pow) {
+    why = "the matrix functions (inverse, solve, pow of a symmetric matrix) have no device kernels yet";
+    return false;
+  }
+  return true;
+}
+
+// ---- memory and streams -------------------------------------------------------------------
+
+template <class T>
+View<const T> CudaBackend<T>::read(Storage<T>& storage) {
+  const std::size_t n = storage.shape().size();
+  if (n == 0) return View<const T>{nullptr, 0, Device::cuda};
+  std::lock_guard<std::mutex> lock(storage.residency_mutex());
+  if (!storage.device_copy_valid() || !storage.device_copy()) {
+    const std::size_t bytes = n * sizeof(T);
+    Buffer copy;
+    try {
+      copy = device_buffer(bytes);
+    } catch (const std::bad_alloc&) {
+      throw BackendError("tenex: out of device memory: copying a tensor of shape " + storage.shape().to_string() +
+                         " (" + std::to_string(bytes) +
+                         " bytes) to the device; the process's cached device memory "
+                         "was released first. Free tensors, split the set, or use TENEX_BACKEND=cpu");
+    }
+    lane_ = 0;
+    TENEX_CUDA_CALL(runtime, cudaMemcpyAsync(copy.data(), storage.elements(), bytes, cudaMemcpyHostToDevice, stream()));
+    cuda::count_to_device(bytes);
+    storage.device_copy() = std::move(copy);
+    storage.set_device_copy_valid(true);
+    leave_node(storage.device_copy().data());
+  }
+  return View<const T>{static_cast<const T*>(storage.device_copy().data()), n, Device::cuda};
+}
+
+template <class T>
+void CudaBackend<T>::to_host(void* host, const void* data, std::size_t bytes) {
+  if (bytes == 0) return;
+  for (void* s : lanes().streams) TENEX_CUDA_CALL(runtime, cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
+  TENEX_CUDA_CALL(runtime, cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost));
+  cuda::count_to_host(bytes);
+}
+
+template <class T>
+void CudaBackend<T>::from_host(void* data, const void* host, std::size_t bytes) {
+  if (bytes == 0) return;
+  TENEX_CUDA_CALL(runtime, cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice));
+  cuda::count_to_device(bytes);
+}
+
+template <class T>
+void CudaBackend<T>::begin_set() {
+  lanes();
+  made_.clear();
+  events_used_ = 0;
+  // A value another thread's set made may still be in the making on that thread's streams:
+  // an event on the legacy stream passes only after the work queued so far on every
+  // (blocking) stream, and this backend's streams wait for it.
+  if (lanes().streams.size() > 0) {
+    cudaEvent_t all_before = next_event();
+    TENEX_CUDA_CALL(runtime, cudaEventRecord(all_before, cudaStreamLegacy));
+    for (void* s : lanes().streams) {
+      TENEX_CUDA_CALL(runtime, cudaStreamWaitEvent(static_cast<cudaStream_t>(s), all_before, 0));
+    }
+  }
+  cuda::allocator().reset_peak();
+  traffic_at_begin_ = cuda::traffic();
+}
+
+template <class T>
+void CudaBackend<T>::end_set(RunStats& stats) noexcept {
+  try {
+    // Every stream waits for every other: the next set may read this one's values anywhere.
+    auto& streams = lanes().streams;
+    if (streams.size() > 1) {
+      std::vector<cudaEvent_t> ends;
+      for (void* s : streams) {
+        ends.push_back(next_event());
+        cudaEventRecord(ends.back(), static_cast<cudaStream_t>(s));
+      }
+      for (void* s : streams) {
+        for (cudaEvent_t e : ends) cudaStreamWaitEvent(static_cast<cudaStream_t>(s), e, 0);
+      }
+    }
+  } catch (...) {
+    cudaDeviceSynchronize();
+  }
+  made_.clear();
+  events_used_ = 0;
+  const cuda::Traffic now = cuda::traffic();
+  stats.device_peak_bytes = cuda::allocator().stats().peak;
+  stats.host_to_device_bytes = now.to_device - traffic_at_begin_.to_device;
+  stats.device_to_host_bytes = now.to_host - traffic_at_begin_.to_host;
+}
+
+template <class T>
+cudaEvent_t CudaBackend<T>::next_event() {
+  if (events_used_ == events_.size()) {
+    cudaEvent_t e = nullptr;
+    TENEX_CUDA_CALL(runtime, cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    events_.push_back(e);
+  }
+  return events_[events_used_++];
+}
+
+template <class T>
+void CudaBackend<T>::enter_node(const KernelArgs<T>& args) {
+  const std::size_t lanes_count = lanes().streams.size();
+  std::size_t lane = lanes_count;
+  if (!args.operands.empty()) {
+    if (auto it = made_.find(args.operands[0].data); it != made_.end()) lane = it->second.lane;
+  }
+  if (lane == lanes_count) {
+    lane = next_lane_;
+    next_lane_ = (next_lane_ + 1) % lanes_count;
+  }
+  lane_ = lane;
+  auto wait_for = [&](const void* data) {
+    if (auto it = made_.find(data); it != made_.end() && it->second.lane != lane_) {
+      TENEX_CUDA_CALL(runtime, cudaStreamWaitEvent(stream(), it->second.event, 0));
+    }
+  };
+  for (const auto& op : args.operands) wait_for(op.data);
+  wait_for(args.out.data);
+}
+
+template <class T>
+void CudaBackend<T>::leave_node(const void* data) {
+  if (lanes().streams.size() == 1) return;
+  cudaEvent_t e = next_event();
+  TENEX_CUDA_CALL(runtime, cudaEventRecord(e, stream()));
+  made_[data] = Made{lane_, e};
+}
+
+// ---- kernel launches ----------------------------------------------------------------------
+
+template <class T>
+void CudaBackend<T>::launch(const void* kernel, dim3 grid, dim3 block, void* argument) {
+  void* arguments[] = {argument};
+  TENEX_CUDA_CALL(runtime, cudaLaunchKernel(kernel, grid, block, arguments, 0, stream()));
+}
+
+template <class T>
+void CudaBackend<T>::launch_utility(const char* entry, long long work, void** arguments) {
+  static const std::string source = cuda::utility_source(is_double);
+  const long long blocks = std::clamp<long long>((work + 255) / 256, 1, 65535);
+  TENEX_CUDA_CALL(runtime, cudaLaunchKernel(cuda::kernel(source, entry), dim3(static_cast<unsigned>(blocks)), dim3(256),
+                                            arguments, 0, stream()));
+}
+
+template <class T>
+void CudaBackend<T>::copy(T* to, const T* from, std::size_t elements) {
+  if (elements == 0 || to == from) return;
+  TENEX_CUDA_CALL(runtime, cudaMemcpyAsync(to, from, elements * sizeof(T), cudaMemcpyDeviceToDevice, stream()));
+}
+
+template <class T>
+void CudaBackend<T>::strided(const std::vector<FusedInstr>& program, ReduceOp reduce,
+                             const std::vector<Operand<T>>& operands, T* out, const Labels& out_labels,
+                             const Extents& out_extents, double beta) {
+  if (total(out_extents) == 0) return;
+  std::vector<cuda::StridedOperand> layout;
+  for (const auto& op : operands) layout.push_back({op.labels, op.extents, op.offset});
+  cuda::StridedSpec spec;
+  cuda::StridedArgs a;
+  cuda::plan_strided(layout, out_labels, out_extents, spec, a);
+  spec.program = program;
+  spec.reduce = reduce;
+  spec.accumulate = beta != 0.0;
+  spec.is_double = is_double;
+  for (std::size_t k = 0; k < operands.size(); ++k) a.in[k] = operands[k].data;
+  a.out = out;
+  const std::vector<double> constants = cuda::program_constants(program);
+  std::copy(constants.begin(), constants.end(), a.constant);
+  a.beta = beta;
+  const std::string source = cuda::strided_source(spec);
+  if (cuda::strided_by_block(a)) {
+    launch(cuda::kernel(source, "tenex_strided_block"), dim3(static_cast<unsigned>(std::min(a.out_total, 65535LL))),
+           dim3(256), &a);
+  } else {
+    const long long blocks = std::clamp<long long>((a.out_total + 255) / 256, 1, 1 << 20);
+    launch(cuda::kernel(source, "tenex_strided_thread"), dim3(static_cast<unsigned>(blocks)), dim3(256), &a);
+  }
+}
+
+template <class T>
+void CudaBackend<T>::rearrange(const Operand<T>& in, T* out, const Labels& out_labels, const Extents& out_extents,
+                               double alpha, double beta) {
+  if (total(out_extents) == 0) return;
+  // A permutation whose fastest mode moves: the tiled kernel.
+  cuda::TransposeArgs a;
+  if (cuda::plan_transpose({in.labels, in.extents, in.offset}, out_labels, out_extents, a)) {
+    a.in = in.data;
+    a.out = out;
+    a.alpha = alpha;
+    a.beta = beta;
+    static const std::string source = cuda::transpose_source(is_double);
+    const long long tiles = ((a.extent_q + 31) / 32) * ((a.extent_l + 31) / 32);
+    if (tiles <= 0x7fffffffLL) {
+      launch(cuda::kernel(source, "tenex_transpose"),
+             dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(std::min(a.rest_total, 65535LL))), dim3(32, 8),
+             &a);
+      return;
+    }
+  }
+  std::vector<FusedInstr> program = {{FusedOp::load, 0}};
+  if (alpha != 1.0) {
+    program.push_back({FusedOp::constant, 0, 0, alpha});
+    program.push_back({FusedOp::multiply, 0, 1});
+  }
+  strided(program, ReduceOp::sum, {in}, out, out_labels, out_extents, beta);
+}
+
+template <class T>
+void CudaBackend<T>::check_info(const int* info, const char* routine, std::size_t n) {
+  int value = 0;
+  TENEX_CUDA_CALL(runtime, cudaMemcpyAsync(&value, info, sizeof(int), cudaMemcpyDeviceToHost, stream()));
+  TENEX_CUDA_CALL(runtime, cudaStreamSynchronize(stream()));
+  if (value == 0) return;
+  const std::string name = std::string(is_double ? "cusolverDnD" : "cusolverDnS") + routine;
+  if (value < 0) {
+    throw InternalError("tenex: cuda: " + name + " reports an illegal argument " + std::to_string(-value) +
+                        " (a tenex bug)");
+  }
+  std::string what;
+  const std::string r = routine;
+  if (r == "potrf") {
+    what = "the leading minor of order " + std::to_string(value) + " is not positive definite";
+  } else if (r == "sygvd" && static_cast<std::size_t>(value) > n) {
+    what =
+        "the leading minor of order " + std::to_string(value - static_cast<int>(n)) + " of b is not positive definite";
+  } else {
+    what = std::to_string(value) + " values did not converge";
+  }
+  throw NumericalError("tenex: " + name + " failed (info = " + std::to_string(value) + "): " + what);
+}
+
+// ---- cuBLAS / cuSOLVER in both precisions -------------------------------------------------
+
+cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb,
+                            long long sb, const float* beta, float* c, int ldc, long long sc, int batch) {
+  if (batch == 1) return cublasSgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const double* alpha, const double* a, int lda, long long sa, const double* b, int ldb,
+                            long long sb, const double* beta, double* c, int ldc, long long sc, int batch) {
+  if (batch == 1) return cublasDgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+
+#define TENEX_SOLVER_PAIR(name, float_call, double_call) \
+  template <class... A>                                  \
+  cusolverStatus_t name(float*, A... a) {                \
+    return float_call(a...);                             \
+  }                                                      \
+  template <class... A>                                  \
+  cusolverStatus_t name(double*, A... a) {               \
+    return double_call(a...);                            \
+  }
+TENEX_SOLVER_PAIR(potrf_size, cusolverDnSpotrf_bufferSize, cusolverDnDpotrf_bufferSize)
+TENEX_SOLVER_PAIR(potrf, cusolverDnSpotrf, cusolverDnDpotrf)
+TENEX_SOLVER_PAIR(syevd_size, cusolverDnSsyevd_bufferSize, cusolverDnDsyevd_bufferSize)
+TENEX_SOLVER_PAIR(syevd, cusolverDnSsyevd, cusolverDnDsyevd)
+TENEX_SOLVER_PAIR(sygvd_size, cusolverDnSsygvd_bufferSize, cusolverDnDsygvd_bufferSize)
+TENEX_SOLVER_PAIR(sygvd, cusolverDnSsygvd, cusolverDnDsygvd)
+TENEX_SOLVER_PAIR(geqrf_size, cusolverDnSgeqrf_bufferSize, cusolverDnDgeqrf_bufferSize)
+TENEX_SOLVER_PAIR(geqrf, cusolverDnSgeqrf, cusolverDnDgeqrf)
+TENEX_SOLVER_PAIR(orgqr_size, cusolverDnSorgqr_bufferSize, cusolverDnDorgqr_bufferSize)
+TENEX_SOLVER_PAIR(orgqr, cusolverDnSorgqr, cusolverDnDorgqr)
+TENEX_SOLVER_PAIR(gesvd_size, cusolverDnSgesvd_bufferSize, cusolverDnDgesvd_bufferSize)
+TENEX_SOLVER_PAIR(gesvd, cusolverDnSgesvd, cusolverDnDgesvd)
+#undef TENEX_SOLVER_PAIR
+
+/// A device workspace of `elements` T (at least one) and the info integer.
+template <class T>
+struct Workspace {
+  Buffer buffer;
+  T* data() const { return static_cast<T*>(buffer.data()); }
+  int* info() const { return reinterpret_cast<int*>(static_cast<char*>(buffer.data()) + info_at); }
+  std::size_t info_at = 0;
+  explicit Workspace(long long elements) {
+    info_at = (static_cast<std::size_t>(std::max(elements, 1LL)) * sizeof(T) + 15) / 16 * 16;
+    buffer = device_buffer(info_at + 16);
+  }
+};
+
+template <class T>
+Buffer scratch(std::size_t elements) {
+  return device_buffer(std::max<std::size_t>(elements, 1) * sizeof(T));
+}
+
+// ---- kernels by kind ------------------------------------------------------------------------
+
+[[noreturn]] void not_a_kernel(const OpNode& node) {
+  throw InternalError("tenex: cuda backend: " + std::string(op_kind_name(node.kind)) +
+                      " nodes are handled by the executor, not by a kernel");
+}
+
+}  // namespace
+
+template <class T>
+KernelCount CudaBackend<T>::run_input(const InputParams&, const KernelArgs<T>& args) {
+  not_a_kernel(args.node);
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_output(const OutputParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& op = *args.operand_nodes[0];
+  rearrange({args.operands[0].data, params.operand_labels, op.extents}, args.out.data, args.node.labels,
+            args.node.extents);
+  leave_node(args.out.data);
+  return {0, 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& op = *args.operand_nodes[0];
+  rearrange({args.operands[0].data, op.labels, op.extents}, args.out.data, args.node.labels, args.node.extents);
+  leave_node(args.out.data);
+  const double n = static_cast<double>(op.size()), m = static_cast<double>(args.node.size());
+  return {n > m ? n - m : 0.0, 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& a_node = *args.operand_nodes[0];
+  const OpNode& b_node = *args.operand_nodes[1];
+  const Labels& lc = args.node.labels;
+  KernelCount count;
+  std::vector<Buffer> temps;
+  // Sums first the labels only one operand has, and the diagonals of repeated labels.
+  auto prepared = [&](const OpNode& node, const T* data, const Labels& other) -> Operand<T> {
+    Labels keep;
+    Extents extents;
+    bool changed = false;
+    for (std::size_t p = 0; p < node.labels.size(); ++p) {
+      const std::string& x = node.labels[p];
+      const bool used =
+          std::find(other.begin(), other.end(), x) != other.end() || std::find(lc.begin(), lc.end(), x) != lc.end();
+      const bool seen = std::find(keep.begin(), keep.end(), x) != keep.end();
+      if (used && !seen) {
+        keep.push_back(x);
+        extents.push_back(node.extents[p]);
+      } else {
+        changed = true;
+      }
+    }
+    if (!changed) return {data, node.labels, node.extents};
+    temps.push_back(scratch<T>(static_cast<std::size_t>(total(extents))));
+    T* out = static_cast<T*>(temps.back().data());
+    rearrange({data, node.labels, node.extents}, out, keep, extents);
+    ++count.calls;
+    return {out, keep, extents};
+  };
+  Operand<T> a = prepared(a_node, args.operands[0].data, b_node.labels);
+  Operand<T> b = prepared(b_node, args.operands[1].data, a.labels);
+  Labels all = a.labels;
+  Extents all_extents = a.extents;
+  for (std::size_t p = 0; p < b.labels.size(); ++p) {
+    if (std::find(all.begin(), all.end(), b.labels[p]) == all.end()) {
+      all.push_back(b.labels[p]);
+      all_extents.push_back(b.extents[p]);
+    }
+  }
+  const cuda::GemmPlan plan = cuda::plan_gemm(a.labels, b.labels, lc, all, all_extents);
+  auto extents_of = [&](const Labels& labels) {
+    Extents e;
+    for (const auto& x : labels) e.push_back(all_extents[std::find(all.begin(), all.end(), x) - all.begin()]);
+    return e;
+  };
+  auto permuted = [&](Operand<T>& op, const cuda::GemmOperand& g) {
+    if (!g.permute) return;
+    const Extents e = extents_of(g.labels);
+    temps.push_back(scratch<T>(static_cast<std::size_t>(total(e))));
+    T* out = static_cast<T*>(temps.back().data());
+    rearrange(op, out, g.labels, e);
+    ++count.calls;
+    op = {out, g.labels, e};
+  };
+  permuted(a, plan.a);
+  permuted(b, plan.b);
+
+  // The addend: out = beta * addend first unless the executor handed its buffer over.
+  const bool addend = args.operands.size() == 3 && params.beta != 0.0;
+  const bool aliased = addend && args.operands[2].data == args.out.data;
+  if (addend && !aliased) {
+    const OpNode& d = *args.operand_nodes[2];
+    rearrange({args.operands[2].data, d.labels, d.extents}, args.out.data, lc, args.node.extents, params.beta);
+    ++count.calls;
+  }
+  const double gemm_beta = aliased ? params.beta : addend ? 1.0 : 0.0;
+  T* c = args.out.data;
+  if (plan.c.permute) {
+    temps.push_back(scratch<T>(static_cast<std::size_t>(plan.m * plan.n * plan.batch)));
+    c = static_cast<T*>(temps.back().data());
+  }
+  const long long out_size = static_cast<long long>(args.node.size());
+  if (out_size > 0) {
+    if (plan.k == 0) {
+      if (!addend) TENEX_CUDA_CALL(runtime, cudaMemsetAsync(args.out.data, 0, out_size * sizeof(T), stream()));
+    } else {
+      const T alpha = static_cast<T>(params.alpha);
+      const T beta = static_cast<T>(plan.c.permute ? 0.0 : gemm_beta);
+      const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+      const cuda::GemmOperand& first = plan.swap ? plan.a : plan.b;
+      const cuda::GemmOperand& second = plan.swap ? plan.b : plan.a;
+      const T* first_data = plan.swap ? a.data : b.data;
+      const T* second_data = plan.swap ? b.data : a.data;
+      auto as_int = [](long long v) {
+        if (v > 0x7fffffffLL) {
+          throw BackendError("tenex: cuda: a GEMM dimension of " + std::to_string(v) +
+                             " exceeds cuBLAS's 32-bit limit; use TENEX_BACKEND=cpu for this set");
+        }
+        return static_cast<int>(v);
+      };
+      TENEX_CUDA_CALL(cublas, gemm_batched(blas(), op(first.transpose), op(second.transpose), as_int(plan.rows),
+                                           as_int(plan.cols), as_int(plan.k), &alpha, first_data, as_int(first.ld),
+                                           first.batch_stride, second_data, as_int(second.ld), second.batch_stride,
+                                           &beta, c, as_int(plan.c.ld), plan.c.batch_stride, as_int(plan.batch)));
+      ++count.calls;
+      count.flops += 2.0 * static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k) *
+                     static_cast<double>(plan.batch);
+      if (plan.c.permute) {
+        rearrange({c, plan.c.labels, extents_of(plan.c.labels)}, args.out.data, lc, args.node.extents, 1.0,
+                  aliased  ? params.beta
+                  : addend ? 1.0
+                           : 0.0);
+        ++count.calls;
+      }
+    }
+  }
+  if (addend) count.flops += 2.0 * static_cast<double>(out_size);
+  leave_node(args.out.data);
+  return count;
+}
+
+namespace {
+
+/// alpha * a (op) alpha_b * b as a program, as the CPU computes it.
+std::vector<FusedInstr> binary_program(FusedOp op, const ElementwiseParams& p) {
+  return {{FusedOp::constant, 0, 0, p.alpha},
+          {FusedOp::load, 0},
+          {FusedOp::multiply, 0, 1},
+          {FusedOp::constant, 0, 0, p.alpha_b},
+          {FusedOp::load, 1},
+          {FusedOp::multiply, 3, 4},
+          {op, 2, 5}};
+}
+
+}  // namespace
+
+#define TENEX_CUDA_BINARY(kind, fused_op)                                                                 \
+  template <class T>                                                                                      \
+  KernelCount CudaBackend<T>::run_##kind(const kind##_params_t& params, const KernelArgs<T>& args) {      \
+    enter_node(args);                                                                                     \
+    const OpNode& a = *args.operand_nodes[0];                                                             \
+    const OpNode& b = *args.operand_nodes[1];                                                             \
+    strided(binary_program(fused_op, params), ReduceOp::sum,                                              \
+            {{args.operands[0].data, a.labels, a.extents}, {args.operands[1].data, b.labels, b.extents}}, \
+            args.out.data, args.node.labels, args.node.extents);                                          \
+    leave_node(args.out.data);                                                                            \
+    const double scalings = (params.alpha != 1.0 ? 1.0 : 0.0) + (params.alpha_b != 1.0 ? 1.0 : 0.0);      \
+    return {static_cast<double>(args.node.size()) * (1.0 + scalings), 1};                                 \
+  }
+using add_params_t = AddParams;
+using subtract_params_t = SubtractParams;
+using divide_params_t = DivideParams;
+TENEX_CUDA_BINARY(add, FusedOp::add)
+TENEX_CUDA_BINARY(subtract, FusedOp::subtract)
+TENEX_CUDA_BINARY(divide, FusedOp::divide)
+#undef TENEX_CUDA_BINARY
+
+template <class T>
+KernelCount CudaBackend<T>::run_scale(const ScaleParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& a = *args.operand_nodes[0];
+  strided({{FusedOp::constant, 0, 0, params.alpha}, {FusedOp::load, 0}, {FusedOp::multiply, 0, 1}}, ReduceOp::sum,
+          {{args.operands[0].data, a.labels, a.extents}}, args.out.data, a.labels, a.extents);
+  leave_node(args.out.data);
+  return {static_cast<double>(args.node.size()), 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_cholesky(const CholeskyParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const std::size_t n = args.node.extents[0];
+  const int ni = static_cast<int>(n);
+  T* l = args.out.data;
+  if (n > 0) {
+    // The factor of a^T when `upper`: a transposed into the output first.
+    if (params.upper) {
+      rearrange({args.operands[0].data, {"i", "j"}, {n, n}}, l, {"j", "i"}, {n, n});
+    } else {
+      copy(l, args.operands[0].data, n * n);
+    }
+    // Row-major lower triangle = column-major upper: potrf(UPPER) gives a = U^T U, and U read
+    // row-major is the lower factor L.
+    int lwork = 0;
+    TENEX_CUDA_CALL(cusolver,
+                    potrf_size(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, &lwork));
+    Workspace<T> work(lwork);
+    TENEX_CUDA_CALL(cusolver, potrf(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, work.data(),
+                                    lwork, work.info()));
+    check_info(work.info(), "potrf", n);
+    long long rows = static_cast<long long>(n), cols = rows;
+    int upper = 1;
+    void* arguments[] = {&l, &rows, &cols, &upper};
+    launch_utility("tenex_zero_triangle", rows * cols, arguments);
+  }
+  leave_node(args.out.data);
+  const double nd = static_cast<double>(n);
+  return {nd * nd * nd / 3.0, 2};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
+  enter_node(args);
+  const std::size_t n = args.node.extents[0];
+  const int ni = static_cast<int>(n);
+  const bool generalized = args.operands.size() == 2;
+  T* vectors = args.out.data;
+  T* values = args.out.data + packed_factor_offset(OpKind::eigen_solve, 1, n, n);
+  if (n > 0) {
+    // Row-major lower triangle = column-major upper; the column-major vectors are transposed
+    // into the row-major output (eigenvectors as columns).
+    Buffer w = scratch<T>(n * n);
+    T* wd = static_cast<T*>(w.data());
+    copy(wd, args.operands[0].data, n * n);
+    int lwork = 0;
+    Buffer bcopy;
+    if (generalized) {
+      bcopy = scratch<T>(n * n);
+      copy(static_cast<T*>(bcopy.data()), args.operands[1].data, n * n);
+      TENEX_CUDA_CALL(
+          cusolver, sygvd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_MODE_VECTOR,
+                               CUBLAS_FILL_MODE_UPPER, ni, wd, ni, static_cast<T*>(bcopy.data()), ni, values, &lwork));
+      Workspace<T> work(lwork);
+      TENEX_CUDA_CALL(cusolver, sygvd(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_MODE_VECTOR,
+                                      CUBLAS_FILL_MODE_UPPER, ni, wd, ni, static_cast<T*>(bcopy.data()), ni, values,
+                                      work.data(), lwork, work.info()));
+      check_info(work.info(), "sygvd", n);
+    } else {
+      TENEX_CUDA_CALL(cusolver, syevd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_MODE_VECTOR,
+                                           CUBLAS_FILL_MODE_UPPER, ni, wd, ni, values, &lwork));
+      Workspace<T> work(lwork);
+      TENEX_CUDA_CALL(cusolver, syevd(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_MODE_VECTOR,
+                                      CUBLAS_FILL_MODE_UPPER, ni, wd, ni, values, work.data(), lwork, work.info()));
+      check_info(work.info(), "syevd", n);
+    }
+    rearrange({wd, {"j", "i"}, {n, n}}, vectors, {"i", "j"}, {n, n});
+    long long rows = static_cast<long long>(n), k = rows, ld = rows, none = 0;
+    T* paired = nullptr;
+    void* arguments[] = {&vectors, &rows, &k, &ld, &paired, &none};
+    launch_utility("tenex_fix_signs", k, arguments);
+  }
+  leave_node(args.out.data);
+  const double nd = static_cast<double>(n);
+  return {generalized ? 34.0 * nd * nd * nd / 3.0 : 9.0 * nd * nd * nd, 3};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
+  enter_node(args);
+  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
+  T* q = args.out.data;
+  T* r = args.out.data + packed_factor_offset(OpKind::qr, 1, m, n);
+  if (m > 0 && n > 0) {
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    // Column-major m x n copy of the row-major a.
+    Buffer w = scratch<T>(m * n);
+    T* wd = static_cast<T*>(w.data());
+    rearrange({args.operands[0].data, {"i", "j"}, {m, n}}, wd, {"j", "i"}, {n, m});
+    Buffer tau = scratch<T>(k);
+    int lwork_qr = 0, lwork_q = 0;
+    TENEX_CUDA_CALL(cusolver, geqrf_size(static_cast<T*>(nullptr), solver(), mi, ni, wd, mi, &lwork_qr));
+    TENEX_CUDA_CALL(cusolver, orgqr_size(static_cast<T*>(nullptr), solver(), mi, ki, ki, wd, mi,
+                                         static_cast<T*>(tau.data()), &lwork_q));
+    Workspace<T> work(std::max(lwork_qr, lwork_q));
+    TENEX_CUDA_CALL(cusolver, geqrf(static_cast<T*>(nullptr), solver(), mi, ni, wd, mi, static_cast<T*>(tau.data()),
+                                    work.data(), lwork_qr, work.info()));
+    // R (k x n, row-major): element (i, j) of the column-major result, lower part zeroed.
+    rearrange({wd, {"j", "i"}, {n, m}}, r, {"i", "j"}, {k, n});  // reads the first k rows
+    long long rows = static_cast<long long>(k), cols = static_cast<long long>(n);
+    int upper = 0;
+    void* zero_args[] = {&r, &rows, &cols, &upper};
+    launch_utility("tenex_zero_triangle", rows * cols, zero_args);
+    TENEX_CUDA_CALL(cusolver, orgqr(static_cast<T*>(nullptr), solver(), mi, ki, ki, wd, mi, static_cast<T*>(tau.data()),
+                                    work.data(), lwork_q, work.info()));
+    check_info(work.info(), "orgqr", k);
+    rearrange({wd, {"j", "i"}, {n, m}}, q, {"i", "j"}, {m, k});
+    long long mm = static_cast<long long>(m), kk = static_cast<long long>(k), nn = static_cast<long long>(n);
+    void* fix_args[] = {&q, &mm, &kk, &r, &nn};
+    launch_utility("tenex_fix_qr", kk, fix_args);
+  }
+  leave_node(args.out.data);
+  const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+  return {2 * md * nd * kd - 2 * kd * kd * kd / 3 + 2 * md * kd * kd - 2 * kd * kd * kd / 3, 5};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
+  enter_node(args);
+  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
+  T* u = args.out.data;
+  T* s = args.out.data + packed_factor_offset(OpKind::svd, 1, m, n);
+  T* vt = args.out.data + packed_factor_offset(OpKind::svd, 2, m, n);
+  if (k > 0) {
+    // cuSOLVER's gesvd needs rows >= cols. Wide a (m <= n): its row-major data is the
+    // column-major n x m matrix x = a^T = U_x S V_x^T, so u = V_x (= VT_x read row-major) and
+    // vt = U_x^T (= U_x read row-major): no transposes. Tall a: transposed to column-major first.
+    const bool wide = m <= n;
+    const std::size_t rows = wide ? n : m, cols = wide ? m : n;  // of the column-major x
+    Buffer x = scratch<T>(m * n);
+    T* xd = static_cast<T*>(x.data());
+    if (wide) {
+      copy(xd, args.operands[0].data, m * n);
+    } else {
+      rearrange({args.operands[0].data, {"i", "j"}, {m, n}}, xd, {"j", "i"}, {n, m});
+    }
+    Buffer ux = scratch<T>(rows * k), vtx = scratch<T>(k * cols);
+    const int ri = static_cast<int>(rows), ci = static_cast<int>(cols), ki = static_cast<int>(k);
+    int lwork = 0;
+    TENEX_CUDA_CALL(cusolver, gesvd_size(static_cast<T*>(nullptr), solver(), ri, ci, &lwork));
+    Workspace<T> work(lwork);
+    Buffer rwork = scratch<T>(k);
+    TENEX_CUDA_CALL(cusolver, gesvd(static_cast<T*>(nullptr), solver(), 'S', 'S', ri, ci, xd, ri, s,
+                                    static_cast<T*>(ux.data()), ri, static_cast<T*>(vtx.data()), ki, work.data(), lwork,
+                                    static_cast<T*>(rwork.data()), work.info()));
+    check_info(work.info(), "gesvd", k);
+    if (wide) {
+      copy(u, static_cast<const T*>(vtx.data()), m * k);  // u (m x k) = VT_x (k x m column-major)
+      copy(vt, static_cast<const T*>(ux.data()), k * n);  // vt (k x n) = U_x (n x k column-major)
+    } else {
+      rearrange({static_cast<const T*>(ux.data()), {"j", "i"}, {k, m}}, u, {"i", "j"}, {m, k});
+      rearrange({static_cast<const T*>(vtx.data()), {"j", "i"}, {n, k}}, vt, {"i", "j"}, {k, n});
+    }
+    long long mm = static_cast<long long>(m), kk = static_cast<long long>(k), ld = kk, nn = static_cast<long long>(n);
+    void* fix_args[] = {&u, &mm, &kk, &ld, &vt, &nn};
+    launch_utility("tenex_fix_signs", kk, fix_args);
+  }
+  leave_node(args.out.data);
+  const double big = static_cast<double>(std::max(m, n)), small = static_cast<double>(k);
+  return {14 * big * small * small + 8 * small * small * small, 3};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& packed = *args.operand_nodes[0];
+  const std::size_t offset = packed_factor_offset(packed.kind, params.which, packed.extents[0], packed.extents[1]);
+  copy(args.out.data, args.operands[0].data + offset, args.node.size());
+  leave_node(args.out.data);
+  return {0, 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_slice(const SliceParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& in = *args.operand_nodes[0];
+  const std::vector<long long> strides = row_major_strides(in.extents);
+  long long offset = 0;
+  Labels labels;
+  for (std::size_t d = 0; d < in.extents.size(); ++d) {
+    offset += static_cast<long long>(params.lo[d]) * strides[d];
+    labels.push_back("m" + std::to_string(d));
+  }
+  // The block has the operand's strides and the node's extents.
+  // The operand's strides (from its own extents), iterated over the node's extents.
+  strided({{FusedOp::load, 0}}, ReduceOp::sum, {{args.operands[0].data, labels, in.extents, offset}}, args.out.data,
+          labels, args.node.extents);
+  leave_node(args.out.data);
+  return {0, 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_chip(const ChipParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& in = *args.operand_nodes[0];
+  const std::vector<long long> strides = row_major_strides(in.extents);
+  // A chip is the slice [index, index + 1) of its mode: the result laid out with that mode of
+  // extent 1 has the node's elements in the node's order.
+  Labels labels;
+  for (std::size_t d = 0; d < in.extents.size(); ++d) labels.push_back("m" + std::to_string(d));
+  Extents extents = in.extents;
+  extents[params.mode] = 1;
+  strided({{FusedOp::load, 0}}, ReduceOp::sum,
+          {{args.operands[0].data, labels, in.extents, static_cast<long long>(params.index) * strides[params.mode]}},
+          args.out.data, labels, extents);
+  leave_node(args.out.data);
+  return {0, 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_pow(const PowParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const std::size_t n = args.node.extents[0];
+  const long long nn = static_cast<long long>(n);
+  KernelCount count{0, 0};
+  T* out = args.out.data;
+  if (n > 0) {
+    if (params.power == 0) {
+      long long size = nn;
+      void* arguments[] = {&out, &size};
+      launch_utility("tenex_set_identity", nn * nn, arguments);
+      count.calls = 1;
+    } else {
+      // Repeated squaring, as the CPU: result = a^p. Row-major x * y is column-major y^T x^T.
+      const int ni = static_cast<int>(n);
+      Buffer power_buffer = scratch<T>(n * n), temp_buffer = scratch<T>(n * n);
+      T* power = static_cast<T*>(power_buffer.data());
+      T* temp = static_cast<T*>(temp_buffer.data());
+      copy(power, args.operands[0].data, n * n);
+      bool have = false;
+      const T one = T(1), zero = T(0);
+      auto multiply = [&](const T* x, const T* y, T* into) {
+        TENEX_CUDA_CALL(cublas, gemm_batched(blas(), CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one, y, ni, 0, x, ni, 0,
+                                             &zero, into, ni, 0, 1));
+        ++count.calls;
+        count.flops += 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+      };
+      for (unsigned p = params.power; p > 0; p >>= 1) {
+        if (p & 1U) {
+          if (!have) {
+            copy(out, power, n * n);
+            have = true;
+          } else {
+            multiply(out, power, temp);
+            copy(out, temp, n * n);
+          }
+        }
+        if (p > 1) {
+          multiply(power, power, temp);
+          std::swap(power, temp);
+        }
+      }
+    }
+  }
+  leave_node(args.out.data);
+  return count;
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_mask(const MaskParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  const OpNode& node = args.node;
+  const std::size_t total_size = node.size();
+  copy(args.out.data, args.operands[0].data, total_size);
+  if (total_size > 0 && !params.maps.empty()) {
+    // Which elements the maps keep, worked out on the host (a map is a host structure).
+    std::vector<unsigned char> keep(total_size, 1);
+    const std::size_t rank = node.labels.size();
+    for (const SparseMapUse& use : params.maps) {
+      std::vector<std::size_t> source_modes, target_modes;
+      for (const auto& l : use.source)
+        source_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
+      for (const auto& l : use.target)
+        target_modes.push_back(std::find(node.labels.begin(), node.labels.end(), l) - node.labels.begin());
+      std::vector<std::size_t> idx(rank, 0);
+      SparseMap::Index source(source_modes.size()), target(target_modes.size());
+      for (std::size_t flat = 0; flat < total_size; ++flat) {
+        for (std::size_t i = 0; i < source_modes.size(); ++i) source[i] = idx[source_modes[i]];
+        for (std::size_t i = 0; i < target_modes.size(); ++i) target[i] = idx[target_modes[i]];
+        if (!use.map->allows(source, target)) keep[flat] = 0;
+        for (std::size_t d = rank; d-- > 0;) {
+          if (++idx[d] < node.extents[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+    Buffer keep_device = device_buffer(total_size);
+    TENEX_CUDA_CALL(runtime,
+                    cudaMemcpyAsync(keep_device.data(), keep.data(), total_size, cudaMemcpyHostToDevice, stream()));
+    TENEX_CUDA_CALL(runtime, cudaStreamSynchronize(stream()));  // `keep` is freed on return
+    cuda::count_to_device(total_size);
+    T* out = args.out.data;
+    const unsigned char* kd = static_cast<const unsigned char*>(keep_device.data());
+    long long n = static_cast<long long>(total_size);
+    void* arguments[] = {&out, &kd, &n};
+    launch_utility("tenex_apply_mask", n, arguments);
+  }
+  leave_node(args.out.data);
+  return {0, 2};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_fused(const FusedParams& params, const KernelArgs<T>& args) {
+  enter_node(args);
+  std::vector<Operand<T>> operands;
+  for (std::size_t k = 0; k < args.operands.size(); ++k) {
+    operands.push_back({args.operands[k].data, args.operand_nodes[k]->labels, args.operand_nodes[k]->extents});
+  }
+  strided(params.program, params.reduce, operands, args.out.data, args.node.labels, args.node.extents);
+  leave_node(args.out.data);
+  // Flops as the CPU counts them: one per arithmetic instruction per point of the iteration space.
+  double points = static_cast<double>(args.node.size());
+  Labels seen = args.node.labels;
+  for (const auto& op : operands) {
+    for (std::size_t p = 0; p < op.labels.size(); ++p) {
+      if (std::find(seen.begin(), seen.end(), op.labels[p]) == seen.end()) {
+        seen.push_back(op.labels[p]);
+        points *= static_cast<double>(op.extents[p]);
+      }
+    }
+  }
+  double arithmetic = 0;
+  for (const FusedInstr& in : params.program) arithmetic += fused_op_values(in.op) > 0 ? 1 : 0;
+  return {points * arithmetic, 1};
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>& args) {
+  not_a_kernel(args.node);  // declined by supports(): the CPU backend runs it
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_solve(const SolveParams&, const KernelArgs<T>& args) {
+  not_a_kernel(args.node);
+}
+
+template <class T>
+KernelCount CudaBackend<T>::run_spd_pow(const SpdPowParams&, const KernelArgs<T>& args) {
+  not_a_kernel(args.node);
+}
+
+template class CudaBackend<float>;
+template class CudaBackend<double>;
+
+namespace {
+bool available() { return cuda::device_available(); }
+std::unique_ptr<Backend<float>> make_cuda_f32() { return std::make_unique<CudaBackend<float>>(); }
+std::unique_ptr<Backend<double>> make_cuda_f64() { return std::make_unique<CudaBackend<double>>(); }
+}  // namespace
+
+BackendEntry cuda_backend_entry() {
+  BackendEntry entry;
+  entry.kind = BackendKind::cuda;
+  entry.name = "cuda";
+  entry.available = &available;
+  entry.make_f32 = &make_cuda_f32;
+  entry.make_f64 = &make_cuda_f64;
+  return entry;
+}
+
+}  // namespace tenex::detail
