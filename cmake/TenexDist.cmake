@@ -1,6 +1,6 @@
 # The distributed backend (src/tenex/backend/dist/, include/tenex/dist/): ScaLAPACK over MPI.
 #
-#   -DTENEX_DIST=AUTO   on when MPI (C) and ScaLAPACK (Debian: libscalapack-openmpi-dev) are found
+#   -DTENEX_DIST=AUTO   on when MPI and ScaLAPACK (Debian: libscalapack-openmpi-dev) are found
 #   -DTENEX_DIST=ON     the same, and an error when either is missing
 #   -DTENEX_DIST=OFF    not built; TENEX_HAS_DIST is 0
 #
@@ -19,14 +19,16 @@ endif()
 
 set(TENEX_HAS_DIST 0)
 if(NOT _tenex_dist STREQUAL "OFF")
-  find_package(MPI COMPONENTS C QUIET)
+  # The C API through the C++ compiler (the project enables no C); no MPI-2 C++ bindings.
+  set(MPI_CXX_SKIP_MPICXX ON)
+  find_package(MPI COMPONENTS CXX QUIET)
   find_library(TENEX_SCALAPACK_LIBRARY NAMES scalapack-openmpi scalapack)
   find_program(TENEX_MPIEXEC NAMES mpirun mpiexec HINTS ${MPI_HOME}/bin)
-  if(MPI_C_FOUND AND TENEX_SCALAPACK_LIBRARY)
+  if(MPI_CXX_FOUND AND TENEX_SCALAPACK_LIBRARY)
     set(TENEX_HAS_DIST 1)
-    message(STATUS "tenex: distributed backend on (ScaLAPACK ${TENEX_SCALAPACK_LIBRARY}, MPI ${MPI_C_VERSION})")
+    message(STATUS "tenex: distributed backend on (ScaLAPACK ${TENEX_SCALAPACK_LIBRARY}, MPI ${MPI_CXX_VERSION})")
   elseif(_tenex_dist STREQUAL "ON")
-    message(FATAL_ERROR "tenex: TENEX_DIST=ON but MPI (found: ${MPI_C_FOUND}) or ScaLAPACK "
+    message(FATAL_ERROR "tenex: TENEX_DIST=ON but MPI (found: ${MPI_CXX_FOUND}) or ScaLAPACK "
       "(${TENEX_SCALAPACK_LIBRARY}) is missing; install libscalapack-openmpi-dev openmpi-bin "
       "libopenmpi-dev (./scripts/install-deps) or configure with -DTENEX_DIST=OFF")
   else()
@@ -43,5 +45,5 @@ function(tenex_add_dist_sources target)
     src/tenex/backend/dist/dist_matrix.cpp
     src/tenex/backend/dist/dist_backend.cpp
     src/tenex/backend/dist/distributed_tensor.cpp)
-  target_link_libraries(${target} PRIVATE MPI::MPI_C ${TENEX_SCALAPACK_LIBRARY})
+  target_link_libraries(${target} PRIVATE MPI::MPI_CXX ${TENEX_SCALAPACK_LIBRARY})
 endfunction()
