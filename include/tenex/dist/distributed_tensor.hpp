@@ -8,7 +8,7 @@
 //   tenex::dist::DistributedTensor<double> a(ctx, {n, n}, [](auto& i) { return i[0] + 0.5 * i[1]; });
 //   tenex::dist::DistributedTensor<double> c(ctx);
 //   c("i,j") = a("i,k") * a("j,k");          // every rank, same statement; p?gemm
-//   tenex::Tensor<double> full = c.gather();  // on rank 0 (empty elsewhere); collective
+//   tenex::Tensor<double> full = c.gather();  // on rank 0 (extents {0} elsewhere); collective
 //
 // Every constructor and gather() is collective: all ranks of the context call it.
 #pragma once
@@ -59,7 +59,7 @@ class TENEX_API DistributedTensor {
   Index global_index(std::size_t local_row, std::size_t local_col) const;
   /// Calls f(global index, value) for each local element.
   void for_each_local(const std::function<void(const Index&, T)>& f) const;
-  /// The whole tensor on `root` (an empty Tensor elsewhere). Collective.
+  /// The whole tensor on `root` (elsewhere a Tensor of extents {0}, no elements). Collective.
   Tensor<T> gather(int root = 0) const;
   /// The whole tensor on every rank. Collective.
   Tensor<T> gather_all() const;

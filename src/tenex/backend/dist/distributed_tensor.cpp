@@ -215,7 +215,7 @@ Tensor<T> DistributedTensor<T>::gather(int root) const {
                 std::to_string(ctx.size) + "-rank context");
   }
   std::vector<T> full = detail::gather(ctx, *m, root);
-  if (ctx.rank != root) return Tensor<T>();
+  if (ctx.rank != root) return Tensor<T>(Shape{0});
   return Tensor<T>(Shape(m->extents), std::move(full));
 }
 
