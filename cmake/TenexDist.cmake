@@ -23,9 +23,14 @@ if(NOT _tenex_dist STREQUAL "OFF")
   set(MPI_CXX_SKIP_MPICXX ON)
   find_package(MPI COMPONENTS CXX QUIET)
   find_library(TENEX_SCALAPACK_LIBRARY NAMES scalapack-openmpi scalapack)
-  find_program(TENEX_MPIEXEC NAMES mpirun mpiexec HINTS ${MPI_HOME}/bin)
   if(MPI_CXX_FOUND AND TENEX_SCALAPACK_LIBRARY)
     set(TENEX_HAS_DIST 1)
+    # FindMPI's launcher (/usr/bin/mpiexec): OpenMPI takes its install prefix from the path it
+    # is started by, and /bin/mpirun (merged /usr) gives the prefix "/", which it refuses.
+    set(TENEX_MPIEXEC "${MPIEXEC_EXECUTABLE}")
+    if(TENEX_MPIEXEC MATCHES "^/bin/(.*)$" AND EXISTS "/usr/bin/${CMAKE_MATCH_1}")
+      set(TENEX_MPIEXEC "/usr/bin/${CMAKE_MATCH_1}")
+    endif()
     message(STATUS "tenex: distributed backend on (ScaLAPACK ${TENEX_SCALAPACK_LIBRARY}, MPI ${MPI_CXX_VERSION})")
   elseif(_tenex_dist STREQUAL "ON")
     message(FATAL_ERROR "tenex: TENEX_DIST=ON but MPI (found: ${MPI_CXX_FOUND}) or ScaLAPACK "
