@@ -55,17 +55,18 @@ struct Options {
 };
 
 void usage(std::FILE* to) {
-  std::fprintf(to,
-               "usage: mp2_energy [--nocc N] [--nvirt N] [--naux N] [--dot PATH] [--check] [--distributed [--block N]]\n"
-               "  --nocc N    occupied orbitals (default 20)\n"
-               "  --nvirt N   virtual orbitals (default 120)\n"
-               "  --naux N    auxiliary functions (default 400)\n"
-               "  --dot PATH  where to write the graph (default mp2.dot; an SVG next to it when\n"
-               "              Graphviz's `dot` is installed)\n"
-               "  --check     recompute the energy with plain loops; exit 1 if they differ\n"
-               "  --distributed  run every set on the distributed backend, under mpirun (every rank\n"
-               "              runs the same program; rank 0 prints)\n"
-               "  --block N   block size of the distributed backend's block-cyclic layout (default 64)\n");
+  std::fprintf(
+      to,
+      "usage: mp2_energy [--nocc N] [--nvirt N] [--naux N] [--dot PATH] [--check] [--distributed [--block N]]\n"
+      "  --nocc N    occupied orbitals (default 20)\n"
+      "  --nvirt N   virtual orbitals (default 120)\n"
+      "  --naux N    auxiliary functions (default 400)\n"
+      "  --dot PATH  where to write the graph (default mp2.dot; an SVG next to it when\n"
+      "              Graphviz's `dot` is installed)\n"
+      "  --check     recompute the energy with plain loops; exit 1 if they differ\n"
+      "  --distributed  run every set on the distributed backend, under mpirun (every rank\n"
+      "              runs the same program; rank 0 prints)\n"
+      "  --block N   block size of the distributed backend's block-cyclic layout (default 64)\n");
 }
 
 // Returns false (after saying why) on bad arguments.
@@ -266,7 +267,8 @@ int main(int argc, char** argv) {
   MPI_Finalize();
   return status;
 #else
-  std::fprintf(stderr, "mp2_energy: --distributed needs a tenex built with the distributed backend (TENEX_HAS_DIST 0)\n");
+  std::fprintf(stderr,
+               "mp2_energy: --distributed needs a tenex built with the distributed backend (TENEX_HAS_DIST 0)\n");
   return 2;
 #endif
 }

@@ -198,8 +198,8 @@ TEST_CASE("dist: element-wise work and reductions match the CPU backend") {
     OnDistributed on;
     DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b), de = DT::from_replicated(ctx, e),
        df = DT::from_replicated(ctx, f), dt = DT::from_replicated(ctx, t), dsq = DT::from_replicated(ctx, sq);
-    DT add(ctx), sub(ctx), div(ctx), scale(ctx), ex(ctx), sum(ctx), mx(ctx), mn(ctx), norm(ctx), total(ctx),
-        slice(ctx), chip(ctx), diag(ctx), perm(ctx), mapped(ctx);
+    DT add(ctx), sub(ctx), div(ctx), scale(ctx), ex(ctx), sum(ctx), mx(ctx), mn(ctx), norm(ctx), total(ctx), slice(ctx),
+        chip(ctx), diag(ctx), perm(ctx), mapped(ctx);
     add("i,j") = da("i,j") + 2.0 * db("j,i");
     sub("i,j") = de("i") - df("j");
     div("i,j") = da("i,j") / (de("i") - df("j") + 3.0);
@@ -254,9 +254,8 @@ TEST_CASE("dist: decompositions by their residuals") {
       s("k") = ss;
       vt("k,j") = svt;
       // Residuals, computed on the distributed backend too.
-      DT llt(ctx), av(ctx), ve(ctx), bv(ctx), qr_(ctx), qtq(ctx), qrw(ctx), usv(ctx), eye(ctx, {7, 7}, [](auto& i) {
-        return i[0] == i[1] ? 1.0 : 0.0;
-      });
+      DT llt(ctx), av(ctx), ve(ctx), bv(ctx), qr_(ctx), qtq(ctx), qrw(ctx), usv(ctx),
+          eye(ctx, {7, 7}, [](auto&i) { return i[0] == i[1] ? 1.0 : 0.0; });
       llt("i,j") = l("i,k") * l("j,k");
       av("i,j") = da("i,k") * v("k,j");
       ve("i,j") = v("i,j") * e("j");

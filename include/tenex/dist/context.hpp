@@ -28,9 +28,9 @@ struct DistContext;
 }
 
 struct ContextOptions {
-  int grid_rows = 0;             // process rows; 0: chosen with grid_cols (nearest to square)
-  int grid_cols = 0;             // process columns; 0: size / grid_rows
-  std::size_t block_size = 64;   // rows and columns of a block of the block-cyclic layout
+  int grid_rows = 0;            // process rows; 0: chosen with grid_cols (nearest to square)
+  int grid_cols = 0;            // process columns; 0: size / grid_rows
+  std::size_t block_size = 64;  // rows and columns of a block of the block-cyclic layout
 };
 
 /// The communicator, process grid and block size the distributed backend runs on. Made
@@ -49,11 +49,11 @@ class TENEX_API Context {
   Context(const Context&) = default;
   Context& operator=(const Context&) = default;
 
-  int rank() const;        // in the communicator
-  int size() const;        // ranks in the communicator
-  int grid_rows() const;   // process grid
+  int rank() const;       // in the communicator
+  int size() const;       // ranks in the communicator
+  int grid_rows() const;  // process grid
   int grid_cols() const;
-  int grid_row() const;    // this rank's place in the grid
+  int grid_row() const;  // this rank's place in the grid
   int grid_col() const;
   std::size_t block_size() const;
   /// "2 x 2 grid, blocks of 64": for messages and logs.

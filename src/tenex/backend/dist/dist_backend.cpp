@@ -254,8 +254,8 @@ void check_info(const DistContext& ctx, int info, const std::string& routine, co
     error = std::make_exception_ptr(InternalError("tenex: distributed backend: " + routine + " rejected argument " +
                                                   std::to_string(-info) + " (" + what + ")"));
   } else if (info > 0) {
-    error = std::make_exception_ptr(NumericalError("tenex: " + what + " (" + routine + " info = " +
-                                                   std::to_string(info) + ")"));
+    error = std::make_exception_ptr(
+        NumericalError("tenex: " + what + " (" + routine + " info = " + std::to_string(info) + ")"));
   }
   agree(ctx, error);
 }
@@ -317,8 +317,9 @@ template <class T>
 bool DistBackend<T>::supports(const OpNode& node, std::string& why) const {
   switch (node.kind) {
     case OpKind::mask:
-      why = "sparse maps (mask nodes) are not implemented on the distributed backend; drop the sparse map or run "
-            "this set on the CPU backend";
+      why =
+          "sparse maps (mask nodes) are not implemented on the distributed backend; drop the sparse map or run "
+          "this set on the CPU backend";
       return false;
     case OpKind::inverse:
     case OpKind::solve:
@@ -412,8 +413,8 @@ KernelCount DistBackend<T>::run_output(const OutputParams& params, const KernelA
 template <class T>
 KernelCount DistBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>& args) {
   const DistContext& ctx = context();
-  set_out(args, {in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels,
-                              args.node.extents)});
+  set_out(args,
+          {in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents)});
   return {0, 1};
 }
 
@@ -485,9 +486,7 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
     if (with_b > with_a) cl.contracted = from_b;
   }
   const Extents ea = na.extents, eb = nb.extents;
-  auto extent = [&](const std::string& l) {
-    return has(la, l) ? ea[find_label(la, l)] : eb[find_label(lb, l)];
-  };
+  auto extent = [&](const std::string& l) { return has(la, l) ? ea[find_label(la, l)] : eb[find_label(lb, l)]; };
   auto extents = [&](const Labels& labels) {
     Extents e;
     for (const auto& l : labels) e.push_back(extent(l));
@@ -566,8 +565,7 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
     for (std::size_t x = 0; x < result->local.size(); ++x) result->local[x] += beta * d->local[x];
   }
   set_out(args, {result});
-  return {2.0 * static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(n) *
-              static_cast<double>(k),
+  return {2.0 * static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
           batches};
 }
 
@@ -575,10 +573,10 @@ namespace {
 
 template <class T>
 KernelCount binary(const DistContext& ctx, const KernelArgs<T>& args, const ElementwiseParams& p, int op) {
-  MatrixPtr<T> a = in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels,
-                                args.node.extents);
-  MatrixPtr<T> b = in_canonical(ctx, operand(args, 1), args.operand_nodes[1]->labels, args.node.labels,
-                                args.node.extents);
+  MatrixPtr<T> a =
+      in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents);
+  MatrixPtr<T> b =
+      in_canonical(ctx, operand(args, 1), args.operand_nodes[1]->labels, args.node.labels, args.node.extents);
   MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
   const T alpha = static_cast<T>(p.alpha), alpha_b = static_cast<T>(p.alpha_b);
   for (std::size_t x = 0; x < c->local.size(); ++x) {
@@ -607,8 +605,8 @@ KernelCount DistBackend<T>::run_divide(const DivideParams& params, const KernelA
 template <class T>
 KernelCount DistBackend<T>::run_scale(const ScaleParams& params, const KernelArgs<T>& args) {
   const DistContext& ctx = context();
-  MatrixPtr<T> a = in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels,
-                                args.node.extents);
+  MatrixPtr<T> a =
+      in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents);
   MatrixPtr<T> c = copy_of(ctx, *a);
   const T alpha = static_cast<T>(params.alpha);
   for (T& x : c->local) x *= alpha;
@@ -655,7 +653,9 @@ KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArg
               : reduce == Accumulate::max ? -std::numeric_limits<T>::infinity()
                                           : std::numeric_limits<T>::infinity();
     for (T v : x->local) {
-      local = reduce == Accumulate::sum ? local + v : reduce == Accumulate::max ? std::max(local, v) : std::min(local, v);
+      local = reduce == Accumulate::sum   ? local + v
+              : reduce == Accumulate::max ? std::max(local, v)
+                                          : std::min(local, v);
     }
     T total = local;
     MPI_Allreduce(&local, &total, 1, mpi_type<T>(),
@@ -820,14 +820,12 @@ KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const Kerne
     auto call = [&](int lwork, int liwork) {
       if constexpr (std::is_same_v<T, float>) {
         pssygvx_(&ibtype, "V", "A", "L", &in, a->local.data(), &one, &one, a->desc, b->local.data(), &one, &one,
-                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one,
-                 &one, z->desc, work.data(), &lwork, iwork.data(), &liwork, ifail.data(), iclustr.data(), gap.data(),
-                 &info);
+                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one, &one,
+                 z->desc, work.data(), &lwork, iwork.data(), &liwork, ifail.data(), iclustr.data(), gap.data(), &info);
       } else {
         pdsygvx_(&ibtype, "V", "A", "L", &in, a->local.data(), &one, &one, a->desc, b->local.data(), &one, &one,
-                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one,
-                 &one, z->desc, work.data(), &lwork, iwork.data(), &liwork, ifail.data(), iclustr.data(), gap.data(),
-                 &info);
+                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one, &one,
+                 z->desc, work.data(), &lwork, iwork.data(), &liwork, ifail.data(), iclustr.data(), gap.data(), &info);
       }
     };
     call(-1, -1);
@@ -969,11 +967,11 @@ KernelCount DistBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args)
   int info = 0, lwork = -1;
   auto call = [&] {
     if constexpr (std::is_same_v<T, float>) {
-      psgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one,
-               u->desc, vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
+      psgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
+               vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
     } else {
-      pdgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one,
-               u->desc, vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
+      pdgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
+               vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
     }
   };
   call();
@@ -1003,11 +1001,11 @@ tenex::detail::BackendEntry dist_backend_entry() {
   return entry;
 }
 
-#define TENEX_INSTANTIATE_DIST_BACKEND(T)                                                   \
-  template class DistBackend<T>;                                                            \
-  template Buffer make_value_buffer<T>(std::shared_ptr<DistMatrix<T>>);                     \
-  template const DistValue<T>* distributed_value<T>(Storage<T>&);                           \
-  template void register_proxy<T>(const Tensor<T>*);                                        \
+#define TENEX_INSTANTIATE_DIST_BACKEND(T)                               \
+  template class DistBackend<T>;                                        \
+  template Buffer make_value_buffer<T>(std::shared_ptr<DistMatrix<T>>); \
+  template const DistValue<T>* distributed_value<T>(Storage<T>&);       \
+  template void register_proxy<T>(const Tensor<T>*);                    \
   template void unregister_proxy<T>(const Tensor<T>*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
 #undef TENEX_INSTANTIATE_DIST_BACKEND

@@ -113,7 +113,8 @@ void choose_grid(int size, int& rows, int& cols) {
 Context::Context(const void* communicator, std::size_t communicator_bytes, ContextOptions options) {
   if (communicator_bytes != sizeof(MPI_Comm)) {
     throw Error("tenex: dist::Context: the communicator is not an MPI_Comm (" + std::to_string(communicator_bytes) +
-                " bytes, MPI_Comm has " + std::to_string(sizeof(MPI_Comm)) + "); pass MPI_COMM_WORLD or another MPI_Comm");
+                " bytes, MPI_Comm has " + std::to_string(sizeof(MPI_Comm)) +
+                "); pass MPI_COMM_WORLD or another MPI_Comm");
   }
   MPI_Comm user;
   std::memcpy(&user, communicator, sizeof(MPI_Comm));
@@ -121,8 +122,9 @@ Context::Context(const void* communicator, std::size_t communicator_bytes, Conte
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (!initialized || finalized) {
-    throw Error("tenex: dist::Context: MPI is not initialised (or already finalised); call MPI_Init before making "
-                "a Context and MPI_Finalize after destroying it");
+    throw Error(
+        "tenex: dist::Context: MPI is not initialised (or already finalised); call MPI_Init before making "
+        "a Context and MPI_Finalize after destroying it");
   }
   if (options.block_size == 0 || options.block_size > (1u << 20)) {
     throw Error("tenex: dist::Context: block_size " + std::to_string(options.block_size) +

@@ -18,8 +18,8 @@ struct DistContext {
   MPI_Comm comm = MPI_COMM_NULL;  // a duplicate of the user's communicator, ours to free
   int blacs = -1;                 // BLACS context of the grid
   int rank = 0, size = 1;
-  int prow = 1, pcol = 1;      // grid
-  int myrow = 0, mycol = 0;    // this rank's place
+  int prow = 1, pcol = 1;    // grid
+  int myrow = 0, mycol = 0;  // this rank's place
   int block = 64;
   ~DistContext();
 };

@@ -23,7 +23,9 @@ std::int64_t product(const std::vector<std::size_t>& e, std::size_t from, std::s
 
 /// Owner (grid row or column) and local index of global index g, block size nb, p processes.
 inline int owner_of(std::int64_t g, int nb, int p) { return static_cast<int>((g / nb) % p); }
-inline int local_of(std::int64_t g, int nb, int p) { return static_cast<int>((g / (std::int64_t{nb} * p)) * nb + g % nb); }
+inline int local_of(std::int64_t g, int nb, int p) {
+  return static_cast<int>((g / (std::int64_t{nb} * p)) * nb + g % nb);
+}
 
 template <class T>
 struct Entry {
@@ -86,7 +88,8 @@ void DistMatrix<T>::tensor_index(std::int64_t row, std::int64_t col, std::vector
 }
 
 template <class T>
-std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<std::size_t> extents, std::size_t split) {
+std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<std::size_t> extents,
+                                           std::size_t split) {
   auto m = std::make_shared<DistMatrix<T>>();
   m->split = split;
   const std::int64_t rows = product(extents, 0, split), cols = product(extents, split, extents.size());
@@ -147,8 +150,7 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
       for (std::size_t k = 0; k < dst.split; ++k) row = row * static_cast<std::int64_t>(dst.extents[k]) + d[k];
       for (std::size_t k = dst.split; k < dst_rank; ++k) col = col * static_cast<std::int64_t>(dst.extents[k]) + d[k];
       const int owner = owner_of(row, ctx.block, ctx.prow) * ctx.pcol + owner_of(col, ctx.block, ctx.pcol);
-      outgoing[static_cast<std::size_t>(owner)].push_back(
-          {static_cast<std::uint64_t>(row * dst_cols + col), value});
+      outgoing[static_cast<std::size_t>(owner)].push_back({static_cast<std::uint64_t>(row * dst_cols + col), value});
     };
     bool empty_broadcast = false;
     for (std::size_t k : broadcast) empty_broadcast = empty_broadcast || dst.extents[k] == 0;
@@ -165,7 +167,8 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
         for (std::size_t k = 0; k < dst_rank; ++k) {
           if (rule.from[k] >= 0) {
             const std::ptrdiff_t off = rule.offset.empty() ? 0 : rule.offset[k];
-            d[k] = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s[static_cast<std::size_t>(rule.from[k])]) + off);
+            d[k] =
+                static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s[static_cast<std::size_t>(rule.from[k])]) + off);
           } else {
             d[k] = 0;
           }
@@ -270,8 +273,8 @@ std::vector<T> gather(const DistContext& ctx, const DistMatrix<T>& m, int root) 
     MPI_Gatherv(data_or_dummy(send), count, MPI_BYTE, data_or_dummy(receive), counts.data(), displs.data(), MPI_BYTE,
                 root, ctx.comm);
   } else {
-    MPI_Allgatherv(data_or_dummy(send), count, MPI_BYTE, data_or_dummy(receive), counts.data(), displs.data(),
-                   MPI_BYTE, ctx.comm);
+    MPI_Allgatherv(data_or_dummy(send), count, MPI_BYTE, data_or_dummy(receive), counts.data(), displs.data(), MPI_BYTE,
+                   ctx.comm);
   }
   for (const Entry<T>& e : receive) full[e.index] = e.value;
   return full;
@@ -326,14 +329,14 @@ void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>&
   }
 }
 
-#define TENEX_INSTANTIATE_DIST_MATRIX(T)                                                                           \
-  template struct DistMatrix<T>;                                                                                   \
+#define TENEX_INSTANTIATE_DIST_MATRIX(T)                                                                             \
+  template struct DistMatrix<T>;                                                                                     \
   template std::shared_ptr<DistMatrix<T>> make_matrix<T>(const DistContext&, std::vector<std::size_t>, std::size_t); \
-  template void remap<T>(const DistContext&, const DistMatrix<T>&, const RemapRule&, DistMatrix<T>&);               \
-  template std::vector<T> gather<T>(const DistContext&, const DistMatrix<T>&, int);                                 \
-  template void scatter_local<T>(const DistContext&, const T*, DistMatrix<T>&);                                     \
-  template void gemm<T>(const DistContext&, char, char, T, const DistMatrix<T>&, const DistMatrix<T>&, T,           \
-                        DistMatrix<T>&);                                                                           \
+  template void remap<T>(const DistContext&, const DistMatrix<T>&, const RemapRule&, DistMatrix<T>&);                \
+  template std::vector<T> gather<T>(const DistContext&, const DistMatrix<T>&, int);                                  \
+  template void scatter_local<T>(const DistContext&, const T*, DistMatrix<T>&);                                      \
+  template void gemm<T>(const DistContext&, char, char, T, const DistMatrix<T>&, const DistMatrix<T>&, T,            \
+                        DistMatrix<T>&);                                                                             \
   template void copy_block<T>(const DistContext&, int, int, const DistMatrix<T>&, int, int, DistMatrix<T>&, int, int);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_MATRIX)
 #undef TENEX_INSTANTIATE_DIST_MATRIX

@@ -29,7 +29,7 @@ struct DistMatrix {
   int rows = 1, cols = 1;              // global matrix
   int local_rows = 0, local_cols = 0;  // this rank's part
   int desc[9] = {};
-  std::vector<T> local;                // column-major, leading dimension max(1, local_rows)
+  std::vector<T> local;  // column-major, leading dimension max(1, local_rows)
 
   int lld() const { return local_rows > 0 ? local_rows : 1; }
   /// Global (row, col) of local (r, c).
@@ -57,9 +57,9 @@ std::shared_ptr<DistMatrix<T>> make_canonical(const DistContext& ctx, std::vecto
 enum class Accumulate { sum, max, min };
 struct RemapRule {
   std::vector<int> from;
-  std::vector<std::ptrdiff_t> offset;         // by dst mode (empty: none)
-  std::vector<std::size_t> lo, hi;            // by source mode (empty: whole)
-  std::vector<std::vector<int>> equal;        // groups of source modes
+  std::vector<std::ptrdiff_t> offset;   // by dst mode (empty: none)
+  std::vector<std::size_t> lo, hi;      // by source mode (empty: whole)
+  std::vector<std::vector<int>> equal;  // groups of source modes
   Accumulate reduce = Accumulate::sum;
 };
 

@@ -178,7 +178,7 @@ std::vector<T> DistributedTensor<T>::local_data() const {
 
 template <class T>
 typename DistributedTensor<T>::Index DistributedTensor<T>::global_index(std::size_t local_row,
-                                                                         std::size_t local_col) const {
+                                                                        std::size_t local_col) const {
   auto m = matrix_of(context_, proxy_);
   if (local_row >= static_cast<std::size_t>(m->local_rows) || local_col >= static_cast<std::size_t>(m->local_cols)) {
     throw Error("tenex: DistributedTensor::global_index: local element (" + std::to_string(local_row) + ", " +

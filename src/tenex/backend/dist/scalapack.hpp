@@ -16,8 +16,8 @@ void Cblacs_gridexit(int context);
 
 // Tools
 int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
-void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc,
-               const int* icsrc, const int* ictxt, const int* lld, int* info);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
+               const int* ictxt, const int* lld, int* info);
 
 // Redistribution of a sub-matrix between two distributions
 void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca, float* b,
@@ -53,29 +53,25 @@ void pssyevr_(const char* jobz, const char* range, const char* uplo, const int* 
               int* nz, float* w, float* z, const int* iz, const int* jz, const int* descz, float* work,
               const int* lwork, int* iwork, const int* liwork, int* info);
 void pdsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a, const int* ia,
-              const int* ja, const int* desca, const double* vl, const double* vu, const int* il, const int* iu,
-              int* m, int* nz, double* w, double* z, const int* iz, const int* jz, const int* descz, double* work,
+              const int* ja, const int* desca, const double* vl, const double* vu, const int* il, const int* iu, int* m,
+              int* nz, double* w, double* z, const int* iz, const int* jz, const int* descz, double* work,
               const int* lwork, int* iwork, const int* liwork, int* info);
 void pssygvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo, const int* n, float* a,
-              const int* ia, const int* ja, const int* desca, float* b, const int* ib, const int* jb,
-              const int* descb, const float* vl, const float* vu, const int* il, const int* iu, const float* abstol,
-              int* m, int* nz, float* w, const float* orfac, float* z, const int* iz, const int* jz,
-              const int* descz, float* work, const int* lwork, int* iwork, const int* liwork, int* ifail,
-              int* iclustr, float* gap, int* info);
+              const int* ia, const int* ja, const int* desca, float* b, const int* ib, const int* jb, const int* descb,
+              const float* vl, const float* vu, const int* il, const int* iu, const float* abstol, int* m, int* nz,
+              float* w, const float* orfac, float* z, const int* iz, const int* jz, const int* descz, float* work,
+              const int* lwork, int* iwork, const int* liwork, int* ifail, int* iclustr, float* gap, int* info);
 void pdsygvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo, const int* n, double* a,
-              const int* ia, const int* ja, const int* desca, double* b, const int* ib, const int* jb,
-              const int* descb, const double* vl, const double* vu, const int* il, const int* iu,
-              const double* abstol, int* m, int* nz, double* w, const double* orfac, double* z, const int* iz,
-              const int* jz, const int* descz, double* work, const int* lwork, int* iwork, const int* liwork,
-              int* ifail, int* iclustr, double* gap, int* info);
-void psgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, float* a, const int* ia,
-              const int* ja, const int* desca, float* s, float* u, const int* iu, const int* ju, const int* descu,
-              float* vt, const int* ivt, const int* jvt, const int* descvt, float* work, const int* lwork,
-              int* info);
-void pdgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, double* a, const int* ia,
-              const int* ja, const int* desca, double* s, double* u, const int* iu, const int* ju,
-              const int* descu, double* vt, const int* ivt, const int* jvt, const int* descvt, double* work,
-              const int* lwork, int* info);
+              const int* ia, const int* ja, const int* desca, double* b, const int* ib, const int* jb, const int* descb,
+              const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m, int* nz,
+              double* w, const double* orfac, double* z, const int* iz, const int* jz, const int* descz, double* work,
+              const int* lwork, int* iwork, const int* liwork, int* ifail, int* iclustr, double* gap, int* info);
+void psgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, float* a, const int* ia, const int* ja,
+              const int* desca, float* s, float* u, const int* iu, const int* ju, const int* descu, float* vt,
+              const int* ivt, const int* jvt, const int* descvt, float* work, const int* lwork, int* info);
+void pdgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, double* a, const int* ia, const int* ja,
+              const int* desca, double* s, double* u, const int* iu, const int* ju, const int* descu, double* vt,
+              const int* ivt, const int* jvt, const int* descvt, double* work, const int* lwork, int* info);
 void psgeqrf_(const int* m, const int* n, float* a, const int* ia, const int* ja, const int* desca, float* tau,
               float* work, const int* lwork, int* info);
 void pdgeqrf_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca, double* tau,
