@@ -70,4 +70,18 @@ class TENEX_API Context {
 /// True when a Context is alive on this process (BackendKind::distributed can run).
 TENEX_API bool context_available();
 
+/// Where this rank's time went in the distributed backend since the last reset (for
+/// benchmarks and the communication model of docs/distributed.md):
+///   remap:   MPI_Alltoallv remaps and p?gemr2d block copies between matricizations
+///   compute: p?gemm and the ScaLAPACK drivers (their own messages included), local loops
+///   gather:  results brought to one or every rank
+struct PhaseTimes {
+  double remap_seconds = 0;
+  double compute_seconds = 0;
+  double gather_seconds = 0;
+  unsigned long long remap_bytes_sent = 0;  // bytes this rank sent to other ranks in remaps
+};
+TENEX_API PhaseTimes phase_times();
+TENEX_API void reset_phase_times();
+
 }  // namespace tenex::dist

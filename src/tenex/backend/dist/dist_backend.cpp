@@ -757,6 +757,7 @@ KernelCount DistBackend<T>::run_spd_pow(const SpdPowParams&, const KernelArgs<T>
 
 template <class T>
 KernelCount DistBackend<T>::run_cholesky(const CholeskyParams& params, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
   const DistContext& ctx = context();
   const std::size_t n = args.node.extents[0];
   MatrixPtr<T> a = operand(args, 0);
@@ -792,6 +793,7 @@ KernelCount DistBackend<T>::run_cholesky(const CholeskyParams& params, const Ker
 
 template <class T>
 KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
   const DistContext& ctx = context();
   const std::size_t n = args.node.extents[0];
   const int in = checked_int(n, "matrix order"), one = 1;
@@ -902,6 +904,7 @@ KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const Kerne
 
 template <class T>
 KernelCount DistBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
   const DistContext& ctx = context();
   const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
   MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
@@ -952,6 +955,7 @@ KernelCount DistBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
 
 template <class T>
 KernelCount DistBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
   const DistContext& ctx = context();
   const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
   MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));

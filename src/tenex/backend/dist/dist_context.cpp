@@ -47,6 +47,11 @@ void set_current_context(const std::shared_ptr<DistContext>& context) {
   contexts().push_back(context);
 }
 
+PhaseTimes& phase_clock() {
+  static PhaseTimes times;
+  return times;
+}
+
 void agree(const DistContext& context, std::exception_ptr local_error) {
   // The lowest failing rank (size: none).
   int mine = local_error ? context.rank : context.size;
@@ -170,5 +175,8 @@ std::string Context::describe() const {
 }
 
 bool context_available() { return detail::current_context() != nullptr; }
+
+PhaseTimes phase_times() { return detail::phase_clock(); }
+void reset_phase_times() { detail::phase_clock() = PhaseTimes{}; }
 
 }  // namespace tenex::dist

@@ -24,6 +24,21 @@ struct DistContext {
   ~DistContext();
 };
 
+/// This process's PhaseTimes (sets on the distributed backend run on one thread per rank).
+PhaseTimes& phase_clock();
+/// Adds the seconds of its lifetime to `slot`.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& slot) : slot_(slot), start_(MPI_Wtime()) {}
+  ~PhaseTimer() { slot_ += MPI_Wtime() - start_; }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  double& slot_;
+  double start_;
+};
+
 /// The context sets on BackendKind::distributed use: the latest one made that is alive.
 std::shared_ptr<DistContext> current_context();
 void set_current_context(const std::shared_ptr<DistContext>& context);

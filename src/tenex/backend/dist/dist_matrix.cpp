@@ -133,6 +133,7 @@ RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<
 
 template <class T>
 void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst) {
+  PhaseTimer timer(phase_clock().remap_seconds);
   std::vector<std::vector<Entry<T>>> outgoing(static_cast<std::size_t>(ctx.size));
   std::vector<Entry<T>> send, receive;
   std::vector<int> send_counts(ctx.size, 0), send_displs(ctx.size, 0), receive_counts(ctx.size, 0),
@@ -205,6 +206,9 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
       std::vector<Entry<T>>().swap(o);
     }
   });
+  for (int p = 0; p < ctx.size; ++p) {
+    if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(send_counts[p]);
+  }
   MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, ctx.comm);
   agreed(ctx, [&] {
     std::size_t total = 0;
@@ -237,6 +241,7 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
 
 template <class T>
 std::vector<T> gather(const DistContext& ctx, const DistMatrix<T>& m, int root) {
+  PhaseTimer timer(phase_clock().gather_seconds);
   std::vector<Entry<T>> send, receive;
   std::vector<int> counts(ctx.size, 0), displs(ctx.size, 0);
   int count = 0;
@@ -295,6 +300,7 @@ void scatter_local(const DistContext& ctx, const T* full, DistMatrix<T>& m) {
 template <class T>
 void gemm(const DistContext&, char trans_a, char trans_b, T alpha, const DistMatrix<T>& a, const DistMatrix<T>& b,
           T beta, DistMatrix<T>& c) {
+  PhaseTimer timer(phase_clock().compute_seconds);
   const int m = trans_a == 'N' ? a.rows : a.cols;
   const int k = trans_a == 'N' ? a.cols : a.rows;
   const int n = trans_b == 'N' ? b.cols : b.rows;
@@ -319,6 +325,7 @@ template <class T>
 void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>& src, int src_row, int src_col,
                 DistMatrix<T>& dst, int dst_row, int dst_col) {
   if (rows <= 0 || cols <= 0) return;
+  PhaseTimer timer(phase_clock().remap_seconds);
   const int ia = src_row + 1, ja = src_col + 1, ib = dst_row + 1, jb = dst_col + 1;
   if constexpr (std::is_same_v<T, float>) {
     psgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
