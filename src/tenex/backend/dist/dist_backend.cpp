@@ -133,8 +133,7 @@ std::size_t find_label(const Labels& labels, const std::string& l) {
 bool has(const Labels& labels, const std::string& l) { return find_label(labels, l) < labels.size(); }
 
 template <class T>
-T apply_fused(const FusedParams& params, const std::vector<const DistMatrix<T>*>& in, std::size_t at,
-              std::vector<T>& values) {
+T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vector<T>& values) {
   const auto& program = params.program;
   values.resize(program.size());
   for (std::size_t i = 0; i < program.size(); ++i) {
@@ -143,7 +142,7 @@ T apply_fused(const FusedParams& params, const std::vector<const DistMatrix<T>*>
     const T b = fused_op_values(in_.op) == 2 ? values[in_.b] : T(0);
     T v = T(0);
     switch (in_.op) {
-      case FusedOp::load: v = in[in_.a]->local[at]; break;
+      case FusedOp::load: v = loads[in_.a]; break;
       case FusedOp::constant: v = static_cast<T>(in_.x); break;
       case FusedOp::add: v = a + b; break;
       case FusedOp::subtract: v = a - b; break;
@@ -571,18 +570,81 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
 
 namespace {
 
+/// The operands of element-wise work over an iteration space (labels `space`): each either
+/// remapped to the space's canonical layout (then local element `at` of every operand is the
+/// space's element `at`), or, when broadcasting it would send more than gathering it
+/// everywhere (its size times the ranks is at most the space's size: e_i, e_a of MP2's
+/// denominators), replicated on every rank with MPI_Allgatherv and read by index.
+template <class T>
+struct SpaceOperands {
+  std::vector<MatrixPtr<T>> local;                // null where replicated
+  std::vector<std::vector<T>> full;               // replicated values, row-major
+  std::vector<std::vector<std::size_t>> strides;  // by space mode, into `full`
+  bool any_replicated = false;
+
+  SpaceOperands(const DistContext& ctx, const KernelArgs<T>& args, const Labels& space, const Extents& extents) {
+    std::size_t space_size = 1;
+    for (std::size_t e : extents) space_size *= e;
+    const std::size_t n = args.operands.size();
+    local.resize(n);
+    full.resize(n);
+    strides.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const OpNode& node = *args.operand_nodes[k];
+      const MatrixPtr<T>& m = operand(args, k);
+      bool broadcast = false;
+      for (const auto& l : space) broadcast = broadcast || !has(node.labels, l);
+      if (broadcast && node.size() * static_cast<std::size_t>(ctx.size) <= space_size) {
+        full[k] = gather(ctx, *m, -1);
+        std::vector<std::size_t> own(node.labels.size(), 1);
+        for (std::size_t d = node.labels.size(); d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+        strides[k].assign(space.size(), 0);
+        for (std::size_t s = 0; s < space.size(); ++s) {
+          for (std::size_t d = 0; d < node.labels.size(); ++d) {
+            if (node.labels[d] == space[s]) strides[k][s] += own[d];
+          }
+        }
+        any_replicated = true;
+      } else {
+        local[k] = in_canonical(ctx, m, node.labels, space, extents);
+      }
+    }
+  }
+
+  /// Calls f(at, loads) for every local element of `x` (the space's canonical matrix).
+  template <class F>
+  void for_each(const DistContext& ctx, const DistMatrix<T>& x, F f) const {
+    std::vector<T> loads(local.size());
+    std::vector<std::size_t> index;
+    for (int c = 0; c < x.local_cols; ++c) {
+      const auto gc = x.global_col(ctx, c);
+      for (int r = 0; r < x.local_rows; ++r) {
+        const std::size_t at = static_cast<std::size_t>(c) * static_cast<std::size_t>(x.lld()) + r;
+        if (any_replicated) x.tensor_index(x.global_row(ctx, r), gc, index);
+        for (std::size_t k = 0; k < local.size(); ++k) {
+          if (local[k]) {
+            loads[k] = local[k]->local[at];
+          } else {
+            std::size_t offset = 0;
+            for (std::size_t s = 0; s < index.size(); ++s) offset += index[s] * strides[k][s];
+            loads[k] = full[k][offset];
+          }
+        }
+        f(at, loads);
+      }
+    }
+  }
+};
+
 template <class T>
 KernelCount binary(const DistContext& ctx, const KernelArgs<T>& args, const ElementwiseParams& p, int op) {
-  MatrixPtr<T> a =
-      in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents);
-  MatrixPtr<T> b =
-      in_canonical(ctx, operand(args, 1), args.operand_nodes[1]->labels, args.node.labels, args.node.extents);
+  const SpaceOperands<T> in(ctx, args, args.node.labels, args.node.extents);
   MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
   const T alpha = static_cast<T>(p.alpha), alpha_b = static_cast<T>(p.alpha_b);
-  for (std::size_t x = 0; x < c->local.size(); ++x) {
-    const T u = alpha * a->local[x], v = alpha_b * b->local[x];
-    c->local[x] = op == 0 ? u + v : op == 1 ? u - v : u / v;
-  }
+  in.for_each(ctx, *c, [&](std::size_t at, const std::vector<T>& loads) {
+    const T u = alpha * loads[0], v = alpha_b * loads[1];
+    c->local[at] = op == 0 ? u + v : op == 1 ? u - v : u / v;
+  });
   set_out(args, {c});
   return {static_cast<double>(args.node.size()), 1};
 }
@@ -628,16 +690,13 @@ KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArg
       }
     }
   }
-  std::vector<MatrixPtr<T>> held;
-  std::vector<const DistMatrix<T>*> in;
-  for (std::size_t k = 0; k < args.operands.size(); ++k) {
-    held.push_back(in_canonical(ctx, operand(args, k), args.operand_nodes[k]->labels, space, extents));
-    in.push_back(held.back().get());
-  }
+  const SpaceOperands<T> in(ctx, args, space, extents);
   MatrixPtr<T> x = allocate_canonical<T>(ctx, extents);
   agreed(ctx, [&] {  // a tenex::map callable may throw on some ranks only
     std::vector<T> values;
-    for (std::size_t at = 0; at < x->local.size(); ++at) x->local[at] = apply_fused(params, in, at, values);
+    in.for_each(ctx, *x, [&](std::size_t at, const std::vector<T>& loads) {
+      x->local[at] = apply_fused(params, loads, values);
+    });
   });
   const double flops = static_cast<double>(x->rows) * x->cols * static_cast<double>(params.program.size());
   if (space.size() == args.node.labels.size()) {
