@@ -335,3 +335,34 @@ TEST_CASE("dist: distributed tensors need the distributed backend") {
   tenex::set_default_backend(BackendKind::cpu);
   CHECK_THROWS_AS(a("i,j"), tenex::BackendError);
 }
+
+TEST_CASE("dist: float tensors, and statements linked into one set") {
+  using DF = DistributedTensor<float>;
+  Tensor<float> a({8, 6}), b({6, 8});
+  tenex::fill_random(a, 31);
+  tenex::fill_random(b, 32);
+  Tensor<float> r_c, r_d;
+  {
+    auto ab = a("i,k") * b("k,j");
+    r_c("i,j") = ab;
+    r_d("i,j") = r_c("i,k") * r_c("k,j") + 2.0 * r_c("j,i");
+  }
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DF da = DF::from_replicated(ctx, a), db = DF::from_replicated(ctx, b), c(ctx), d(ctx);
+    {
+      auto ab = da("i,k") * db("k,j");
+      c("i,j") = ab;
+      d("i,j") = c("i,k") * c("k,j") + 2.0 * c("j,i");
+    }  // one set: c is produced and read in it
+    std::size_t bad = 0;
+    const Tensor<float>& ref = r_d;
+    d.for_each_local([&](const std::vector<std::size_t>& i, float v) {
+      const float r = ref.data()[i[0] * 8 + i[1]];
+      if (std::abs(v - r) > 1e-4f * (1 + std::abs(r))) ++bad;
+    });
+    CHECK(bad == 0);
+    CHECK(c.gather_all().at(3, 5) == doctest::Approx(r_c.at(3, 5)).epsilon(1e-5));
+  }
+}
