@@ -29,7 +29,7 @@ inline int local_of(std::int64_t g, int nb, int p) {
 
 template <class T>
 struct Entry {
-  std::uint64_t index;  // row * cols + col in the destination matrix (the row-major tensor index)
+  std::uint64_t index;  // remap: offset in the receiver's local array; gather: row * cols + col (row-major)
   T value;
 };
 
@@ -131,80 +131,160 @@ RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<
   return rule;
 }
 
+namespace {
+
+/// Calls emit(row, col, value) with the destination (global row, column) of every element of
+/// `src` that `rule` keeps (every copy of a broadcast one).
+template <class T, class Emit>
+void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst,
+               Emit emit) {
+  const std::size_t src_rank = src.extents.size(), dst_rank = dst.extents.size();
+  // Weights of each destination mode in its row or column index.
+  std::vector<std::int64_t> weight(dst_rank, 1);
+  for (std::size_t k = dst.split; k-- > 1;) weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
+  for (std::size_t k = dst_rank; k-- > dst.split + 1;) {
+    weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
+  }
+  bool fast = true;  // no broadcast, and each diagonal within the source's rows or its columns
+  for (int f : rule.from) fast = fast && f >= 0;
+  for (const auto& group : rule.equal) {
+    bool rows = true, cols = true;
+    for (int m : group) {
+      rows = rows && static_cast<std::size_t>(m) < src.split;
+      cols = cols && static_cast<std::size_t>(m) >= src.split;
+    }
+    fast = fast && (rows || cols);
+  }
+  if (fast) {
+    // A destination index is a sum of what the source's row modes give and what its column
+    // modes give: worked out once per local row and once per local column.
+    struct Part {
+      std::int64_t row = 0, col = 0;
+      bool keep = true;
+    };
+    auto parts = [&](int count, bool rows) {
+      std::vector<Part> out(static_cast<std::size_t>(count));
+      std::vector<std::size_t> s;
+      for (int x = 0; x < count; ++x) {
+        if (rows) {
+          src.tensor_index(src.global_row(ctx, x), 0, s);
+        } else {
+          src.tensor_index(0, src.global_col(ctx, x), s);
+        }
+        const std::size_t from = rows ? 0 : src.split, to = rows ? src.split : src_rank;
+        Part& p = out[static_cast<std::size_t>(x)];
+        for (std::size_t m = from; m < to && p.keep && m < rule.lo.size(); ++m) {
+          p.keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
+        }
+        for (const auto& group : rule.equal) {
+          const auto first = static_cast<std::size_t>(group[0]);
+          if (first < from || first >= to) continue;
+          for (int m : group) p.keep = p.keep && s[static_cast<std::size_t>(m)] == s[first];
+        }
+        for (std::size_t k = 0; k < dst_rank; ++k) {
+          const auto m = static_cast<std::size_t>(rule.from[k]);
+          if (m < from || m >= to) continue;
+          const std::int64_t v = static_cast<std::int64_t>(s[m]) + (rule.offset.empty() ? 0 : rule.offset[k]);
+          (k < dst.split ? p.row : p.col) += v * weight[k];
+        }
+      }
+      return out;
+    };
+    const std::vector<Part> row_parts = parts(src.local_rows, true), col_parts = parts(src.local_cols, false);
+    for (int c = 0; c < src.local_cols; ++c) {
+      const Part& pc = col_parts[static_cast<std::size_t>(c)];
+      if (!pc.keep) continue;
+      const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
+      for (int r = 0; r < src.local_rows; ++r) {
+        const Part& pr = row_parts[static_cast<std::size_t>(r)];
+        if (pr.keep) emit(pr.row + pc.row, pr.col + pc.col, column[r]);
+      }
+    }
+    return;
+  }
+  std::vector<std::size_t> s, d(dst_rank, 0), broadcast;  // dst modes that take every value
+  for (std::size_t k = 0; k < dst_rank; ++k) {
+    if (rule.from[k] < 0) broadcast.push_back(k);
+  }
+  for (std::size_t k : broadcast) {
+    if (dst.extents[k] == 0) return;
+  }
+  for (int c = 0; c < src.local_cols; ++c) {
+    const std::int64_t gc = src.global_col(ctx, c);
+    for (int r = 0; r < src.local_rows; ++r) {
+      src.tensor_index(src.global_row(ctx, r), gc, s);
+      bool keep = true;
+      for (std::size_t m = 0; m < rule.lo.size() && keep; ++m) keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
+      for (const auto& group : rule.equal) {
+        for (int m : group) keep = keep && s[static_cast<std::size_t>(m)] == s[static_cast<std::size_t>(group[0])];
+      }
+      if (!keep) continue;
+      for (std::size_t k = 0; k < dst_rank; ++k) {
+        d[k] = 0;
+        if (rule.from[k] >= 0) {
+          const std::ptrdiff_t off = rule.offset.empty() ? 0 : rule.offset[k];
+          d[k] = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s[static_cast<std::size_t>(rule.from[k])]) + off);
+        }
+      }
+      const T value = src.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld()) + r];
+      while (true) {  // every combination of the broadcast modes (once when there are none)
+        std::int64_t row = 0, col = 0;
+        for (std::size_t k = 0; k < dst_rank; ++k) {
+          (k < dst.split ? row : col) += static_cast<std::int64_t>(d[k]) * weight[k];
+        }
+        emit(row, col, value);
+        std::size_t b = broadcast.size();
+        while (b > 0) {
+          const std::size_t k = broadcast[b - 1];
+          if (++d[k] < dst.extents[k]) break;
+          d[k] = 0;
+          --b;
+        }
+        if (b == 0) break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 template <class T>
 void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst) {
   PhaseTimer timer(phase_clock().remap_seconds);
-  std::vector<std::vector<Entry<T>>> outgoing(static_cast<std::size_t>(ctx.size));
+  // Each element travels as (its offset in the receiver's local array, value): the sender
+  // knows the receiver's leading dimension, so the receiver only adds.
+  std::vector<int> lld_of_row(static_cast<std::size_t>(ctx.prow));
+  for (int p = 0; p < ctx.prow; ++p) {
+    const int zero = 0;
+    lld_of_row[static_cast<std::size_t>(p)] = std::max(1, numroc_(&dst.rows, &ctx.block, &p, &zero, &ctx.prow));
+  }
+  const int nb = ctx.block;
   std::vector<Entry<T>> send, receive;
   std::vector<int> send_counts(ctx.size, 0), send_displs(ctx.size, 0), receive_counts(ctx.size, 0),
       receive_displs(ctx.size, 0);
   agreed(ctx, [&] {
-    const std::size_t dst_rank = dst.extents.size();
-    std::vector<std::size_t> s, d(dst_rank, 0);
-    std::vector<std::size_t> broadcast;  // dst modes that take every value
-    for (std::size_t k = 0; k < dst_rank; ++k) {
-      if (rule.from[k] < 0) broadcast.push_back(k);
-    }
-    const std::int64_t dst_cols = dst.cols;
-    auto emit = [&](T value) {
-      std::int64_t row = 0, col = 0;
-      for (std::size_t k = 0; k < dst.split; ++k) row = row * static_cast<std::int64_t>(dst.extents[k]) + d[k];
-      for (std::size_t k = dst.split; k < dst_rank; ++k) col = col * static_cast<std::int64_t>(dst.extents[k]) + d[k];
-      const int owner = owner_of(row, ctx.block, ctx.prow) * ctx.pcol + owner_of(col, ctx.block, ctx.pcol);
-      outgoing[static_cast<std::size_t>(owner)].push_back({static_cast<std::uint64_t>(row * dst_cols + col), value});
-    };
-    bool empty_broadcast = false;
-    for (std::size_t k : broadcast) empty_broadcast = empty_broadcast || dst.extents[k] == 0;
-    for (int c = 0; c < src.local_cols && !empty_broadcast; ++c) {
-      const std::int64_t gc = src.global_col(ctx, c);
-      for (int r = 0; r < src.local_rows; ++r) {
-        src.tensor_index(src.global_row(ctx, r), gc, s);
-        bool keep = true;
-        for (std::size_t m = 0; m < rule.lo.size() && keep; ++m) keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
-        for (const auto& group : rule.equal) {
-          for (int m : group) keep = keep && s[static_cast<std::size_t>(m)] == s[static_cast<std::size_t>(group[0])];
-        }
-        if (!keep) continue;
-        for (std::size_t k = 0; k < dst_rank; ++k) {
-          if (rule.from[k] >= 0) {
-            const std::ptrdiff_t off = rule.offset.empty() ? 0 : rule.offset[k];
-            d[k] =
-                static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s[static_cast<std::size_t>(rule.from[k])]) + off);
-          } else {
-            d[k] = 0;
-          }
-        }
-        const T value = src.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld()) + r];
-        if (broadcast.empty()) {
-          emit(value);
-          continue;
-        }
-        // Every combination of the broadcast modes.
-        while (true) {
-          emit(value);
-          std::size_t b = broadcast.size();
-          while (b > 0) {
-            const std::size_t k = broadcast[b - 1];
-            if (++d[k] < dst.extents[k]) break;
-            d[k] = 0;
-            --b;
-          }
-          if (b == 0) break;
-        }
-      }
-    }
+    std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
+    enumerate(ctx, src, rule, dst, [&](std::int64_t row, std::int64_t col, T) {
+      ++count[static_cast<std::size_t>(owner_of(row, nb, ctx.prow) * ctx.pcol + owner_of(col, nb, ctx.pcol))];
+    });
+    std::vector<std::size_t> next(count.size(), 0);
     std::size_t total = 0;
     for (int p = 0; p < ctx.size; ++p) {
+      next[static_cast<std::size_t>(p)] = total;
       send_displs[p] = checked_count(total * sizeof(Entry<T>));
-      send_counts[p] = checked_count(outgoing[p].size() * sizeof(Entry<T>));
-      total += outgoing[p].size();
+      send_counts[p] = checked_count(count[static_cast<std::size_t>(p)] * sizeof(Entry<T>));
+      total += count[static_cast<std::size_t>(p)];
     }
     checked_count(total * sizeof(Entry<T>));
-    send.reserve(total);
-    for (auto& o : outgoing) {
-      send.insert(send.end(), o.begin(), o.end());
-      std::vector<Entry<T>>().swap(o);
-    }
+    send.resize(total);
+    enumerate(ctx, src, rule, dst, [&](std::int64_t row, std::int64_t col, T value) {
+      const int pr = owner_of(row, nb, ctx.prow);
+      const int owner = pr * ctx.pcol + owner_of(col, nb, ctx.pcol);
+      const std::uint64_t at = static_cast<std::uint64_t>(local_of(col, nb, ctx.pcol)) *
+                                   static_cast<std::uint64_t>(lld_of_row[static_cast<std::size_t>(pr)]) +
+                               static_cast<std::uint64_t>(local_of(row, nb, ctx.prow));
+      send[next[static_cast<std::size_t>(owner)]++] = {at, value};
+    });
   });
   for (int p = 0; p < ctx.size; ++p) {
     if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(send_counts[p]);
@@ -225,17 +305,17 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
   if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
   if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
   std::fill(dst.local.begin(), dst.local.end(), start);
-  const std::uint64_t cols = static_cast<std::uint64_t>(dst.cols);
-  const std::size_t lld = static_cast<std::size_t>(dst.lld());
-  for (const Entry<T>& e : receive) {
-    const auto row = static_cast<std::int64_t>(e.index / cols), col = static_cast<std::int64_t>(e.index % cols);
-    T& x = dst.local[static_cast<std::size_t>(local_of(col, ctx.block, ctx.pcol)) * lld +
-                     static_cast<std::size_t>(local_of(row, ctx.block, ctx.prow))];
-    switch (rule.reduce) {
-      case Accumulate::sum: x += e.value; break;
-      case Accumulate::max: x = x < e.value ? e.value : x; break;
-      case Accumulate::min: x = e.value < x ? e.value : x; break;
-    }
+  T* local = dst.local.data();
+  switch (rule.reduce) {
+    case Accumulate::sum:
+      for (const Entry<T>& e : receive) local[e.index] += e.value;
+      break;
+    case Accumulate::max:
+      for (const Entry<T>& e : receive) local[e.index] = local[e.index] < e.value ? e.value : local[e.index];
+      break;
+    case Accumulate::min:
+      for (const Entry<T>& e : receive) local[e.index] = e.value < local[e.index] ? e.value : local[e.index];
+      break;
   }
 }
 
