@@ -237,6 +237,8 @@ double max_abs(const tenex::Tensor<double>& t) {
 }
 
 int run(const Options& o);
+// Under --distributed only rank 0 writes the graph files.
+bool writes_graph = true;
 
 int main(int argc, char** argv) {
   Options o;
@@ -253,6 +255,7 @@ int main(int argc, char** argv) {
   {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    writes_graph = rank == 0;
     if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
     try {
       tenex::dist::Context context(MPI_COMM_WORLD, {.grid_rows = 0, .grid_cols = 0, .block_size = o.block});
@@ -355,7 +358,7 @@ int run(const Options& o) {
     std::printf("  E(MP2)       %.12f\n", mp2);
     std::printf("  wall time    %.4f s\n", seconds);
     std::printf("  performance  %.2f GFLOP/s (%.3f GFLOP counted by tenex)\n", flops / seconds * 1e-9, flops * 1e-9);
-    save_graph(capture, o.dot);
+    if (writes_graph) save_graph(capture, o.dot);
 
     if (o.check) {
       // The defining identities of the eigenproblem, written in tenex.
