@@ -80,6 +80,12 @@ template <class T>
 const MatrixPtr<T>& operand(const KernelArgs<T>& args, std::size_t k) {
   const DistValue<T>& v = value_of(args.operands[k]);
   if (v.parts.empty()) throw InternalError("tenex: distributed backend: an operand has no value");
+  if (v.parts[0]->desc[1] != context().blacs) {
+    throw BackendError("tenex: distributed backend: operand " + std::to_string(k) + " " +
+                       tenex::detail::describe(args.operand_nodes[k]->labels, args.operand_nodes[k]->extents) +
+                       " was made on another tenex::dist::Context than the current one (the latest made); use one "
+                       "Context at a time, or gather the tensor and build it again on the new one");
+  }
   return v.parts[0];
 }
 
