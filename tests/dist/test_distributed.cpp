@@ -366,3 +366,14 @@ TEST_CASE("dist: float tensors, and statements linked into one set") {
     CHECK(c.gather_all().at(3, 5) == doctest::Approx(r_c.at(3, 5)).epsilon(1e-5));
   }
 }
+
+TEST_CASE("dist: the distributed backend needs a live Context") {
+  CHECK_FALSE(tenex::dist::context_available());
+  CHECK_THROWS_AS(tenex::set_default_backend(BackendKind::distributed), tenex::BackendError);
+  {
+    Context ctx(MPI_COMM_WORLD, grids().front());
+    CHECK_NOTHROW(tenex::set_default_backend(BackendKind::distributed));
+    tenex::set_default_backend(BackendKind::cpu);
+  }
+  CHECK_FALSE(tenex::dist::context_available());
+}

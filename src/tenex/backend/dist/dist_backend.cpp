@@ -65,9 +65,10 @@ DistValue<T>& value_of(const View<T>& view) {
   return *reinterpret_cast<DistValue<T>*>(view.data);
 }
 
+/// The current context. Not held here: the user's Context (or a DistributedTensor) keeps it
+/// alive while a set runs, and holding it longer would keep its grid past its Context.
 const DistContext& context() {
-  thread_local std::shared_ptr<DistContext> held;  // kept alive while a set runs on this thread
-  held = current_context();
+  const std::shared_ptr<DistContext> held = current_context();
   if (!held) {
     throw BackendError(
         "tenex: the distributed backend has no dist::Context: make a tenex::dist::Context (on every rank) before "
