@@ -38,3 +38,10 @@
 #include "tenex/tensor/memory.hpp"
 #include "tenex/tensor/shape.hpp"
 #include "tenex/tensor/tensor.hpp"
+
+// The distributed backend's objects, when this build has it (tenex/dist/).
+#include "tenex/config.hpp"
+#if TENEX_HAS_DIST
+#include "tenex/dist/context.hpp"
+#include "tenex/dist/distributed_tensor.hpp"
+#endif

@@ -843,6 +843,7 @@ std::string backend_name(BackendKind kind) {
     case BackendKind::automatic: return "automatic";
     case BackendKind::cpu: return "cpu";
     case BackendKind::cuda: return "cuda";
+    case BackendKind::distributed: return "distributed";  // under mpirun: tests/dist
   }
   return "unknown";
 }

@@ -29,6 +29,7 @@ BackendKind from_value(const char* text, bool& valid, std::string& value) {
   value = text;
   if (value == "cpu") return BackendKind::cpu;
   if (value == "cuda") return BackendKind::cuda;
+  if (value == "distributed") return BackendKind::distributed;
   if (value == "auto") return BackendKind::automatic;
   valid = false;
   return BackendKind::automatic;
@@ -102,6 +103,16 @@ void set_default_backend(BackendKind kind) {
         std::to_string(TENEX_HAS_CUDA) +
         " and no device was found); use BackendKind::cpu or "
         "BackendKind::automatic");
+  }
+  if (kind == BackendKind::distributed) {
+    const detail::BackendEntry* entry = detail::find_backend(kind);
+    if (!entry || !entry->available || !entry->available()) {
+      throw BackendError("tenex: set_default_backend(distributed): " +
+                         std::string(entry ? "no tenex::dist::Context is alive; make one (on every rank) first"
+                                           : "this build has no distributed backend (TENEX_HAS_DIST=0; configure with "
+                                             "-DTENEX_DIST=ON and install ScaLAPACK and MPI)") +
+                         "; or use BackendKind::cpu");
+    }
   }
   // automatic hands the choice back to TENEX_BACKEND (unset: automatic).
   chosen_backend.store(kind == BackendKind::automatic ? -1 : static_cast<int>(kind));
@@ -228,6 +239,12 @@ const BackendEntry& choose_backend(BackendKind kind) {
                        (entry ? "which is built (TENEX_HAS_CUDA=1) but found no usable CUDA device"
                               : "which this build does not have (TENEX_HAS_CUDA=0)") +
                        "; use TENEX_BACKEND=cpu or auto");
+  }
+  if (kind == BackendKind::distributed && (!entry || !entry->available || !entry->available())) {
+    throw BackendError(entry ? "tenex: this set asks for the distributed backend and no tenex::dist::Context is alive; "
+                               "make one (on every rank) before the set runs, or use TENEX_BACKEND=cpu"
+                             : "tenex: this set asks for the distributed backend, which this build does not have "
+                               "(TENEX_HAS_DIST=0); use TENEX_BACKEND=cpu or auto");
   }
   if (!entry) throw InternalError("tenex: no backend is registered for this set");
   return *entry;

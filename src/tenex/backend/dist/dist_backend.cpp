@@ -1,0 +1,1088 @@
+#include "tenex/backend/dist/dist_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <vector>
+
+#include "tenex/backend/dist/scalapack.hpp"
+#include "tenex/error.hpp"
+#include "tenex/labels.hpp"
+#include "tenex/tensor/storage.hpp"
+
+namespace tenex::dist::detail {
+
+namespace {
+
+using Labels = std::vector<std::string>;
+using Extents = std::vector<std::size_t>;
+template <class T>
+using MatrixPtr = std::shared_ptr<DistMatrix<T>>;
+
+// The handles alive in storages' device copies, so that read() tells ours from others'.
+std::mutex handles_mutex;
+std::unordered_set<const void*>& live_handles() {
+  static auto* set = new std::unordered_set<const void*>;  // sets may run at exit
+  return *set;
+}
+
+template <class T>
+void release_value(void* data, std::size_t, void*) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(handles_mutex);
+    live_handles().erase(data);
+  }
+  delete static_cast<DistValue<T>*>(data);
+}
+
+template <class T>
+Buffer new_handle(std::size_t bytes) {
+  auto* value = new DistValue<T>;
+  {
+    std::lock_guard<std::mutex> lock(handles_mutex);
+    live_handles().insert(value);
+  }
+  return Buffer(value, bytes, tenex::detail::Device::host, &release_value<T>);
+}
+
+bool is_handle(const void* data) {
+  std::lock_guard<std::mutex> lock(handles_mutex);
+  return data && live_handles().count(data) != 0;
+}
+
+template <class T>
+DistValue<T>& value_of(const View<const T>& view) {
+  return *reinterpret_cast<DistValue<T>*>(const_cast<T*>(view.data));
+}
+template <class T>
+DistValue<T>& value_of(const View<T>& view) {
+  return *reinterpret_cast<DistValue<T>*>(view.data);
+}
+
+/// The current context. Not held here: the user's Context (or a DistributedTensor) keeps it
+/// alive while a set runs, and holding it longer would keep its grid past its Context.
+const DistContext& context() {
+  const std::shared_ptr<DistContext> held = current_context();
+  if (!held) {
+    throw BackendError(
+        "tenex: the distributed backend has no dist::Context: make a tenex::dist::Context (on every rank) before "
+        "running sets on BackendKind::distributed");
+  }
+  return *held;
+}
+
+template <class T>
+const MatrixPtr<T>& operand(const KernelArgs<T>& args, std::size_t k) {
+  const DistValue<T>& v = value_of(args.operands[k]);
+  if (v.parts.empty()) throw InternalError("tenex: distributed backend: an operand has no value");
+  if (v.parts[0]->desc[1] != context().blacs) {
+    throw BackendError("tenex: distributed backend: operand " + std::to_string(k) + " " +
+                       tenex::detail::describe(args.operand_nodes[k]->labels, args.operand_nodes[k]->extents) +
+                       " was made on another tenex::dist::Context than the current one (the latest made); use one "
+                       "Context at a time, or gather the tensor and build it again on the new one");
+  }
+  return v.parts[0];
+}
+
+template <class T>
+MatrixPtr<T> allocate_matrix(const DistContext& ctx, Extents extents, std::size_t split) {
+  MatrixPtr<T> m;
+  agreed(ctx, [&] { m = make_matrix<T>(ctx, std::move(extents), split); });
+  return m;
+}
+template <class T>
+MatrixPtr<T> allocate_canonical(const DistContext& ctx, Extents extents) {
+  const std::size_t split = canonical_split(extents.size());
+  return allocate_matrix<T>(ctx, std::move(extents), split);
+}
+
+bool all_distinct(const Labels& labels) {
+  for (std::size_t a = 0; a < labels.size(); ++a) {
+    for (std::size_t b = a + 1; b < labels.size(); ++b) {
+      if (labels[a] == labels[b]) return false;
+    }
+  }
+  return true;
+}
+
+/// `src` (labels `from`) in the layout of labels `to` (extents `extents`, split `split`):
+/// the same matrix when it already is, else a remap.
+template <class T>
+MatrixPtr<T> in_layout(const DistContext& ctx, const MatrixPtr<T>& src, const Labels& from, const Labels& to,
+                       const Extents& extents, std::size_t split, Accumulate reduce = Accumulate::sum) {
+  if (from == to && src->split == split && src->extents == extents && all_distinct(from)) return src;
+  MatrixPtr<T> dst = allocate_matrix<T>(ctx, extents, split);
+  RemapRule rule = rule_by_labels(from, to);
+  rule.reduce = reduce;
+  remap(ctx, *src, rule, *dst);
+  return dst;
+}
+template <class T>
+MatrixPtr<T> in_canonical(const DistContext& ctx, const MatrixPtr<T>& src, const Labels& from, const Labels& to,
+                          const Extents& extents, Accumulate reduce = Accumulate::sum) {
+  return in_layout(ctx, src, from, to, extents, canonical_split(extents.size()), reduce);
+}
+
+template <class T>
+void set_out(const KernelArgs<T>& args, std::vector<MatrixPtr<T>> parts) {
+  value_of(args.out).parts = std::move(parts);
+}
+
+std::size_t find_label(const Labels& labels, const std::string& l) {
+  return static_cast<std::size_t>(std::find(labels.begin(), labels.end(), l) - labels.begin());
+}
+bool has(const Labels& labels, const std::string& l) { return find_label(labels, l) < labels.size(); }
+
+template <class T>
+T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vector<T>& values) {
+  const auto& program = params.program;
+  values.resize(program.size());
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    const FusedInstr& in_ = program[i];
+    const T a = in_.op == FusedOp::load || in_.op == FusedOp::constant ? T(0) : values[in_.a];
+    const T b = fused_op_values(in_.op) == 2 ? values[in_.b] : T(0);
+    T v = T(0);
+    switch (in_.op) {
+      case FusedOp::load: v = loads[in_.a]; break;
+      case FusedOp::constant: v = static_cast<T>(in_.x); break;
+      case FusedOp::add: v = a + b; break;
+      case FusedOp::subtract: v = a - b; break;
+      case FusedOp::multiply: v = a * b; break;
+      case FusedOp::divide: v = a / b; break;
+      case FusedOp::maximum: v = a < b ? b : a; break;
+      case FusedOp::minimum: v = b < a ? b : a; break;
+      case FusedOp::negate: v = -a; break;
+      case FusedOp::exp: v = std::exp(a); break;
+      case FusedOp::log: v = std::log(a); break;
+      case FusedOp::sqrt: v = std::sqrt(a); break;
+      case FusedOp::abs: v = std::abs(a); break;
+      case FusedOp::square: v = a * a; break;
+      case FusedOp::sin: v = std::sin(a); break;
+      case FusedOp::cos: v = std::cos(a); break;
+      case FusedOp::tanh: v = std::tanh(a); break;
+      case FusedOp::sign: v = static_cast<T>((T(0) < a) - (a < T(0))); break;
+      case FusedOp::reciprocal: v = T(1) / a; break;
+      case FusedOp::power: v = std::pow(a, static_cast<T>(in_.x)); break;
+      case FusedOp::clamp: {
+        const T lo = static_cast<T>(in_.x), hi = static_cast<T>(in_.y);
+        v = a < lo ? lo : (hi < a ? hi : a);
+        break;
+      }
+      case FusedOp::call: {
+        const ScalarFunction& f = *params.functions.at(in_.b);
+        if constexpr (std::is_same_v<T, float>) {
+          v = f.f32(a);
+        } else {
+          v = f.f64(a);
+        }
+        break;
+      }
+    }
+    values[i] = v;
+  }
+  return values.back();
+}
+
+template <class T>
+MPI_Datatype mpi_type() {
+  return std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+}
+
+/// Sets the diagonal of a square matrix to one (the rest is zero already).
+template <class T>
+void set_identity(const DistContext& ctx, DistMatrix<T>& m) {
+  for (int c = 0; c < m.local_cols; ++c) {
+    const auto gc = m.global_col(ctx, c);
+    for (int r = 0; r < m.local_rows; ++r) {
+      if (m.global_row(ctx, r) == gc) m.local[static_cast<std::size_t>(c) * m.lld() + r] = T(1);
+    }
+  }
+}
+
+/// A vector (n x 1) holding `values`, which every rank has in full.
+template <class T>
+MatrixPtr<T> vector_of(const DistContext& ctx, const std::vector<T>& values, std::size_t n) {
+  MatrixPtr<T> v = allocate_canonical<T>(ctx, {n});
+  for (int c = 0; c < v->local_cols; ++c) {
+    for (int r = 0; r < v->local_rows; ++r) {
+      v->local[static_cast<std::size_t>(c) * v->lld() + r] = values[static_cast<std::size_t>(v->global_row(ctx, r))];
+    }
+  }
+  return v;
+}
+
+template <class T>
+MatrixPtr<T> copy_of(const DistContext& ctx, const DistMatrix<T>& m) {
+  MatrixPtr<T> copy;
+  agreed(ctx, [&] { copy = std::make_shared<DistMatrix<T>>(m); });
+  return copy;
+}
+
+/// Zeroes the part of m strictly above (upper) or below (lower) its diagonal.
+template <class T>
+void zero_triangle(const DistContext& ctx, DistMatrix<T>& m, bool upper) {
+  for (int c = 0; c < m.local_cols; ++c) {
+    const auto gc = m.global_col(ctx, c);
+    for (int r = 0; r < m.local_rows; ++r) {
+      const auto gr = m.global_row(ctx, r);
+      if (upper ? gc > gr : gr > gc) m.local[static_cast<std::size_t>(c) * m.lld() + r] = T(0);
+    }
+  }
+}
+
+/// Workspace size from a query's first element, padded (ScaLAPACK's queries are known to
+/// fall short for some grids).
+int padded(double query, int extra) {
+  const double size = std::max(1.0, query) * 1.5 + extra + 256;
+  if (size > static_cast<double>(std::numeric_limits<int>::max())) {
+    throw BackendError("tenex: distributed backend: a ScaLAPACK workspace of " + std::to_string(size) +
+                       " elements exceeds int; use smaller matrices or more ranks");
+  }
+  return static_cast<int>(size);
+}
+
+template <class T>
+std::vector<T> workspace(const DistContext& ctx, double query, int extra) {
+  std::vector<T> w;
+  agreed(ctx, [&] { w.assign(static_cast<std::size_t>(padded(query, extra)), T(0)); });
+  return w;
+}
+
+void check_info(const DistContext& ctx, int info, const std::string& routine, const std::string& what) {
+  std::exception_ptr error;
+  if (info < 0) {
+    error = std::make_exception_ptr(InternalError("tenex: distributed backend: " + routine + " rejected argument " +
+                                                  std::to_string(-info) + " (" + what + ")"));
+  } else if (info > 0) {
+    error = std::make_exception_ptr(
+        NumericalError("tenex: " + what + " (" + routine + " info = " + std::to_string(info) + ")"));
+  }
+  agree(ctx, error);
+}
+
+/// Test switch: TENEX_DIST_FORCE_SYEVR=1 makes eigen_solve take p?syevr as if p?syevd's
+/// workspace query had failed (docs/distributed.md).
+bool force_syevr() {
+  const char* v = std::getenv("TENEX_DIST_FORCE_SYEVR");
+  return v && v[0] == '1';
+}
+
+}  // namespace
+
+template <class T>
+Buffer make_value_buffer(std::shared_ptr<DistMatrix<T>> value) {
+  Buffer b = new_handle<T>(value->local.size() * sizeof(T));
+  static_cast<DistValue<T>*>(b.data())->parts = {std::move(value)};
+  return b;
+}
+
+template <class T>
+const DistValue<T>* distributed_value(Storage<T>& storage) {
+  if (!storage.device_copy_valid() || !is_handle(storage.device_copy().data())) return nullptr;
+  return static_cast<const DistValue<T>*>(storage.device_copy().data());
+}
+
+namespace {
+template <class T>
+std::set<const Tensor<T>*>& proxies() {
+  static auto* set = new std::set<const Tensor<T>*>;
+  return *set;
+}
+std::mutex proxies_mutex;
+}  // namespace
+
+template <class T>
+void register_proxy(const Tensor<T>* proxy) {
+  std::lock_guard<std::mutex> lock(proxies_mutex);
+  proxies<T>().insert(proxy);
+}
+template <class T>
+void unregister_proxy(const Tensor<T>* proxy) {
+  std::lock_guard<std::mutex> lock(proxies_mutex);
+  proxies<T>().erase(proxy);
+}
+
+namespace {
+template <class T>
+bool is_proxy_storage(const Storage<T>& storage) {
+  std::lock_guard<std::mutex> lock(proxies_mutex);
+  for (const Tensor<T>* p : proxies<T>()) {
+    if (p->storage().get() == &storage) return true;
+  }
+  return false;
+}
+}  // namespace
+
+template <class T>
+bool DistBackend<T>::supports(const OpNode& node, std::string& why) const {
+  switch (node.kind) {
+    case OpKind::mask:
+      why =
+          "sparse maps (mask nodes) are not implemented on the distributed backend; drop the sparse map or run "
+          "this set on the CPU backend";
+      return false;
+    case OpKind::inverse:
+    case OpKind::solve:
+    case OpKind::spd_pow:
+      why = std::string(op_kind_name(node.kind)) +
+            " is not implemented on the distributed backend (p?getrf/p?getri are not wired in); gather the operand "
+            "(DistributedTensor::gather_all) and run this set on the CPU backend";
+      return false;
+    case OpKind::input:
+    case OpKind::output:
+    case OpKind::reduce:
+    case OpKind::contract:
+    case OpKind::add:
+    case OpKind::subtract:
+    case OpKind::divide:
+    case OpKind::scale:
+    case OpKind::cholesky:
+    case OpKind::eigen_solve:
+    case OpKind::qr:
+    case OpKind::svd:
+    case OpKind::factor:
+    case OpKind::slice:
+    case OpKind::chip:
+    case OpKind::pow:
+    case OpKind::fused: break;
+  }
+  if (!current_context()) {
+    why = "no tenex::dist::Context is alive; make one on every rank first";
+    return false;
+  }
+  return true;
+}
+
+template <class T>
+Buffer DistBackend<T>::allocate(std::size_t bytes) {
+  return new_handle<T>(bytes);
+}
+
+template <class T>
+View<const T> DistBackend<T>::read(Storage<T>& storage) {
+  const DistContext& ctx = context();
+  Buffer& copy = storage.device_copy();
+  if (storage.device_copy_valid() && is_handle(copy.data())) {
+    return View<const T>{static_cast<const T*>(copy.data()), storage.shape().size(), tenex::detail::Device::host};
+  }
+  // A tensor every rank holds in full (SPMD): each keeps its own blocks, no messages. The
+  // handle stays in the storage's device copy, marked invalid (rebuilt at every read: a
+  // write through Tensor::data() would not tell us).
+  const T* host = storage.elements();
+  MatrixPtr<T> m;
+  agreed(ctx, [&] {
+    if (!host && storage.shape().size() != 0) {
+      throw Error("tenex: distributed backend: a tensor operand has no value on this rank");
+    }
+    m = make_canonical<T>(ctx, storage.shape().extents());
+    if (!is_handle(copy.data())) copy = new_handle<T>(storage.shape().size() * sizeof(T));
+  });
+  if (host) scatter_local(ctx, host, *m);
+  static_cast<DistValue<T>*>(copy.data())->parts = {m};
+  storage.set_device_copy_valid(false);
+  return View<const T>{static_cast<const T*>(copy.data()), storage.shape().size(), tenex::detail::Device::host};
+}
+
+template <class T>
+void DistBackend<T>::write(Storage<T>& storage, Buffer&& buffer) {
+  const DistContext& ctx = context();
+  if (is_proxy_storage(storage)) {
+    storage.device_copy() = std::move(buffer);
+    storage.set_device_copy_valid(true);
+    return;
+  }
+  // A plain Tensor target: every rank gets the whole value.
+  const DistValue<T>& value = *static_cast<const DistValue<T>*>(buffer.data());
+  std::vector<T> full = gather(ctx, *value.parts.at(0), -1);
+  agreed(ctx, [&] { storage.allocate(); });
+  std::copy(full.begin(), full.end(), storage.elements());
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_input(const InputParams&, const KernelArgs<T>&) {
+  throw InternalError("tenex: distributed backend: an input node is not a kernel");
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_output(const OutputParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  set_out(args, {in_canonical(ctx, operand(args, 0), params.operand_labels, args.node.labels, args.node.extents)});
+  return {0, 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  set_out(args,
+          {in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents)});
+  return {0, 1};
+}
+
+namespace {
+
+struct ContractionLabels {
+  Labels batch, free_a, free_b, contracted;
+};
+
+/// Whether `m` (labels `labels`) is, as stored, the matrix (first | second).
+template <class T>
+bool stored_as(const DistMatrix<T>& m, const Labels& labels, const Labels& first, const Labels& second) {
+  if (m.split != first.size() || labels.size() != first.size() + second.size()) return false;
+  for (std::size_t k = 0; k < first.size(); ++k) {
+    if (labels[k] != first[k]) return false;
+  }
+  for (std::size_t k = 0; k < second.size(); ++k) {
+    if (labels[first.size() + k] != second[k]) return false;
+  }
+  return true;
+}
+
+Labels concat(const Labels& a, const Labels& b, const Labels& c = {}) {
+  Labels r = a;
+  r.insert(r.end(), b.begin(), b.end());
+  r.insert(r.end(), c.begin(), c.end());
+  return r;
+}
+
+}  // namespace
+
+template <class T>
+KernelCount DistBackend<T>::run_contract(const ContractParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  const OpNode& na = *args.operand_nodes[0];
+  const OpNode& nb = *args.operand_nodes[1];
+  const Labels& la = na.labels;
+  const Labels& lb = nb.labels;
+  const Labels& lc = args.node.labels;
+  MatrixPtr<T> a = operand(args, 0), b = operand(args, 1);
+  MatrixPtr<T> addend = args.operands.size() == 3 ? operand(args, 2) : nullptr;
+  ContractionLabels cl;
+  for (const auto& l : lc) {
+    const bool in_a = has(la, l), in_b = has(lb, l);
+    if (in_a && in_b) {
+      cl.batch.push_back(l);
+    } else if (in_a) {
+      cl.free_a.push_back(l);
+    } else if (in_b) {
+      cl.free_b.push_back(l);
+    }
+  }
+  for (const auto& l : la) {
+    if (has(lb, l) && !has(lc, l) && !has(cl.contracted, l)) cl.contracted.push_back(l);
+  }
+  // The order of the contracted modes b stores, when that lets b be used as it is.
+  if (cl.batch.empty() && all_distinct(lb) && all_distinct(la)) {
+    Labels from_b;
+    for (const auto& l : lb) {
+      if (has(cl.contracted, l)) from_b.push_back(l);
+    }
+    auto direct = [&](const MatrixPtr<T>& m, const Labels& labels, const Labels& free, const Labels& contracted,
+                      bool free_first) {
+      return free_first ? (stored_as(*m, labels, free, contracted) || stored_as(*m, labels, contracted, free))
+                        : (stored_as(*m, labels, contracted, free) || stored_as(*m, labels, free, contracted));
+    };
+    const int with_a = direct(a, la, cl.free_a, cl.contracted, true) + direct(b, lb, cl.free_b, cl.contracted, false);
+    const int with_b = direct(a, la, cl.free_a, from_b, true) + direct(b, lb, cl.free_b, from_b, false);
+    if (with_b > with_a) cl.contracted = from_b;
+  }
+  const Extents ea = na.extents, eb = nb.extents;
+  auto extent = [&](const std::string& l) { return has(la, l) ? ea[find_label(la, l)] : eb[find_label(lb, l)]; };
+  auto extents = [&](const Labels& labels) {
+    Extents e;
+    for (const auto& l : labels) e.push_back(extent(l));
+    return e;
+  };
+  std::size_t batches = 1, m = 1, n = 1, k = 1;
+  for (const auto& l : cl.batch) batches *= extent(l);
+  for (const auto& l : cl.free_a) m *= extent(l);
+  for (const auto& l : cl.free_b) n *= extent(l);
+  for (const auto& l : cl.contracted) k *= extent(l);
+  const T alpha = static_cast<T>(params.alpha);
+  MatrixPtr<T> result;
+  if (cl.batch.empty()) {
+    // op(A) is (free_a | contracted), op(B) is (contracted | free_b): p?gemm's flags take a
+    // stored transpose as it is.
+    char ta = 'N', tb = 'N';
+    MatrixPtr<T> ma, mb;
+    if (all_distinct(la) && stored_as(*a, la, cl.free_a, cl.contracted)) {
+      ma = a;
+    } else if (all_distinct(la) && stored_as(*a, la, cl.contracted, cl.free_a)) {
+      ma = a;
+      ta = 'T';
+    } else {
+      ma = in_layout(ctx, a, la, concat(cl.free_a, cl.contracted), extents(concat(cl.free_a, cl.contracted)),
+                     cl.free_a.size());
+    }
+    if (all_distinct(lb) && stored_as(*b, lb, cl.contracted, cl.free_b)) {
+      mb = b;
+    } else if (all_distinct(lb) && stored_as(*b, lb, cl.free_b, cl.contracted)) {
+      mb = b;
+      tb = 'T';
+    } else {
+      mb = in_layout(ctx, b, lb, concat(cl.contracted, cl.free_b), extents(concat(cl.contracted, cl.free_b)),
+                     cl.contracted.size());
+    }
+    const std::size_t split = canonical_split(lc.size());
+    if (lc == concat(cl.free_a, cl.free_b) && split == cl.free_a.size()) {
+      result = allocate_matrix<T>(ctx, args.node.extents, split);
+      gemm(ctx, ta, tb, alpha, *ma, *mb, T(0), *result);
+    } else if (lc == concat(cl.free_b, cl.free_a) && split == cl.free_b.size()) {
+      // C^T = op(B)^T op(A)^T: the flags flip, the operands swap.
+      result = allocate_matrix<T>(ctx, args.node.extents, split);
+      gemm(ctx, tb == 'N' ? 'T' : 'N', ta == 'N' ? 'T' : 'N', alpha, *mb, *ma, T(0), *result);
+    } else {
+      const Labels lt = concat(cl.free_a, cl.free_b);
+      MatrixPtr<T> c = allocate_matrix<T>(ctx, extents(lt), cl.free_a.size());
+      gemm(ctx, ta, tb, alpha, *ma, *mb, T(0), *c);
+      result = in_canonical(ctx, c, lt, lc, args.node.extents);
+    }
+  } else {
+    // Batch indices by a loop: the operands as (batch, free | contracted) matrices, each
+    // batch's rows cut out with p?gemr2d.
+    const Labels labels_a = concat(cl.batch, cl.free_a, cl.contracted);
+    const Labels labels_b = concat(cl.batch, cl.contracted, cl.free_b);
+    const Labels labels_c = concat(cl.batch, cl.free_a, cl.free_b);
+    MatrixPtr<T> ma = in_layout(ctx, a, la, labels_a, extents(labels_a), cl.batch.size() + cl.free_a.size());
+    MatrixPtr<T> mb = in_layout(ctx, b, lb, labels_b, extents(labels_b), cl.batch.size() + cl.contracted.size());
+    MatrixPtr<T> mc = allocate_matrix<T>(ctx, extents(labels_c), cl.batch.size() + cl.free_a.size());
+    MatrixPtr<T> pa = allocate_matrix<T>(ctx, {m, k}, 1);
+    MatrixPtr<T> pb = allocate_matrix<T>(ctx, {k, n}, 1);
+    MatrixPtr<T> pc = allocate_matrix<T>(ctx, {m, n}, 1);
+    const int im = checked_int(m, "rows"), in = checked_int(n, "columns"), ik = checked_int(k, "contracted extent");
+    for (std::size_t batch = 0; batch < batches; ++batch) {
+      const int bi = checked_int(batch, "batch");
+      copy_block(ctx, im, ik, *ma, bi * im, 0, *pa, 0, 0);
+      copy_block(ctx, ik, in, *mb, bi * ik, 0, *pb, 0, 0);
+      gemm(ctx, 'N', 'N', alpha, *pa, *pb, T(0), *pc);
+      copy_block(ctx, im, in, *pc, 0, 0, *mc, bi * im, 0);
+    }
+    result = in_canonical(ctx, mc, labels_c, lc, args.node.extents);
+  }
+  if (addend && params.beta != 0.0) {
+    MatrixPtr<T> d = in_canonical(ctx, addend, args.operand_nodes[2]->labels, lc, args.node.extents);
+    const T beta = static_cast<T>(params.beta);
+    if (result == a || result == b) result = copy_of(ctx, *result);
+    for (std::size_t x = 0; x < result->local.size(); ++x) result->local[x] += beta * d->local[x];
+  }
+  set_out(args, {result});
+  return {2.0 * static_cast<double>(batches) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+          batches};
+}
+
+namespace {
+
+/// The operands of element-wise work over an iteration space (labels `space`): each either
+/// remapped to the space's canonical layout (then local element `at` of every operand is the
+/// space's element `at`), or, when broadcasting it would send more than gathering it
+/// everywhere (its size times the ranks is at most the space's size: e_i, e_a of MP2's
+/// denominators), replicated on every rank with MPI_Allgatherv and read by index.
+template <class T>
+struct SpaceOperands {
+  std::vector<MatrixPtr<T>> local;                // null where replicated
+  std::vector<std::vector<T>> full;               // replicated values, row-major
+  std::vector<std::vector<std::size_t>> strides;  // by space mode, into `full`
+  bool any_replicated = false;
+
+  SpaceOperands(const DistContext& ctx, const KernelArgs<T>& args, const Labels& space, const Extents& extents) {
+    std::size_t space_size = 1;
+    for (std::size_t e : extents) space_size *= e;
+    const std::size_t n = args.operands.size();
+    local.resize(n);
+    full.resize(n);
+    strides.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const OpNode& node = *args.operand_nodes[k];
+      const MatrixPtr<T>& m = operand(args, k);
+      bool broadcast = false;
+      for (const auto& l : space) broadcast = broadcast || !has(node.labels, l);
+      if (broadcast && node.size() * static_cast<std::size_t>(ctx.size) <= space_size) {
+        full[k] = gather(ctx, *m, -1);
+        std::vector<std::size_t> own(node.labels.size(), 1);
+        for (std::size_t d = node.labels.size(); d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+        strides[k].assign(space.size(), 0);
+        for (std::size_t s = 0; s < space.size(); ++s) {
+          for (std::size_t d = 0; d < node.labels.size(); ++d) {
+            if (node.labels[d] == space[s]) strides[k][s] += own[d];
+          }
+        }
+        any_replicated = true;
+      } else {
+        local[k] = in_canonical(ctx, m, node.labels, space, extents);
+      }
+    }
+  }
+
+  /// Calls f(at, loads) for every local element of `x` (the space's canonical matrix).
+  template <class F>
+  void for_each(const DistContext& ctx, const DistMatrix<T>& x, F f) const {
+    std::vector<T> loads(local.size());
+    std::vector<std::size_t> index;
+    for (int c = 0; c < x.local_cols; ++c) {
+      const auto gc = x.global_col(ctx, c);
+      for (int r = 0; r < x.local_rows; ++r) {
+        const std::size_t at = static_cast<std::size_t>(c) * static_cast<std::size_t>(x.lld()) + r;
+        if (any_replicated) x.tensor_index(x.global_row(ctx, r), gc, index);
+        for (std::size_t k = 0; k < local.size(); ++k) {
+          if (local[k]) {
+            loads[k] = local[k]->local[at];
+          } else {
+            std::size_t offset = 0;
+            for (std::size_t s = 0; s < index.size(); ++s) offset += index[s] * strides[k][s];
+            loads[k] = full[k][offset];
+          }
+        }
+        f(at, loads);
+      }
+    }
+  }
+};
+
+template <class T>
+KernelCount binary(const DistContext& ctx, const KernelArgs<T>& args, const ElementwiseParams& p, int op) {
+  const SpaceOperands<T> in(ctx, args, args.node.labels, args.node.extents);
+  MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
+  const T alpha = static_cast<T>(p.alpha), alpha_b = static_cast<T>(p.alpha_b);
+  in.for_each(ctx, *c, [&](std::size_t at, const std::vector<T>& loads) {
+    const T u = alpha * loads[0], v = alpha_b * loads[1];
+    c->local[at] = op == 0 ? u + v : op == 1 ? u - v : u / v;
+  });
+  set_out(args, {c});
+  return {static_cast<double>(args.node.size()), 1};
+}
+
+}  // namespace
+
+template <class T>
+KernelCount DistBackend<T>::run_add(const AddParams& params, const KernelArgs<T>& args) {
+  return binary(context(), args, params, 0);
+}
+template <class T>
+KernelCount DistBackend<T>::run_subtract(const SubtractParams& params, const KernelArgs<T>& args) {
+  return binary(context(), args, params, 1);
+}
+template <class T>
+KernelCount DistBackend<T>::run_divide(const DivideParams& params, const KernelArgs<T>& args) {
+  return binary(context(), args, params, 2);
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_scale(const ScaleParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  MatrixPtr<T> a =
+      in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents);
+  MatrixPtr<T> c = copy_of(ctx, *a);
+  const T alpha = static_cast<T>(params.alpha);
+  for (T& x : c->local) x *= alpha;
+  set_out(args, {c});
+  return {static_cast<double>(args.node.size()), 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  // The iteration space: the result's labels, then those the operands add (reduced).
+  Labels space = args.node.labels;
+  Extents extents = args.node.extents;
+  for (const OpNode* op : args.operand_nodes) {
+    for (std::size_t k = 0; k < op->labels.size(); ++k) {
+      if (!has(space, op->labels[k])) {
+        space.push_back(op->labels[k]);
+        extents.push_back(op->extents[k]);
+      }
+    }
+  }
+  const SpaceOperands<T> in(ctx, args, space, extents);
+  MatrixPtr<T> x = allocate_canonical<T>(ctx, extents);
+  agreed(ctx, [&] {  // a tenex::map callable may throw on some ranks only
+    std::vector<T> values;
+    in.for_each(ctx, *x, [&](std::size_t at, const std::vector<T>& loads) {
+      x->local[at] = apply_fused(params, loads, values);
+    });
+  });
+  const double flops = static_cast<double>(x->rows) * x->cols * static_cast<double>(params.program.size());
+  if (space.size() == args.node.labels.size()) {
+    set_out(args, {x});
+    return {flops, 1};
+  }
+  const Accumulate reduce = params.reduce == ReduceOp::max   ? Accumulate::max
+                            : params.reduce == ReduceOp::min ? Accumulate::min
+                                                             : Accumulate::sum;
+  if (args.node.labels.empty()) {
+    // A full reduction: locally, then MPI_Allreduce.
+    T local = reduce == Accumulate::sum   ? T(0)
+              : reduce == Accumulate::max ? -std::numeric_limits<T>::infinity()
+                                          : std::numeric_limits<T>::infinity();
+    for (T v : x->local) {
+      local = reduce == Accumulate::sum   ? local + v
+              : reduce == Accumulate::max ? std::max(local, v)
+                                          : std::min(local, v);
+    }
+    T total = local;
+    MPI_Allreduce(&local, &total, 1, mpi_type<T>(),
+                  reduce == Accumulate::sum   ? MPI_SUM
+                  : reduce == Accumulate::max ? MPI_MAX
+                                              : MPI_MIN,
+                  ctx.comm);
+    MatrixPtr<T> s = allocate_canonical<T>(ctx, {});
+    if (!s->local.empty()) s->local[0] = total;
+    set_out(args, {s});
+    return {flops, 2};
+  }
+  set_out(args, {in_canonical(ctx, x, space, args.node.labels, args.node.extents, reduce)});
+  return {flops, 2};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_slice(const SliceParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  const MatrixPtr<T>& a = operand(args, 0);
+  RemapRule rule;
+  for (std::size_t k = 0; k < params.lo.size(); ++k) {
+    rule.from.push_back(static_cast<int>(k));
+    rule.offset.push_back(-static_cast<std::ptrdiff_t>(params.lo[k]));
+  }
+  rule.lo = params.lo;
+  rule.hi = params.hi;
+  MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
+  remap(ctx, *a, rule, *c);
+  set_out(args, {c});
+  return {0, 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_chip(const ChipParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  const MatrixPtr<T>& a = operand(args, 0);
+  const Extents& in = args.operand_nodes[0]->extents;
+  RemapRule rule;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    rule.lo.push_back(k == params.mode ? params.index : 0);
+    rule.hi.push_back(k == params.mode ? params.index + 1 : in[k]);
+    if (k != params.mode) rule.from.push_back(static_cast<int>(k));
+  }
+  MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
+  remap(ctx, *a, rule, *c);
+  set_out(args, {c});
+  return {0, 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
+  const DistValue<T>& packed = value_of(args.operands[0]);
+  if (params.which >= packed.parts.size() || packed.parts[params.which]->extents != args.node.extents) {
+    throw InternalError("tenex: distributed backend: factor " + std::to_string(params.which) +
+                        " does not match the decomposition's parts");
+  }
+  set_out(args, {packed.parts[params.which]});
+  return {0, 0};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_pow(const PowParams& params, const KernelArgs<T>& args) {
+  const DistContext& ctx = context();
+  const MatrixPtr<T>& a = operand(args, 0);
+  const std::size_t n = args.node.extents[0];
+  MatrixPtr<T> result = allocate_canonical<T>(ctx, {n, n});
+  if (params.power == 0) {
+    set_identity(ctx, *result);
+  } else {
+    result = copy_of(ctx, *a);
+    MatrixPtr<T> next = allocate_canonical<T>(ctx, {n, n});
+    for (unsigned p = 1; p < params.power; ++p) {
+      gemm(ctx, 'N', 'N', T(1), *result, *a, T(0), *next);
+      std::swap(result, next);
+    }
+  }
+  set_out(args, {result});
+  const double nn = static_cast<double>(n);
+  return {params.power > 1 ? 2.0 * nn * nn * nn * (params.power - 1) : 0.0, params.power > 1 ? params.power - 1 : 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_mask(const MaskParams&, const KernelArgs<T>&) {
+  throw BackendError("tenex: the distributed backend does not support sparse maps (mask)");
+}
+template <class T>
+KernelCount DistBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>&) {
+  throw BackendError("tenex: the distributed backend does not support inverse");
+}
+template <class T>
+KernelCount DistBackend<T>::run_solve(const SolveParams&, const KernelArgs<T>&) {
+  throw BackendError("tenex: the distributed backend does not support solve");
+}
+template <class T>
+KernelCount DistBackend<T>::run_spd_pow(const SpdPowParams&, const KernelArgs<T>&) {
+  throw BackendError("tenex: the distributed backend does not support pow of a symmetric matrix to a real power");
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_cholesky(const CholeskyParams& params, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const std::size_t n = args.node.extents[0];
+  MatrixPtr<T> a = operand(args, 0);
+  MatrixPtr<T> l;
+  if (params.upper) {
+    // The factor of a^T: its lower triangle is a's upper one.
+    RemapRule rule;
+    rule.from = {1, 0};
+    l = allocate_canonical<T>(ctx, {n, n});
+    remap(ctx, *a, rule, *l);
+  } else {
+    l = copy_of(ctx, *a);
+  }
+  const int in = checked_int(n, "matrix order"), one = 1;
+  int info = 0;
+  if (in > 0) {
+    if constexpr (std::is_same_v<T, float>) {
+      pspotrf_("L", &in, l->local.data(), &one, &one, l->desc, &info);
+    } else {
+      pdpotrf_("L", &in, l->local.data(), &one, &one, l->desc, &info);
+    }
+  }
+  check_info(ctx, info, "p?potrf",
+             "cholesky: the leading minor of order " + std::to_string(info) + " of the " + std::to_string(n) + " x " +
+                 std::to_string(n) +
+                 " matrix is not positive definite, so the matrix is not symmetric positive definite; cholesky "
+                 "needs a symmetric positive definite matrix");
+  zero_triangle(ctx, *l, true);
+  set_out(args, {l});
+  const double nn = static_cast<double>(n);
+  return {nn * nn * nn / 3.0, 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const std::size_t n = args.node.extents[0];
+  const int in = checked_int(n, "matrix order"), one = 1;
+  MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
+  MatrixPtr<T> z = allocate_canonical<T>(ctx, {n, n});
+  std::vector<T> w(n);
+  int info = 0;
+  const double nn = static_cast<double>(n);
+  if (in == 0) {
+    set_out(args, {z, allocate_canonical<T>(ctx, {n})});
+    return {0, 0};
+  }
+  if (args.operands.size() == 2) {
+    MatrixPtr<T> b = copy_of(ctx, *operand(args, 1));
+    const int ibtype = 1, il = 0, iu = 0;
+    const T vl = 0, vu = 0, orfac = T(-1);
+    T abstol;
+    if constexpr (std::is_same_v<T, float>) {
+      abstol = 2 * pslamch_(&ctx.blacs, "S");
+    } else {
+      abstol = 2 * pdlamch_(&ctx.blacs, "S");
+    }
+    int found = 0, vectors = 0;
+    std::vector<int> ifail(n), iclustr(2 * static_cast<std::size_t>(ctx.size)), iwork(1);
+    std::vector<T> gap(static_cast<std::size_t>(ctx.size)), work(1);
+    auto call = [&](int lwork, int liwork) {
+      if constexpr (std::is_same_v<T, float>) {
+        pssygvx_(&ibtype, "V", "A", "L", &in, a->local.data(), &one, &one, a->desc, b->local.data(), &one, &one,
+                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one, &one,
+                 z->desc, work.data(), &lwork, iwork.data(), &liwork, ifail.data(), iclustr.data(), gap.data(), &info);
+      } else {
+        pdsygvx_(&ibtype, "V", "A", "L", &in, a->local.data(), &one, &one, a->desc, b->local.data(), &one, &one,
+                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one, &one,
+                 z->desc, work.data(), &lwork, iwork.data(), &liwork, ifail.data(), iclustr.data(), gap.data(), &info);
+      }
+    };
+    call(-1, -1);
+    check_info(ctx, info, "p?sygvx", "eigen_solve: the workspace query failed");
+    // Room for reorthogonalizing clusters of close eigenvalues (the query assumes none).
+    work = workspace<T>(ctx, static_cast<double>(work[0]), checked_int(n * std::min<std::size_t>(n, 512), "workspace"));
+    const int liwork = padded(static_cast<double>(iwork[0]), 0);
+    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
+    call(static_cast<int>(work.size()), liwork);
+    std::string what = "eigen_solve(a, b): ";
+    if (info > 0 && (info & 16)) {
+      what += "the leading minor of order " + std::to_string(ifail[0]) +
+              " of b is not positive definite; the generalized eigensolver needs b symmetric positive definite";
+    } else {
+      what += "the eigensolver did not converge";
+    }
+    check_info(ctx, info, "p?sygvx", what);
+    set_out(args, {z, vector_of(ctx, w, n)});
+    return {14.0 * nn * nn * nn, 1};
+  }
+  std::vector<T> work(1);
+  std::vector<int> iwork(1);
+  bool use_syevr = force_syevr();
+  if (!use_syevr) {
+    int lwork = -1, liwork = -1;
+    if constexpr (std::is_same_v<T, float>) {
+      pssyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &lwork, iwork.data(), &liwork, &info);
+    } else {
+      pdsyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &lwork, iwork.data(), &liwork, &info);
+    }
+    use_syevr = info != 0;  // the query failed: p?syevr instead
+  }
+  if (!use_syevr) {
+    work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+    const int liwork = padded(static_cast<double>(iwork[0]), 0);
+    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
+    const int lwork = static_cast<int>(work.size());
+    if constexpr (std::is_same_v<T, float>) {
+      pssyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &lwork, iwork.data(), &liwork, &info);
+    } else {
+      pdsyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &lwork, iwork.data(), &liwork, &info);
+    }
+    check_info(ctx, info, "p?syevd", "eigen_solve: the eigensolver did not converge");
+  } else {
+    const int il = 0, iu = 0;
+    const T vl = 0, vu = 0;
+    int found = 0, vectors = 0;
+    auto call = [&](int lwork, int liwork) {
+      if constexpr (std::is_same_v<T, float>) {
+        pssyevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
+                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, iwork.data(), &liwork, &info);
+      } else {
+        pdsyevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
+                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, iwork.data(), &liwork, &info);
+      }
+    };
+    work.assign(3, T(0));
+    iwork.assign(1, 0);
+    call(-1, -1);
+    check_info(ctx, info, "p?syevr", "eigen_solve: the workspace query of p?syevr failed");
+    work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+    const int liwork = padded(static_cast<double>(iwork[0]), 0);
+    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
+    call(static_cast<int>(work.size()), liwork);
+    check_info(ctx, info, "p?syevr", "eigen_solve: the eigensolver did not converge");
+  }
+  set_out(args, {z, vector_of(ctx, w, n)});
+  return {9.0 * nn * nn * nn, 1};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
+  MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
+  MatrixPtr<T> q = allocate_canonical<T>(ctx, {m, k});
+  MatrixPtr<T> r = allocate_canonical<T>(ctx, {k, n});
+  if (k == 0) {
+    set_out(args, {q, r});
+    return {0, 0};
+  }
+  const int im = checked_int(m, "rows"), in = checked_int(n, "columns"), ik = static_cast<int>(k), one = 1;
+  std::vector<T> tau(static_cast<std::size_t>(std::max(1, a->local_cols)) + static_cast<std::size_t>(ctx.block));
+  std::vector<T> work(1);
+  int info = 0, lwork = -1;
+  auto geqrf = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      psgeqrf_(&im, &in, a->local.data(), &one, &one, a->desc, tau.data(), work.data(), &lwork, &info);
+    } else {
+      pdgeqrf_(&im, &in, a->local.data(), &one, &one, a->desc, tau.data(), work.data(), &lwork, &info);
+    }
+  };
+  geqrf();
+  check_info(ctx, info, "p?geqrf", "qr: the workspace query failed");
+  work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+  lwork = static_cast<int>(work.size());
+  geqrf();
+  check_info(ctx, info, "p?geqrf", "qr failed");
+  copy_block(ctx, ik, in, *a, 0, 0, *r, 0, 0);
+  zero_triangle(ctx, *r, false);
+  copy_block(ctx, im, ik, *a, 0, 0, *q, 0, 0);
+  auto orgqr = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      psorgqr_(&im, &ik, &ik, q->local.data(), &one, &one, q->desc, tau.data(), work.data(), &lwork, &info);
+    } else {
+      pdorgqr_(&im, &ik, &ik, q->local.data(), &one, &one, q->desc, tau.data(), work.data(), &lwork, &info);
+    }
+  };
+  lwork = -1;
+  orgqr();
+  check_info(ctx, info, "p?orgqr", "qr: the workspace query failed");
+  work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+  lwork = static_cast<int>(work.size());
+  orgqr();
+  check_info(ctx, info, "p?orgqr", "qr failed");
+  set_out(args, {q, r});
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  return {4.0 * dm * dn * dk, 2};
+}
+
+template <class T>
+KernelCount DistBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
+  MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
+  MatrixPtr<T> u = allocate_canonical<T>(ctx, {m, k});
+  MatrixPtr<T> vt = allocate_canonical<T>(ctx, {k, n});
+  std::vector<T> s(k);
+  if (k == 0) {
+    set_out(args, {u, allocate_canonical<T>(ctx, {k}), vt});
+    return {0, 0};
+  }
+  const int im = checked_int(m, "rows"), in = checked_int(n, "columns"), one = 1;
+  std::vector<T> work(1);
+  int info = 0, lwork = -1;
+  auto call = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      psgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
+               vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
+    } else {
+      pdgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
+               vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
+    }
+  };
+  call();
+  check_info(ctx, info, "p?gesvd", "svd: the workspace query failed");
+  work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+  lwork = static_cast<int>(work.size());
+  call();
+  check_info(ctx, info, "p?gesvd", "svd: the SVD did not converge");
+  set_out(args, {u, vector_of(ctx, s, k), vt});
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  return {4.0 * dm * dn * dk + 8.0 * dk * dk * dk, 1};
+}
+
+namespace {
+bool dist_available() { return current_context() != nullptr; }
+std::unique_ptr<Backend<float>> make_dist_f32() { return std::make_unique<DistBackend<float>>(); }
+std::unique_ptr<Backend<double>> make_dist_f64() { return std::make_unique<DistBackend<double>>(); }
+}  // namespace
+
+tenex::detail::BackendEntry dist_backend_entry() {
+  tenex::detail::BackendEntry entry;
+  entry.kind = BackendKind::distributed;
+  entry.name = "distributed";
+  entry.available = &dist_available;
+  entry.make_f32 = &make_dist_f32;
+  entry.make_f64 = &make_dist_f64;
+  return entry;
+}
+
+#define TENEX_INSTANTIATE_DIST_BACKEND(T)                               \
+  template class DistBackend<T>;                                        \
+  template Buffer make_value_buffer<T>(std::shared_ptr<DistMatrix<T>>); \
+  template const DistValue<T>* distributed_value<T>(Storage<T>&);       \
+  template void register_proxy<T>(const Tensor<T>*);                    \
+  template void unregister_proxy<T>(const Tensor<T>*);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
+#undef TENEX_INSTANTIATE_DIST_BACKEND
+
+namespace {
+// Registered when the library loads, like the CPU backend.
+const bool registered = (tenex::detail::register_backend(dist_backend_entry()), true);
+}  // namespace
+
+}  // namespace tenex::dist::detail

@@ -1,0 +1,431 @@
+#include "tenex/backend/dist/dist_matrix.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "tenex/backend/dist/scalapack.hpp"
+#include "tenex/error.hpp"
+#include "tenex/scalar.hpp"
+
+namespace tenex::dist::detail {
+
+namespace {
+
+std::int64_t product(const std::vector<std::size_t>& e, std::size_t from, std::size_t to) {
+  std::int64_t p = 1;
+  for (std::size_t k = from; k < to; ++k) p *= static_cast<std::int64_t>(e[k]);
+  return p;
+}
+
+/// Owner (grid row or column) and local index of global index g, block size nb, p processes.
+inline int owner_of(std::int64_t g, int nb, int p) { return static_cast<int>((g / nb) % p); }
+inline int local_of(std::int64_t g, int nb, int p) {
+  return static_cast<int>((g / (std::int64_t{nb} * p)) * nb + g % nb);
+}
+
+template <class T>
+struct Entry {
+  std::uint64_t index;  // remap: offset in the receiver's local array; gather: row * cols + col (row-major)
+  T value;
+};
+
+int checked_count(std::size_t n) {
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    throw BackendError("tenex: distributed backend: a message of " + std::to_string(n) +
+                       " bytes exceeds MPI's int count; use more ranks or smaller tensors");
+  }
+  return static_cast<int>(n);
+}
+
+template <class T>
+T* data_or_dummy(std::vector<T>& v) {
+  static T dummy[1] = {};
+  return v.empty() ? dummy : v.data();
+}
+template <class T>
+const T* data_or_dummy(const std::vector<T>& v) {
+  static const T dummy[1] = {};
+  return v.empty() ? dummy : v.data();
+}
+
+}  // namespace
+
+int checked_int(std::size_t n, const char* what) {
+  if (n > static_cast<std::size_t>(INT_MAX)) {
+    throw BackendError(std::string("tenex: distributed backend: ") + what + " " + std::to_string(n) +
+                       " exceeds ScaLAPACK's int; use smaller tensors");
+  }
+  return static_cast<int>(n);
+}
+
+template <class T>
+std::int64_t DistMatrix<T>::global_row(const DistContext& ctx, int r) const {
+  const int nb = ctx.block;
+  return (static_cast<std::int64_t>(r / nb) * ctx.prow + ctx.myrow) * nb + r % nb;
+}
+
+template <class T>
+std::int64_t DistMatrix<T>::global_col(const DistContext& ctx, int c) const {
+  const int nb = ctx.block;
+  return (static_cast<std::int64_t>(c / nb) * ctx.pcol + ctx.mycol) * nb + c % nb;
+}
+
+template <class T>
+void DistMatrix<T>::tensor_index(std::int64_t row, std::int64_t col, std::vector<std::size_t>& index) const {
+  index.resize(extents.size());
+  for (std::size_t k = split; k-- > 0;) {
+    index[k] = static_cast<std::size_t>(row % static_cast<std::int64_t>(extents[k]));
+    row /= static_cast<std::int64_t>(extents[k]);
+  }
+  for (std::size_t k = extents.size(); k-- > split;) {
+    index[k] = static_cast<std::size_t>(col % static_cast<std::int64_t>(extents[k]));
+    col /= static_cast<std::int64_t>(extents[k]);
+  }
+}
+
+template <class T>
+std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<std::size_t> extents,
+                                           std::size_t split) {
+  auto m = std::make_shared<DistMatrix<T>>();
+  m->split = split;
+  const std::int64_t rows = product(extents, 0, split), cols = product(extents, split, extents.size());
+  m->rows = checked_int(static_cast<std::size_t>(rows), "a matricization's row count");
+  m->cols = checked_int(static_cast<std::size_t>(cols), "a matricization's column count");
+  m->extents = std::move(extents);
+  const int zero = 0;
+  m->local_rows = numroc_(&m->rows, &ctx.block, &ctx.myrow, &zero, &ctx.prow);
+  m->local_cols = numroc_(&m->cols, &ctx.block, &ctx.mycol, &zero, &ctx.pcol);
+  const int lld = m->lld();
+  int info = 0;
+  descinit_(m->desc, &m->rows, &m->cols, &ctx.block, &ctx.block, &zero, &zero, &ctx.blacs, &lld, &info);
+  if (info != 0) {
+    throw InternalError("tenex: distributed backend: descinit failed (info " + std::to_string(info) + ") for a " +
+                        std::to_string(m->rows) + " x " + std::to_string(m->cols) + " matrix");
+  }
+  m->local.assign(static_cast<std::size_t>(m->local_rows) * static_cast<std::size_t>(m->local_cols), T(0));
+  return m;
+}
+
+RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<std::string>& dst) {
+  RemapRule rule;
+  for (const std::string& label : dst) {
+    const auto at = std::find(src.begin(), src.end(), label);
+    rule.from.push_back(at == src.end() ? -1 : static_cast<int>(at - src.begin()));
+  }
+  std::vector<char> grouped(src.size(), 0);
+  for (std::size_t a = 0; a < src.size(); ++a) {
+    if (grouped[a]) continue;
+    std::vector<int> group{static_cast<int>(a)};
+    for (std::size_t b = a + 1; b < src.size(); ++b) {
+      if (src[b] == src[a]) {
+        group.push_back(static_cast<int>(b));
+        grouped[b] = 1;
+      }
+    }
+    if (group.size() > 1) rule.equal.push_back(std::move(group));
+  }
+  return rule;
+}
+
+namespace {
+
+/// Calls emit(row, col, value) with the destination (global row, column) of every element of
+/// `src` that `rule` keeps (every copy of a broadcast one).
+template <class T, class Emit>
+void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst,
+               Emit emit) {
+  const std::size_t src_rank = src.extents.size(), dst_rank = dst.extents.size();
+  // Weights of each destination mode in its row or column index.
+  std::vector<std::int64_t> weight(dst_rank, 1);
+  for (std::size_t k = dst.split; k-- > 1;) weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
+  for (std::size_t k = dst_rank; k-- > dst.split + 1;) {
+    weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
+  }
+  bool fast = true;  // no broadcast, and each diagonal within the source's rows or its columns
+  for (int f : rule.from) fast = fast && f >= 0;
+  for (const auto& group : rule.equal) {
+    bool rows = true, cols = true;
+    for (int m : group) {
+      rows = rows && static_cast<std::size_t>(m) < src.split;
+      cols = cols && static_cast<std::size_t>(m) >= src.split;
+    }
+    fast = fast && (rows || cols);
+  }
+  if (fast) {
+    // A destination index is a sum of what the source's row modes give and what its column
+    // modes give: worked out once per local row and once per local column.
+    struct Part {
+      std::int64_t row = 0, col = 0;
+      bool keep = true;
+    };
+    auto parts = [&](int count, bool rows) {
+      std::vector<Part> out(static_cast<std::size_t>(count));
+      std::vector<std::size_t> s;
+      for (int x = 0; x < count; ++x) {
+        if (rows) {
+          src.tensor_index(src.global_row(ctx, x), 0, s);
+        } else {
+          src.tensor_index(0, src.global_col(ctx, x), s);
+        }
+        const std::size_t from = rows ? 0 : src.split, to = rows ? src.split : src_rank;
+        Part& p = out[static_cast<std::size_t>(x)];
+        for (std::size_t m = from; m < to && p.keep && m < rule.lo.size(); ++m) {
+          p.keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
+        }
+        for (const auto& group : rule.equal) {
+          const auto first = static_cast<std::size_t>(group[0]);
+          if (first < from || first >= to) continue;
+          for (int m : group) p.keep = p.keep && s[static_cast<std::size_t>(m)] == s[first];
+        }
+        for (std::size_t k = 0; k < dst_rank; ++k) {
+          const auto m = static_cast<std::size_t>(rule.from[k]);
+          if (m < from || m >= to) continue;
+          const std::int64_t v = static_cast<std::int64_t>(s[m]) + (rule.offset.empty() ? 0 : rule.offset[k]);
+          (k < dst.split ? p.row : p.col) += v * weight[k];
+        }
+      }
+      return out;
+    };
+    const std::vector<Part> row_parts = parts(src.local_rows, true), col_parts = parts(src.local_cols, false);
+    for (int c = 0; c < src.local_cols; ++c) {
+      const Part& pc = col_parts[static_cast<std::size_t>(c)];
+      if (!pc.keep) continue;
+      const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
+      for (int r = 0; r < src.local_rows; ++r) {
+        const Part& pr = row_parts[static_cast<std::size_t>(r)];
+        if (pr.keep) emit(pr.row + pc.row, pr.col + pc.col, column[r]);
+      }
+    }
+    return;
+  }
+  std::vector<std::size_t> s, d(dst_rank, 0), broadcast;  // dst modes that take every value
+  for (std::size_t k = 0; k < dst_rank; ++k) {
+    if (rule.from[k] < 0) broadcast.push_back(k);
+  }
+  for (std::size_t k : broadcast) {
+    if (dst.extents[k] == 0) return;
+  }
+  for (int c = 0; c < src.local_cols; ++c) {
+    const std::int64_t gc = src.global_col(ctx, c);
+    for (int r = 0; r < src.local_rows; ++r) {
+      src.tensor_index(src.global_row(ctx, r), gc, s);
+      bool keep = true;
+      for (std::size_t m = 0; m < rule.lo.size() && keep; ++m) keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
+      for (const auto& group : rule.equal) {
+        for (int m : group) keep = keep && s[static_cast<std::size_t>(m)] == s[static_cast<std::size_t>(group[0])];
+      }
+      if (!keep) continue;
+      for (std::size_t k = 0; k < dst_rank; ++k) {
+        d[k] = 0;
+        if (rule.from[k] >= 0) {
+          const std::ptrdiff_t off = rule.offset.empty() ? 0 : rule.offset[k];
+          d[k] = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(s[static_cast<std::size_t>(rule.from[k])]) + off);
+        }
+      }
+      const T value = src.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld()) + r];
+      while (true) {  // every combination of the broadcast modes (once when there are none)
+        std::int64_t row = 0, col = 0;
+        for (std::size_t k = 0; k < dst_rank; ++k) {
+          (k < dst.split ? row : col) += static_cast<std::int64_t>(d[k]) * weight[k];
+        }
+        emit(row, col, value);
+        std::size_t b = broadcast.size();
+        while (b > 0) {
+          const std::size_t k = broadcast[b - 1];
+          if (++d[k] < dst.extents[k]) break;
+          d[k] = 0;
+          --b;
+        }
+        if (b == 0) break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst) {
+  PhaseTimer timer(phase_clock().remap_seconds);
+  // Each element travels as (its offset in the receiver's local array, value): the sender
+  // knows the receiver's leading dimension, so the receiver only adds.
+  std::vector<int> lld_of_row(static_cast<std::size_t>(ctx.prow));
+  for (int p = 0; p < ctx.prow; ++p) {
+    const int zero = 0;
+    lld_of_row[static_cast<std::size_t>(p)] = std::max(1, numroc_(&dst.rows, &ctx.block, &p, &zero, &ctx.prow));
+  }
+  const int nb = ctx.block;
+  std::vector<Entry<T>> send, receive;
+  std::vector<int> send_counts(ctx.size, 0), send_displs(ctx.size, 0), receive_counts(ctx.size, 0),
+      receive_displs(ctx.size, 0);
+  agreed(ctx, [&] {
+    std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
+    enumerate(ctx, src, rule, dst, [&](std::int64_t row, std::int64_t col, T) {
+      ++count[static_cast<std::size_t>(owner_of(row, nb, ctx.prow) * ctx.pcol + owner_of(col, nb, ctx.pcol))];
+    });
+    std::vector<std::size_t> next(count.size(), 0);
+    std::size_t total = 0;
+    for (int p = 0; p < ctx.size; ++p) {
+      next[static_cast<std::size_t>(p)] = total;
+      send_displs[p] = checked_count(total * sizeof(Entry<T>));
+      send_counts[p] = checked_count(count[static_cast<std::size_t>(p)] * sizeof(Entry<T>));
+      total += count[static_cast<std::size_t>(p)];
+    }
+    checked_count(total * sizeof(Entry<T>));
+    send.resize(total);
+    enumerate(ctx, src, rule, dst, [&](std::int64_t row, std::int64_t col, T value) {
+      const int pr = owner_of(row, nb, ctx.prow);
+      const int owner = pr * ctx.pcol + owner_of(col, nb, ctx.pcol);
+      const std::uint64_t at = static_cast<std::uint64_t>(local_of(col, nb, ctx.pcol)) *
+                                   static_cast<std::uint64_t>(lld_of_row[static_cast<std::size_t>(pr)]) +
+                               static_cast<std::uint64_t>(local_of(row, nb, ctx.prow));
+      send[next[static_cast<std::size_t>(owner)]++] = {at, value};
+    });
+  });
+  for (int p = 0; p < ctx.size; ++p) {
+    if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(send_counts[p]);
+  }
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, ctx.comm);
+  agreed(ctx, [&] {
+    std::size_t total = 0;
+    for (int p = 0; p < ctx.size; ++p) {
+      receive_displs[p] = checked_count(total);
+      total += static_cast<std::size_t>(receive_counts[p]);
+    }
+    checked_count(total);
+    receive.resize(total / sizeof(Entry<T>));
+  });
+  MPI_Alltoallv(data_or_dummy(send), send_counts.data(), send_displs.data(), MPI_BYTE, data_or_dummy(receive),
+                receive_counts.data(), receive_displs.data(), MPI_BYTE, ctx.comm);
+  T start = T(0);
+  if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
+  if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
+  std::fill(dst.local.begin(), dst.local.end(), start);
+  T* local = dst.local.data();
+  switch (rule.reduce) {
+    case Accumulate::sum:
+      for (const Entry<T>& e : receive) local[e.index] += e.value;
+      break;
+    case Accumulate::max:
+      for (const Entry<T>& e : receive) local[e.index] = local[e.index] < e.value ? e.value : local[e.index];
+      break;
+    case Accumulate::min:
+      for (const Entry<T>& e : receive) local[e.index] = e.value < local[e.index] ? e.value : local[e.index];
+      break;
+  }
+}
+
+template <class T>
+std::vector<T> gather(const DistContext& ctx, const DistMatrix<T>& m, int root) {
+  PhaseTimer timer(phase_clock().gather_seconds);
+  std::vector<Entry<T>> send, receive;
+  std::vector<int> counts(ctx.size, 0), displs(ctx.size, 0);
+  int count = 0;
+  agreed(ctx, [&] {
+    send.reserve(m.local.size());
+    const std::int64_t cols = m.cols;
+    for (int c = 0; c < m.local_cols; ++c) {
+      const std::int64_t gc = m.global_col(ctx, c);
+      for (int r = 0; r < m.local_rows; ++r) {
+        send.push_back({static_cast<std::uint64_t>(m.global_row(ctx, r) * cols + gc),
+                        m.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(m.lld()) + r]});
+      }
+    }
+    count = checked_count(send.size() * sizeof(Entry<T>));
+  });
+  if (root >= 0) {
+    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, root, ctx.comm);
+  } else {
+    MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, ctx.comm);
+  }
+  std::vector<T> full;
+  const bool here = root < 0 || root == ctx.rank;
+  agreed(ctx, [&] {
+    if (!here) return;
+    std::size_t total = 0;
+    for (int p = 0; p < ctx.size; ++p) {
+      displs[p] = checked_count(total);
+      total += static_cast<std::size_t>(counts[p]);
+    }
+    receive.resize(total / sizeof(Entry<T>));
+    full.assign(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols), T(0));
+  });
+  if (root >= 0) {
+    MPI_Gatherv(data_or_dummy(send), count, MPI_BYTE, data_or_dummy(receive), counts.data(), displs.data(), MPI_BYTE,
+                root, ctx.comm);
+  } else {
+    MPI_Allgatherv(data_or_dummy(send), count, MPI_BYTE, data_or_dummy(receive), counts.data(), displs.data(), MPI_BYTE,
+                   ctx.comm);
+  }
+  for (const Entry<T>& e : receive) full[e.index] = e.value;
+  return full;
+}
+
+template <class T>
+void scatter_local(const DistContext& ctx, const T* full, DistMatrix<T>& m) {
+  const std::int64_t cols = m.cols;
+  for (int c = 0; c < m.local_cols; ++c) {
+    const std::int64_t gc = m.global_col(ctx, c);
+    for (int r = 0; r < m.local_rows; ++r) {
+      m.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(m.lld()) + r] =
+          full[m.global_row(ctx, r) * cols + gc];
+    }
+  }
+}
+
+template <class T>
+void gemm(const DistContext&, char trans_a, char trans_b, T alpha, const DistMatrix<T>& a, const DistMatrix<T>& b,
+          T beta, DistMatrix<T>& c) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const int m = trans_a == 'N' ? a.rows : a.cols;
+  const int k = trans_a == 'N' ? a.cols : a.rows;
+  const int n = trans_b == 'N' ? b.cols : b.rows;
+  const int kb = trans_b == 'N' ? b.rows : b.cols;
+  if (m != c.rows || n != c.cols || k != kb) {
+    throw InternalError("tenex: distributed backend: p?gemm operands do not fit (" + std::to_string(m) + " x " +
+                        std::to_string(k) + " times " + std::to_string(kb) + " x " + std::to_string(n) + " into " +
+                        std::to_string(c.rows) + " x " + std::to_string(c.cols) + ")");
+  }
+  if (m == 0 || n == 0) return;
+  const int one = 1;
+  if constexpr (std::is_same_v<T, float>) {
+    psgemm_(&trans_a, &trans_b, &m, &n, &k, &alpha, data_or_dummy(a.local), &one, &one, a.desc, data_or_dummy(b.local),
+            &one, &one, b.desc, &beta, data_or_dummy(c.local), &one, &one, c.desc);
+  } else {
+    pdgemm_(&trans_a, &trans_b, &m, &n, &k, &alpha, data_or_dummy(a.local), &one, &one, a.desc, data_or_dummy(b.local),
+            &one, &one, b.desc, &beta, data_or_dummy(c.local), &one, &one, c.desc);
+  }
+}
+
+template <class T>
+void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>& src, int src_row, int src_col,
+                DistMatrix<T>& dst, int dst_row, int dst_col) {
+  if (rows <= 0 || cols <= 0) return;
+  PhaseTimer timer(phase_clock().remap_seconds);
+  const int ia = src_row + 1, ja = src_col + 1, ib = dst_row + 1, jb = dst_col + 1;
+  if constexpr (std::is_same_v<T, float>) {
+    psgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
+              &ctx.blacs);
+  } else {
+    pdgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
+              &ctx.blacs);
+  }
+}
+
+#define TENEX_INSTANTIATE_DIST_MATRIX(T)                                                                             \
+  template struct DistMatrix<T>;                                                                                     \
+  template std::shared_ptr<DistMatrix<T>> make_matrix<T>(const DistContext&, std::vector<std::size_t>, std::size_t); \
+  template void remap<T>(const DistContext&, const DistMatrix<T>&, const RemapRule&, DistMatrix<T>&);                \
+  template std::vector<T> gather<T>(const DistContext&, const DistMatrix<T>&, int);                                  \
+  template void scatter_local<T>(const DistContext&, const T*, DistMatrix<T>&);                                      \
+  template void gemm<T>(const DistContext&, char, char, T, const DistMatrix<T>&, const DistMatrix<T>&, T,            \
+                        DistMatrix<T>&);                                                                             \
+  template void copy_block<T>(const DistContext&, int, int, const DistMatrix<T>&, int, int, DistMatrix<T>&, int, int);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_MATRIX)
+#undef TENEX_INSTANTIATE_DIST_MATRIX
+
+}  // namespace tenex::dist::detail

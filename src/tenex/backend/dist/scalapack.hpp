@@ -1,0 +1,85 @@
+// The ScaLAPACK, PBLAS and BLACS entry points the distributed backend calls. Debian's
+// libscalapack-openmpi-dev has no C header: these are the Fortran symbols (all arguments by
+// pointer, hidden string lengths omitted, which the gfortran ABI allows for length-1
+// character arguments) and BLACS's C interface.
+#pragma once
+
+#include <mpi.h>
+
+extern "C" {
+// BLACS
+int Csys2blacs_handle(MPI_Comm comm);
+void Cfree_blacs_system_handle(int handle);
+void Cblacs_gridinit(int* context, const char* order, int nprow, int npcol);
+void Cblacs_gridinfo(int context, int* nprow, int* npcol, int* myrow, int* mycol);
+void Cblacs_gridexit(int context);
+
+// Tools
+int numroc_(const int* n, const int* nb, const int* iproc, const int* isrcproc, const int* nprocs);
+void descinit_(int* desc, const int* m, const int* n, const int* mb, const int* nb, const int* irsrc, const int* icsrc,
+               const int* ictxt, const int* lld, int* info);
+
+// Redistribution of a sub-matrix between two distributions
+void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const int* ja, const int* desca, float* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
+               const int* ib, const int* jb, const int* descb, const int* ictxt);
+
+// PBLAS
+void psgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const float* alpha,
+             const float* a, const int* ia, const int* ja, const int* desca, const float* b, const int* ib,
+             const int* jb, const int* descb, const float* beta, float* c, const int* ic, const int* jc,
+             const int* descc);
+void pdgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const double* alpha,
+             const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
+             const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
+             const int* descc);
+
+// ScaLAPACK
+void pslaset_(const char* uplo, const int* m, const int* n, const float* alpha, const float* beta, float* a,
+              const int* ia, const int* ja, const int* desca);
+void pdlaset_(const char* uplo, const int* m, const int* n, const double* alpha, const double* beta, double* a,
+              const int* ia, const int* ja, const int* desca);
+void pspotrf_(const char* uplo, const int* n, float* a, const int* ia, const int* ja, const int* desca, int* info);
+void pdpotrf_(const char* uplo, const int* n, double* a, const int* ia, const int* ja, const int* desca, int* info);
+void pssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* ia, const int* ja,
+              const int* desca, float* w, float* z, const int* iz, const int* jz, const int* descz, float* work,
+              const int* lwork, int* iwork, const int* liwork, int* info);
+void pdsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* ia, const int* ja,
+              const int* desca, double* w, double* z, const int* iz, const int* jz, const int* descz, double* work,
+              const int* lwork, int* iwork, const int* liwork, int* info);
+void pssyevr_(const char* jobz, const char* range, const char* uplo, const int* n, float* a, const int* ia,
+              const int* ja, const int* desca, const float* vl, const float* vu, const int* il, const int* iu, int* m,
+              int* nz, float* w, float* z, const int* iz, const int* jz, const int* descz, float* work,
+              const int* lwork, int* iwork, const int* liwork, int* info);
+void pdsyevr_(const char* jobz, const char* range, const char* uplo, const int* n, double* a, const int* ia,
+              const int* ja, const int* desca, const double* vl, const double* vu, const int* il, const int* iu, int* m,
+              int* nz, double* w, double* z, const int* iz, const int* jz, const int* descz, double* work,
+              const int* lwork, int* iwork, const int* liwork, int* info);
+void pssygvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo, const int* n, float* a,
+              const int* ia, const int* ja, const int* desca, float* b, const int* ib, const int* jb, const int* descb,
+              const float* vl, const float* vu, const int* il, const int* iu, const float* abstol, int* m, int* nz,
+              float* w, const float* orfac, float* z, const int* iz, const int* jz, const int* descz, float* work,
+              const int* lwork, int* iwork, const int* liwork, int* ifail, int* iclustr, float* gap, int* info);
+void pdsygvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo, const int* n, double* a,
+              const int* ia, const int* ja, const int* desca, double* b, const int* ib, const int* jb, const int* descb,
+              const double* vl, const double* vu, const int* il, const int* iu, const double* abstol, int* m, int* nz,
+              double* w, const double* orfac, double* z, const int* iz, const int* jz, const int* descz, double* work,
+              const int* lwork, int* iwork, const int* liwork, int* ifail, int* iclustr, double* gap, int* info);
+void psgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, float* a, const int* ia, const int* ja,
+              const int* desca, float* s, float* u, const int* iu, const int* ju, const int* descu, float* vt,
+              const int* ivt, const int* jvt, const int* descvt, float* work, const int* lwork, int* info);
+void pdgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, double* a, const int* ia, const int* ja,
+              const int* desca, double* s, double* u, const int* iu, const int* ju, const int* descu, double* vt,
+              const int* ivt, const int* jvt, const int* descvt, double* work, const int* lwork, int* info);
+void psgeqrf_(const int* m, const int* n, float* a, const int* ia, const int* ja, const int* desca, float* tau,
+              float* work, const int* lwork, int* info);
+void pdgeqrf_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca, double* tau,
+              double* work, const int* lwork, int* info);
+void psorgqr_(const int* m, const int* n, const int* k, float* a, const int* ia, const int* ja, const int* desca,
+              const float* tau, float* work, const int* lwork, int* info);
+void pdorgqr_(const int* m, const int* n, const int* k, double* a, const int* ia, const int* ja, const int* desca,
+              const double* tau, double* work, const int* lwork, int* info);
+float pslamch_(const int* ictxt, const char* cmach);
+double pdlamch_(const int* ictxt, const char* cmach);
+}

@@ -1,0 +1,379 @@
+// The distributed backend against the CPU backend: every rank builds the same sets (SPMD)
+// and checks its own elements. Several process grids per rank count (square and not), with
+// blocks of 2 or 3 so that ragged extents leave partial edge blocks.
+#include <doctest/doctest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tenex/tenex.hpp"
+
+using tenex::BackendKind;
+using tenex::Shape;
+using tenex::Tensor;
+using tenex::dist::Context;
+using tenex::dist::DistributedTensor;
+using DT = DistributedTensor<double>;
+
+namespace {
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+/// The grids the suite runs on for this many ranks.
+std::vector<tenex::dist::ContextOptions> grids() {
+  switch (world_size()) {
+    case 1: return {{1, 1, 2}};
+    case 2: return {{1, 2, 2}, {2, 1, 3}};
+    case 3: return {{3, 1, 2}, {1, 3, 3}};
+    case 4: return {{2, 2, 2}, {1, 4, 3}};
+    default: return {{0, 0, 2}};
+  }
+}
+
+/// Sets run on the distributed backend while it lives.
+struct OnDistributed {
+  OnDistributed() { tenex::set_default_backend(BackendKind::distributed); }
+  ~OnDistributed() { tenex::set_default_backend(BackendKind::cpu); }
+};
+
+Tensor<double> random(Shape shape, std::uint64_t seed) {
+  Tensor<double> t(std::move(shape));
+  tenex::fill_random(t, seed);
+  return t;
+}
+
+std::size_t offset(const Shape& shape, const std::vector<std::size_t>& index) {
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < shape.rank(); ++k) at = at * shape.extent(k) + index[k];
+  return at;
+}
+
+/// Elements of this rank's part of `d` that differ from `reference` (and a shape mismatch).
+std::size_t mismatches(const DT& d, const Tensor<double>& reference, double tol = 1e-10) {
+  if (!(d.shape() == reference.shape())) return 1000000;
+  std::size_t bad = 0;
+  const double* ref = reference.data();
+  d.for_each_local([&](const std::vector<std::size_t>& index, double v) {
+    const double r = ref[offset(reference.shape(), index)];
+    if (!(std::abs(v - r) <= tol * (1 + std::abs(r)))) ++bad;
+  });
+  return bad;
+}
+
+double max_abs_difference(const Tensor<double>& a, const Tensor<double>& b) {
+  if (!(a.shape() == b.shape())) return 1e300;
+  double worst = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) worst = std::max(worst, std::abs(a.data()[k] - b.data()[k]));
+  return worst;
+}
+
+Tensor<double> spd(std::size_t n, std::uint64_t seed) {
+  Tensor<double> a = random({n, n}, seed), s;
+  s("i,j") = a("i,k") * a("j,k");
+  Tensor<double> eye({n, n});
+  for (std::size_t i = 0; i < n; ++i) eye.at(i, i) = static_cast<double>(n);
+  Tensor<double> r;
+  r("i,j") = s("i,j") + eye("i,j");
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("dist: a context makes the grid it is asked for") {
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    CHECK(ctx.size() == world_size());
+    CHECK(ctx.grid_rows() * ctx.grid_cols() == ctx.size());
+    CHECK(ctx.block_size() == options.block_size);
+    CHECK(tenex::dist::context_available());
+  }
+  tenex::dist::ContextOptions wrong{world_size() + 1, 1, 4};
+  CHECK_THROWS_AS(Context(MPI_COMM_WORLD, wrong), tenex::Error);
+}
+
+TEST_CASE("dist: tensors from functions, local data and replicated data gather back") {
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    const Shape shape{5, 3, 7};
+    auto f = [](const std::vector<std::size_t>& i) { return 100.0 * i[0] + 10.0 * i[1] + i[2]; };
+    DT a(ctx, shape, f);
+    Tensor<double> full = a.gather_all();
+    CHECK(full.shape() == shape);
+    CHECK(full.at(4, 2, 6) == 426.0);
+    CHECK(full.at(1, 0, 3) == 103.0);
+    Tensor<double> on_root = a.gather(0);
+    CHECK(on_root.size() == (ctx.rank() == 0 ? shape.size() : 0));
+    // From local data: the same layout.
+    std::vector<double> local = a.local_data();
+    CHECK(local.size() == DT::local_rows_of(ctx, shape) * DT::local_cols_of(ctx, shape));
+    DT b = DT::from_local(ctx, shape, local);
+    CHECK(max_abs_difference(b.gather_all(), full) == 0.0);
+    DT c = DT::from_replicated(ctx, full);
+    CHECK(mismatches(c, full) == 0);
+    // A wrong local size on one rank is an error on every rank.
+    std::vector<double> wrong = local;
+    if (ctx.rank() == ctx.size() - 1) wrong.push_back(1.0);
+    CHECK_THROWS_AS(DT::from_local(ctx, shape, wrong), tenex::ShapeError);
+  }
+}
+
+TEST_CASE("dist: contractions match the CPU backend") {
+  Tensor<double> a = random({7, 5}, 1), b = random({5, 9}, 2), at = random({5, 7}, 3), bt = random({9, 5}, 4);
+  Tensor<double> x = random({3, 4, 5}, 5), y = random({3, 5, 6}, 6);
+  Tensor<double> q1 = random({6, 3, 4}, 7), q2 = random({6, 2, 5}, 8);
+  Tensor<double> r_ab, r_atb, r_abt, r_ji, r_batch, r_four, r_full, r_acc;
+  r_ab("i,j") = a("i,k") * b("k,j");
+  r_atb("i,j") = at("k,i") * b("k,j");
+  r_abt("i,j") = a("i,k") * bt("j,k");
+  r_ji("j,i") = a("i,k") * b("k,j");
+  r_batch("p,i,j") = x("p,i,k") * y("p,k,j");
+  r_four("i,a,j,b") = q1("Q,i,a") * q2("Q,j,b");
+  r_full("") = a("i,k") * at("k,i");
+  r_acc = r_ab;
+  r_acc("i,j") += 2.0 * a("i,k") * b("k,j");
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b), dat = DT::from_replicated(ctx, at),
+       dbt = DT::from_replicated(ctx, bt), dx = DT::from_replicated(ctx, x), dy = DT::from_replicated(ctx, y),
+       dq1 = DT::from_replicated(ctx, q1), dq2 = DT::from_replicated(ctx, q2);
+    DT c(ctx), c_atb(ctx), c_abt(ctx), c_ji(ctx), c_batch(ctx), c_four(ctx), c_full(ctx), c_acc(ctx);
+    c("i,j") = da("i,k") * db("k,j");
+    c_atb("i,j") = dat("k,i") * db("k,j");
+    c_abt("i,j") = da("i,k") * dbt("j,k");
+    c_ji("j,i") = da("i,k") * db("k,j");
+    c_batch("p,i,j") = dx("p,i,k") * dy("p,k,j");
+    c_four("i,a,j,b") = dq1("Q,i,a") * dq2("Q,j,b");
+    c_full("") = da("i,k") * dat("k,i");
+    c_acc = DT::from_replicated(ctx, r_ab);
+    c_acc("i,j") += 2.0 * da("i,k") * db("k,j");
+    CHECK(mismatches(c, r_ab) == 0);
+    CHECK(mismatches(c_atb, r_atb) == 0);
+    CHECK(mismatches(c_abt, r_abt) == 0);
+    CHECK(mismatches(c_ji, r_ji) == 0);
+    CHECK(mismatches(c_batch, r_batch) == 0);
+    CHECK(mismatches(c_four, r_four) == 0);
+    CHECK(mismatches(c_full, r_full) == 0);
+    CHECK(mismatches(c_acc, r_acc) == 0);
+    // Plain tensors in and out: every rank gets the whole result.
+    Tensor<double> plain;
+    plain("i,j") = a("i,k") * b("k,j");
+    CHECK(max_abs_difference(plain, r_ab) < 1e-12);
+    CHECK(tenex::last_run_stats().flops == doctest::Approx(2.0 * 7 * 9 * 5));
+  }
+}
+
+TEST_CASE("dist: element-wise work and reductions match the CPU backend") {
+  Tensor<double> a = random({6, 5}, 11), b = random({5, 6}, 12), e = random({6}, 13), f = random({5}, 14);
+  Tensor<double> t = random({4, 3, 5}, 15);
+  Tensor<double> r_add, r_sub, r_div, r_scale, r_exp, r_sum, r_max, r_norm, r_total, r_slice, r_chip, r_diag, r_perm,
+      r_map, r_min;
+  r_add("i,j") = a("i,j") + 2.0 * b("j,i");
+  r_sub("i,j") = e("i") - f("j");
+  r_div("i,j") = a("i,j") / (e("i") - f("j") + 3.0);
+  r_scale("i,j") = -3.0 * a("i,j");
+  r_exp("i,j") = tenex::exp(a("i,j")) + tenex::sqrt(tenex::abs(b("j,i")));
+  r_sum("i") = tenex::sum(t("i,j,k"), "j,k");
+  r_max("j") = tenex::max_over(t("i,j,k"), "i,k");
+  r_min("") = tenex::min_over(a("i,j"), "i,j");
+  r_norm("") = tenex::norm2(a("i,j"));
+  r_total("") = tenex::sum(t("i,j,k"), "i,j,k");
+  r_slice = Tensor<double>();
+  r_slice("i,j,k") = tenex::slice(t("i,j,k"), {1, 0, 2}, {4, 2, 5});
+  r_chip("i,k") = tenex::chip(t("i,j,k"), "j", 1);
+  Tensor<double> sq = random({5, 5}, 16);
+  r_diag("i") = sq("i,i");
+  r_perm("k,i,j") = t("i,j,k");
+  r_map("i,j") = tenex::map(a("i,j"), "cube", [](double v) { return v * v * v; });
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b), de = DT::from_replicated(ctx, e),
+       df = DT::from_replicated(ctx, f), dt = DT::from_replicated(ctx, t), dsq = DT::from_replicated(ctx, sq);
+    DT add(ctx), sub(ctx), div(ctx), scale(ctx), ex(ctx), sum(ctx), mx(ctx), mn(ctx), norm(ctx), total(ctx), slice(ctx),
+        chip(ctx), diag(ctx), perm(ctx), mapped(ctx);
+    add("i,j") = da("i,j") + 2.0 * db("j,i");
+    sub("i,j") = de("i") - df("j");
+    div("i,j") = da("i,j") / (de("i") - df("j") + 3.0);
+    scale("i,j") = -3.0 * da("i,j");
+    ex("i,j") = tenex::exp(da("i,j")) + tenex::sqrt(tenex::abs(db("j,i")));
+    sum("i") = tenex::sum(dt("i,j,k"), "j,k");
+    mx("j") = tenex::max_over(dt("i,j,k"), "i,k");
+    mn("") = tenex::min_over(da("i,j"), "i,j");
+    norm("") = tenex::norm2(da("i,j"));
+    total("") = tenex::sum(dt("i,j,k"), "i,j,k");
+    slice("i,j,k") = tenex::slice(dt("i,j,k"), {1, 0, 2}, {4, 2, 5});
+    chip("i,k") = tenex::chip(dt("i,j,k"), "j", 1);
+    diag("i") = dsq("i,i");
+    perm("k,i,j") = dt("i,j,k");
+    mapped("i,j") = tenex::map(da("i,j"), "cube", [](double v) { return v * v * v; });
+    CHECK(mismatches(add, r_add) == 0);
+    CHECK(mismatches(sub, r_sub) == 0);
+    CHECK(mismatches(div, r_div) == 0);
+    CHECK(mismatches(scale, r_scale) == 0);
+    CHECK(mismatches(ex, r_exp) == 0);
+    CHECK(mismatches(sum, r_sum) == 0);
+    CHECK(mismatches(mx, r_max) == 0);
+    CHECK(mismatches(mn, r_min) == 0);
+    CHECK(mismatches(norm, r_norm) == 0);
+    CHECK(mismatches(total, r_total) == 0);
+    CHECK(mismatches(slice, r_slice) == 0);
+    CHECK(mismatches(chip, r_chip) == 0);
+    CHECK(mismatches(diag, r_diag) == 0);
+    CHECK(mismatches(perm, r_perm) == 0);
+    CHECK(mismatches(mapped, r_map) == 0);
+  }
+}
+
+TEST_CASE("dist: decompositions by their residuals") {
+  const std::size_t n = 9;
+  Tensor<double> a = spd(n, 21), b = spd(n, 22), g = random({11, 7}, 23), w = random({6, 10}, 24);
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    for (int syevr = 0; syevr < 2; ++syevr) {
+      setenv("TENEX_DIST_FORCE_SYEVR", syevr ? "1" : "0", 1);
+      OnDistributed on;
+      DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b), dg = DT::from_replicated(ctx, g),
+         dw = DT::from_replicated(ctx, w);
+      DT l(ctx), v(ctx), e(ctx), gv(ctx), ge(ctx), q(ctx), r(ctx), qw(ctx), rw(ctx), u(ctx), s(ctx), vt(ctx);
+      l("i,j") = tenex::cholesky(da("i,j"));
+      std::make_pair(v("i,j"), e("j")) = tenex::eigen_solve(da("i,j"));
+      std::make_pair(gv("i,j"), ge("j")) = tenex::eigen_solve(da("i,j"), db("i,j"));
+      tenex::tie(q("i,k"), r("k,j")) = tenex::qr(dg("i,j"));
+      tenex::tie(qw("i,k"), rw("k,j")) = tenex::qr(dw("i,j"));
+      auto [su, ss, svt] = tenex::svd(dg("i,j"));
+      u("i,k") = su;
+      s("k") = ss;
+      vt("k,j") = svt;
+      // Residuals, computed on the distributed backend too.
+      DT llt(ctx), av(ctx), ve(ctx), bv(ctx), qr_(ctx), qtq(ctx), qrw(ctx), usv(ctx),
+          eye(ctx, {7, 7}, [](auto&i) { return i[0] == i[1] ? 1.0 : 0.0; });
+      llt("i,j") = l("i,k") * l("j,k");
+      av("i,j") = da("i,k") * v("k,j");
+      ve("i,j") = v("i,j") * e("j");
+      bv("i,j") = db("i,k") * gv("k,j") * ge("j");
+      DT agv(ctx);
+      agv("i,j") = da("i,k") * gv("k,j");
+      qr_("i,j") = q("i,k") * r("k,j");
+      qtq("k,l") = q("i,k") * q("i,l");
+      qrw("i,j") = qw("i,k") * rw("k,j");
+      usv("i,j") = u("i,k") * s("k") * vt("k,j");
+      tenex::set_default_backend(BackendKind::cpu);
+      Tensor<double> eye7({7, 7});
+      for (std::size_t i = 0; i < 7; ++i) eye7.at(i, i) = 1.0;
+      CHECK(mismatches(llt, a, 1e-9) == 0);
+      CHECK(max_abs_difference(av.gather_all(), ve.gather_all()) < 1e-8);
+      CHECK(max_abs_difference(agv.gather_all(), bv.gather_all()) < 1e-8);
+      CHECK(mismatches(qr_, g, 1e-9) == 0);
+      CHECK(mismatches(qtq, eye7, 1e-9) == 0);
+      CHECK(mismatches(qrw, w, 1e-9) == 0);
+      CHECK(mismatches(usv, g, 1e-9) == 0);
+      // Upper triangle of the Cholesky factor is zero; eigenvalues ascend; singular values descend.
+      Tensor<double> lf = l.gather_all(), ef = e.gather_all(), sf = s.gather_all();
+      CHECK(lf.at(0, n - 1) == 0.0);
+      for (std::size_t k = 1; k < n; ++k) CHECK(ef.at(k - 1) <= ef.at(k));
+      for (std::size_t k = 1; k < 7; ++k) CHECK(sf.at(k - 1) >= sf.at(k));
+    }
+    unsetenv("TENEX_DIST_FORCE_SYEVR");
+  }
+}
+
+TEST_CASE("dist: a failure on one rank is a tenex::Error on every rank") {
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    // Not positive definite: p?potrf's info is global.
+    DT bad(ctx, {6, 6}, [](auto& i) { return i[0] == i[1] ? (i[0] == 4 ? -1.0 : 2.0) : 0.0; });
+    DT l(ctx);
+    l("i,j") = tenex::cholesky(bad("i,j"));
+    CHECK_THROWS_AS(l.gather_all(), tenex::NumericalError);
+    // A callable that throws on the ranks that hold element (3, 2) only.
+    DT a(ctx, {7, 5}, [](auto& i) { return 10.0 * i[0] + i[1]; });
+    DT m(ctx);
+    m("i,j") = tenex::map(a("i,j"), "picky", [](double v) {
+      if (v == 32.0) throw std::runtime_error("picky: 32 is not allowed");
+      return v;
+    });
+    bool threw = false;
+    std::string message;
+    try {
+      m.gather_all();
+    } catch (const tenex::Error& e) {
+      threw = true;
+      message = e.what();
+    }
+    CHECK(threw);
+    CHECK(message.find("32 is not allowed") != std::string::npos);
+    // An op this backend declines says why, on every rank.
+    DT inv(ctx);
+    inv("i,j") = tenex::inverse(a("i,k") * a("j,k"));
+    bool declined = false;
+    try {
+      inv.gather_all();
+    } catch (const tenex::BackendError& e) {
+      declined = std::string(e.what()).find("not implemented on the distributed backend") != std::string::npos;
+    }
+    CHECK(declined);
+    // Still usable afterwards.
+    DT c(ctx);
+    c("i,j") = a("i,k") * a("j,k");
+    CHECK(c.gather_all().at(1, 1) == doctest::Approx(10 * 10 + 11 * 11 + 12 * 12 + 13 * 13 + 14 * 14));
+  }
+}
+
+TEST_CASE("dist: distributed tensors need the distributed backend") {
+  Context ctx(MPI_COMM_WORLD, grids().front());
+  DT a(ctx, {3, 3});
+  tenex::set_default_backend(BackendKind::cpu);
+  CHECK_THROWS_AS(a("i,j"), tenex::BackendError);
+}
+
+TEST_CASE("dist: float tensors, and statements linked into one set") {
+  using DF = DistributedTensor<float>;
+  Tensor<float> a({8, 6}), b({6, 8});
+  tenex::fill_random(a, 31);
+  tenex::fill_random(b, 32);
+  Tensor<float> r_c, r_d;
+  {
+    auto ab = a("i,k") * b("k,j");
+    r_c("i,j") = ab;
+    r_d("i,j") = r_c("i,k") * r_c("k,j") + 2.0 * r_c("j,i");
+  }
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DF da = DF::from_replicated(ctx, a), db = DF::from_replicated(ctx, b), c(ctx), d(ctx);
+    {
+      auto ab = da("i,k") * db("k,j");
+      c("i,j") = ab;
+      d("i,j") = c("i,k") * c("k,j") + 2.0 * c("j,i");
+    }  // one set: c is produced and read in it
+    std::size_t bad = 0;
+    const Tensor<float>& ref = r_d;
+    d.for_each_local([&](const std::vector<std::size_t>& i, float v) {
+      const float r = ref.data()[i[0] * 8 + i[1]];
+      if (std::abs(v - r) > 1e-4f * (1 + std::abs(r))) ++bad;
+    });
+    CHECK(bad == 0);
+    CHECK(c.gather_all().at(3, 5) == doctest::Approx(r_c.at(3, 5)).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("dist: the distributed backend needs a live Context") {
+  CHECK_FALSE(tenex::dist::context_available());
+  CHECK_THROWS_AS(tenex::set_default_backend(BackendKind::distributed), tenex::BackendError);
+  {
+    Context ctx(MPI_COMM_WORLD, grids().front());
+    CHECK_NOTHROW(tenex::set_default_backend(BackendKind::distributed));
+    tenex::set_default_backend(BackendKind::cpu);
+  }
+  CHECK_FALSE(tenex::dist::context_available());
+}
