@@ -136,6 +136,15 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
     check(src, source, source_extents);
     for (const auto& t : targets) check(t, target, target_extents);
   }
+  // Two maps for the same modes must agree: which one held would depend on the order.
+  for (const detail::RegisteredSparseMap& known : root->sparse_maps()) {
+    if (known.source != source || known.target != target) continue;
+    if (known.map->entries() == map.entries()) return *this;  // the same map again
+    throw ShapeError(where + ": the map (" + std::to_string(map.pair_count()) + " pairs) conflicts with the map " +
+                     detail::join_labels(source) + " -> " + detail::join_labels(target) + " set before (" +
+                     std::to_string(known.map->pair_count()) +
+                     " pairs) on this linked set; set one map per group of modes");
+  }
   root->add_sparse_map({std::move(source), std::move(target), std::make_shared<const SparseMap>(map)});
   return *this;
 }

@@ -25,6 +25,7 @@ constexpr Pass kPasses[] = {
     {"gemm_beta", [](OpGraph& g, std::size_t) { fold_gemm_beta(g); }},
     {"collapse", [](OpGraph& g, std::size_t) { collapse_chains(g); }},
     {"fuse", [](OpGraph& g, std::size_t) { fuse_elementwise(g); }},
+    {"sparse", nullptr},  // after the masks: see optimize()
 };
 
 }  // namespace
@@ -66,9 +67,11 @@ std::vector<std::string_view> selected_passes(std::string_view setting) {
 }
 
 void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit) {
+  bool sparse = false;
   for (const Pass& p : kPasses) {
     for (std::string_view n : chosen) {
-      if (n == p.name) {
+      if (n == p.name && !p.run) sparse = true;
+      if (n == p.name && p.run) {
         p.run(graph, memory_limit);
         break;
       }
@@ -76,6 +79,8 @@ void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::
   }
   insert_masks(graph);
   graph.prune();
+  propagate_sparsity(graph);
+  if (sparse) plan_sparse_evaluation(graph);
   graph.validate();
 }
 
