@@ -34,6 +34,7 @@ void make_compact(OpNode& node) {
 }  // namespace
 
 void plan_sparse_evaluation(OpGraph& graph) {
+  bool absorbed = false;
   for (NodeId id : graph.topological_order()) {
     OpNode& node = graph.node(id);
     if (!compactable(node)) continue;
@@ -51,12 +52,13 @@ void plan_sparse_evaluation(OpGraph& graph) {
         make_compact(source);
         graph.replace_uses(id, operand);
         graph.detach(id);
+        absorbed = true;
         continue;
       }
     }
     make_compact(node);
   }
-  graph.prune();
+  if (absorbed) graph.prune();
 }
 
 }  // namespace tenex::passes
