@@ -48,8 +48,8 @@ struct TENEX_API OpNode {
   std::vector<SparseMapUse> holds;
   std::shared_ptr<const SparsePattern> pattern;
   bool compact = false;
-  std::shared_ptr<void> storage;         // input: the value read; output: the target written
-  std::string note;                      // shown in DOT: "factor L", "target"
+  std::shared_ptr<void> storage;  // input: the value read; output: the target written
+  std::string note;               // shown in DOT: "factor L", "target"
 
   std::size_t size() const;  // product of extents
   /// The parameters as their struct: node.get<ContractParams>().alpha.

@@ -89,8 +89,9 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
     } else if (node.kind != OpKind::input) {
       const std::size_t bytes = buffer_bytes(node.elements * element_size);
       const bool addend = node.kind == OpKind::contract && ops.size() == 3;
-      if (addend && !node.compact && !graph.node(ops[2]).compact && owned[ops[2]] == bytes && uses[ops[2]] == 1 && ops[2] != ops[0] && ops[2] != ops[1] &&
-          graph.node(ops[2]).labels == node.labels && node.get<ContractParams>().beta != 0.0) {
+      if (addend && !node.compact && !graph.node(ops[2]).compact && owned[ops[2]] == bytes && uses[ops[2]] == 1 &&
+          ops[2] != ops[0] && ops[2] != ops[1] && graph.node(ops[2]).labels == node.labels &&
+          node.get<ContractParams>().beta != 0.0) {
         plan.takes_over[id] = 1;  // the addend's buffer becomes this node's: held stays
         owned[id] = bytes;
         owned[ops[2]] = 0;
@@ -242,10 +243,10 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   return stats;
 }
 
-#define TENEX_INSTANTIATE_EXECUTOR(T)                                  \
-  template void check_supported<T>(const OpGraph&, const Backend<T>&); \
+#define TENEX_INSTANTIATE_EXECUTOR(T)                                               \
+  template void check_supported<T>(const OpGraph&, const Backend<T>&);              \
   template bool accepts_sparse<T>(const OpGraph&, const Backend<T>&, std::string&); \
-  template RunStats execute<T>(const OpGraph&, Backend<T>&);           \
+  template RunStats execute<T>(const OpGraph&, Backend<T>&);                        \
   template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, Backend<T>&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EXECUTOR)
 #undef TENEX_INSTANTIATE_EXECUTOR

@@ -114,7 +114,8 @@ void run_typed(SetRecord& set) {
   if (!accepts_sparse(plan ? plan->graph : *graph, backend, declined)) {  // maps runs them dense and masked
     graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
     written_flops = chain_contraction_flops(*graph);
-    std::vector<std::string_view> chosen = passes::selected_passes(env.passes == std::string_view("\0", 1) ? "" : env.passes);
+    std::vector<std::string_view> chosen =
+        passes::selected_passes(env.passes == std::string_view("\0", 1) ? "" : env.passes);
     std::erase(chosen, std::string_view("sparse"));
     passes::optimize(*graph, chosen, limit);
     plan = nullptr;

@@ -137,13 +137,13 @@ std::size_t mode_of(const std::vector<std::string>& labels, const std::string& l
 
 std::shared_ptr<const SparsePattern> make_sparse_pattern(const std::vector<std::string>& labels,
                                                          const std::vector<std::size_t>& extents,
-                                                         const std::vector<SparseMapUse>& maps) {
+                                                         const std::vector<LabeledMap>& maps) {
   if (maps.empty()) return nullptr;
   std::vector<MapModes> modes;
-  for (const SparseMapUse& use : maps) {
-    MapModes m{use.map.get(), {}, {}};
-    for (const std::string& l : use.source) m.source.push_back(mode_of(labels, l));
-    for (const std::string& l : use.target) m.target.push_back(mode_of(labels, l));
+  for (const LabeledMap& use : maps) {
+    MapModes m{use.map, {}, {}};
+    for (const std::string& l : *use.source) m.source.push_back(mode_of(labels, l));
+    for (const std::string& l : *use.target) m.target.push_back(mode_of(labels, l));
     modes.push_back(std::move(m));
   }
   // The key: the source of a map whose source no other map restricts (i of i->a, a->Q).

@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "tenex/graph/op_kind.hpp"
 
 namespace tenex {
+
+class SparseMap;
 
 struct SparsePattern {
   struct Key {
@@ -44,11 +45,18 @@ struct SparsePattern {
 
 namespace detail {
 
+/// A map between groups of labels, as a pattern reads it.
+struct LabeledMap {
+  const std::vector<std::string>* source;
+  const std::vector<std::string>* target;
+  const SparseMap* map;
+};
+
 /// The pattern of a node with `labels` and `extents` under `maps` (each map's labels among
 /// `labels`); null when `maps` is empty. Indices out of a mode's extent are ignored.
 std::shared_ptr<const SparsePattern> make_sparse_pattern(const std::vector<std::string>& labels,
                                                          const std::vector<std::size_t>& extents,
-                                                         const std::vector<SparseMapUse>& maps);
+                                                         const std::vector<LabeledMap>& maps);
 
 /// "5.0%" of a fraction, as explain() and DOT show it.
 std::string format_fraction(double fraction);

@@ -85,12 +85,14 @@ void for_each_run(const SparsePattern& p, F&& f) {
 template <class T>
 void expand(const SparsePattern& p, const T* compact, T* dense) {
   std::fill(dense, dense + p.total, T(0));
-  for_each_run(p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(dense + d, compact + c, n * sizeof(T)); });
+  for_each_run(
+      p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(dense + d, compact + c, n * sizeof(T)); });
 }
 
 template <class T>
 void gather(const SparsePattern& p, const T* dense, T* compact) {
-  for_each_run(p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(compact + c, dense + d, n * sizeof(T)); });
+  for_each_run(
+      p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(compact + c, dense + d, n * sizeof(T)); });
 }
 
 bool same_layout(const OpNode& a, const OpNode& b) {
@@ -115,11 +117,11 @@ template <class T>
 struct Side {
   const OpNode* node = nullptr;
   const T* data = nullptr;
-  std::vector<std::size_t> strides;    // dense strides (when not compact)
+  std::vector<std::size_t> strides;        // dense strides (when not compact)
   const SparsePattern* pattern = nullptr;  // product pattern whose key modes lie in the key
   bool compact = false;
-  std::vector<std::size_t> key_pick;   // for each key mode of the pattern: its place in the key
-  std::vector<int> key_of_label;       // for each label: its place in the key, or -1
+  std::vector<std::size_t> key_pick;      // for each key mode of the pattern: its place in the key
+  std::vector<int> key_of_label;          // for each label: its place in the key, or -1
   std::vector<std::size_t> free_strides;  // compact: stride of each mode in the block, free modes
 };
 
@@ -161,7 +163,8 @@ struct Work {
   std::vector<T> ag, bg, cg;
 };
 
-void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::size_t>& with, std::vector<std::size_t>& tmp) {
+void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::size_t>& with,
+                    std::vector<std::size_t>& tmp) {
   tmp.clear();
   std::set_intersection(domain.begin(), domain.end(), with.begin(), with.end(), std::back_inserter(tmp));
   domain.swap(tmp);
@@ -197,8 +200,8 @@ bool loopable(const OpNode& c, const OpNode& a, const OpNode& b, const std::vect
 }
 
 template <class T>
-std::optional<KernelCount> sparse_contract(const ContractParams& params, const KernelArgs<T>& args, std::vector<T>& expanded_a,
-                            std::vector<T>& expanded_b) {
+std::optional<KernelCount> sparse_contract(const ContractParams& params, const KernelArgs<T>& args,
+                                           std::vector<T>& expanded_a, std::vector<T>& expanded_b) {
   const OpNode& cn = args.node;
   const OpNode* nodes[3] = {&cn, args.operand_nodes[0], args.operand_nodes[1]};
   // The key: the result's pattern's key, else an operand's.
@@ -367,8 +370,9 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
             if (kp >= 0) {
               const std::size_t v = s[static_cast<std::size_t>(kp)];
               const std::size_t at =
-                  within ? static_cast<std::size_t>(std::lower_bound(within->begin(), within->end(), v) - within->begin())
-                         : v;
+                  within
+                      ? static_cast<std::size_t>(std::lower_bound(within->begin(), within->end(), v) - within->begin())
+                      : v;
               base[i] += static_cast<std::ptrdiff_t>(at * stride);
               continue;
             }

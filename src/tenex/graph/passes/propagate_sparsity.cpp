@@ -75,7 +75,10 @@ class Propagation {
       if (!unique_labels(node.labels) || packed_factor_count(node.kind) > 0) continue;
       node.holds = holds_of(id);
       if (node.holds.size() > kMaxMaps) node.holds.resize(kMaxMaps);
-      if (!node.holds.empty()) node.pattern = detail::make_sparse_pattern(node.labels, node.extents, node.holds);
+      if (node.holds.empty()) continue;
+      std::vector<detail::LabeledMap> maps;
+      for (const SparseMapUse& use : node.holds) maps.push_back({&use.source, &use.target, use.map.get()});
+      node.pattern = detail::make_sparse_pattern(node.labels, node.extents, maps);
     }
   }
 
@@ -184,7 +187,8 @@ class Propagation {
       auto window = [&](const std::vector<std::string>& group, const SparseMap::Index& index, SparseMap::Index& cut) {
         cut.resize(index.size());
         for (std::size_t d = 0; d < index.size(); ++d) {
-          const auto mode = static_cast<std::size_t>(std::find(labels.begin(), labels.end(), group[d]) - labels.begin());
+          const auto mode =
+              static_cast<std::size_t>(std::find(labels.begin(), labels.end(), group[d]) - labels.begin());
           if (index[d] < params.lo[mode] || index[d] >= params.hi[mode]) return false;
           cut[d] = index[d] - params.lo[mode];
         }
