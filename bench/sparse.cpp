@@ -70,12 +70,15 @@ int main(int argc, char** argv) {
   int repeat = 3;
   std::vector<double> densities{1, 2, 5, 10, 25, 50};
   std::string tsv;
+  bool sparse_only = false;  // --sparse-only 1: for profiling the sparse path
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view arg = argv[i];
     if (arg == "--n") {
       n = static_cast<std::size_t>(std::strtoul(argv[i + 1], nullptr, 10));
     } else if (arg == "--repeat") {
       repeat = std::atoi(argv[i + 1]);
+    } else if (arg == "--sparse-only") {
+      sparse_only = std::atoi(argv[i + 1]) != 0;
     } else if (arg == "--tsv") {
       tsv = argv[i + 1];
     } else if (arg == "--densities") {
@@ -129,10 +132,12 @@ int main(int argc, char** argv) {
     Timing dense, masked, sparse;
     Tensor<double> masked_result, sparse_result;
     for (int r = 0; r < repeat; ++r) {
-      measure(dense, plain);
-      ::setenv("TENEX_PASSES", dense_passes.c_str(), 1);
-      measure(masked, [&] { return masked_result = with_maps(); });
-      ::unsetenv("TENEX_PASSES");
+      if (!sparse_only || r == 0) {
+        measure(dense, plain);
+        ::setenv("TENEX_PASSES", dense_passes.c_str(), 1);
+        measure(masked, [&] { return masked_result = with_maps(); });
+        ::unsetenv("TENEX_PASSES");
+      }
       measure(sparse, [&] { return sparse_result = with_maps(); });
     }
     double diff = 0;

@@ -146,8 +146,10 @@ std::shared_ptr<const SparsePattern> make_sparse_pattern(const std::vector<std::
     for (const std::string& l : *use.target) m.target.push_back(mode_of(labels, l));
     modes.push_back(std::move(m));
   }
-  // The key: the source of a map whose source no other map restricts (i of i->a, a->Q).
-  std::size_t first = 0;
+  // The key: the source of a map whose source no other map restricts (i of i->a, a->Q), the
+  // one with most labels ((i,j) of (i,j)->(a,b) beside i->a), then the first by label names:
+  // nodes with the same maps in any order get the same layout.
+  std::size_t first = modes.size();
   for (std::size_t m = 0; m < modes.size(); ++m) {
     bool targeted = false;
     for (std::size_t o = 0; o < modes.size(); ++o) {
@@ -155,11 +157,14 @@ std::shared_ptr<const SparsePattern> make_sparse_pattern(const std::vector<std::
         targeted = targeted || (o != m && std::count(modes[o].target.begin(), modes[o].target.end(), d) > 0);
       }
     }
-    if (!targeted) {
+    if (targeted) continue;
+    auto names = [&](std::size_t k) { return std::make_pair(*maps[k].source, *maps[k].target); };
+    if (first == modes.size() || modes[m].source.size() > modes[first].source.size() ||
+        (modes[m].source.size() == modes[first].source.size() && names(m) < names(first))) {
       first = m;
-      break;
     }
   }
+  if (first == modes.size()) first = 0;
   std::rotate(modes.begin(), modes.begin() + static_cast<std::ptrdiff_t>(first),
               modes.begin() + static_cast<std::ptrdiff_t>(first) + 1);
 

@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <numeric>
@@ -110,6 +111,156 @@ bool same_layout(const OpNode& a, const OpNode& b) {
   return true;
 }
 
+
+// ---- element by element: any layouts ----------------------------------------------------
+
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+/// Calls f(index, compact offset) for every allowed element; index is in the node's modes.
+template <class F>
+void for_each_element(const SparsePattern& p, F&& f) {
+  std::vector<std::size_t> index(p.extents.size(), 0), pos(p.row_modes.size(), 0);
+  std::size_t compact = 0;
+  for (const SparsePattern::Key& key : p.keys) {
+    for (std::size_t d = 0; d < p.key_modes.size(); ++d) index[p.key_modes[d]] = key.index[d];
+    compact = key.offset;
+    bool empty = false;
+    for (const auto& dom : key.domains) empty = empty || dom.empty();
+    if (empty) continue;
+    std::fill(pos.begin(), pos.end(), 0);
+    while (true) {
+      for (std::size_t r = 0; r < p.row_modes.size(); ++r) index[p.row_modes[r]] = key.domains[r][pos[r]];
+      for (std::size_t d : p.free_modes) index[d] = 0;
+      for (std::size_t e = 0; e < p.free_size; ++e) {
+        f(index, compact++);
+        for (std::size_t i = p.free_modes.size(); i-- > 0;) {
+          const std::size_t d = p.free_modes[i];
+          if (++index[d] < p.extents[d]) break;
+          index[d] = 0;
+        }
+      }
+      std::size_t r = p.row_modes.size();
+      while (r-- > 0) {
+        if (++pos[r] < key.domains[r].size()) break;
+        pos[r] = 0;
+      }
+      if (r == npos) break;
+    }
+  }
+}
+
+/// Where the element `index` (in the pattern's modes) lies in a compact buffer, or npos
+/// when the pattern excludes it.
+std::size_t locate(const SparsePattern& p, const std::vector<std::size_t>& index, std::vector<std::size_t>& key) {
+  key.resize(p.key_modes.size());
+  for (std::size_t d = 0; d < p.key_modes.size(); ++d) key[d] = index[p.key_modes[d]];
+  const SparsePattern::Key* k = p.find(key);
+  if (!k) return npos;
+  std::size_t row = 0;
+  for (std::size_t r = 0; r < p.row_modes.size(); ++r) {
+    const auto& dom = k->domains[r];
+    const auto it = std::lower_bound(dom.begin(), dom.end(), index[p.row_modes[r]]);
+    if (it == dom.end() || *it != index[p.row_modes[r]]) return npos;
+    row = row * dom.size() + static_cast<std::size_t>(it - dom.begin());
+  }
+  std::size_t free = 0;
+  for (std::size_t d : p.free_modes) free = free * p.extents[d] + index[d];
+  return k->offset + row * p.free_size + free;
+}
+
+/// Reads an operand (dense or compact, any label order) at points given in another node's
+/// modes.
+template <class T>
+class Reader {
+ public:
+  Reader(const OpNode& operand, const T* data, const std::vector<std::string>& labels) : node_(operand), data_(data) {
+    for (const std::string& l : operand.labels) {
+      at_.push_back(static_cast<std::size_t>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
+    }
+    strides_ = dense_strides(operand.extents);
+    own_.resize(operand.labels.size());
+  }
+  T operator()(const std::vector<std::size_t>& index) {
+    if (!node_.compact) {
+      std::size_t off = 0;
+      for (std::size_t d = 0; d < at_.size(); ++d) off += index[at_[d]] * strides_[d];
+      return data_[off];
+    }
+    for (std::size_t d = 0; d < at_.size(); ++d) own_[d] = index[at_[d]];
+    const std::size_t off = locate(*node_.pattern, own_, key_);
+    return off == npos ? T(0) : data_[off];
+  }
+
+ private:
+  const OpNode& node_;
+  const T* data_;
+  std::vector<std::size_t> at_, strides_, own_, key_;
+};
+
+bool labels_within(const OpNode& operand, const OpNode& node) {
+  for (const std::string& l : operand.labels) {
+    if (std::find(node.labels.begin(), node.labels.end(), l) == node.labels.end()) return false;
+  }
+  return true;
+}
+
+/// Each operand at the allowed elements of `node`, as vectors of node.elements values (an
+/// operand in the node's own layout is used as it is). False when an operand has labels the
+/// node lacks (a reduction).
+template <class T>
+bool operands_at_allowed(const KernelArgs<T>& args, std::vector<std::vector<T>>& gathered, std::vector<const T*>& in) {
+  const OpNode& node = args.node;
+  for (const OpNode* op : args.operand_nodes) {
+    if (!labels_within(*op, node)) return false;
+  }
+  gathered.resize(args.operands.size());
+  in.resize(args.operands.size());
+  for (std::size_t k = 0; k < args.operands.size(); ++k) {
+    const OpNode& op = *args.operand_nodes[k];
+    if (same_layout(node, op)) {
+      in[k] = args.operands[k].data;
+      continue;
+    }
+    gathered[k].resize(node.elements);
+    Reader<T> read(op, args.operands[k].data, node.labels);
+    T* g = gathered[k].data();
+    for_each_element(*node.pattern, [&](const std::vector<std::size_t>& index, std::size_t c) { g[c] = read(index); });
+    in[k] = g;
+  }
+  return true;
+}
+
+/// out (dense, node's labels) = the compact operand written or summed into it; or, for a
+/// compact out, the same at its allowed elements.
+template <class T>
+void scatter_sum(const OpNode& operand, const T* in, const std::vector<std::string>& operand_names, const OpNode& node,
+                 T* out) {
+  const std::vector<std::size_t> strides = dense_strides(node.extents);
+  std::vector<std::size_t> to(operand_names.size(), npos);  // node mode of each operand mode
+  for (std::size_t d = 0; d < operand_names.size(); ++d) {
+    const auto at = static_cast<std::size_t>(std::find(node.labels.begin(), node.labels.end(), operand_names[d]) -
+                                             node.labels.begin());
+    if (at < node.labels.size()) to[d] = at;
+  }
+  std::fill(out, out + (node.compact ? node.elements : node.size()), T(0));
+  std::vector<std::size_t> target(node.labels.size(), 0), key;
+  for_each_element(*operand.pattern, [&](const std::vector<std::size_t>& index, std::size_t c) {
+    if (!node.compact) {
+      std::size_t off = 0;
+      for (std::size_t d = 0; d < to.size(); ++d) {
+        if (to[d] != npos) off += index[d] * strides[to[d]];
+      }
+      out[off] += in[c];
+      return;
+    }
+    for (std::size_t d = 0; d < to.size(); ++d) {
+      if (to[d] != npos) target[to[d]] = index[d];
+    }
+    const std::size_t off = locate(*node.pattern, target, key);
+    if (off != npos) out[off] += in[c];
+  });
+}
+
 // ---- per-key gathered products ----------------------------------------------------------
 
 /// One operand (or the result) of a sparse product, as the per-key loop reads it.
@@ -151,6 +302,18 @@ void prepare(Side<T>& s, const std::vector<std::string>& key) {
   }
 }
 
+struct RowKey {
+  std::ptrdiff_t c = 0;   // the key's row of the result
+  std::size_t begin = 0;  // its offsets in bn_all and cn_all
+  std::size_t count = 0;
+  bool dense_c = false;  // the result's offsets are 0, 1, 2, ...: cn_all holds none for it
+};
+struct RowOfB {
+  std::ptrdiff_t a = 0;   // the element of a
+  std::ptrdiff_t b = 0;   // the row of b it multiplies
+  std::uint32_t key = 0;  // in row_keys
+};
+
 /// Per-thread buffers of the per-key loop.
 template <class T>
 struct Work {
@@ -161,7 +324,44 @@ struct Work {
   std::vector<Offsets> offsets;  // by side and label
   Offsets am, as, bs, bn, cm, cn;
   std::vector<T> ag, bg, cg;
+  // Keys whose product is a row times a matrix (one row of a): each row of b they read,
+  // run grouped by where it lies in b, so that a row of b is read from cache by every key
+  // that needs it (scattered domains otherwise miss the cache on nearly every element).
+  std::vector<RowKey> row_keys;
+  std::vector<RowOfB> rows;
+  Offsets bn_all, cn_all;
 };
+
+/// c[key's row][cn] += alpha * a[at] * b[row + bn] for every recorded row, grouped by the
+/// block of b it reads (a counting sort on the row's offset).
+template <class T>
+void sweep_rows(Work<T>& w, const T* a, const T* b, std::size_t b_elements, T* c, T alpha) {
+  if (w.rows.empty()) return;
+  constexpr unsigned shift = 11;  // 2048 elements of b per block
+  const std::size_t blocks = (b_elements >> shift) + 1;
+  std::vector<std::uint32_t> start(blocks + 1, 0);
+  for (const RowOfB& r : w.rows) ++start[(static_cast<std::size_t>(r.b) >> shift) + 1];
+  for (std::size_t k = 0; k < blocks; ++k) start[k + 1] += start[k];
+  std::vector<std::uint32_t> order(w.rows.size());
+  for (std::size_t i = 0; i < w.rows.size(); ++i)
+    order[start[static_cast<std::size_t>(w.rows[i].b) >> shift]++] = static_cast<std::uint32_t>(i);
+  for (std::uint32_t i : order) {
+    const RowOfB& r = w.rows[i];
+    const RowKey& k = w.row_keys[r.key];
+    const T av = alpha * a[r.a];
+    const T* brow = b + r.b;
+    T* crow = c + k.c;
+    const std::ptrdiff_t* bn = w.bn_all.data() + k.begin;
+    if (k.dense_c) {
+      for (std::size_t y = 0; y < k.count; ++y) crow[y] += av * brow[bn[y]];
+      continue;
+    }
+    const std::ptrdiff_t* cn = w.cn_all.data() + k.begin;
+    for (std::size_t y = 0; y < k.count; ++y) crow[cn[y]] += av * brow[bn[y]];
+  }
+  w.rows.clear();
+  w.row_keys.clear();
+}
 
 void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::size_t>& with,
                     std::vector<std::size_t>& tmp) {
@@ -278,6 +478,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
   const std::size_t total = cn.compact ? cn.elements : cn.size();
   std::fill(c, c + total, T(0));
   const T alpha = static_cast<T>(params.alpha);
+  const std::size_t b_elements = sides[2].compact ? nodes[2]->elements : nodes[2]->size();
   const std::size_t keys = provider->keys.size();
   const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
   const bool par = key_in_result && threads > 1 && keys > 1;
@@ -292,7 +493,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
     w.domain.resize(labels.size());
     w.restricted.resize(labels.size());
     w.offsets.resize(3 * labels.size());
-#pragma omp for schedule(dynamic, 8)
+#pragma omp for schedule(static) nowait
     for (std::size_t k = 0; k < keys; ++k) {
       try {
         const SparsePattern::Key& pk = provider->keys[k];
@@ -407,16 +608,24 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
         const std::size_t M = w.am.size(), S = w.as.size(), N = w.bn.size();
         flops += 2.0 * static_cast<double>(M) * static_cast<double>(S) * static_cast<double>(N);
         ++calls;
-        if (M == 1) {  // a row times a matrix: no gathered copy of b
-          w.cg.assign(N, T(0));
-          for (std::size_t x = 0; x < S; ++x) {
-            const T av = a[w.am[0] + w.as[x]];
-            if (av == T(0)) continue;
-            const T* brow = b + w.bs[x];
-            for (std::size_t y = 0; y < N; ++y) w.cg[y] += av * brow[w.bn[y]];
+        if (M == 1) {  // a row times a matrix: recorded, run row by row of b below
+          RowKey& rk = w.row_keys.emplace_back();
+          rk.c = base[0] + w.cm[0];
+          rk.begin = w.bn_all.size();
+          rk.count = N;
+          rk.dense_c = N > 0 && w.cn[N - 1] == static_cast<std::ptrdiff_t>(N - 1) && w.cn[0] == 0;
+          w.bn_all.insert(w.bn_all.end(), w.bn.begin(), w.bn.end());
+          w.cn_all.resize(rk.begin);  // cn_all runs beside bn_all
+          if (rk.dense_c) {
+            w.cn_all.resize(rk.begin + N);
+          } else {
+            w.cn_all.insert(w.cn_all.end(), w.cn.begin(), w.cn.end());
           }
-          T* crow = cc + w.cm[0];
-          for (std::size_t y = 0; y < N; ++y) crow[w.cn[y]] += alpha * w.cg[y];
+          const auto slot = static_cast<std::uint32_t>(w.row_keys.size() - 1);
+          for (std::size_t x = 0; x < S; ++x) {
+            const std::ptrdiff_t at = base[1] + w.am[0] + w.as[x];
+            if (sides[1].data[at] != T(0)) w.rows.push_back({at, base[2] + w.bs[x], slot});
+          }
           continue;
         }
         w.ag.resize(M * S);
@@ -448,6 +657,12 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
         if (!error) error = std::current_exception();
       }
     }
+    try {
+      sweep_rows(w, sides[1].data, sides[2].data, b_elements, c, alpha);
+    } catch (...) {
+#pragma omp critical(tenex_sparse_error)
+      if (!error) error = std::current_exception();
+    }
   }
   if (error) std::rethrow_exception(error);
   return KernelCount{flops, calls};
@@ -474,37 +689,48 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
       return {0, 1};
     }
   }
-  if (node.kind == OpKind::output && args.operand_nodes[0]->compact &&
-      node.get<OutputParams>().operand_labels == node.labels) {
-    expand(*args.operand_nodes[0]->pattern, args.operands[0].data, args.out.data);
+  if (node.kind == OpKind::output && args.operand_nodes[0]->compact) {
+    const std::vector<std::string>& names = node.get<OutputParams>().operand_labels;
+    if (names == node.labels) {
+      expand(*args.operand_nodes[0]->pattern, args.operands[0].data, args.out.data);
+    } else {
+      scatter_sum(*args.operand_nodes[0], args.operands[0].data, names, node, args.out.data);
+    }
     return {0, 1};
   }
-  bool blocks_alike = node.compact && n_ops > 0;
-  for (const OpNode* op : args.operand_nodes) blocks_alike = blocks_alike && same_layout(node, *op);
-  if (blocks_alike) {  // element-wise over the blocks themselves, as one long vector
+  if (node.kind == OpKind::reduce && args.operand_nodes[0]->compact) {
+    scatter_sum(*args.operand_nodes[0], args.operands[0].data, args.operand_nodes[0]->labels, node, args.out.data);
+    return {static_cast<double>(args.operand_nodes[0]->elements), 1};
+  }
+  const bool pointwise = node.kind == OpKind::mask || node.kind == OpKind::scale || node.kind == OpKind::add ||
+                         node.kind == OpKind::subtract || node.kind == OpKind::divide ||
+                         (node.kind == OpKind::fused && node.get<FusedParams>().reduce == ReduceOp::sum);
+  std::vector<std::vector<T>> gathered;
+  std::vector<const T*> in;
+  if (node.compact && n_ops > 0 && pointwise && operands_at_allowed(args, gathered, in)) {
+    // Element-wise over the allowed elements, as one long vector.
     const std::size_t n = node.elements;
     const Modes one{0};
     const Extents flat{n};
-    if (node.kind == OpKind::scale) {
-      return scale(static_cast<T>(node.get<ScaleParams>().alpha), args.operands[0].data, args.out.data, n);
+    if (node.kind == OpKind::mask) {
+      if (n) std::memcpy(args.out.data, in[0], n * sizeof(T));
+      return {0, 1};
     }
-    if (node.kind == OpKind::add || node.kind == OpKind::subtract || node.kind == OpKind::divide) {
-      const ElementwiseParams& p =
-          node.kind == OpKind::add        ? static_cast<const ElementwiseParams&>(node.get<AddParams>())
-          : node.kind == OpKind::subtract ? static_cast<const ElementwiseParams&>(node.get<SubtractParams>())
-                                          : static_cast<const ElementwiseParams&>(node.get<DivideParams>());
-      const BinaryOp op = node.kind == OpKind::add        ? BinaryOp::add
-                          : node.kind == OpKind::subtract ? BinaryOp::subtract
-                                                          : BinaryOp::divide;
-      return elementwise(op, static_cast<T>(p.alpha), args.operands[0].data, one, static_cast<T>(p.alpha_b),
-                         args.operands[1].data, one, args.out.data, flat, one);
-    }
+    if (node.kind == OpKind::scale)
+      return scale(static_cast<T>(node.get<ScaleParams>().alpha), in[0], args.out.data, n);
     if (node.kind == OpKind::fused) {
-      std::vector<const T*> in;
-      for (const auto& v : args.operands) in.push_back(v.data);
       return fused(node.get<FusedParams>(), in, std::vector<Modes>(n_ops, one), std::vector<Extents>(n_ops, flat),
                    args.out.data, one, flat);
     }
+    const ElementwiseParams& p = node.kind == OpKind::add ? static_cast<const ElementwiseParams&>(node.get<AddParams>())
+                                 : node.kind == OpKind::subtract
+                                     ? static_cast<const ElementwiseParams&>(node.get<SubtractParams>())
+                                     : static_cast<const ElementwiseParams&>(node.get<DivideParams>());
+    const BinaryOp op = node.kind == OpKind::add        ? BinaryOp::add
+                        : node.kind == OpKind::subtract ? BinaryOp::subtract
+                                                        : BinaryOp::divide;
+    return elementwise(op, static_cast<T>(p.alpha), in[0], one, static_cast<T>(p.alpha_b), in[1], one, args.out.data,
+                       flat, one);
   }
   // Any other node: expanded operands, the dense kernel, the allowed elements of its result.
   std::vector<std::vector<T>> expanded(n_ops);
