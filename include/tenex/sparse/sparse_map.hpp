@@ -47,9 +47,14 @@ class TENEX_API SparseMap {
   /// entries are shared until one of them is changed), and two maps with the same
   /// content_id() have the same entries.
   const void* content_id() const noexcept { return entries_.get(); }
+  /// One past the largest index at each position of the source and target tuples (empty
+  /// while the map is): what extents the map needs, known without reading its entries.
+  const std::vector<std::size_t>& source_bounds() const { return source_bounds_; }
+  const std::vector<std::size_t>& target_bounds() const { return target_bounds_; }
 
  private:
   std::shared_ptr<std::map<Index, std::set<Index>>> entries_;  // shared by copies; copied on change
+  std::vector<std::size_t> source_bounds_, target_bounds_;
   std::size_t source_rank_ = 0;
   std::size_t target_rank_ = 0;
 };

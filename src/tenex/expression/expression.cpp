@@ -132,7 +132,14 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
       }
     }
   };
-  for (const auto& [src, targets] : map.entries()) {
+  // The bounds tell whether any index is out of range; the entries then say which.
+  bool in_range = true;
+  for (std::size_t d = 0; d < map.source_bounds().size(); ++d)
+    in_range = in_range && map.source_bounds()[d] <= source_extents[d];
+  for (std::size_t d = 0; d < map.target_bounds().size(); ++d)
+    in_range = in_range && map.target_bounds()[d] <= target_extents[d];
+  for (const auto& [src, targets] :
+       in_range ? std::map<SparseMap::Index, std::set<SparseMap::Index>>{} : map.entries()) {
     check(src, source, source_extents);
     for (const auto& t : targets) check(t, target, target_extents);
   }

@@ -1,5 +1,7 @@
 #include "tenex/sparse/sparse_map.hpp"
 
+#include <algorithm>
+
 #include "tenex/error.hpp"
 
 namespace tenex {
@@ -37,6 +39,13 @@ void SparseMap::insert(const Index& source, const std::vector<Index>& targets) {
     throw Error("tenex: SparseMap::insert: target tuple of length " + std::to_string(t.size()) +
                 " in a map whose target tuples have length " + std::to_string(target_rank));
   }
+  std::vector<std::size_t> source_bounds = source_bounds_, target_bounds = target_bounds_;
+  source_bounds.resize(source.size(), 0);
+  for (std::size_t d = 0; d < source.size(); ++d) source_bounds[d] = std::max(source_bounds[d], source[d] + 1);
+  if (target_rank) target_bounds.resize(target_rank, 0);
+  for (const Index& t : targets) {
+    for (std::size_t d = 0; d < t.size(); ++d) target_bounds[d] = std::max(target_bounds[d], t[d] + 1);
+  }
   std::set<Index> added(targets.begin(), targets.end());
   // Copies share their entries: change a copy of its own (made before anything changes).
   std::shared_ptr<std::map<Index, std::set<Index>>> own =
@@ -44,6 +53,8 @@ void SparseMap::insert(const Index& source, const std::vector<Index>& targets) {
   auto& allowed = (*own)[source];  // inserts an empty set or throws with the map unchanged
   allowed.merge(added);
   entries_ = std::move(own);
+  source_bounds_.swap(source_bounds);
+  target_bounds_.swap(target_bounds);
   source_rank_ = source.size();
   target_rank_ = target_rank;
 }

@@ -261,6 +261,85 @@ void scatter_sum(const OpNode& operand, const T* in, const std::vector<std::stri
   });
 }
 
+
+/// Whether the fused program is zero wherever operand `k` is zero (a product with it, ...).
+bool zero_with(const FusedParams& params, std::size_t k) {
+  std::vector<char> zero(params.program.size(), 0);
+  for (std::size_t n = 0; n < params.program.size(); ++n) {
+    const FusedInstr& in = params.program[n];
+    const bool a = in.a < n && zero[in.a], b = in.b < n && zero[in.b];
+    switch (in.op) {
+      case FusedOp::load: zero[n] = in.a == k; break;
+      case FusedOp::constant: zero[n] = in.x == 0.0; break;
+      case FusedOp::add:
+      case FusedOp::subtract:
+      case FusedOp::maximum:
+      case FusedOp::minimum: zero[n] = a && b; break;
+      case FusedOp::multiply: zero[n] = a || b; break;
+      case FusedOp::divide:
+      case FusedOp::negate:
+      case FusedOp::sqrt:
+      case FusedOp::abs:
+      case FusedOp::square:
+      case FusedOp::sin:
+      case FusedOp::tanh:
+      case FusedOp::sign: zero[n] = a; break;
+      case FusedOp::power: zero[n] = a && in.x > 0.0; break;
+      case FusedOp::clamp: zero[n] = a && in.x <= 0.0 && in.y >= 0.0; break;
+      case FusedOp::exp:
+      case FusedOp::log:
+      case FusedOp::cos:
+      case FusedOp::reciprocal:
+      case FusedOp::call: zero[n] = 0; break;
+    }
+  }
+  return !zero.empty() && zero.back();
+}
+
+/// A fused region that sums: its program over the allowed elements of a compact operand
+/// that spans its space and outside of which it is zero, then summed into the result.
+template <class T>
+std::optional<KernelCount> fused_sum_over_allowed(const KernelArgs<T>& args) {
+  const OpNode& node = args.node;
+  const FusedParams& params = node.get<FusedParams>();
+  if (params.reduce != ReduceOp::sum) return std::nullopt;
+  std::vector<std::string> space;
+  for (const OpNode* op : args.operand_nodes) {
+    for (const std::string& l : op->labels) {
+      if (std::find(space.begin(), space.end(), l) == space.end()) space.push_back(l);
+    }
+  }
+  for (std::size_t k = 0; k < args.operands.size(); ++k) {
+    const OpNode& lead = *args.operand_nodes[k];
+    if (!lead.compact || lead.labels.size() != space.size() || !zero_with(params, k)) continue;
+    const std::size_t n = lead.elements;
+    std::vector<std::vector<T>> gathered(args.operands.size());
+    std::vector<const T*> in(args.operands.size());
+    for (std::size_t o = 0; o < args.operands.size(); ++o) {
+      const OpNode& op = *args.operand_nodes[o];
+      if (same_layout(lead, op)) {
+        in[o] = args.operands[o].data;
+        continue;
+      }
+      gathered[o].resize(n);
+      Reader<T> read(op, args.operands[o].data, lead.labels);
+      T* g = gathered[o].data();
+      for_each_element(*lead.pattern,
+                       [&](const std::vector<std::size_t>& index, std::size_t c) { g[c] = read(index); });
+      in[o] = g;
+    }
+    std::vector<T> values(n);
+    const Modes one{0};
+    const Extents flat{n};
+    KernelCount count = fused(params, in, std::vector<Modes>(in.size(), one), std::vector<Extents>(in.size(), flat),
+                              values.data(), one, flat);
+    scatter_sum(lead, values.data(), lead.labels, node, args.out.data);
+    count.calls += 1;
+    return count;
+  }
+  return std::nullopt;
+}
+
 // ---- per-key gathered products ----------------------------------------------------------
 
 /// One operand (or the result) of a sparse product, as the per-key loop reads it.
@@ -701,6 +780,9 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
   if (node.kind == OpKind::reduce && args.operand_nodes[0]->compact) {
     scatter_sum(*args.operand_nodes[0], args.operands[0].data, args.operand_nodes[0]->labels, node, args.out.data);
     return {static_cast<double>(args.operand_nodes[0]->elements), 1};
+  }
+  if (node.kind == OpKind::fused && !node.compact) {
+    if (auto count = fused_sum_over_allowed(args)) return *count;
   }
   const bool pointwise = node.kind == OpKind::mask || node.kind == OpKind::scale || node.kind == OpKind::add ||
                          node.kind == OpKind::subtract || node.kind == OpKind::divide ||
