@@ -25,6 +25,7 @@ namespace tenex {
 
 template <class T>
 class Tensor;
+struct SparsePattern;
 
 using NodeId = std::size_t;
 
@@ -39,8 +40,16 @@ struct TENEX_API OpNode {
   OpParams params;                       // the struct of `kind` from TENEX_FOR_EACH_OP
   std::size_t elements = 0;              // size of the result buffer (packed decompositions: all factors)
   std::vector<std::size_t> sparse_maps;  // indices into OpGraph::sparse_maps() that hold for this result
-  std::shared_ptr<void> storage;         // input: the value read; output: the target written
-  std::string note;                      // shown in DOT: "factor L", "target"
+  /// The maps true of this node's value as evaluated (after its masks): registered ones,
+  /// and those propagated through operations and composed (i->a, a->Q give i->Q). Filled by
+  /// the sparsity pass (docs/sparse.md); `pattern` is the set of elements they allow (null:
+  /// every element), `compact` says the buffer holds only those, as per-key dense blocks
+  /// (`elements` is then their count).
+  std::vector<SparseMapUse> holds;
+  std::shared_ptr<const SparsePattern> pattern;
+  bool compact = false;
+  std::shared_ptr<void> storage;  // input: the value read; output: the target written
+  std::string note;               // shown in DOT: "factor L", "target"
 
   std::size_t size() const;  // product of extents
   /// The parameters as their struct: node.get<ContractParams>().alpha.

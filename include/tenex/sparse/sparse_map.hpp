@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,15 +37,24 @@ class TENEX_API SparseMap {
   /// Number of source modes and target modes (0 while empty).
   std::size_t source_rank() const { return source_rank_; }
   std::size_t target_rank() const { return target_rank_; }
-  bool empty() const { return entries_.empty(); }
+  bool empty() const { return !entries_ || entries_->empty(); }
   /// True when (source, target) is allowed.
   bool allows(const Index& source, const Index& target) const;
-  const std::map<Index, std::set<Index>>& entries() const { return entries_; }
+  const std::map<Index, std::set<Index>>& entries() const;
   /// Number of allowed (source, target) pairs.
   std::size_t pair_count() const;
+  /// An address that copies of this map share while neither changes: copies are cheap (the
+  /// entries are shared until one of them is changed), and two maps with the same
+  /// content_id() have the same entries.
+  const void* content_id() const noexcept { return entries_.get(); }
+  /// One past the largest index at each position of the source and target tuples (empty
+  /// while the map is): what extents the map needs, known without reading its entries.
+  const std::vector<std::size_t>& source_bounds() const { return source_bounds_; }
+  const std::vector<std::size_t>& target_bounds() const { return target_bounds_; }
 
  private:
-  std::map<Index, std::set<Index>> entries_;
+  std::shared_ptr<std::map<Index, std::set<Index>>> entries_;  // shared by copies; copied on change
+  std::vector<std::size_t> source_bounds_, target_bounds_;
   std::size_t source_rank_ = 0;
   std::size_t target_rank_ = 0;
 };

@@ -20,6 +20,7 @@
 
 #include "tenex/backend/backend.hpp"
 #include "tenex/backend/kernel_count.hpp"
+#include "tenex/error.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/tensor/buffer.hpp"
 #include "tenex/tensor/storage.hpp"
@@ -43,6 +44,22 @@ class Backend {
   /// Whether this backend can run `node`; asked for every node before a set runs. When it
   /// cannot, `why` says so (shown in the error).
   virtual bool supports(const OpNode& node, std::string& why) const = 0;
+
+  /// Whether this backend evaluates `node` on per-key blocks: the node, or one of its
+  /// operands, is stored compactly (OpNode::compact, docs/sparse.md). Asked, besides
+  /// supports(), for every node that needs it. A backend that does not override it
+  /// declines, and the pipeline then runs the set dense and masked (correct, not fast).
+  virtual bool supports_sparse(const OpNode& node, std::string& why) const {
+    (void)node;
+    why = "the " + std::string(name()) + " backend evaluates sparse maps dense and masked";
+    return false;
+  }
+  /// Runs a node that supports_sparse accepted: operands and result in their layouts
+  /// (dense, or compact per-key blocks of their pattern).
+  virtual KernelCount run_sparse(const KernelArgs<T>& args) {
+    throw InternalError("tenex: the " + std::string(name()) + " backend was asked to run the " +
+                        std::string(op_kind_name(args.node.kind)) + " node sparsely, which it declined");
+  }
 
   /// A buffer of `bytes` on this backend's device (uninitialised).
   virtual Buffer allocate(std::size_t bytes) = 0;

@@ -24,6 +24,24 @@ std::string node_text(const OpGraph& graph, NodeId id) {
 
 }  // namespace
 
+bool runs_sparse(const OpGraph& graph, NodeId id) {
+  const OpNode& node = graph.node(id);
+  if (node.compact) return true;
+  if (node.kind == OpKind::input) return false;
+  for (NodeId op : graph.operands(id)) {
+    if (graph.node(op).compact) return true;
+  }
+  return false;
+}
+
+template <class T>
+bool accepts_sparse(const OpGraph& graph, const Backend<T>& backend, std::string& why) {
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    if (runs_sparse(graph, id) && !backend.supports_sparse(graph.node(id), why)) return false;
+  }
+  return true;
+}
+
 template <class T>
 std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host) {
   std::string notes;
@@ -72,7 +90,8 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
     const std::vector<NodeId>& ops = operands[id];
     if (node.kind == OpKind::output) {
       const NodeId op = ops[0];
-      if (owned[op] && uses[op] == 1 && node.get<OutputParams>().operand_labels == node.labels) {
+      if (owned[op] && uses[op] == 1 && node.get<OutputParams>().operand_labels == node.labels &&
+          !graph.node(op).compact) {
         plan.takes_over[id] = 1;
         held -= owned[op];
         owned[op] = 0;
@@ -80,8 +99,9 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
     } else if (node.kind != OpKind::input) {
       const std::size_t bytes = buffer_bytes(node.elements * element_size);
       const bool addend = node.kind == OpKind::contract && ops.size() == 3;
-      if (addend && owned[ops[2]] == bytes && uses[ops[2]] == 1 && ops[2] != ops[0] && ops[2] != ops[1] &&
-          graph.node(ops[2]).labels == node.labels && node.get<ContractParams>().beta != 0.0) {
+      if (addend && !node.compact && !graph.node(ops[2]).compact && owned[ops[2]] == bytes && uses[ops[2]] == 1 &&
+          ops[2] != ops[0] && ops[2] != ops[1] && graph.node(ops[2]).labels == node.labels &&
+          node.get<ContractParams>().beta != 0.0) {
         plan.takes_over[id] = 1;  // the addend's buffer becomes this node's: held stays
         owned[id] = bytes;
         owned[ops[2]] = 0;
@@ -220,6 +240,8 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
                          std::to_string(held_bytes) + " bytes of intermediates are held");
     }
   };
+  std::vector<char> sparse(graph.size(), 0);
+  for (NodeId id : order) sparse[id] = runs_sparse(graph, id);
   // A node the backend declines: its operands copied to `host`'s memory, run there, the
   // result copied back into args.out.
   auto run_on_host = [&](const KernelArgs<T>& args) {
@@ -247,8 +269,9 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   auto run = [&](NodeId id, const KernelArgs<T>& args) {
     try {
       std::string why;
-      KernelCount count =
-          host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args) : backend.run(args);
+      KernelCount count = sparse[id] ? backend.run_sparse(args)
+                          : host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args)
+                                                                                           : backend.run(args);
       stats.flops += count.flops;
       stats.kernels += count.calls;
     } catch (const std::bad_alloc&) {
@@ -312,6 +335,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
 
 #define TENEX_INSTANTIATE_EXECUTOR(T)                                                                      \
   template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*);           \
+  template bool accepts_sparse<T>(const OpGraph&, const Backend<T>&, std::string&);                         \
   template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                                  \
   template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, \
                                Backend<T>&, Backend<T>*);

@@ -20,6 +20,14 @@ namespace tenex::detail {
 template <class T>
 std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host = nullptr);
 
+/// Whether `node` (read from `graph`) is stored compactly or reads a compact operand: the
+/// backend must evaluate it with run_sparse.
+bool runs_sparse(const OpGraph& graph, NodeId id);
+/// Whether `backend` evaluates every node of `graph` that runs sparse; `why` says what it
+/// declined.
+template <class T>
+bool accepts_sparse(const OpGraph& graph, const Backend<T>& backend, std::string& why);
+
 /// Runs `graph`; fulfils every output's target storage. Throws on the first failure
 /// (tenex::Error; out of memory names the node, its labels, extents and bytes). A node
 /// `backend` does not support runs on `host` (see check_supported), its operands copied to

@@ -132,9 +132,25 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
       }
     }
   };
-  for (const auto& [src, targets] : map.entries()) {
+  // The bounds tell whether any index is out of range; the entries then say which.
+  bool in_range = true;
+  for (std::size_t d = 0; d < map.source_bounds().size(); ++d)
+    in_range = in_range && map.source_bounds()[d] <= source_extents[d];
+  for (std::size_t d = 0; d < map.target_bounds().size(); ++d)
+    in_range = in_range && map.target_bounds()[d] <= target_extents[d];
+  for (const auto& [src, targets] :
+       in_range ? std::map<SparseMap::Index, std::set<SparseMap::Index>>{} : map.entries()) {
     check(src, source, source_extents);
     for (const auto& t : targets) check(t, target, target_extents);
+  }
+  // Two maps for the same modes must agree: which one held would depend on the order.
+  for (const detail::RegisteredSparseMap& known : root->sparse_maps()) {
+    if (known.source != source || known.target != target) continue;
+    if (known.map->entries() == map.entries()) return *this;  // the same map again
+    throw ShapeError(where + ": the map (" + std::to_string(map.pair_count()) + " pairs) conflicts with the map " +
+                     detail::join_labels(source) + " -> " + detail::join_labels(target) + " set before (" +
+                     std::to_string(known.map->pair_count()) +
+                     " pairs) on this linked set; set one map per group of modes");
   }
   root->add_sparse_map({std::move(source), std::move(target), std::make_shared<const SparseMap>(map)});
   return *this;

@@ -16,6 +16,7 @@
 #include "tenex/graph/shape_rule.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
+#include "tenex/sparse/sparse_pattern.hpp"
 
 namespace tenex {
 
@@ -294,6 +295,9 @@ std::string OpGraph::to_dot() const {
       const SparseMapUse& use = impl_->sparse_maps.at(m);
       text += "\\nsparse " + join_labels(use.source) + " -> " + join_labels(use.target) + " (" +
               std::to_string(use.map->pair_count()) + " pairs)";
+    }
+    if (n.pattern) {
+      text += "\\nallowed " + detail::format_fraction(n.pattern->fraction()) + (n.compact ? " (per-key blocks)" : "");
     }
     const char* shape = n.kind == OpKind::input ? "ellipse" : n.kind == OpKind::output ? "house" : "box";
     // What the node costs, beside it: its flops and the bytes of its result (no kernel names:

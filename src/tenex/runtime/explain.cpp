@@ -29,6 +29,7 @@
 #include "tenex/graph/passes/passes.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/runtime/last_plan.hpp"
+#include "tenex/sparse/sparse_pattern.hpp"
 
 namespace tenex {
 
@@ -46,6 +47,29 @@ struct LastPlan {
 LastPlan& last_plan() {
   thread_local LastPlan plan;
   return plan;
+}
+
+std::string& last_sparse_note() {
+  thread_local std::string note;
+  return note;
+}
+
+/// The line saying how the set's sparse maps are evaluated ("" when it has none).
+std::string sparse_summary(const OpGraph& graph, const std::string& declined) {
+  std::size_t restricted = 0, compact = 0;
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    restricted += graph.node(id).pattern ? 1 : 0;
+    compact += graph.node(id).compact ? 1 : 0;
+  }
+  if (restricted == 0) return "";
+  if (!declined.empty()) return "sparse maps: evaluated dense and masked (" + declined + ")\n";
+  if (compact == 0) {
+    return "sparse maps: evaluated dense and masked (no node is sparse enough: more than half of its elements "
+           "allowed, or allowed tuples that are not per-key products)\n";
+  }
+  return "sparse maps: " + std::to_string(compact) + (compact == 1 ? " node" : " nodes") +
+         " evaluated on their allowed elements only, stored as per-key blocks (a backend that cannot declines and "
+         "runs the set dense and masked)\n";
 }
 
 double total_flops(const OpGraph& graph) {
@@ -118,6 +142,7 @@ struct Report {
   std::string written_note;     // how the written order was counted
   const void* value = nullptr;  // storage of the output that stands for the value asked for
   std::string extra;            // lines after the totals
+  std::string sparse_note;      // why the backend ran the sparse maps dense and masked
 };
 
 std::string describe_plan(const OpGraph& graph, const Report& report) {
@@ -156,9 +181,12 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
         largest_id = id;
       }
     }
+    std::string size = std::to_string(node.elements) + " elements, " + format_bytes(cost.bytes);
+    if (node.pattern) {
+      size += ", " + format_fraction(node.pattern->fraction()) + " allowed" + (node.compact ? " (blocks)" : "");
+    }
     rows.push_back({std::to_string(steps), std::string(op_kind_name(node.kind)) + describe_params(node.params),
-                    operands + " -> " + result, cost.kernel, format_count(cost.flops),
-                    std::to_string(node.elements) + " elements, " + format_bytes(cost.bytes)});
+                    operands + " -> " + result, cost.kernel, format_count(cost.flops), size});
   }
 
   std::string out = report.title + " (" + dtype + "): " + std::to_string(steps) + " steps, " + std::to_string(outputs) +
@@ -179,6 +207,7 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
     }
     out += "\n";
   }
+  out += sparse_summary(graph, report.sparse_note);
   out += report.extra;
   return out;
 }
@@ -198,6 +227,8 @@ void keep_last_plan(OpGraph& graph, double written_contraction_flops, bool compl
   }
   keep_last_plan(std::move(kept), written_contraction_flops, completed);
 }
+
+void set_last_sparse_note(std::string note) noexcept { last_sparse_note().swap(note); }
 
 void keep_last_plan(std::shared_ptr<const OpGraph> graph, double written_contraction_flops, bool completed) noexcept {
   LastPlan& plan = last_plan();
@@ -224,6 +255,7 @@ std::string explain() {
                              : total - detail::contraction_flops(graph) + plan.written_contraction_flops;
   report.written_note = " (products as built, before the passes)";
   const std::string& placement = detail::last_placement_notes();
+  report.sparse_note = detail::last_sparse_note();
   if (!plan.completed) {
     report.extra = "the set failed while running; see the error its results carry\n";
   } else if (plan.stats.seconds > 0) {

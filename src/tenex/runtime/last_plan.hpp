@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "tenex/graph/op_graph.hpp"
 
@@ -17,5 +18,9 @@ namespace tenex::detail {
 void keep_last_plan(OpGraph& graph, double written_contraction_flops, bool completed) noexcept;
 /// The same for a graph that holds no tensors already (a cached plan's), shared, not copied.
 void keep_last_plan(std::shared_ptr<const OpGraph> graph, double written_contraction_flops, bool completed) noexcept;
+
+/// Why the last set on this thread ran its sparse maps dense and masked (the backend's
+/// answer to supports_sparse), or empty when it did not have to; explain() shows it.
+void set_last_sparse_note(std::string note) noexcept;
 
 }  // namespace tenex::detail

@@ -118,6 +118,17 @@ void run_typed(SetRecord& set) {
   const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
   std::unique_ptr<Backend<T>> made;
   Backend<T>& backend = thread_backend<T>(entry, made);
+  std::string declined;  // 5. ask what it supports: a backend that cannot evaluate sparse
+  if (!accepts_sparse(plan ? plan->graph : *graph, backend, declined)) {  // maps runs them dense and masked
+    graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
+    written_flops = chain_contraction_flops(*graph);
+    std::vector<std::string_view> chosen =
+        passes::selected_passes(env.passes == std::string_view("\0", 1) ? "" : env.passes);
+    std::erase(chosen, std::string_view("sparse"));
+    passes::optimize(*graph, chosen, limit);
+    plan = nullptr;
+  }
+  set_last_sparse_note(declined);
   // A device backend hands what it declines (tenex::map's callables) to the CPU backend.
   std::unique_ptr<Backend<T>> made_host;
   Backend<T>* host = nullptr;

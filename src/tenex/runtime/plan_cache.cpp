@@ -351,12 +351,9 @@ bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key)
     w.put(m.target);
     w.put(m.map->source_rank());
     w.put(m.map->target_rank());
-    w.put(m.map->entries().size());
-    for (const auto& [source, targets] : m.map->entries()) {
-      w.put(source);
-      w.put(targets.size());
-      for (const auto& target : targets) w.put(target);
-    }
+    // The entries by identity: copies of a map share them until one changes, and the plan
+    // this key finds holds them, so the address cannot name other entries while it is cached.
+    w.put(static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(m.map->content_id())));
   }
   return true;
 }

@@ -6,11 +6,11 @@
 // building anything: per expression node its class and typed data (factor, bounds,
 // power...), labels and extents, and which nodes it shares; per statement the target's
 // labels; which operands and targets are the same storage (a("i,j") = a("j,i") differs
-// from c("i,j") = a("j,i")); the sparse maps by content; the element type, the backend
-// asked for and the settings the passes read. Everything the lowering and the passes look
-// at is in it, so a hit gives the graph a fresh build would. Tensor values are not in it:
-// the cached graph holds no storage, and each run binds the set's own storages to its
-// inputs and outputs by slot (the order in which the signature met them).
+// from c("i,j") = a("j,i")); the sparse maps by the identity of their entries (shared by copies, copied on change); the
+// element type, the backend asked for and the settings the passes read. Everything the lowering and the passes look at
+// is in it, so a hit gives the graph a fresh build would. Tensor values are not in it: the cached graph holds no
+// storage, and each run binds the set's own storages to its inputs and outputs by slot (the order in which the
+// signature met them).
 //
 // Sets the signature cannot describe are not cached (they run as before): a user
 // class's own lowering (a fragment graph), a node class the signature does not know (a new

@@ -7,6 +7,7 @@
 
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/linalg.hpp"
+#include "tenex/backend/cpu/sparse.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
@@ -112,6 +113,11 @@ bool CpuBackend<T>::supports(const OpNode& node, std::string& why) const {
   if (node.dtype == DType::f32 || node.dtype == DType::f64) return true;
   why = "the CPU backend evaluates float and double tensors only";
   return false;
+}
+
+template <class T>
+KernelCount CpuBackend<T>::run_sparse(const KernelArgs<T>& args) {
+  return cpu::run_sparse<T>(*this, args);
 }
 
 template <class T>

@@ -26,6 +26,7 @@ constexpr Pass kPasses[] = {
     {"slice", [](OpGraph& g, std::size_t limit) { slice_contractions(g, limit); }},
     {"collapse", [](OpGraph& g, std::size_t) { collapse_chains(g); }},
     {"fuse", [](OpGraph& g, std::size_t) { fuse_elementwise(g); }},
+    {"sparse", nullptr},  // after the masks: see optimize()
 };
 
 }  // namespace
@@ -67,9 +68,11 @@ std::vector<std::string_view> selected_passes(std::string_view setting) {
 }
 
 void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit) {
+  bool sparse = false;
   for (const Pass& p : kPasses) {
     for (std::string_view n : chosen) {
-      if (n == p.name) {
+      if (n == p.name && !p.run) sparse = true;
+      if (n == p.name && p.run) {
         p.run(graph, memory_limit);
         break;
       }
@@ -77,6 +80,8 @@ void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::
   }
   insert_masks(graph);
   graph.prune();
+  propagate_sparsity(graph);
+  if (sparse) plan_sparse_evaluation(graph);
   graph.validate();
 }
 

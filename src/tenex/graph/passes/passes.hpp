@@ -32,6 +32,13 @@ void slice_contractions(OpGraph& graph, std::size_t memory_limit);
 /// Puts a mask node after every node that sparse maps restrict (sparse masking is a node
 /// kind, run by the backend like any other).
 void insert_masks(OpGraph& graph);
+/// Fills every node's `holds` and `pattern`: the sparse maps true of its value, propagated
+/// through the graph and composed, and the elements they allow (propagate_sparsity.cpp).
+void propagate_sparsity(OpGraph& graph);
+/// Stores the nodes that maps make sparse enough as per-key blocks of their allowed
+/// elements, absorbing masks into their producers (plan_sparse_evaluation.cpp). Named
+/// "sparse" among the passes; without it a set runs dense and masked.
+void plan_sparse_evaluation(OpGraph& graph);
 /// Folds a scale of a scale into one factor and a reduction of a reduction (a permutation
 /// of a permutation) into one reading the original operand.
 void collapse_chains(OpGraph& graph);
@@ -42,7 +49,8 @@ std::vector<std::string_view> pass_names();
 /// The passes a TENEX_PASSES value chooses: "" or "all" (every pass), "none", or a
 /// comma-separated list of names. Throws tenex::Error naming an unknown pass.
 std::vector<std::string_view> selected_passes(std::string_view setting);
-/// Runs the chosen passes in their fixed order, then the sparse-map masks, then drops what
+/// Runs the chosen passes in their fixed order, then the sparse-map masks, the sparsity
+/// propagation and (when chosen) the sparse evaluation plan, then drops what
 /// no output needs and validates the graph. `memory_limit`: see order_contractions.
 void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit = 0);
 /// optimize() with the passes TENEX_PASSES chooses (every pass when unset).

@@ -1,0 +1,841 @@
+#include "tenex/backend/cpu/sparse.hpp"
+
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
+#include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tenex/backend/cpu/gemm_call.hpp"
+#include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/single_threaded_blas.hpp"
+#include "tenex/error.hpp"
+#include "tenex/scalar.hpp"
+#include "tenex/sparse/sparse_pattern.hpp"
+
+namespace tenex::detail::cpu {
+
+namespace {
+
+using Offsets = std::vector<std::ptrdiff_t>;
+
+std::vector<std::size_t> dense_strides(const std::vector<std::size_t>& extents) {
+  std::vector<std::size_t> strides(extents.size(), 1);
+  for (std::size_t d = extents.size(); d-- > 1;) strides[d - 1] = strides[d] * extents[d];
+  return strides;
+}
+
+/// Calls f(dense offset, compact offset, count) for every run of allowed elements: `count`
+/// elements contiguous in both layouts.
+template <class F>
+void for_each_run(const SparsePattern& p, F&& f) {
+  const std::vector<std::size_t> st = dense_strides(p.extents);
+  const std::size_t rank = p.extents.size();
+  bool trailing = true;  // the free modes are the last modes: a row's free block is contiguous
+  for (std::size_t i = 0; i < p.free_modes.size(); ++i) {
+    trailing = trailing && p.free_modes[i] == rank - p.free_modes.size() + i;
+  }
+  std::vector<std::size_t> free_extents;
+  for (std::size_t d : p.free_modes) free_extents.push_back(p.extents[d]);
+  std::vector<std::size_t> pos, fidx;
+  for (const SparsePattern::Key& key : p.keys) {
+    std::size_t base = 0;
+    for (std::size_t d = 0; d < p.key_modes.size(); ++d) base += key.index[d] * st[p.key_modes[d]];
+    std::size_t compact = key.offset;
+    pos.assign(p.row_modes.size(), 0);
+    bool empty = false;
+    for (const auto& dom : key.domains) empty = empty || dom.empty();
+    if (empty) continue;
+    while (true) {
+      std::size_t off = base;
+      for (std::size_t r = 0; r < p.row_modes.size(); ++r) off += key.domains[r][pos[r]] * st[p.row_modes[r]];
+      if (trailing) {
+        f(off, compact, p.free_size);
+        compact += p.free_size;
+      } else {
+        fidx.assign(p.free_modes.size(), 0);
+        for (std::size_t e = 0; e < p.free_size; ++e) {
+          std::size_t o = off;
+          for (std::size_t i = 0; i < p.free_modes.size(); ++i) o += fidx[i] * st[p.free_modes[i]];
+          f(o, compact++, std::size_t{1});
+          for (std::size_t i = p.free_modes.size(); i-- > 0;) {
+            if (++fidx[i] < free_extents[i]) break;
+            fidx[i] = 0;
+          }
+        }
+      }
+      std::size_t r = p.row_modes.size();
+      while (r-- > 0) {
+        if (++pos[r] < key.domains[r].size()) break;
+        pos[r] = 0;
+      }
+      if (r == static_cast<std::size_t>(-1)) break;
+    }
+  }
+}
+
+template <class T>
+void expand(const SparsePattern& p, const T* compact, T* dense) {
+  std::fill(dense, dense + p.total, T(0));
+  for_each_run(
+      p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(dense + d, compact + c, n * sizeof(T)); });
+}
+
+template <class T>
+void gather(const SparsePattern& p, const T* dense, T* compact) {
+  for_each_run(
+      p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(compact + c, dense + d, n * sizeof(T)); });
+}
+
+bool same_layout(const OpNode& a, const OpNode& b) {
+  if (!a.compact || !b.compact || a.labels != b.labels) return false;
+  const SparsePattern& p = *a.pattern;
+  const SparsePattern& q = *b.pattern;
+  if (&p == &q) return true;
+  if (p.key_modes != q.key_modes || p.row_modes != q.row_modes || p.free_modes != q.free_modes ||
+      p.extents != q.extents || p.allowed != q.allowed || p.keys.size() != q.keys.size()) {
+    return false;
+  }
+  for (std::size_t k = 0; k < p.keys.size(); ++k) {
+    if (p.keys[k].index != q.keys[k].index || p.keys[k].domains != q.keys[k].domains) return false;
+  }
+  return true;
+}
+
+
+// ---- element by element: any layouts ----------------------------------------------------
+
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+/// Calls f(index, compact offset) for every allowed element; index is in the node's modes.
+template <class F>
+void for_each_element(const SparsePattern& p, F&& f) {
+  std::vector<std::size_t> index(p.extents.size(), 0), pos(p.row_modes.size(), 0);
+  std::size_t compact = 0;
+  for (const SparsePattern::Key& key : p.keys) {
+    for (std::size_t d = 0; d < p.key_modes.size(); ++d) index[p.key_modes[d]] = key.index[d];
+    compact = key.offset;
+    bool empty = false;
+    for (const auto& dom : key.domains) empty = empty || dom.empty();
+    if (empty) continue;
+    std::fill(pos.begin(), pos.end(), 0);
+    while (true) {
+      for (std::size_t r = 0; r < p.row_modes.size(); ++r) index[p.row_modes[r]] = key.domains[r][pos[r]];
+      for (std::size_t d : p.free_modes) index[d] = 0;
+      for (std::size_t e = 0; e < p.free_size; ++e) {
+        f(index, compact++);
+        for (std::size_t i = p.free_modes.size(); i-- > 0;) {
+          const std::size_t d = p.free_modes[i];
+          if (++index[d] < p.extents[d]) break;
+          index[d] = 0;
+        }
+      }
+      std::size_t r = p.row_modes.size();
+      while (r-- > 0) {
+        if (++pos[r] < key.domains[r].size()) break;
+        pos[r] = 0;
+      }
+      if (r == npos) break;
+    }
+  }
+}
+
+/// Where the element `index` (in the pattern's modes) lies in a compact buffer, or npos
+/// when the pattern excludes it.
+std::size_t locate(const SparsePattern& p, const std::vector<std::size_t>& index, std::vector<std::size_t>& key) {
+  key.resize(p.key_modes.size());
+  for (std::size_t d = 0; d < p.key_modes.size(); ++d) key[d] = index[p.key_modes[d]];
+  const SparsePattern::Key* k = p.find(key);
+  if (!k) return npos;
+  std::size_t row = 0;
+  for (std::size_t r = 0; r < p.row_modes.size(); ++r) {
+    const auto& dom = k->domains[r];
+    const auto it = std::lower_bound(dom.begin(), dom.end(), index[p.row_modes[r]]);
+    if (it == dom.end() || *it != index[p.row_modes[r]]) return npos;
+    row = row * dom.size() + static_cast<std::size_t>(it - dom.begin());
+  }
+  std::size_t free = 0;
+  for (std::size_t d : p.free_modes) free = free * p.extents[d] + index[d];
+  return k->offset + row * p.free_size + free;
+}
+
+/// Reads an operand (dense or compact, any label order) at points given in another node's
+/// modes.
+template <class T>
+class Reader {
+ public:
+  Reader(const OpNode& operand, const T* data, const std::vector<std::string>& labels) : node_(operand), data_(data) {
+    for (const std::string& l : operand.labels) {
+      at_.push_back(static_cast<std::size_t>(std::find(labels.begin(), labels.end(), l) - labels.begin()));
+    }
+    strides_ = dense_strides(operand.extents);
+    own_.resize(operand.labels.size());
+  }
+  T operator()(const std::vector<std::size_t>& index) {
+    if (!node_.compact) {
+      std::size_t off = 0;
+      for (std::size_t d = 0; d < at_.size(); ++d) off += index[at_[d]] * strides_[d];
+      return data_[off];
+    }
+    for (std::size_t d = 0; d < at_.size(); ++d) own_[d] = index[at_[d]];
+    const std::size_t off = locate(*node_.pattern, own_, key_);
+    return off == npos ? T(0) : data_[off];
+  }
+
+ private:
+  const OpNode& node_;
+  const T* data_;
+  std::vector<std::size_t> at_, strides_, own_, key_;
+};
+
+bool labels_within(const OpNode& operand, const OpNode& node) {
+  for (const std::string& l : operand.labels) {
+    if (std::find(node.labels.begin(), node.labels.end(), l) == node.labels.end()) return false;
+  }
+  return true;
+}
+
+/// Each operand at the allowed elements of `node`, as vectors of node.elements values (an
+/// operand in the node's own layout is used as it is). False when an operand has labels the
+/// node lacks (a reduction).
+template <class T>
+bool operands_at_allowed(const KernelArgs<T>& args, std::vector<std::vector<T>>& gathered, std::vector<const T*>& in) {
+  const OpNode& node = args.node;
+  for (const OpNode* op : args.operand_nodes) {
+    if (!labels_within(*op, node)) return false;
+  }
+  gathered.resize(args.operands.size());
+  in.resize(args.operands.size());
+  for (std::size_t k = 0; k < args.operands.size(); ++k) {
+    const OpNode& op = *args.operand_nodes[k];
+    if (same_layout(node, op)) {
+      in[k] = args.operands[k].data;
+      continue;
+    }
+    gathered[k].resize(node.elements);
+    Reader<T> read(op, args.operands[k].data, node.labels);
+    T* g = gathered[k].data();
+    for_each_element(*node.pattern, [&](const std::vector<std::size_t>& index, std::size_t c) { g[c] = read(index); });
+    in[k] = g;
+  }
+  return true;
+}
+
+/// out (dense, node's labels) = the compact operand written or summed into it; or, for a
+/// compact out, the same at its allowed elements.
+template <class T>
+void scatter_sum(const OpNode& operand, const T* in, const std::vector<std::string>& operand_names, const OpNode& node,
+                 T* out) {
+  const std::vector<std::size_t> strides = dense_strides(node.extents);
+  std::vector<std::size_t> to(operand_names.size(), npos);  // node mode of each operand mode
+  for (std::size_t d = 0; d < operand_names.size(); ++d) {
+    const auto at = static_cast<std::size_t>(std::find(node.labels.begin(), node.labels.end(), operand_names[d]) -
+                                             node.labels.begin());
+    if (at < node.labels.size()) to[d] = at;
+  }
+  std::fill(out, out + (node.compact ? node.elements : node.size()), T(0));
+  std::vector<std::size_t> target(node.labels.size(), 0), key;
+  for_each_element(*operand.pattern, [&](const std::vector<std::size_t>& index, std::size_t c) {
+    if (!node.compact) {
+      std::size_t off = 0;
+      for (std::size_t d = 0; d < to.size(); ++d) {
+        if (to[d] != npos) off += index[d] * strides[to[d]];
+      }
+      out[off] += in[c];
+      return;
+    }
+    for (std::size_t d = 0; d < to.size(); ++d) {
+      if (to[d] != npos) target[to[d]] = index[d];
+    }
+    const std::size_t off = locate(*node.pattern, target, key);
+    if (off != npos) out[off] += in[c];
+  });
+}
+
+
+/// Whether the fused program is zero wherever operand `k` is zero (a product with it, ...).
+bool zero_with(const FusedParams& params, std::size_t k) {
+  std::vector<char> zero(params.program.size(), 0);
+  for (std::size_t n = 0; n < params.program.size(); ++n) {
+    const FusedInstr& in = params.program[n];
+    const bool a = in.a < n && zero[in.a], b = in.b < n && zero[in.b];
+    switch (in.op) {
+      case FusedOp::load: zero[n] = in.a == k; break;
+      case FusedOp::constant: zero[n] = in.x == 0.0; break;
+      case FusedOp::add:
+      case FusedOp::subtract:
+      case FusedOp::maximum:
+      case FusedOp::minimum: zero[n] = a && b; break;
+      case FusedOp::multiply: zero[n] = a || b; break;
+      case FusedOp::divide:
+      case FusedOp::negate:
+      case FusedOp::sqrt:
+      case FusedOp::abs:
+      case FusedOp::square:
+      case FusedOp::sin:
+      case FusedOp::tanh:
+      case FusedOp::sign: zero[n] = a; break;
+      case FusedOp::power: zero[n] = a && in.x > 0.0; break;
+      case FusedOp::clamp: zero[n] = a && in.x <= 0.0 && in.y >= 0.0; break;
+      case FusedOp::exp:
+      case FusedOp::log:
+      case FusedOp::cos:
+      case FusedOp::reciprocal:
+      case FusedOp::call: zero[n] = 0; break;
+    }
+  }
+  return !zero.empty() && zero.back();
+}
+
+/// A fused region that sums: its program over the allowed elements of a compact operand
+/// that spans its space and outside of which it is zero, then summed into the result.
+template <class T>
+std::optional<KernelCount> fused_sum_over_allowed(const KernelArgs<T>& args) {
+  const OpNode& node = args.node;
+  const FusedParams& params = node.get<FusedParams>();
+  if (params.reduce != ReduceOp::sum) return std::nullopt;
+  std::vector<std::string> space;
+  for (const OpNode* op : args.operand_nodes) {
+    for (const std::string& l : op->labels) {
+      if (std::find(space.begin(), space.end(), l) == space.end()) space.push_back(l);
+    }
+  }
+  for (std::size_t k = 0; k < args.operands.size(); ++k) {
+    const OpNode& lead = *args.operand_nodes[k];
+    if (!lead.compact || lead.labels.size() != space.size() || !zero_with(params, k)) continue;
+    const std::size_t n = lead.elements;
+    std::vector<std::vector<T>> gathered(args.operands.size());
+    std::vector<const T*> in(args.operands.size());
+    for (std::size_t o = 0; o < args.operands.size(); ++o) {
+      const OpNode& op = *args.operand_nodes[o];
+      if (same_layout(lead, op)) {
+        in[o] = args.operands[o].data;
+        continue;
+      }
+      gathered[o].resize(n);
+      Reader<T> read(op, args.operands[o].data, lead.labels);
+      T* g = gathered[o].data();
+      for_each_element(*lead.pattern,
+                       [&](const std::vector<std::size_t>& index, std::size_t c) { g[c] = read(index); });
+      in[o] = g;
+    }
+    std::vector<T> values(n);
+    const Modes one{0};
+    const Extents flat{n};
+    KernelCount count = fused(params, in, std::vector<Modes>(in.size(), one), std::vector<Extents>(in.size(), flat),
+                              values.data(), one, flat);
+    scatter_sum(lead, values.data(), lead.labels, node, args.out.data);
+    count.calls += 1;
+    return count;
+  }
+  return std::nullopt;
+}
+
+// ---- per-key gathered products ----------------------------------------------------------
+
+/// One operand (or the result) of a sparse product, as the per-key loop reads it.
+template <class T>
+struct Side {
+  const OpNode* node = nullptr;
+  const T* data = nullptr;
+  std::vector<std::size_t> strides;        // dense strides (when not compact)
+  const SparsePattern* pattern = nullptr;  // product pattern whose key modes lie in the key
+  bool compact = false;
+  std::vector<std::size_t> key_pick;      // for each key mode of the pattern: its place in the key
+  std::vector<int> key_of_label;          // for each label: its place in the key, or -1
+  std::vector<std::size_t> free_strides;  // compact: stride of each mode in the block, free modes
+};
+
+template <class T>
+void prepare(Side<T>& s, const std::vector<std::string>& key) {
+  const OpNode& n = *s.node;
+  s.strides = dense_strides(n.extents);
+  s.key_of_label.assign(n.labels.size(), -1);
+  for (std::size_t d = 0; d < n.labels.size(); ++d) {
+    const auto at = std::find(key.begin(), key.end(), n.labels[d]) - key.begin();
+    if (static_cast<std::size_t>(at) < key.size()) s.key_of_label[d] = static_cast<int>(at);
+  }
+  const SparsePattern* p = n.pattern.get();
+  if (p && p->product) {
+    bool inside = true;
+    for (std::size_t d : p->key_modes) inside = inside && s.key_of_label[d] >= 0;
+    if (inside) {
+      s.pattern = p;
+      for (std::size_t d : p->key_modes) s.key_pick.push_back(static_cast<std::size_t>(s.key_of_label[d]));
+      s.free_strides.assign(n.labels.size(), 0);
+      std::size_t stride = 1;
+      for (std::size_t i = p->free_modes.size(); i-- > 0;) {
+        s.free_strides[p->free_modes[i]] = stride;
+        stride *= p->extents[p->free_modes[i]];
+      }
+    }
+  }
+}
+
+struct RowKey {
+  std::ptrdiff_t c = 0;   // the key's row of the result
+  std::size_t begin = 0;  // its offsets in bn_all and cn_all
+  std::size_t count = 0;
+  bool dense_c = false;  // the result's offsets are 0, 1, 2, ...: cn_all holds none for it
+};
+struct RowOfB {
+  std::ptrdiff_t a = 0;   // the element of a
+  std::ptrdiff_t b = 0;   // the row of b it multiplies
+  std::uint32_t key = 0;  // in row_keys
+};
+
+/// Per-thread buffers of the per-key loop.
+template <class T>
+struct Work {
+  std::vector<std::size_t> index;
+  std::vector<std::vector<std::size_t>> domain;  // by label of the problem
+  std::vector<char> restricted;
+  std::vector<std::size_t> tmp;
+  std::vector<Offsets> offsets;  // by side and label
+  Offsets am, as, bs, bn, cm, cn;
+  std::vector<T> ag, bg, cg;
+  // Keys whose product is a row times a matrix (one row of a): each row of b they read,
+  // run grouped by where it lies in b, so that a row of b is read from cache by every key
+  // that needs it (scattered domains otherwise miss the cache on nearly every element).
+  std::vector<RowKey> row_keys;
+  std::vector<RowOfB> rows;
+  Offsets bn_all, cn_all;
+};
+
+/// c[key's row][cn] += alpha * a[at] * b[row + bn] for every recorded row, grouped by the
+/// block of b it reads (a counting sort on the row's offset).
+template <class T>
+void sweep_rows(Work<T>& w, const T* a, const T* b, std::size_t b_elements, T* c, T alpha) {
+  if (w.rows.empty()) return;
+  constexpr unsigned shift = 11;  // 2048 elements of b per block
+  const std::size_t blocks = (b_elements >> shift) + 1;
+  std::vector<std::uint32_t> start(blocks + 1, 0);
+  for (const RowOfB& r : w.rows) ++start[(static_cast<std::size_t>(r.b) >> shift) + 1];
+  for (std::size_t k = 0; k < blocks; ++k) start[k + 1] += start[k];
+  std::vector<std::uint32_t> order(w.rows.size());
+  for (std::size_t i = 0; i < w.rows.size(); ++i)
+    order[start[static_cast<std::size_t>(w.rows[i].b) >> shift]++] = static_cast<std::uint32_t>(i);
+  for (std::uint32_t i : order) {
+    const RowOfB& r = w.rows[i];
+    const RowKey& k = w.row_keys[r.key];
+    const T av = alpha * a[r.a];
+    const T* brow = b + r.b;
+    T* crow = c + k.c;
+    const std::ptrdiff_t* bn = w.bn_all.data() + k.begin;
+    if (k.dense_c) {
+      for (std::size_t y = 0; y < k.count; ++y) crow[y] += av * brow[bn[y]];
+      continue;
+    }
+    const std::ptrdiff_t* cn = w.cn_all.data() + k.begin;
+    for (std::size_t y = 0; y < k.count; ++y) crow[cn[y]] += av * brow[bn[y]];
+  }
+  w.rows.clear();
+  w.row_keys.clear();
+}
+
+void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::size_t>& with,
+                    std::vector<std::size_t>& tmp) {
+  tmp.clear();
+  std::set_intersection(domain.begin(), domain.end(), with.begin(), with.end(), std::back_inserter(tmp));
+  domain.swap(tmp);
+}
+
+void cartesian(const std::vector<const Offsets*>& parts, Offsets& out) {
+  out.assign(1, 0);
+  for (const Offsets* part : parts) {
+    const std::size_t n = out.size();
+    Offsets next;
+    next.reserve(n * part->size());
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::ptrdiff_t o : *part) next.push_back(out[i] + o);
+    }
+    out.swap(next);
+  }
+}
+
+/// Whether the product's labels allow the per-key loop: every non-key label is on the
+/// result and one operand, or on both operands and not the result.
+bool loopable(const OpNode& c, const OpNode& a, const OpNode& b, const std::vector<std::string>& key) {
+  auto has = [](const OpNode& n, const std::string& l) {
+    return std::find(n.labels.begin(), n.labels.end(), l) != n.labels.end();
+  };
+  for (const OpNode* n : {&a, &b, &c}) {
+    for (const std::string& l : n->labels) {
+      if (std::find(key.begin(), key.end(), l) != key.end()) continue;
+      const int count = (has(a, l) ? 1 : 0) + (has(b, l) ? 1 : 0) + (has(c, l) ? 1 : 0);
+      if (count != 2) return false;
+    }
+  }
+  return true;
+}
+
+template <class T>
+std::optional<KernelCount> sparse_contract(const ContractParams& params, const KernelArgs<T>& args,
+                                           std::vector<T>& expanded_a, std::vector<T>& expanded_b) {
+  const OpNode& cn = args.node;
+  const OpNode* nodes[3] = {&cn, args.operand_nodes[0], args.operand_nodes[1]};
+  // The key: the result's pattern's key, else an operand's.
+  const SparsePattern* provider = nullptr;
+  const OpNode* provider_node = nullptr;
+  for (const OpNode* n : nodes) {
+    if (!provider && n->pattern && n->pattern->product) {
+      provider = n->pattern.get();
+      provider_node = n;
+    }
+  }
+  std::vector<std::string> key;
+  if (provider) {
+    for (std::size_t d : provider->key_modes) key.push_back(provider_node->labels[d]);
+  }
+  Side<T> sides[3];
+  T* c = args.out.data;
+  sides[0].node = &cn;
+  sides[0].compact = cn.compact;
+  for (int k = 1; k < 3; ++k) {
+    sides[k].node = nodes[k];
+    sides[k].data = args.operands[static_cast<std::size_t>(k - 1)].data;
+    sides[k].compact = nodes[k]->compact;
+  }
+  for (Side<T>& s : sides) prepare(s, key);
+  // A compact operand whose key is not within the loop's key is read expanded.
+  std::vector<T>* expanded[3] = {nullptr, &expanded_a, &expanded_b};
+  for (int k = 1; k < 3; ++k) {
+    Side<T>& s = sides[k];
+    if (s.compact && !s.pattern) {
+      expanded[k]->resize(s.node->size());
+      expand(*s.node->pattern, s.data, expanded[k]->data());
+      s.data = expanded[k]->data();
+      s.compact = false;
+    }
+  }
+  if (!provider || !loopable(cn, *nodes[1], *nodes[2], key) || (sides[0].compact && !sides[0].pattern)) {
+    return std::nullopt;  // the expanded, dense product runs instead
+  }
+  // Labels of the problem: the result's, then the operands' others.
+  std::vector<std::string> labels;
+  std::vector<std::size_t> extent;
+  for (const OpNode* n : nodes) {
+    for (std::size_t d = 0; d < n->labels.size(); ++d) {
+      if (std::find(labels.begin(), labels.end(), n->labels[d]) == labels.end()) {
+        labels.push_back(n->labels[d]);
+        extent.push_back(n->extents[d]);
+      }
+    }
+  }
+  auto label_id = [&](const std::string& l) {
+    return static_cast<std::size_t>(std::find(labels.begin(), labels.end(), l) - labels.begin());
+  };
+  auto in = [](const OpNode& n, const std::string& l) {
+    return std::find(n.labels.begin(), n.labels.end(), l) != n.labels.end();
+  };
+  auto is_key = [&](const std::string& l) { return std::find(key.begin(), key.end(), l) != key.end(); };
+  std::vector<std::size_t> m_labels, n_labels, s_labels;  // ids, in the order of A, B, A
+  for (const std::string& l : nodes[1]->labels) {
+    if (is_key(l)) continue;
+    (in(cn, l) ? m_labels : s_labels).push_back(label_id(l));
+  }
+  for (const std::string& l : nodes[2]->labels) {
+    if (!is_key(l) && in(cn, l)) n_labels.push_back(label_id(l));
+  }
+  std::vector<std::vector<std::size_t>> full(labels.size());
+  for (std::size_t l = 0; l < labels.size(); ++l) {
+    full[l].resize(extent[l]);
+    std::iota(full[l].begin(), full[l].end(), std::size_t{0});
+  }
+  bool key_in_result = true;
+  for (const std::string& l : key) key_in_result = key_in_result && in(cn, l);
+
+  const std::size_t total = cn.compact ? cn.elements : cn.size();
+  std::fill(c, c + total, T(0));
+  const T alpha = static_cast<T>(params.alpha);
+  const std::size_t b_elements = sides[2].compact ? nodes[2]->elements : nodes[2]->size();
+  const std::size_t keys = provider->keys.size();
+  const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
+  const bool par = key_in_result && threads > 1 && keys > 1;
+  std::optional<SingleThreadedBlas> single;
+  if (par) single.emplace();
+  std::exception_ptr error;
+  double flops = 0;
+  std::size_t calls = 0;
+#pragma omp parallel if (par) reduction(+ : flops, calls)
+  {
+    Work<T> w;
+    w.domain.resize(labels.size());
+    w.restricted.resize(labels.size());
+    w.offsets.resize(3 * labels.size());
+#pragma omp for schedule(static) nowait
+    for (std::size_t k = 0; k < keys; ++k) {
+      try {
+        const SparsePattern::Key& pk = provider->keys[k];
+        // The key's values by key label.
+        const std::vector<std::size_t>& s = pk.index;
+        const SparsePattern::Key* found[3] = {nullptr, nullptr, nullptr};
+        bool zero = false;
+        for (int i = 0; i < 3 && !zero; ++i) {
+          const Side<T>& side = sides[i];
+          if (!side.pattern) continue;
+          w.index.resize(side.key_pick.size());
+          for (std::size_t d = 0; d < side.key_pick.size(); ++d) w.index[d] = s[side.key_pick[d]];
+          found[i] = side.pattern == provider ? &pk : side.pattern->find(w.index);
+          zero = found[i] == nullptr;
+        }
+        if (zero) continue;
+        std::fill(w.restricted.begin(), w.restricted.end(), 0);
+        for (int i = 0; i < 3 && !zero; ++i) {
+          if (!found[i]) continue;
+          const Side<T>& side = sides[i];
+          for (std::size_t r = 0; r < side.pattern->row_modes.size(); ++r) {
+            const std::size_t mode = side.pattern->row_modes[r];
+            const std::vector<std::size_t>& dom = found[i]->domains[r];
+            const int kp = side.key_of_label[mode];
+            if (kp >= 0) {  // a key label the side restricts: its value must be allowed
+              zero = !std::binary_search(dom.begin(), dom.end(), s[static_cast<std::size_t>(kp)]);
+              continue;
+            }
+            const std::size_t l = label_id(side.node->labels[mode]);
+            if (!w.restricted[l]) {
+              w.domain[l] = dom;
+              w.restricted[l] = 1;
+            } else {
+              intersect_into(w.domain[l], dom, w.tmp);
+            }
+          }
+        }
+        if (zero) continue;
+        for (std::size_t l = 0; l < labels.size(); ++l) {
+          if (!w.restricted[l] && !is_key(labels[l])) w.domain[l] = full[l];
+          if (!is_key(labels[l]) && w.domain[l].empty()) zero = true;
+        }
+        if (zero) continue;
+        // Offsets of each side along each of its non-key labels, and its base.
+        std::ptrdiff_t base[3] = {0, 0, 0};
+        for (int i = 0; i < 3; ++i) {
+          const Side<T>& side = sides[i];
+          const OpNode& n = *side.node;
+          const bool blocks = side.compact;
+          std::vector<std::size_t> row_stride;
+          if (blocks) {
+            const SparsePattern& p = *side.pattern;
+            row_stride.assign(p.row_modes.size(), p.free_size);
+            for (std::size_t r = p.row_modes.size(); r-- > 1;) {
+              row_stride[r - 1] = row_stride[r] * found[i]->domains[r].size();
+            }
+            base[i] = static_cast<std::ptrdiff_t>(found[i]->offset);
+          }
+          for (std::size_t d = 0; d < n.labels.size(); ++d) {
+            const int kp = side.key_of_label[d];
+            const std::size_t l = label_id(n.labels[d]);
+            Offsets& off = w.offsets[static_cast<std::size_t>(i) * labels.size() + l];
+            std::size_t stride = blocks ? side.free_strides[d] : side.strides[d];
+            const std::vector<std::size_t>* within = nullptr;  // the side's domain (a row mode)
+            if (blocks) {
+              const auto& rows = side.pattern->row_modes;
+              const auto r = static_cast<std::size_t>(std::find(rows.begin(), rows.end(), d) - rows.begin());
+              if (r < rows.size()) {
+                within = &found[i]->domains[r];
+                stride = row_stride[r];
+              } else if (std::count(side.pattern->key_modes.begin(), side.pattern->key_modes.end(), d)) {
+                continue;  // selects the block
+              }
+            }
+            if (kp >= 0) {
+              const std::size_t v = s[static_cast<std::size_t>(kp)];
+              const std::size_t at =
+                  within
+                      ? static_cast<std::size_t>(std::lower_bound(within->begin(), within->end(), v) - within->begin())
+                      : v;
+              base[i] += static_cast<std::ptrdiff_t>(at * stride);
+              continue;
+            }
+            const std::vector<std::size_t>& dom = w.domain[l];
+            off.resize(dom.size());
+            if (within) {  // positions of the domain's values in the side's (a superset)
+              std::size_t p = 0;
+              for (std::size_t t = 0; t < dom.size(); ++t) {
+                while ((*within)[p] < dom[t]) ++p;
+                off[t] = static_cast<std::ptrdiff_t>(p * stride);
+              }
+            } else {
+              for (std::size_t t = 0; t < dom.size(); ++t) off[t] = static_cast<std::ptrdiff_t>(dom[t] * stride);
+            }
+          }
+        }
+        auto parts = [&](int side, const std::vector<std::size_t>& ids, Offsets& out) {
+          std::vector<const Offsets*> list;
+          for (std::size_t l : ids) list.push_back(&w.offsets[static_cast<std::size_t>(side) * labels.size() + l]);
+          cartesian(list, out);
+        };
+        parts(1, m_labels, w.am);
+        parts(1, s_labels, w.as);
+        parts(2, s_labels, w.bs);
+        parts(2, n_labels, w.bn);
+        // The result's M and N offsets, in A's and B's label order.
+        parts(0, m_labels, w.cm);
+        parts(0, n_labels, w.cn);
+        const T* a = sides[1].data + base[1];
+        const T* b = sides[2].data + base[2];
+        T* cc = c + base[0];
+        const std::size_t M = w.am.size(), S = w.as.size(), N = w.bn.size();
+        flops += 2.0 * static_cast<double>(M) * static_cast<double>(S) * static_cast<double>(N);
+        ++calls;
+        if (M == 1) {  // a row times a matrix: recorded, run row by row of b below
+          RowKey& rk = w.row_keys.emplace_back();
+          rk.c = base[0] + w.cm[0];
+          rk.begin = w.bn_all.size();
+          rk.count = N;
+          rk.dense_c = N > 0 && w.cn[N - 1] == static_cast<std::ptrdiff_t>(N - 1) && w.cn[0] == 0;
+          w.bn_all.insert(w.bn_all.end(), w.bn.begin(), w.bn.end());
+          w.cn_all.resize(rk.begin);  // cn_all runs beside bn_all
+          if (rk.dense_c) {
+            w.cn_all.resize(rk.begin + N);
+          } else {
+            w.cn_all.insert(w.cn_all.end(), w.cn.begin(), w.cn.end());
+          }
+          const auto slot = static_cast<std::uint32_t>(w.row_keys.size() - 1);
+          for (std::size_t x = 0; x < S; ++x) {
+            const std::ptrdiff_t at = base[1] + w.am[0] + w.as[x];
+            if (sides[1].data[at] != T(0)) w.rows.push_back({at, base[2] + w.bs[x], slot});
+          }
+          continue;
+        }
+        w.ag.resize(M * S);
+        w.bg.resize(S * N);
+        w.cg.resize(M * N);
+        for (std::size_t x = 0; x < M; ++x) {
+          for (std::size_t y = 0; y < S; ++y) w.ag[x * S + y] = a[w.am[x] + w.as[y]];
+        }
+        for (std::size_t x = 0; x < S; ++x) {
+          for (std::size_t y = 0; y < N; ++y) w.bg[x * N + y] = b[w.bs[x] + w.bn[y]];
+        }
+        contraction::Geometry g;
+        g.m = M;
+        g.n = N;
+        g.k = S;
+        g.a_m = static_cast<std::ptrdiff_t>(S);
+        g.a_k = 1;
+        g.b_k = static_cast<std::ptrdiff_t>(N);
+        g.b_n = 1;
+        g.c_m = static_cast<std::ptrdiff_t>(N);
+        g.c_n = 1;
+        contraction::gemm(g, alpha, w.ag.data(), w.bg.data(), T(0), w.cg.data());
+        for (std::size_t x = 0; x < M; ++x) {
+          T* crow = cc + w.cm[x];
+          for (std::size_t y = 0; y < N; ++y) crow[w.cn[y]] += w.cg[x * N + y];
+        }
+      } catch (...) {
+#pragma omp critical(tenex_sparse_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+    try {
+      sweep_rows(w, sides[1].data, sides[2].data, b_elements, c, alpha);
+    } catch (...) {
+#pragma omp critical(tenex_sparse_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return KernelCount{flops, calls};
+}
+
+}  // namespace
+
+template <class T>
+KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
+  const OpNode& node = args.node;
+  const std::size_t n_ops = args.operands.size();
+  if (node.kind == OpKind::contract && n_ops == 2) {
+    std::vector<T> ea, eb;
+    if (auto count = sparse_contract(node.get<ContractParams>(), args, ea, eb)) return *count;
+  }
+  if (node.kind == OpKind::mask && node.compact) {
+    const OpNode& in = *args.operand_nodes[0];
+    if (same_layout(node, in)) {
+      std::memcpy(args.out.data, args.operands[0].data, node.elements * sizeof(T));
+      return {0, 1};
+    }
+    if (!in.compact && in.labels == node.labels) {
+      gather(*node.pattern, args.operands[0].data, args.out.data);
+      return {0, 1};
+    }
+  }
+  if (node.kind == OpKind::output && args.operand_nodes[0]->compact) {
+    const std::vector<std::string>& names = node.get<OutputParams>().operand_labels;
+    if (names == node.labels) {
+      expand(*args.operand_nodes[0]->pattern, args.operands[0].data, args.out.data);
+    } else {
+      scatter_sum(*args.operand_nodes[0], args.operands[0].data, names, node, args.out.data);
+    }
+    return {0, 1};
+  }
+  if (node.kind == OpKind::reduce && args.operand_nodes[0]->compact) {
+    scatter_sum(*args.operand_nodes[0], args.operands[0].data, args.operand_nodes[0]->labels, node, args.out.data);
+    return {static_cast<double>(args.operand_nodes[0]->elements), 1};
+  }
+  if (node.kind == OpKind::fused && !node.compact) {
+    if (auto count = fused_sum_over_allowed(args)) return *count;
+  }
+  const bool pointwise = node.kind == OpKind::mask || node.kind == OpKind::scale || node.kind == OpKind::add ||
+                         node.kind == OpKind::subtract || node.kind == OpKind::divide ||
+                         (node.kind == OpKind::fused && node.get<FusedParams>().reduce == ReduceOp::sum);
+  std::vector<std::vector<T>> gathered;
+  std::vector<const T*> in;
+  if (node.compact && n_ops > 0 && pointwise && operands_at_allowed(args, gathered, in)) {
+    // Element-wise over the allowed elements, as one long vector.
+    const std::size_t n = node.elements;
+    const Modes one{0};
+    const Extents flat{n};
+    if (node.kind == OpKind::mask) {
+      if (n) std::memcpy(args.out.data, in[0], n * sizeof(T));
+      return {0, 1};
+    }
+    if (node.kind == OpKind::scale)
+      return scale(static_cast<T>(node.get<ScaleParams>().alpha), in[0], args.out.data, n);
+    if (node.kind == OpKind::fused) {
+      return fused(node.get<FusedParams>(), in, std::vector<Modes>(n_ops, one), std::vector<Extents>(n_ops, flat),
+                   args.out.data, one, flat);
+    }
+    const ElementwiseParams& p = node.kind == OpKind::add ? static_cast<const ElementwiseParams&>(node.get<AddParams>())
+                                 : node.kind == OpKind::subtract
+                                     ? static_cast<const ElementwiseParams&>(node.get<SubtractParams>())
+                                     : static_cast<const ElementwiseParams&>(node.get<DivideParams>());
+    const BinaryOp op = node.kind == OpKind::add        ? BinaryOp::add
+                        : node.kind == OpKind::subtract ? BinaryOp::subtract
+                                                        : BinaryOp::divide;
+    return elementwise(op, static_cast<T>(p.alpha), in[0], one, static_cast<T>(p.alpha_b), in[1], one, args.out.data,
+                       flat, one);
+  }
+  // Any other node: expanded operands, the dense kernel, the allowed elements of its result.
+  std::vector<std::vector<T>> expanded(n_ops);
+  KernelArgs<T> dense_args{node, args.operand_nodes, args.operands, args.out};
+  for (std::size_t k = 0; k < n_ops; ++k) {
+    const OpNode& op = *args.operand_nodes[k];
+    if (!op.compact) continue;
+    expanded[k].resize(op.size());
+    expand(*op.pattern, args.operands[k].data, expanded[k].data());
+    dense_args.operands[k] = View<const T>{expanded[k].data(), op.size(), Device::host};
+  }
+  std::vector<T> out;
+  if (node.compact) {
+    out.resize(node.size());
+    dense_args.out = View<T>{out.data(), node.size(), Device::host};
+  }
+  KernelCount count = dense.run(dense_args);
+  if (node.compact) gather(*node.pattern, out.data(), args.out.data);
+  return count;
+}
+
+#define TENEX_INSTANTIATE_SPARSE(T) template KernelCount run_sparse<T>(Backend<T>&, const KernelArgs<T>&);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_SPARSE)
+#undef TENEX_INSTANTIATE_SPARSE
+
+}  // namespace tenex::detail::cpu
