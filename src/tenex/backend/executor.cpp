@@ -269,9 +269,9 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   auto run = [&](NodeId id, const KernelArgs<T>& args) {
     try {
       std::string why;
-      KernelCount count = sparse[id] ? backend.run_sparse(args)
+      KernelCount count = sparse[id]                                                      ? backend.run_sparse(args)
                           : host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args)
-                                                                                           : backend.run(args);
+                                                                                          : backend.run(args);
       stats.flops += count.flops;
       stats.kernels += count.calls;
     } catch (const std::bad_alloc&) {
@@ -335,7 +335,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
 
 #define TENEX_INSTANTIATE_EXECUTOR(T)                                                                      \
   template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*);           \
-  template bool accepts_sparse<T>(const OpGraph&, const Backend<T>&, std::string&);                         \
+  template bool accepts_sparse<T>(const OpGraph&, const Backend<T>&, std::string&);                        \
   template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                                  \
   template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, \
                                Backend<T>&, Backend<T>*);
