@@ -269,9 +269,14 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   auto run = [&](NodeId id, const KernelArgs<T>& args) {
     try {
       std::string why;
-      KernelCount count = sparse[id]                                                      ? backend.run_sparse(args)
-                          : host && host != &backend && !backend.supports(args.node, why) ? run_on_host(args)
-                                                                                          : backend.run(args);
+      KernelCount count;
+      if (sparse[id]) {
+        count = backend.run_sparse(args);
+      } else if (host && host != &backend && !backend.supports(args.node, why)) {
+        count = run_on_host(args);
+      } else {
+        count = backend.run(args);
+      }
       stats.flops += count.flops;
       stats.kernels += count.calls;
     } catch (const std::bad_alloc&) {
