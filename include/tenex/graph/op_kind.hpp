@@ -254,6 +254,10 @@ TENEX_API std::string describe_program(const FusedParams& params);
 TENEX_API std::string_view fused_op_name(FusedOp op);
 /// How many earlier values an instruction of `op` reads: 0 (load, constant), 1 (a) or 2 (a, b).
 TENEX_API int fused_op_values(FusedOp op);
+/// Whether instruction `in` is zero wherever the values it reads are zero as `a_zero` and
+/// `b_zero` say (the sparse-map rules: a product with a zero, a sum of two zeros, f(0) = 0
+/// for sqrt, sin, ...). A load answers false: whether its operand is zero is the caller's.
+TENEX_API bool fused_op_keeps_zero(const FusedInstr& in, bool a_zero, bool b_zero);
 
 /// The packed layout of a decomposition of an m x n operand, defined once: number of
 /// elements of the packed buffer, and where factor `which` starts in it.

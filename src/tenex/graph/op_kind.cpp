@@ -120,6 +120,34 @@ int fused_op_values(FusedOp op) {
   return 0;
 }
 
+bool fused_op_keeps_zero(const FusedInstr& in, bool a_zero, bool b_zero) {
+  switch (in.op) {
+    case FusedOp::load: return false;
+    case FusedOp::constant: return in.x == 0.0;
+    case FusedOp::add:
+    case FusedOp::subtract:
+    case FusedOp::maximum:
+    case FusedOp::minimum: return a_zero && b_zero;
+    case FusedOp::multiply: return a_zero || b_zero;
+    case FusedOp::divide:
+    case FusedOp::negate:
+    case FusedOp::sqrt:
+    case FusedOp::abs:
+    case FusedOp::square:
+    case FusedOp::sin:
+    case FusedOp::tanh:
+    case FusedOp::sign: return a_zero;
+    case FusedOp::power: return a_zero && in.x > 0.0;
+    case FusedOp::clamp: return a_zero && in.x <= 0.0 && in.y >= 0.0;
+    case FusedOp::exp:
+    case FusedOp::log:
+    case FusedOp::cos:
+    case FusedOp::reciprocal:
+    case FusedOp::call: return false;  // non-zero at zero, or unknown
+  }
+  return false;
+}
+
 std::string describe_program(const FusedParams& p) {
   // Values used once are written inline; values used more often get a name (t3 = ...).
   const std::size_t n = p.program.size();

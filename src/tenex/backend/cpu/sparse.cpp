@@ -268,30 +268,7 @@ bool zero_with(const FusedParams& params, std::size_t k) {
   for (std::size_t n = 0; n < params.program.size(); ++n) {
     const FusedInstr& in = params.program[n];
     const bool a = in.a < n && zero[in.a], b = in.b < n && zero[in.b];
-    switch (in.op) {
-      case FusedOp::load: zero[n] = in.a == k; break;
-      case FusedOp::constant: zero[n] = in.x == 0.0; break;
-      case FusedOp::add:
-      case FusedOp::subtract:
-      case FusedOp::maximum:
-      case FusedOp::minimum: zero[n] = a && b; break;
-      case FusedOp::multiply: zero[n] = a || b; break;
-      case FusedOp::divide:
-      case FusedOp::negate:
-      case FusedOp::sqrt:
-      case FusedOp::abs:
-      case FusedOp::square:
-      case FusedOp::sin:
-      case FusedOp::tanh:
-      case FusedOp::sign: zero[n] = a; break;
-      case FusedOp::power: zero[n] = a && in.x > 0.0; break;
-      case FusedOp::clamp: zero[n] = a && in.x <= 0.0 && in.y >= 0.0; break;
-      case FusedOp::exp:
-      case FusedOp::log:
-      case FusedOp::cos:
-      case FusedOp::reciprocal:
-      case FusedOp::call: zero[n] = 0; break;
-    }
+    zero[n] = in.op == FusedOp::load ? in.a == k : fused_op_keeps_zero(in, a, b);
   }
   return !zero.empty() && zero.back();
 }

@@ -226,33 +226,11 @@ class Propagation {
       for (std::size_t k = 0; k < params.program.size(); ++k) {
         const FusedInstr& in = params.program[k];
         const bool a = in.a < k && zero[in.a], b = in.b < k && zero[in.b];
-        switch (in.op) {
-          case FusedOp::load: {
-            const auto& h = holds(ops.at(in.a));
-            zero[k] = std::find(h.begin(), h.end(), use) != h.end();
-            break;
-          }
-          case FusedOp::constant: zero[k] = in.x == 0.0; break;
-          case FusedOp::add:
-          case FusedOp::subtract:
-          case FusedOp::maximum:
-          case FusedOp::minimum: zero[k] = a && b; break;
-          case FusedOp::multiply: zero[k] = a || b; break;
-          case FusedOp::divide:
-          case FusedOp::negate:
-          case FusedOp::sqrt:
-          case FusedOp::abs:
-          case FusedOp::square:
-          case FusedOp::sin:
-          case FusedOp::tanh:
-          case FusedOp::sign: zero[k] = a; break;
-          case FusedOp::power: zero[k] = a && in.x > 0.0; break;
-          case FusedOp::clamp: zero[k] = a && in.x <= 0.0 && in.y >= 0.0; break;
-          case FusedOp::exp:
-          case FusedOp::log:
-          case FusedOp::cos:
-          case FusedOp::reciprocal:
-          case FusedOp::call: zero[k] = 0; break;  // non-zero at zero, or unknown
+        if (in.op == FusedOp::load) {
+          const auto& h = holds(ops.at(in.a));
+          zero[k] = std::find(h.begin(), h.end(), use) != h.end();
+        } else {
+          zero[k] = fused_op_keeps_zero(in, a, b);
         }
       }
       if (!params.program.empty() && zero.back()) zero_where_excluded.push_back(use);
