@@ -84,8 +84,8 @@ class Storage {
   /// A copy of the value on another device (a GPU backend keeps it here between sets);
   /// valid while no one wrote the host copy since. Empty when there is none.
   Buffer& device_copy() { return device_; }
-  bool device_copy_valid() const { return device_valid_; }
-  void set_device_copy_valid(bool valid) { device_valid_ = valid; }
+  bool device_copy_valid() const { return device_valid_.load(std::memory_order_acquire); }
+  void set_device_copy_valid(bool valid) { device_valid_.store(valid, std::memory_order_release); }
 
   /// Copies `bytes` of a device buffer to host memory (given by the device backend).
   using Download = void (*)(void* host, const void* device, std::size_t bytes);
@@ -97,9 +97,11 @@ class Storage {
   /// Copies the device value to the host once, if it lives there only (several threads may
   /// call it at once).
   void ensure_host();
-  /// Host elements about to be written: the device copy is no longer the value.
+  /// Host elements about to be written: the device copy is no longer the value. Readers on
+  /// several threads call it at once (the non-const data()), so the flag is atomic and only
+  /// written when it changes.
   T* writable_elements() {
-    device_valid_ = false;
+    if (device_valid_.load(std::memory_order_relaxed)) device_valid_.store(false, std::memory_order_release);
     return elements();
   }
   /// The lock of device_copy() while a backend fills it (striped by address).
@@ -136,7 +138,7 @@ class Storage {
   Shape shape_;
   Buffer host_;
   Buffer device_;
-  bool device_valid_ = false;
+  std::atomic<bool> device_valid_{false};
   std::atomic<bool> host_valid_{true};
   Download download_ = nullptr;
   std::atomic<bool> pending_{false};  // set under sets_mutex(); cleared (release) after the value
