@@ -22,6 +22,7 @@
 
 #include <tenex/backend/backend.hpp>
 
+#include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/scalar.hpp"
 
@@ -671,6 +672,38 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract counts flops and calls", T, cpu
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_counts, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the measured plan search gives the right result on every call", T,
+                          cpu_kernels_contract_search) {
+  // Large enough for the search (the model's plan above 50 us): the first call runs the
+  // model's choice untimed, the next calls each try a candidate, then the fastest runs. Every
+  // one of those calls, with its own plan, must give the reference result.
+  std::mt19937 rng(31);
+  const Problem p = parse("aecf,fbed->abcd", {14, 14, 14, 14, 14, 14});
+  for (int call = 0; call < 8; ++call) {
+    INFO("call ", call);
+    check_contract<T>(p, rng, T(1), T(0), false);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_search, Scalars);
+
+TEST_CASE("cpu kernels: every plan has a description, the plain loops last") {
+  const Problem p = parse("bda,dc->abc", {5, 6, 7, 8});
+  const std::size_t plans = cpu::contract_plan_count<double>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+  REQUIRE(plans >= 2);
+  for (std::size_t plan = 0; plan + 1 < plans; ++plan) {
+    const std::string text =
+        cpu::contract_plan_description<double>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    INFO(plan, ": ", text);
+    CHECK(text.find("; m {") != std::string::npos);
+    CHECK(text.find(" ms") != std::string::npos);
+  }
+  CHECK(cpu::contract_plan_description<double>(plans - 1, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true) ==
+        "plain loops");
+  CHECK_THROWS_AS(
+      cpu::contract_plan_description<double>(plans, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true),
+      std::invalid_argument);
+}
+
 TEST_CASE("cpu kernels: contract takes its scratch from the block cache") {
   // c(i,j) = a(k,i) b(k,j), a of 1 MiB: the plans that permute a copy it into scratch, which
   // waits in the block cache for the next call until release_cached_memory().
@@ -809,3 +842,15 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: scale, also in place", T, cpu_kernels_sc
   }
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_scale, Scalars);
+
+TEST_CASE("cpu kernels: the GEMM rate of the plan model is measured once and kept near the default") {
+  namespace contraction = cpu::contraction;
+  for (const std::size_t size : {std::size_t{4}, std::size_t{8}}) {
+    const double fallback = size == 4 ? 90e9 : 45e9;
+    const double peak = contraction::measured_core_peak(size, fallback);
+    CHECK(peak >= fallback / 4);
+    CHECK(peak <= fallback * 4);
+    // Measured once per process: the same value again.
+    CHECK(contraction::measured_core_peak(size, fallback) == peak);
+  }
+}

@@ -40,6 +40,7 @@ namespace {
 
 using contraction::all_plans;
 using contraction::candidate_plans;
+using contraction::describe;
 using contraction::Plan;
 using contraction::prepare;
 using contraction::Prepared;
@@ -76,14 +77,17 @@ struct Planned {
   // each timed; from then on the fastest. Empty until first use.
   std::vector<Plan> candidates;
   std::vector<double> seconds;  // measured, per candidate tried so far
+  std::size_t calls = 0;        // calls that ran a candidate, the untimed first one included
   std::optional<std::size_t> chosen;
 };
 
-// How many plans a repeated contraction tries before it settles (the model's choice and two
+// How many plans a repeated contraction tries before it settles (the model's choice and three
 // that differ from it in what they do to memory), and the least predicted time worth timing:
-// below it, clock noise outweighs what a better plan saves. TENEX_PLAN_SEARCH=model keeps the
+// below it, clock noise outweighs what a better plan saves. The first call of a shape runs the
+// model's choice untimed: it pays for first-touch of the result and of scratch memory, which
+// would otherwise count against the plan tried first. TENEX_PLAN_SEARCH=model keeps the
 // model's choice (the same plan, and the same rounding, on every call).
-constexpr std::size_t kPlansTried = 3;
+constexpr std::size_t kPlansTried = 4;
 constexpr double kMeasuredSeconds = 50e-6;
 
 bool measure_plans() {
@@ -94,8 +98,8 @@ bool measure_plans() {
   return measure;
 }
 
-// The plan this call runs: the next candidate while some are untried, then the fastest.
-// Returns whether to time it.
+// The plan this call runs: the model's choice untimed on the first call, then each candidate
+// timed once, then the fastest. Returns whether to time it.
 std::pair<const Plan*, bool> plan_for_call(Planned& memo, const Problem& p, double flops) {
   if (memo.candidates.empty()) {
     memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1);
@@ -103,6 +107,7 @@ std::pair<const Plan*, bool> plan_for_call(Planned& memo, const Problem& p, doub
     if (memo.candidates.size() == 1) memo.chosen = 0;
   }
   if (memo.chosen) return {&memo.candidates[*memo.chosen], false};
+  if (memo.calls++ == 0) return {&memo.candidates.front(), false};
   return {&memo.candidates[memo.seconds.size()], true};
 }
 
@@ -140,6 +145,7 @@ Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_exte
                            std::move(prepared),
                            {},
                            {},
+                           0,
                            std::nullopt});
   return recent.back();
 }
@@ -213,6 +219,20 @@ KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Exte
 }
 
 template <class T>
+std::string contract_plan_description(std::size_t plan, const Extents& a_extents, const Modes& a_modes,
+                                      const Extents& b_extents, const Modes& b_modes, const Modes& c_modes,
+                                      bool beta_zero) {
+  const Prepared prepared = prepare(sizeof(T), beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  const Problem& p = prepared.problem;
+  const std::vector<Plan>& plans = all_plans(p, prepared.flops);
+  if (plan >= plans.size()) {
+    throw std::invalid_argument("contract_plan_description: plan " + std::to_string(plan) + " of " +
+                                std::to_string(plans.size()));
+  }
+  return describe(p, plans[plan]);
+}
+
+template <class T>
 KernelCount assign_scaled(T beta, const T* d, const Modes& d_modes, T* c, const Modes& c_modes,
                           const Extents& c_extents) {
   const std::size_t rank = c_modes.size();
@@ -246,6 +266,8 @@ KernelCount assign_scaled(T beta, const T* d, const Modes& d_modes, T* c, const 
                                               const Modes&, bool);                                                    \
   template KernelCount contract_with_plan<T>(std::size_t, T, const T*, const Extents&, const Modes&, const T*,        \
                                              const Extents&, const Modes&, T, T*, const Modes&);                      \
+  template std::string contract_plan_description<T>(std::size_t, const Extents&, const Modes&, const Extents&,        \
+                                                    const Modes&, const Modes&, bool);                                \
   template KernelCount assign_scaled<T>(T, const T*, const Modes&, T*, const Modes&, const Extents&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CONTRACT)
 #undef TENEX_INSTANTIATE_CONTRACT

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -33,7 +34,11 @@ namespace {
 // Cost model constants. They only rank plans against each other, so they need to be right
 // within a factor, not exact; measured on a Zen 4 core with OpenBLAS 0.3.21.
 
-// GEMM flops per second of one core on large double matrices (twice that for float).
+// GEMM flops per second of one core on large double matrices (twice that for float): the
+// value under TENEX_PLAN_SEARCH=model; otherwise measured on this machine once per process
+// (measured_core_peak: 93 GF/s double, 205 GF/s float on the AVX-512 development VM, where
+// the permutations' bandwidth is about what it was on Zen 4, so the GEMM share of a plan was
+// overstated twofold and plans that move less memory lost to ones that run larger GEMMs).
 constexpr double kCorePeakDouble = 45e9;
 // A GEMM dimension of extent x runs at x / (x + kHalfSpeed) of the peak: a dimension of 3
 // halves the speed (packing and edge cases dominate). OpenBLAS's small-matrix kernels keep
@@ -191,7 +196,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
       }
     }
   }
-  const double peak = kCorePeakDouble * 8.0 / es;
+  const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
   const auto threads = static_cast<double>(p.threads);
   const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
   const double calls = loops_c * loops_k;
@@ -383,6 +388,29 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
   return plans;
 }
 
+std::string describe(const Problem& p, const Plan& x) {
+  if (x.naive) return "plain loops";
+  auto group = [&](const std::vector<int>& g) {
+    std::string text = "{";
+    for (int d : g) {
+      if (text.size() > 1) text += ',';
+      text += std::to_string(d) + ":" + std::to_string(p.extent[static_cast<std::size_t>(d)]);
+    }
+    return text + "}";
+  };
+  std::string text;
+  text += x.permute_a ? (x.flip_a ? "a permuted (flipped)" : "a permuted") : "a as is";
+  text += x.permute_b ? (x.flip_b ? ", b permuted (flipped)" : ", b permuted") : ", b as is";
+  text += x.output == Output::direct     ? ", c direct"
+          : x.output == Output::buffered ? ", c buffered"
+                                         : ", c tiled over " + group(x.tiles);
+  if (x.tile_pack) text += " packed per tile";
+  if (x.flip_c) text += " (flipped)";
+  text += "; m " + group(x.gm) + " n " + group(x.gn) + " k " + group(x.gk);
+  text += "; model " + std::to_string(x.seconds * 1e3) + " ms";
+  return text;
+}
+
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count) {
   // Plans the model ranks further than this behind the cheapest are not worth a try.
   constexpr double kCandidateSpread = 1.5;
@@ -403,7 +431,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   if (best.naive) return plans;
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
-  auto kind = [](const Plan& x) { return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack); };
+  auto kind = [](const Plan& x) { return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack, x.flip_c); };
   for (const Plan& plan : others) {
     if (plans.size() >= count) break;
     const bool seen = std::any_of(plans.begin(), plans.end(), [&](const Plan& x) { return kind(x) == kind(plan); });

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tenex/backend/cpu/contraction_problem.hpp"
@@ -35,9 +36,13 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 
 // The cheapest plan first, then up to `count - 1` others that the model puts within a factor
 // kCandidateSpread of it and that differ from every plan before them in what they do to
-// memory (which operands they permute, how c is written, whether tiles pack): the plans worth
-// timing when the model's ranking is in doubt (see contract.cpp). Only the cheapest when the
-// plain loops win.
+// memory (which operands they permute, how c is written and in which order, whether tiles
+// pack): the plans worth timing when the model's ranking is in doubt (see contract.cpp). Only
+// the cheapest when the plain loops win.
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count);
+
+// One line: what the plan does (operands permuted or packed per tile, how c is written, the
+// fused groups as mode:extent) and the model's predicted time.
+std::string describe(const Problem& p, const Plan& plan);
 
 }  // namespace tenex::detail::cpu::contraction

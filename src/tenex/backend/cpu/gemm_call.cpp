@@ -3,12 +3,17 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstddef>
+#include <cstdlib>
 #include <limits>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "tenex/backend/cpu/single_threaded_blas.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail::cpu::contraction {
@@ -102,6 +107,40 @@ double blas_pack_seconds(const Geometry& g, std::size_t element_size) {
   const double second = static_cast<double>(call->k) * static_cast<double>(call->n);
   return scale * (first * (call->ta == CblasTrans ? kFirstTransposed : kFirstPlain) +
                   second * (call->tb == CblasTrans ? kSecondTransposed : kSecondPlain));
+}
+
+namespace {
+
+template <class T>
+double time_core_peak() {
+  constexpr int kSize = 256;
+  const std::size_t elements = static_cast<std::size_t>(kSize) * kSize;
+  std::vector<T> a(elements, T(0.5)), b(elements, T(0.25)), c(elements, T(0));
+  const SingleThreadedBlas one_thread;
+  double best = std::numeric_limits<double>::infinity();
+  for (int run = 0; run < 3; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    xgemm(CblasNoTrans, CblasNoTrans, kSize, kSize, kSize, T(1), a.data(), kSize, b.data(), kSize, T(0), c.data(),
+          kSize);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * kSize * kSize * kSize / best;
+}
+
+bool model_only() {
+  const char* mode = std::getenv("TENEX_PLAN_SEARCH");
+  return mode && std::string(mode) == "model";
+}
+
+}  // namespace
+
+double measured_core_peak(std::size_t element_size, double fallback) {
+  static const bool fixed = model_only();
+  if (fixed) return fallback;
+  static const double single = time_core_peak<float>(), twice = time_core_peak<double>();
+  const double measured = element_size == 4 ? single : twice;
+  if (!(measured > 0)) return fallback;
+  return std::clamp(measured, fallback / 4, fallback * 4);
 }
 
 template <class T>

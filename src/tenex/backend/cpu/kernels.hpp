@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "tenex/backend/kernel_count.hpp"
@@ -71,6 +72,12 @@ template <class T>
 KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Extents& a_extents, const Modes& a_modes,
                                const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
                                const Modes& c_modes);
+/// For bench/contraction_plans: what candidate `plan` does (operands permuted or packed per
+/// tile, how c is written, the fused groups) and the model's predicted seconds, in one line.
+template <class T>
+std::string contract_plan_description(std::size_t plan, const Extents& a_extents, const Modes& a_modes,
+                                      const Extents& b_extents, const Modes& b_modes, const Modes& c_modes,
+                                      bool beta_zero);
 
 /// c[c_modes] = beta * d[d_modes], d_modes a permutation of c_modes (c_extents gives the
 /// extents in c's order): the start of a contraction with an addend, which then runs with
