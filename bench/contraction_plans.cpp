@@ -3,6 +3,7 @@
 // from the machine's, and which case no plan serves well.
 //
 //   bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float] [--top N] [--timed N]
+//                           [--offset BYTES]
 //
 // For each case it prints the GEMM time, then the plan contract() settles on (after its
 // measured search) and the --top N plans (default 8) by measured time, each with the model's
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <limits>
@@ -60,7 +62,7 @@ double model_ms(const std::string& description) {
 }
 
 template <class T>
-void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t timed_count) {
+void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t timed_count, std::size_t offset_bytes) {
   const cpu::Extents ea = tccg::extents_of(c, c.a), eb = tccg::extents_of(c, c.b), ec = tccg::extents_of(c, c.c);
   const cpu::Modes ma = modes_of(c.a), mb = modes_of(c.b), mc = modes_of(c.c);
   auto volume = [](const cpu::Extents& e) {
@@ -68,11 +70,27 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
     for (std::size_t x : e) n *= x;
     return n;
   };
-  std::vector<T> a(volume(ea)), b(volume(eb)), out(volume(ec));
+  // Operands and result `offset` bytes past a page boundary (--offset; alignment changes how
+  // fast strided reads run: see docs/performance.md).
+  const std::size_t offset = offset_bytes;
+  auto place = [offset](std::vector<unsigned char>& raw, std::size_t n) {
+    raw.assign(n * sizeof(T) + offset + 8192, 0);
+    const auto at = reinterpret_cast<std::uintptr_t>(raw.data());
+    return reinterpret_cast<T*>(raw.data() + ((4096 - at % 4096) % 4096) + offset);
+  };
+  std::vector<unsigned char> raw_a, raw_b, raw_out;
+  T* const a_data = place(raw_a, volume(ea));
+  T* const b_data = place(raw_b, volume(eb));
+  T* const out_data = place(raw_out, volume(ec));
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<T> uniform(-1, 1);
-  for (T& x : a) x = uniform(rng);
-  for (T& x : b) x = uniform(rng);
+  for (std::size_t x = 0; x < volume(ea); ++x) a_data[x] = uniform(rng);
+  for (std::size_t x = 0; x < volume(eb); ++x) b_data[x] = uniform(rng);
+  struct View {
+    T* p;
+    T* data() const { return p; }
+  };
+  const View a{a_data}, b{b_data}, out{out_data};
   // GEMM of the same size: m from a's free modes, n from b's, k from the shared ones.
   std::size_t m = 1, n = 1, k = 1;
   for (char ch : c.a) (c.b.find(ch) == std::string::npos ? m : k) *= c.extent.at(ch);
@@ -137,23 +155,26 @@ int main(int argc, char** argv) {
   path = TENEX_TCCG_TSV;
 #endif
   int repeat = 3;
-  std::size_t top = 8, timed_count = 24;
+  std::size_t top = 8, timed_count = 24, offset = 64;
   bool single = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--float") {
       single = true;
-    } else if ((arg == "--filter" || arg == "--repeat" || arg == "--top" || arg == "--timed") && i + 1 < argc) {
+    } else if ((arg == "--filter" || arg == "--repeat" || arg == "--top" || arg == "--timed" || arg == "--offset") &&
+               i + 1 < argc) {
       const std::string value = argv[++i];
       if (arg == "--filter") filter = value;
       if (arg == "--repeat") repeat = std::max(1, std::stoi(value));
       if (arg == "--top") top = static_cast<std::size_t>(std::max(1, std::stoi(value)));
       if (arg == "--timed") timed_count = static_cast<std::size_t>(std::max(1, std::stoi(value)));
+      if (arg == "--offset") offset = static_cast<std::size_t>(std::max(0, std::stoi(value)));
     } else if (!arg.empty() && arg[0] != '-') {
       path = arg;
     } else {
       std::printf(
-          "usage: bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float] [--top N] [--timed N]\n");
+          "usage: bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float] [--top N] [--timed N] "
+          "[--offset BYTES]\n");
       return 2;
     }
   }
@@ -161,9 +182,9 @@ int main(int argc, char** argv) {
     for (const tccg::Case& c : tccg::read_cases(path)) {
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
       if (single) {
-        bench_case<float>(c, repeat, top, timed_count);
+        bench_case<float>(c, repeat, top, timed_count, offset);
       } else {
-        bench_case<double>(c, repeat, top, timed_count);
+        bench_case<double>(c, repeat, top, timed_count, offset);
       }
     }
   } catch (const std::exception& error) {
