@@ -7,13 +7,19 @@
 #endif
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
@@ -34,66 +40,140 @@ std::vector<std::size_t> dense_strides(const std::vector<std::size_t>& extents) 
   return strides;
 }
 
-/// Calls f(dense offset, compact offset, count) for every run of allowed elements: `count`
-/// elements contiguous in both layouts.
-template <class F>
-void for_each_run(const SparsePattern& p, F&& f) {
-  const std::vector<std::size_t> st = dense_strides(p.extents);
-  const std::size_t rank = p.extents.size();
-  bool trailing = true;  // the free modes are the last modes: a row's free block is contiguous
-  for (std::size_t i = 0; i < p.free_modes.size(); ++i) {
-    trailing = trailing && p.free_modes[i] == rank - p.free_modes.size() + i;
+/// How a pattern's allowed elements lie in the dense layout: strides, and whether the free
+/// modes are trailing (a row's free block is then contiguous).
+struct RunLayout {
+  std::vector<std::size_t> strides, free_extents;
+  bool trailing = true;
+  explicit RunLayout(const SparsePattern& p) : strides(dense_strides(p.extents)) {
+    const std::size_t rank = p.extents.size();
+    for (std::size_t i = 0; i < p.free_modes.size(); ++i) {
+      trailing = trailing && p.free_modes[i] == rank - p.free_modes.size() + i;
+    }
+    for (std::size_t d : p.free_modes) free_extents.push_back(p.extents[d]);
   }
-  std::vector<std::size_t> free_extents;
-  for (std::size_t d : p.free_modes) free_extents.push_back(p.extents[d]);
-  std::vector<std::size_t> pos, fidx;
-  for (const SparsePattern::Key& key : p.keys) {
-    std::size_t base = 0;
-    for (std::size_t d = 0; d < p.key_modes.size(); ++d) base += key.index[d] * st[p.key_modes[d]];
-    std::size_t compact = key.offset;
-    pos.assign(p.row_modes.size(), 0);
-    bool empty = false;
-    for (const auto& dom : key.domains) empty = empty || dom.empty();
-    if (empty) continue;
-    while (true) {
-      std::size_t off = base;
-      for (std::size_t r = 0; r < p.row_modes.size(); ++r) off += key.domains[r][pos[r]] * st[p.row_modes[r]];
-      if (trailing) {
-        f(off, compact, p.free_size);
-        compact += p.free_size;
-      } else {
-        fidx.assign(p.free_modes.size(), 0);
-        for (std::size_t e = 0; e < p.free_size; ++e) {
-          std::size_t o = off;
-          for (std::size_t i = 0; i < p.free_modes.size(); ++i) o += fidx[i] * st[p.free_modes[i]];
-          f(o, compact++, std::size_t{1});
-          for (std::size_t i = p.free_modes.size(); i-- > 0;) {
-            if (++fidx[i] < free_extents[i]) break;
-            fidx[i] = 0;
-          }
+};
+
+/// Calls f(dense offset, compact offset, count) for every run of allowed elements of one
+/// key: `count` elements contiguous in both layouts. `pos` and `fidx` are scratch.
+template <class F>
+void for_each_run_of_key(const SparsePattern& p, const RunLayout& lay, const SparsePattern::Key& key,
+                         std::vector<std::size_t>& pos, std::vector<std::size_t>& fidx, F&& f) {
+  const std::vector<std::size_t>& st = lay.strides;
+  for (const auto& dom : key.domains) {
+    if (dom.empty()) return;
+  }
+  std::size_t base = 0;
+  for (std::size_t d = 0; d < p.key_modes.size(); ++d) base += key.index[d] * st[p.key_modes[d]];
+  std::size_t compact = key.offset;
+  if (p.row_modes.size() == 1 && lay.trailing) {  // the common case: one restricted mode
+    const std::size_t stride = st[p.row_modes[0]];
+    for (std::size_t v : key.domains[0]) {
+      f(base + v * stride, compact, p.free_size);
+      compact += p.free_size;
+    }
+    return;
+  }
+  pos.assign(p.row_modes.size(), 0);
+  while (true) {
+    std::size_t off = base;
+    for (std::size_t r = 0; r < p.row_modes.size(); ++r) off += key.domains[r][pos[r]] * st[p.row_modes[r]];
+    if (lay.trailing) {
+      f(off, compact, p.free_size);
+      compact += p.free_size;
+    } else {
+      fidx.assign(p.free_modes.size(), 0);
+      for (std::size_t e = 0; e < p.free_size; ++e) {
+        std::size_t o = off;
+        for (std::size_t i = 0; i < p.free_modes.size(); ++i) o += fidx[i] * st[p.free_modes[i]];
+        f(o, compact++, std::size_t{1});
+        for (std::size_t i = p.free_modes.size(); i-- > 0;) {
+          if (++fidx[i] < lay.free_extents[i]) break;
+          fidx[i] = 0;
         }
       }
-      std::size_t r = p.row_modes.size();
-      while (r-- > 0) {
-        if (++pos[r] < key.domains[r].size()) break;
-        pos[r] = 0;
+    }
+    std::size_t r = p.row_modes.size();
+    while (r-- > 0) {
+      if (++pos[r] < key.domains[r].size()) break;
+      pos[r] = 0;
+    }
+    if (r == static_cast<std::size_t>(-1)) break;
+  }
+}
+
+/// Whether a loop over `work` items is worth OpenMP threads.
+bool parallel_worth(std::size_t items, std::size_t elements) {
+  return items > 1 && elements >= (std::size_t{1} << 15) && !omp_in_parallel() && omp_get_max_threads() > 1;
+}
+
+template <class T>
+void copy_run(T* to, const T* from, std::size_t n) {
+  if (n == 1) {
+    *to = *from;
+  } else {
+    std::memcpy(to, from, n * sizeof(T));
+  }
+}
+
+/// The dense tensor of a compact buffer, zeros where the pattern excludes. Every element is
+/// written once, in parallel: when the key modes lead, each key owns a contiguous slab of
+/// the dense layout, zeroed and filled by the thread that has the key (in cache).
+template <class T>
+void expand(const SparsePattern& p, const T* compact, T* dense) {
+  const RunLayout lay(p);
+  bool leading = true;
+  for (std::size_t d = 0; d < p.key_modes.size(); ++d) leading = leading && p.key_modes[d] == d;
+  const std::size_t keys = p.keys.size();
+  const bool par = parallel_worth(keys, p.total);
+  if (!leading || keys == 0) {
+    std::fill(dense, dense + p.total, T(0));
+#pragma omp parallel if (par)
+    {
+      std::vector<std::size_t> pos, fidx;
+#pragma omp for schedule(static)
+      for (std::size_t k = 0; k < keys; ++k) {
+        for_each_run_of_key(p, lay, p.keys[k], pos, fidx,
+                            [&](std::size_t d, std::size_t c, std::size_t n) { copy_run(dense + d, compact + c, n); });
       }
-      if (r == static_cast<std::size_t>(-1)) break;
+    }
+    return;
+  }
+  const std::size_t slab = p.key_modes.empty() ? p.total : lay.strides[p.key_modes.back()];
+  auto slab_of = [&](std::size_t k) {
+    std::size_t s = 0;
+    for (std::size_t d = 0; d < p.key_modes.size(); ++d) s += p.keys[k].index[d] * lay.strides[d];
+    return s;
+  };
+#pragma omp parallel if (par)
+  {
+    std::vector<std::size_t> pos, fidx;
+#pragma omp for schedule(static)
+    for (std::size_t k = 0; k < keys; ++k) {
+      const std::size_t begin = slab_of(k);
+      const std::size_t from = k == 0 ? 0 : slab_of(k - 1) + slab;    // the slabs of keys with nothing before it
+      const std::size_t to = k + 1 == keys ? p.total : begin + slab;  // the last key zeroes the rest
+      std::fill(dense + from, dense + to, T(0));
+      for_each_run_of_key(p, lay, p.keys[k], pos, fidx,
+                          [&](std::size_t d, std::size_t c, std::size_t n) { copy_run(dense + d, compact + c, n); });
     }
   }
 }
 
-template <class T>
-void expand(const SparsePattern& p, const T* compact, T* dense) {
-  std::fill(dense, dense + p.total, T(0));
-  for_each_run(
-      p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(dense + d, compact + c, n * sizeof(T)); });
-}
-
+/// The allowed elements of a dense tensor, as a compact buffer (keys in parallel).
 template <class T>
 void gather(const SparsePattern& p, const T* dense, T* compact) {
-  for_each_run(
-      p, [&](std::size_t d, std::size_t c, std::size_t n) { std::memcpy(compact + c, dense + d, n * sizeof(T)); });
+  const RunLayout lay(p);
+  const std::size_t keys = p.keys.size();
+#pragma omp parallel if (parallel_worth(keys, p.allowed))
+  {
+    std::vector<std::size_t> pos, fidx;
+#pragma omp for schedule(static)
+    for (std::size_t k = 0; k < keys; ++k) {
+      for_each_run_of_key(p, lay, p.keys[k], pos, fidx,
+                          [&](std::size_t d, std::size_t c, std::size_t n) { copy_run(compact + c, dense + d, n); });
+    }
+  }
 }
 
 bool same_layout(const OpNode& a, const OpNode& b) {
@@ -364,8 +444,9 @@ struct RowKey {
   std::size_t count = 0;
   bool dense_c = false;  // the result's offsets are 0, 1, 2, ...: cn_all holds none for it
 };
+template <class T>
 struct RowOfB {
-  std::ptrdiff_t a = 0;   // the element of a
+  T a = 0;                // alpha times the element of a
   std::ptrdiff_t b = 0;   // the row of b it multiplies
   std::uint32_t key = 0;  // in row_keys
 };
@@ -376,47 +457,157 @@ struct Work {
   std::vector<std::size_t> index;
   std::vector<std::vector<std::size_t>> domain;  // by label of the problem
   std::vector<char> restricted;
-  std::vector<std::size_t> tmp;
+  std::vector<std::size_t> tmp, row_stride;
+  std::vector<const Offsets*> list;
   std::vector<Offsets> offsets;  // by side and label
-  Offsets am, as, bs, bn, cm, cn;
+  Offsets am, as, bs, bn, cm, cn, next;
   std::vector<T> ag, bg, cg;
   // Keys whose product is a row times a matrix (one row of a): each row of b they read,
   // run grouped by where it lies in b, so that a row of b is read from cache by every key
   // that needs it (scattered domains otherwise miss the cache on nearly every element).
   std::vector<RowKey> row_keys;
-  std::vector<RowOfB> rows;
+  std::vector<RowOfB<T>> rows, sorted;
   Offsets bn_all, cn_all;
+  std::vector<std::int32_t> bn32;
+  std::vector<std::uint32_t> start;
 };
 
-/// c[key's row][cn] += alpha * a[at] * b[row + bn] for every recorded row, grouped by the
-/// block of b it reads (a counting sort on the row's offset).
+/// c[y] += a * b[idx[y]], y < n: the inner loop of a row of b times a key's domain.
 template <class T>
-void sweep_rows(Work<T>& w, const T* a, const T* b, std::size_t b_elements, T* c, T alpha) {
+void gather_axpy_scalar(T* __restrict c, T a, const T* __restrict b, const std::int32_t* __restrict idx,
+                        std::size_t n) {
+  for (std::size_t y = 0; y < n; ++y) c[y] += a * b[idx[y]];
+}
+
+#if defined(__x86_64__)
+// AVX-512 gathers, where the processor has them (checked once): 8 doubles or 16 floats of
+// the row of b per instruction, the tail under a mask.
+__attribute__((target("avx512f,avx512vl"))) void gather_axpy_avx512(double* __restrict c, double a,
+                                                                    const double* __restrict b,
+                                                                    const std::int32_t* __restrict idx, std::size_t n) {
+  const __m512d s = _mm512_set1_pd(a);
+  std::size_t y = 0;
+  for (; y + 8 <= n; y += 8) {
+    const __m256i i = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + y));
+    const __m512d g = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, i, b, 8);
+    _mm512_storeu_pd(c + y, _mm512_fmadd_pd(s, g, _mm512_loadu_pd(c + y)));
+  }
+  if (y < n) {
+    const auto m = static_cast<__mmask8>((1u << (n - y)) - 1);
+    const __m256i i = _mm256_maskz_loadu_epi32(m, idx + y);
+    const __m512d g = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m, i, b, 8);
+    _mm512_mask_storeu_pd(c + y, m, _mm512_fmadd_pd(s, g, _mm512_maskz_loadu_pd(m, c + y)));
+  }
+}
+
+__attribute__((target("avx512f,avx512vl"))) void gather_axpy_avx512(float* __restrict c, float a,
+                                                                    const float* __restrict b,
+                                                                    const std::int32_t* __restrict idx, std::size_t n) {
+  const __m512 s = _mm512_set1_ps(a);
+  std::size_t y = 0;
+  for (; y + 16 <= n; y += 16) {
+    const __m512i i = _mm512_loadu_si512(idx + y);
+    const __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xffff, i, b, 4);
+    _mm512_storeu_ps(c + y, _mm512_fmadd_ps(s, g, _mm512_loadu_ps(c + y)));
+  }
+  if (y < n) {
+    const auto m = static_cast<__mmask16>((1u << (n - y)) - 1);
+    const __m512i i = _mm512_maskz_loadu_epi32(m, idx + y);
+    const __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, i, b, 4);
+    _mm512_mask_storeu_ps(c + y, m, _mm512_fmadd_ps(s, g, _mm512_maskz_loadu_ps(m, c + y)));
+  }
+}
+
+bool have_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+#endif
+
+template <class T>
+void gather_axpy(T* c, T a, const T* b, const std::int32_t* idx, std::size_t n) {
+#if defined(__x86_64__)
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
+    if (have_avx512()) {
+      gather_axpy_avx512(c, a, b, idx, n);
+      return;
+    }
+  }
+#endif
+  gather_axpy_scalar(c, a, b, idx, n);
+}
+
+/// The per-key loop's buffers of the calling thread, kept between calls (OpenMP's threads
+/// persist): allocating the lists of rows anew each time cost more in page faults than the
+/// sweep over them. Larger than `keep` bytes, they are given back after use.
+template <class T>
+Work<T>& thread_work() {
+  thread_local Work<T> w;
+  w.rows.clear();
+  w.row_keys.clear();
+  w.bn_all.clear();
+  w.cn_all.clear();
+  return w;
+}
+
+template <class T>
+void trim(Work<T>& w) {
+  constexpr std::size_t keep = std::size_t{32} << 20;
+  if (w.rows.capacity() * sizeof(RowOfB<T>) > keep) {
+    w.rows = {};
+    w.sorted = {};
+    w.bn_all = {};
+    w.cn_all = {};
+    w.bn32 = {};
+  }
+}
+
+/// c[key's row][cn] += a * b[row + bn] for every recorded row, grouped by the block of b it
+/// reads (a counting sort on the row's offset, into a copy read in order); the next block
+/// of b is prefetched while one is swept.
+template <class T>
+void sweep_rows(Work<T>& w, const T* b, std::size_t b_elements, T* c) {
   if (w.rows.empty()) return;
   constexpr unsigned shift = 11;  // 2048 elements of b per block
   const std::size_t blocks = (b_elements >> shift) + 1;
-  std::vector<std::uint32_t> start(blocks + 1, 0);
-  for (const RowOfB& r : w.rows) ++start[(static_cast<std::size_t>(r.b) >> shift) + 1];
-  for (std::size_t k = 0; k < blocks; ++k) start[k + 1] += start[k];
-  std::vector<std::uint32_t> order(w.rows.size());
-  for (std::size_t i = 0; i < w.rows.size(); ++i)
-    order[start[static_cast<std::size_t>(w.rows[i].b) >> shift]++] = static_cast<std::uint32_t>(i);
-  for (std::uint32_t i : order) {
-    const RowOfB& r = w.rows[i];
-    const RowKey& k = w.row_keys[r.key];
-    const T av = alpha * a[r.a];
-    const T* brow = b + r.b;
-    T* crow = c + k.c;
-    const std::ptrdiff_t* bn = w.bn_all.data() + k.begin;
-    if (k.dense_c) {
-      for (std::size_t y = 0; y < k.count; ++y) crow[y] += av * brow[bn[y]];
-      continue;
+  w.start.assign(blocks + 1, 0);
+  for (const RowOfB<T>& r : w.rows) ++w.start[(static_cast<std::size_t>(r.b) >> shift) + 1];
+  for (std::size_t k = 0; k < blocks; ++k) w.start[k + 1] += w.start[k];
+  w.sorted.resize(w.rows.size());
+  for (const RowOfB<T>& r : w.rows) w.sorted[w.start[static_cast<std::size_t>(r.b) >> shift]++] = r;
+  // Offsets within a row of b fit 32 bits (the gathers take them) unless b is huge.
+  bool narrow = true;
+  for (std::ptrdiff_t o : w.bn_all) narrow = narrow && o >= 0 && o <= INT32_MAX;
+  if (narrow) w.bn32.assign(w.bn_all.begin(), w.bn_all.end());
+  std::size_t at = 0;  // w.start[k] is now the end of block k
+  for (std::size_t blk = 0; blk < blocks; ++blk) {
+    const std::size_t end = w.start[blk];
+    if (at == end) continue;
+    const std::size_t next = (blk + 1) << shift;
+    for (std::size_t x = next; x < std::min(b_elements, next + (std::size_t{1} << shift)); x += 64 / sizeof(T)) {
+      __builtin_prefetch(b + x);
     }
-    const std::ptrdiff_t* cn = w.cn_all.data() + k.begin;
-    for (std::size_t y = 0; y < k.count; ++y) crow[cn[y]] += av * brow[bn[y]];
+    for (; at < end; ++at) {
+      const RowOfB<T>& r = w.sorted[at];
+      const RowKey& k = w.row_keys[r.key];
+      const T* brow = b + r.b;
+      T* crow = c + k.c;
+      if (k.dense_c && narrow) {
+        gather_axpy(crow, r.a, brow, w.bn32.data() + k.begin, k.count);
+        continue;
+      }
+      const std::ptrdiff_t* bn = w.bn_all.data() + k.begin;
+      if (k.dense_c) {
+        for (std::size_t y = 0; y < k.count; ++y) crow[y] += r.a * brow[bn[y]];
+        continue;
+      }
+      const std::ptrdiff_t* cn = w.cn_all.data() + k.begin;
+      for (std::size_t y = 0; y < k.count; ++y) crow[cn[y]] += r.a * brow[bn[y]];
+    }
   }
   w.rows.clear();
   w.row_keys.clear();
+  trim(w);
 }
 
 void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::size_t>& with,
@@ -426,11 +617,15 @@ void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::siz
   domain.swap(tmp);
 }
 
-void cartesian(const std::vector<const Offsets*>& parts, Offsets& out) {
+void cartesian(const std::vector<const Offsets*>& parts, Offsets& out, Offsets& next) {
+  if (parts.size() == 1) {
+    out = *parts[0];
+    return;
+  }
   out.assign(1, 0);
   for (const Offsets* part : parts) {
     const std::size_t n = out.size();
-    Offsets next;
+    next.clear();
     next.reserve(n * part->size());
     for (std::size_t i = 0; i < n; ++i) {
       for (std::ptrdiff_t o : *part) next.push_back(out[i] + o);
@@ -532,7 +727,6 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
   for (const std::string& l : key) key_in_result = key_in_result && in(cn, l);
 
   const std::size_t total = cn.compact ? cn.elements : cn.size();
-  std::fill(c, c + total, T(0));
   const T alpha = static_cast<T>(params.alpha);
   const std::size_t b_elements = sides[2].compact ? nodes[2]->elements : nodes[2]->size();
   const std::size_t keys = provider->keys.size();
@@ -545,10 +739,14 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
   std::size_t calls = 0;
 #pragma omp parallel if (par) reduction(+ : flops, calls)
   {
-    Work<T> w;
+    Work<T>& w = thread_work<T>();
     w.domain.resize(labels.size());
+    std::vector<const std::vector<std::size_t>*> domain(labels.size());  // the key's domain of each label
     w.restricted.resize(labels.size());
     w.offsets.resize(3 * labels.size());
+    constexpr std::size_t chunk = std::size_t{1} << 16;
+#pragma omp for schedule(static)
+    for (std::size_t at = 0; at < total; at += chunk) std::fill(c + at, c + std::min(total, at + chunk), T(0));
 #pragma omp for schedule(static) nowait
     for (std::size_t k = 0; k < keys; ++k) {
       try {
@@ -580,17 +778,19 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
             }
             const std::size_t l = label_id(side.node->labels[mode]);
             if (!w.restricted[l]) {
-              w.domain[l] = dom;
+              domain[l] = &dom;  // read in place unless another side restricts it too
               w.restricted[l] = 1;
             } else {
+              if (domain[l] != &w.domain[l]) w.domain[l] = *domain[l];
               intersect_into(w.domain[l], dom, w.tmp);
+              domain[l] = &w.domain[l];
             }
           }
         }
         if (zero) continue;
         for (std::size_t l = 0; l < labels.size(); ++l) {
-          if (!w.restricted[l] && !is_key(labels[l])) w.domain[l] = full[l];
-          if (!is_key(labels[l]) && w.domain[l].empty()) zero = true;
+          if (!w.restricted[l] && !is_key(labels[l])) domain[l] = &full[l];
+          if (!is_key(labels[l]) && domain[l]->empty()) zero = true;
         }
         if (zero) continue;
         // Offsets of each side along each of its non-key labels, and its base.
@@ -599,7 +799,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
           const Side<T>& side = sides[i];
           const OpNode& n = *side.node;
           const bool blocks = side.compact;
-          std::vector<std::size_t> row_stride;
+          std::vector<std::size_t>& row_stride = w.row_stride;
           if (blocks) {
             const SparsePattern& p = *side.pattern;
             row_stride.assign(p.row_modes.size(), p.free_size);
@@ -633,7 +833,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
               base[i] += static_cast<std::ptrdiff_t>(at * stride);
               continue;
             }
-            const std::vector<std::size_t>& dom = w.domain[l];
+            const std::vector<std::size_t>& dom = *domain[l];
             off.resize(dom.size());
             if (within) {  // positions of the domain's values in the side's (a superset)
               std::size_t p = 0;
@@ -647,9 +847,9 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
           }
         }
         auto parts = [&](int side, const std::vector<std::size_t>& ids, Offsets& out) {
-          std::vector<const Offsets*> list;
-          for (std::size_t l : ids) list.push_back(&w.offsets[static_cast<std::size_t>(side) * labels.size() + l]);
-          cartesian(list, out);
+          w.list.clear();
+          for (std::size_t l : ids) w.list.push_back(&w.offsets[static_cast<std::size_t>(side) * labels.size() + l]);
+          cartesian(w.list, out, w.next);
         };
         parts(1, m_labels, w.am);
         parts(1, s_labels, w.as);
@@ -680,7 +880,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
           const auto slot = static_cast<std::uint32_t>(w.row_keys.size() - 1);
           for (std::size_t x = 0; x < S; ++x) {
             const std::ptrdiff_t at = base[1] + w.am[0] + w.as[x];
-            if (sides[1].data[at] != T(0)) w.rows.push_back({at, base[2] + w.bs[x], slot});
+            if (sides[1].data[at] != T(0)) w.rows.push_back({alpha * sides[1].data[at], base[2] + w.bs[x], slot});
           }
           continue;
         }
@@ -714,7 +914,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
       }
     }
     try {
-      sweep_rows(w, sides[1].data, sides[2].data, b_elements, c, alpha);
+      sweep_rows(w, sides[2].data, b_elements, c);
     } catch (...) {
 #pragma omp critical(tenex_sparse_error)
       if (!error) error = std::current_exception();
