@@ -54,6 +54,19 @@ std::string& last_sparse_note() {
   return note;
 }
 
+/// "(i=30,k=40)" of a product's result, for the sparse line.
+std::string product_text(const OpNode& node) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < node.labels.size(); ++i) {
+    if (i > 0) text += ',';
+    text.append(node.labels[i]);
+    text += '=';
+    text.append(std::to_string(i < node.extents.size() ? node.extents[i] : 0));
+  }
+  text += ')';
+  return text;
+}
+
 /// The line saying how the set's sparse maps are evaluated ("" when it has none).
 std::string sparse_summary(const OpGraph& graph, const std::string& declined) {
   std::size_t restricted = 0, compact = 0;
@@ -67,9 +80,35 @@ std::string sparse_summary(const OpGraph& graph, const std::string& declined) {
     return "sparse maps: evaluated dense and masked (no node is sparse enough: more than half of its elements "
            "allowed, or allowed tuples that are not per-key products)\n";
   }
-  return "sparse maps: " + std::to_string(compact) + (compact == 1 ? " node" : " nodes") +
-         " evaluated on their allowed elements only, stored as per-key blocks (a backend that cannot declines and "
-         "runs the set dense and masked)\n";
+  std::string out = "sparse maps: " + std::to_string(compact) + (compact == 1 ? " node" : " nodes") +
+                    " evaluated on their allowed elements only, stored as per-key blocks (a backend that cannot "
+                    "declines and runs the set dense and masked)\n";
+  // Each product that a map restricts: the CPU's choice and the estimate behind it.
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    const OpNode& n = graph.node(id);
+    const std::vector<NodeId>& ops = graph.operands(id);
+    if (n.kind != OpKind::contract || ops.size() != 2) continue;
+    const OpNode& a = graph.node(ops[0]);
+    const OpNode& b = graph.node(ops[1]);
+    if (!n.compact && !a.compact && !b.compact) continue;
+    const SparseProductCost cost = sparse_product_cost(n.labels, n.pattern.get(), a.labels, a.pattern.get(), b.labels,
+                                                       b.pattern.get(), n.extents, a.extents, b.extents);
+    if (!cost.applies) continue;
+    char text[400];
+    std::snprintf(
+        text, sizeof text,
+        "sparse maps: product -> %s: %s (estimated %.3g s for %.2e allowed triples in %zu keys%s, against "
+        "%.3g s for the dense GEMM's %.2e flops)\n",
+        product_text(n).c_str(),
+        cost.dense ? "dense GEMM on the expanded operands, allowed elements kept (the maps allow too much "
+                     "for the per-key products to pay)"
+                   : "per-key gathered products",
+        cost.sparse_seconds, cost.triples, cost.keys,
+        cost.grouped_keys ? (", " + std::to_string(cost.grouped_keys) + " grouped with equal domains").c_str() : "",
+        cost.dense_seconds, cost.dense_flops);
+    out += text;
+  }
+  return out;
 }
 
 double total_flops(const OpGraph& graph) {

@@ -58,6 +58,34 @@ std::shared_ptr<const SparsePattern> make_sparse_pattern(const std::vector<std::
                                                          const std::vector<std::size_t>& extents,
                                                          const std::vector<LabeledMap>& maps);
 
+/// The CPU's choice for a product of two operands where a map restricts the result or an
+/// operand (docs/sparse.md, "CPU evaluation"): per-key gathered products, or one dense GEMM
+/// on the expanded operands with the result's allowed elements kept. The estimate walks the
+/// keys as the per-key loop does: per key, each label's domain is the smallest that a side
+/// restricting it allows (an upper bound on the intersection); runs of consecutive keys
+/// with equal domains that read the same second operand count as one GEMM. Its constants
+/// were measured on one core of the development machine (docs/performance.md): 0.7 ns per
+/// triple of a scattered row-times-matrix key, 40 ps per flop of a grouped GEMM, 1 ns per
+/// element it gathers, 1 us per key; 11 ps per flop of the dense GEMM, 2 ns per element
+/// expanded or gathered around it. Where the per-key products are estimated under 1 ms they
+/// are kept whatever the dense estimate.
+struct SparseProductCost {
+  bool applies = false;          // some side has a per-key pattern
+  double triples = 0;            // allowed (key, rows, summed, columns) combinations
+  double dense_flops = 0;        // 2 x the product of every label's extent
+  std::size_t keys = 0;          // keys of the loop
+  std::size_t grouped_keys = 0;  // keys that share a GEMM with the key before
+  double sparse_seconds = 0;     // estimated
+  double dense_seconds = 0;      // estimated
+  bool dense = false;            // the dense GEMM is estimated faster (and the products take over 1 ms)
+};
+SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, const SparsePattern* c,
+                                      const std::vector<std::string>& a_labels, const SparsePattern* a,
+                                      const std::vector<std::string>& b_labels, const SparsePattern* b,
+                                      const std::vector<std::size_t>& c_extents,
+                                      const std::vector<std::size_t>& a_extents,
+                                      const std::vector<std::size_t>& b_extents);
+
 /// "5.0%" of a fraction, as explain() and DOT show it.
 std::string format_fraction(double fraction);
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -470,6 +471,11 @@ struct Work {
   Offsets bn_all, cn_all;
   std::vector<std::int32_t> bn32;
   std::vector<std::uint32_t> start;
+  // The pending group of keys with equal offsets: (base of a, base of c) of each key, the
+  // base of b they share, and their offsets.
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> group;
+  std::ptrdiff_t group_b = 0;
+  Offsets gam, gas, gbs, gbn, gcm, gcn;
 };
 
 /// c[y] += a * b[idx[y]], y < n: the inner loop of a row of b times a key's domain.
@@ -730,6 +736,8 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
   const T alpha = static_cast<T>(params.alpha);
   const std::size_t b_elements = sides[2].compact ? nodes[2]->elements : nodes[2]->size();
   const std::size_t keys = provider->keys.size();
+  bool shared_b = true;  // b carries no key label: every key reads the same b
+  for (int kp : sides[2].key_of_label) shared_b = shared_b && kp < 0;
   const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
   const bool par = key_in_result && threads > 1 && keys > 1;
   std::optional<SingleThreadedBlas> single;
@@ -744,6 +752,84 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
     std::vector<const std::vector<std::size_t>*> domain(labels.size());  // the key's domain of each label
     w.restricted.resize(labels.size());
     w.offsets.resize(3 * labels.size());
+    w.group.clear();
+    // Runs the pending group of keys: one key whose product is a row times a matrix is
+    // recorded (run row by row of b by sweep_rows); otherwise one GEMM over the rows of all
+    // the group's keys, b read in place where its block is a strided matrix.
+    auto run_group = [&](Work<T>& g) {
+      if (g.group.empty()) return;
+      const std::size_t G = g.group.size(), M = g.gam.size(), S = g.gas.size(), N = g.gbn.size();
+      const T* a = sides[1].data;
+      const T* b = sides[2].data + g.group_b;
+      calls += 1;
+      if (G == 1 && M == 1) {
+        RowKey& rk = g.row_keys.emplace_back();
+        rk.c = g.group[0].second + g.gcm[0];
+        rk.begin = g.bn_all.size();
+        rk.count = N;
+        rk.dense_c = N > 0 && g.gcn[N - 1] == static_cast<std::ptrdiff_t>(N - 1) && g.gcn[0] == 0;
+        g.bn_all.insert(g.bn_all.end(), g.gbn.begin(), g.gbn.end());
+        g.cn_all.resize(rk.begin);  // cn_all runs beside bn_all
+        if (rk.dense_c) {
+          g.cn_all.resize(rk.begin + N);
+        } else {
+          g.cn_all.insert(g.cn_all.end(), g.gcn.begin(), g.gcn.end());
+        }
+        const auto slot = static_cast<std::uint32_t>(g.row_keys.size() - 1);
+        for (std::size_t x = 0; x < S; ++x) {
+          const std::ptrdiff_t at = g.group[0].first + g.gam[0] + g.gas[x];
+          if (a[at] != T(0)) g.rows.push_back({alpha * a[at], g.group_b + g.gbs[x], slot});
+        }
+        g.group.clear();
+        return;
+      }
+      const std::size_t rows = G * M;
+      g.ag.resize(rows * S);
+      g.cg.resize(rows * N);
+      for (std::size_t e = 0; e < G; ++e) {
+        const T* ae = a + g.group[e].first;
+        for (std::size_t x = 0; x < M; ++x) {
+          T* to = g.ag.data() + (e * M + x) * S;
+          for (std::size_t y = 0; y < S; ++y) to[y] = ae[g.gam[x] + g.gas[y]];
+        }
+      }
+      // b in place when its rows are equally spaced and its columns contiguous.
+      bool in_place = N > 0 && S > 0;
+      for (std::size_t y = 0; y < N && in_place; ++y) in_place = g.gbn[y] == g.gbn[0] + static_cast<std::ptrdiff_t>(y);
+      const std::ptrdiff_t ld = S > 1 ? g.gbs[1] - g.gbs[0] : static_cast<std::ptrdiff_t>(N);
+      for (std::size_t x = 1; x < S && in_place; ++x) in_place = g.gbs[x] - g.gbs[x - 1] == ld;
+      in_place = in_place && ld >= static_cast<std::ptrdiff_t>(N);
+      const T* bm = nullptr;
+      if (in_place) {
+        bm = b + g.gbs[0] + g.gbn[0];
+      } else {
+        g.bg.resize(S * N);
+        for (std::size_t x = 0; x < S; ++x) {
+          for (std::size_t y = 0; y < N; ++y) g.bg[x * N + y] = b[g.gbs[x] + g.gbn[y]];
+        }
+        bm = g.bg.data();
+      }
+      contraction::Geometry geo;
+      geo.m = rows;
+      geo.n = N;
+      geo.k = S;
+      geo.a_m = static_cast<std::ptrdiff_t>(S);
+      geo.a_k = 1;
+      geo.b_k = in_place ? ld : static_cast<std::ptrdiff_t>(N);
+      geo.b_n = 1;
+      geo.c_m = static_cast<std::ptrdiff_t>(N);
+      geo.c_n = 1;
+      contraction::gemm(geo, alpha, g.ag.data(), bm, T(0), g.cg.data());
+      for (std::size_t e = 0; e < G; ++e) {
+        T* ce = c + g.group[e].second;
+        for (std::size_t x = 0; x < M; ++x) {
+          T* crow = ce + g.gcm[x];
+          const T* from = g.cg.data() + (e * M + x) * N;
+          for (std::size_t y = 0; y < N; ++y) crow[g.gcn[y]] += from[y];
+        }
+      }
+      g.group.clear();
+    };
     constexpr std::size_t chunk = std::size_t{1} << 16;
 #pragma omp for schedule(static)
     for (std::size_t at = 0; at < total; at += chunk) std::fill(c + at, c + std::min(total, at + chunk), T(0));
@@ -858,62 +944,31 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
         // The result's M and N offsets, in A's and B's label order.
         parts(0, m_labels, w.cm);
         parts(0, n_labels, w.cn);
-        const T* a = sides[1].data + base[1];
-        const T* b = sides[2].data + base[2];
-        T* cc = c + base[0];
         const std::size_t M = w.am.size(), S = w.as.size(), N = w.bn.size();
         flops += 2.0 * static_cast<double>(M) * static_cast<double>(S) * static_cast<double>(N);
-        ++calls;
-        if (M == 1) {  // a row times a matrix: recorded, run row by row of b below
-          RowKey& rk = w.row_keys.emplace_back();
-          rk.c = base[0] + w.cm[0];
-          rk.begin = w.bn_all.size();
-          rk.count = N;
-          rk.dense_c = N > 0 && w.cn[N - 1] == static_cast<std::ptrdiff_t>(N - 1) && w.cn[0] == 0;
-          w.bn_all.insert(w.bn_all.end(), w.bn.begin(), w.bn.end());
-          w.cn_all.resize(rk.begin);  // cn_all runs beside bn_all
-          if (rk.dense_c) {
-            w.cn_all.resize(rk.begin + N);
-          } else {
-            w.cn_all.insert(w.cn_all.end(), w.cn.begin(), w.cn.end());
-          }
-          const auto slot = static_cast<std::uint32_t>(w.row_keys.size() - 1);
-          for (std::size_t x = 0; x < S; ++x) {
-            const std::ptrdiff_t at = base[1] + w.am[0] + w.as[x];
-            if (sides[1].data[at] != T(0)) w.rows.push_back({alpha * sides[1].data[at], base[2] + w.bs[x], slot});
-          }
+        // Keys with equal domains that read the same block of b join one GEMM (a group).
+        const bool joins = shared_b && !w.group.empty() && base[2] == w.group_b && w.am == w.gam && w.as == w.gas &&
+                           w.bs == w.gbs && w.bn == w.gbn && w.cm == w.gcm && w.cn == w.gcn;
+        if (joins) {
+          w.group.push_back({base[1], base[0]});
           continue;
         }
-        w.ag.resize(M * S);
-        w.bg.resize(S * N);
-        w.cg.resize(M * N);
-        for (std::size_t x = 0; x < M; ++x) {
-          for (std::size_t y = 0; y < S; ++y) w.ag[x * S + y] = a[w.am[x] + w.as[y]];
-        }
-        for (std::size_t x = 0; x < S; ++x) {
-          for (std::size_t y = 0; y < N; ++y) w.bg[x * N + y] = b[w.bs[x] + w.bn[y]];
-        }
-        contraction::Geometry g;
-        g.m = M;
-        g.n = N;
-        g.k = S;
-        g.a_m = static_cast<std::ptrdiff_t>(S);
-        g.a_k = 1;
-        g.b_k = static_cast<std::ptrdiff_t>(N);
-        g.b_n = 1;
-        g.c_m = static_cast<std::ptrdiff_t>(N);
-        g.c_n = 1;
-        contraction::gemm(g, alpha, w.ag.data(), w.bg.data(), T(0), w.cg.data());
-        for (std::size_t x = 0; x < M; ++x) {
-          T* crow = cc + w.cm[x];
-          for (std::size_t y = 0; y < N; ++y) crow[w.cn[y]] += w.cg[x * N + y];
-        }
+        run_group(w);
+        w.group.push_back({base[1], base[0]});
+        w.group_b = base[2];
+        w.gam.swap(w.am);
+        w.gas.swap(w.as);
+        w.gbs.swap(w.bs);
+        w.gbn.swap(w.bn);
+        w.gcm.swap(w.cm);
+        w.gcn.swap(w.cn);
       } catch (...) {
 #pragma omp critical(tenex_sparse_error)
         if (!error) error = std::current_exception();
       }
     }
     try {
+      run_group(w);
       sweep_rows(w, sides[2].data, b_elements, c);
     } catch (...) {
 #pragma omp critical(tenex_sparse_error)
@@ -926,11 +981,21 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
 
 }  // namespace
 
+/// The estimate that chooses between per-key products and one dense GEMM (explain() shows
+/// the same).
+template <class T>
+SparseProductCost sparse_product_cost_of(const OpNode& node, const KernelArgs<T>& args) {
+  const OpNode& a = *args.operand_nodes[0];
+  const OpNode& b = *args.operand_nodes[1];
+  return sparse_product_cost(node.labels, node.pattern.get(), a.labels, a.pattern.get(), b.labels, b.pattern.get(),
+                             node.extents, a.extents, b.extents);
+}
+
 template <class T>
 KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
   const OpNode& node = args.node;
   const std::size_t n_ops = args.operands.size();
-  if (node.kind == OpKind::contract && n_ops == 2) {
+  if (node.kind == OpKind::contract && n_ops == 2 && !sparse_product_cost_of(node, args).dense) {
     std::vector<T> ea, eb;
     if (auto count = sparse_contract(node.get<ContractParams>(), args, ea, eb)) return *count;
   }
