@@ -470,6 +470,7 @@ struct Work {
   std::vector<RowOfB<T>> rows, sorted;
   Offsets bn_all, cn_all;
   std::vector<std::int32_t> bn32;
+  bool narrow = true;
   std::vector<std::uint32_t> start;
   // The pending group of keys with equal offsets: (base of a, base of c) of each key, the
   // base of b they share, and their offsets.
@@ -568,29 +569,35 @@ void trim(Work<T>& w) {
   }
 }
 
-/// c[key's row][cn] += a * b[row + bn] for every recorded row, grouped by the block of b it
-/// reads (a counting sort on the row's offset, into a copy read in order); the next block
-/// of b is prefetched while one is swept.
+constexpr unsigned kBlockShift = 11;  // 2048 elements of b per block of the sweep
+
+/// Sorts the recorded rows by the block of b they read (a counting sort into a copy read in
+/// order; w.start[k] is then the end of block k) and narrows the offsets into rows of b to
+/// 32 bits where they fit (the gathers take them).
 template <class T>
-void sweep_rows(Work<T>& w, const T* b, std::size_t b_elements, T* c) {
-  if (w.rows.empty()) return;
-  constexpr unsigned shift = 11;  // 2048 elements of b per block
-  const std::size_t blocks = (b_elements >> shift) + 1;
+void sort_rows(Work<T>& w, std::size_t b_elements) {
+  const std::size_t blocks = (b_elements >> kBlockShift) + 1;
   w.start.assign(blocks + 1, 0);
-  for (const RowOfB<T>& r : w.rows) ++w.start[(static_cast<std::size_t>(r.b) >> shift) + 1];
+  for (const RowOfB<T>& r : w.rows) ++w.start[(static_cast<std::size_t>(r.b) >> kBlockShift) + 1];
   for (std::size_t k = 0; k < blocks; ++k) w.start[k + 1] += w.start[k];
   w.sorted.resize(w.rows.size());
-  for (const RowOfB<T>& r : w.rows) w.sorted[w.start[static_cast<std::size_t>(r.b) >> shift]++] = r;
-  // Offsets within a row of b fit 32 bits (the gathers take them) unless b is huge.
-  bool narrow = true;
-  for (std::ptrdiff_t o : w.bn_all) narrow = narrow && o >= 0 && o <= INT32_MAX;
-  if (narrow) w.bn32.assign(w.bn_all.begin(), w.bn_all.end());
-  std::size_t at = 0;  // w.start[k] is now the end of block k
-  for (std::size_t blk = 0; blk < blocks; ++blk) {
+  for (const RowOfB<T>& r : w.rows) w.sorted[w.start[static_cast<std::size_t>(r.b) >> kBlockShift]++] = r;
+  w.narrow = true;
+  for (std::ptrdiff_t o : w.bn_all) w.narrow = w.narrow && o >= 0 && o <= INT32_MAX;
+  if (w.narrow) w.bn32.assign(w.bn_all.begin(), w.bn_all.end());
+}
+
+/// c[key's row][cn] += a * b[row + bn] for the sorted rows of w in blocks [lo, hi) of b;
+/// the next block of b is prefetched while one is swept.
+template <class T>
+void sweep_blocks(const Work<T>& w, const T* b, std::size_t b_elements, T* c, std::size_t lo, std::size_t hi) {
+  if (w.sorted.empty()) return;
+  std::size_t at = lo == 0 ? 0 : w.start[lo - 1];
+  for (std::size_t blk = lo; blk < hi; ++blk) {
     const std::size_t end = w.start[blk];
     if (at == end) continue;
-    const std::size_t next = (blk + 1) << shift;
-    for (std::size_t x = next; x < std::min(b_elements, next + (std::size_t{1} << shift)); x += 64 / sizeof(T)) {
+    const std::size_t next = (blk + 1) << kBlockShift;
+    for (std::size_t x = next; x < std::min(b_elements, next + (std::size_t{1} << kBlockShift)); x += 64 / sizeof(T)) {
       __builtin_prefetch(b + x);
     }
     for (; at < end; ++at) {
@@ -598,7 +605,7 @@ void sweep_rows(Work<T>& w, const T* b, std::size_t b_elements, T* c) {
       const RowKey& k = w.row_keys[r.key];
       const T* brow = b + r.b;
       T* crow = c + k.c;
-      if (k.dense_c && narrow) {
+      if (k.dense_c && w.narrow) {
         gather_axpy(crow, r.a, brow, w.bn32.data() + k.begin, k.count);
         continue;
       }
@@ -611,9 +618,6 @@ void sweep_rows(Work<T>& w, const T* b, std::size_t b_elements, T* c) {
       for (std::size_t y = 0; y < k.count; ++y) crow[cn[y]] += r.a * brow[bn[y]];
     }
   }
-  w.rows.clear();
-  w.row_keys.clear();
-  trim(w);
 }
 
 void intersect_into(std::vector<std::size_t>& domain, const std::vector<std::size_t>& with,
@@ -754,7 +758,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
     w.offsets.resize(3 * labels.size());
     w.group.clear();
     // Runs the pending group of keys: one key whose product is a row times a matrix is
-    // recorded (run row by row of b by sweep_rows); otherwise one GEMM over the rows of all
+    // recorded (run row by row of b by sweep_blocks); otherwise one GEMM over the rows of all
     // the group's keys, b read in place where its block is a strided matrix.
     auto run_group = [&](Work<T>& g) {
       if (g.group.empty()) return;
@@ -967,13 +971,23 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
         if (!error) error = std::current_exception();
       }
     }
+    const std::size_t blocks = (b_elements >> kBlockShift) + 1;
     try {
       run_group(w);
-      sweep_rows(w, sides[2].data, b_elements, c);
+      sort_rows(w, b_elements);
     } catch (...) {
 #pragma omp critical(tenex_sparse_error)
       if (!error) error = std::current_exception();
     }
+    try {
+      sweep_blocks(w, sides[2].data, b_elements, c, 0, blocks);
+    } catch (...) {
+#pragma omp critical(tenex_sparse_error)
+      if (!error) error = std::current_exception();
+    }
+    w.rows.clear();
+    w.row_keys.clear();
+    trim(w);
   }
   if (error) std::rethrow_exception(error);
   return KernelCount{flops, calls};
