@@ -280,6 +280,14 @@ SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, 
     }
     uses.push_back(std::move(u));
   }
+  // Per label: a key label, or rows (on a and c), columns (b and c), summed (a and b).
+  enum Role { kKeyLabel, kRows, kColumns, kSummed };
+  std::vector<Role> role(all.size());
+  for (std::size_t l = 0; l < all.size(); ++l) {
+    const bool in_c = std::count(c_labels.begin(), c_labels.end(), all[l]) > 0;
+    const bool in_a = std::count(a_labels.begin(), a_labels.end(), all[l]) > 0;
+    role[l] = key_place(all[l]) < key.size() ? kKeyLabel : in_c && in_a ? kRows : in_c ? kColumns : kSummed;
+  }
   std::vector<double> size(all.size());
   std::vector<std::size_t> index;
   std::vector<const SparsePattern::Key*> found(uses.size()), before(uses.size(), nullptr);
@@ -298,7 +306,7 @@ SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, 
       continue;
     }
     ++cost.keys;
-    for (std::size_t l = 0; l < all.size(); ++l) size[l] = key_place(all[l]) < key.size() ? 1 : extent[l];
+    for (std::size_t l = 0; l < all.size(); ++l) size[l] = role[l] == kKeyLabel ? 1 : extent[l];
     for (std::size_t u = 0; u < uses.size(); ++u) {
       for (std::size_t r = 0; r < uses[u].label.size(); ++r) {
         const std::size_t l = uses[u].label[r];
@@ -308,10 +316,7 @@ SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, 
     // Rows (labels of a and c), summed (a and b), columns (b and c).
     double m = 1, sum = 1, n = 1;
     for (std::size_t l = 0; l < all.size(); ++l) {
-      if (key_place(all[l]) < key.size()) continue;
-      const bool in_c = std::count(c_labels.begin(), c_labels.end(), all[l]) > 0;
-      const bool in_a = std::count(a_labels.begin(), a_labels.end(), all[l]) > 0;
-      (in_c && in_a ? m : in_c ? n : sum) *= size[l];
+      if (role[l] != kKeyLabel) (role[l] == kRows ? m : role[l] == kColumns ? n : sum) *= size[l];
     }
     const double triples = m * sum * n;
     cost.triples += triples;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -40,6 +41,34 @@ std::vector<std::size_t> dense_strides(const std::vector<std::size_t>& extents) 
   for (std::size_t d = extents.size(); d-- > 1;) strides[d - 1] = strides[d] * extents[d];
   return strides;
 }
+
+#if defined(__x86_64__)
+bool have_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
+  return yes;
+}
+
+/// Copies `bytes` to `to` with non-temporal stores (a dense result written once is not read
+/// back soon: no read for ownership, no cache pollution); `from` null: zeros.
+__attribute__((target("avx512f"))) void stream_bytes(char* to, const char* from, std::size_t bytes) {
+  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(to) % 64) % 64);
+  if (from) {
+    std::memcpy(to, from, head);
+  } else {
+    std::memset(to, 0, head);
+  }
+  std::size_t x = head;
+  for (; x + 64 <= bytes; x += 64) {
+    const __m512i v = from ? _mm512_loadu_si512(from + x) : _mm512_setzero_si512();
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(to + x), v);
+  }
+  if (from) {
+    std::memcpy(to + x, from + x, bytes - x);
+  } else {
+    std::memset(to + x, 0, bytes - x);
+  }
+}
+#endif
 
 /// How a pattern's allowed elements lie in the dense layout: strides, and whether the free
 /// modes are trailing (a row's free block is then contiguous).
@@ -146,18 +175,41 @@ void expand(const SparsePattern& p, const T* compact, T* dense) {
     for (std::size_t d = 0; d < p.key_modes.size(); ++d) s += p.keys[k].index[d] * lay.strides[d];
     return s;
   };
+#if defined(__x86_64__)
+  // Slabs of a few KiB and more are built in a buffer in cache and streamed out.
+  const bool stream = have_avx512() && slab * sizeof(T) >= 4096 && slab * sizeof(T) <= (std::size_t{1} << 20);
+#else
+  const bool stream = false;
+#endif
 #pragma omp parallel if (par)
   {
     std::vector<std::size_t> pos, fidx;
+    std::vector<T> buffer(stream ? slab : 0);
 #pragma omp for schedule(static)
     for (std::size_t k = 0; k < keys; ++k) {
       const std::size_t begin = slab_of(k);
       const std::size_t from = k == 0 ? 0 : slab_of(k - 1) + slab;    // the slabs of keys with nothing before it
       const std::size_t to = k + 1 == keys ? p.total : begin + slab;  // the last key zeroes the rest
-      std::fill(dense + from, dense + to, T(0));
-      for_each_run_of_key(p, lay, p.keys[k], pos, fidx,
-                          [&](std::size_t d, std::size_t c, std::size_t n) { copy_run(dense + d, compact + c, n); });
+      if (!stream) {
+        std::fill(dense + from, dense + to, T(0));
+        for_each_run_of_key(p, lay, p.keys[k], pos, fidx,
+                            [&](std::size_t d, std::size_t c, std::size_t n) { copy_run(dense + d, compact + c, n); });
+        continue;
+      }
+#if defined(__x86_64__)
+      std::fill(buffer.begin(), buffer.end(), T(0));
+      for_each_run_of_key(p, lay, p.keys[k], pos, fidx, [&](std::size_t d, std::size_t c, std::size_t n) {
+        copy_run(buffer.data() + (d - begin), compact + c, n);
+      });
+      auto bytes = [](T* at) { return reinterpret_cast<char*>(at); };
+      stream_bytes(bytes(dense + from), nullptr, (begin - from) * sizeof(T));
+      stream_bytes(bytes(dense + begin), reinterpret_cast<const char*>(buffer.data()), slab * sizeof(T));
+      stream_bytes(bytes(dense + begin + slab), nullptr, (to - begin - slab) * sizeof(T));
+#endif
     }
+#if defined(__x86_64__)
+    if (stream) _mm_sfence();
+#endif
   }
 }
 
@@ -525,10 +577,6 @@ __attribute__((target("avx512f,avx512vl"))) void gather_axpy_avx512(float* __res
   }
 }
 
-bool have_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-  return yes;
-}
 #endif
 
 template <class T>
@@ -577,8 +625,8 @@ constexpr unsigned kBlockShift = 11;  // 2048 elements of b per block of the swe
 template <class T>
 void sort_rows(Work<T>& w, std::size_t b_elements) {
   const std::size_t blocks = (b_elements >> kBlockShift) + 1;
-  w.start.assign(blocks + 1, 0);
-  for (const RowOfB<T>& r : w.rows) ++w.start[(static_cast<std::size_t>(r.b) >> kBlockShift) + 1];
+  // w.start[k + 1] counts the rows in block k (counted as they were recorded).
+  w.start.resize(blocks + 1, 0);
   for (std::size_t k = 0; k < blocks; ++k) w.start[k + 1] += w.start[k];
   w.sorted.resize(w.rows.size());
   for (const RowOfB<T>& r : w.rows) w.sorted[w.start[static_cast<std::size_t>(r.b) >> kBlockShift]++] = r;
@@ -596,11 +644,15 @@ void sweep_blocks(const Work<T>& w, const T* b, std::size_t b_elements, T* c, st
   for (std::size_t blk = lo; blk < hi; ++blk) {
     const std::size_t end = w.start[blk];
     if (at == end) continue;
+    // The next block's cache lines, a few per row swept here, the rest after: spread among
+    // the gathers rather than all at once (which stalls on the line-fill buffers).
+    constexpr std::size_t line = 64 / sizeof(T);
     const std::size_t next = (blk + 1) << kBlockShift;
-    for (std::size_t x = next; x < std::min(b_elements, next + (std::size_t{1} << kBlockShift)); x += 64 / sizeof(T)) {
-      __builtin_prefetch(b + x);
-    }
+    const std::size_t next_end = std::min(b_elements, next + (std::size_t{1} << kBlockShift));
+    std::size_t ahead = next;
+    const std::size_t per_row = ((next_end > next ? next_end - next : 0) / line) / (end - at) + 1;
     for (; at < end; ++at) {
+      for (std::size_t f = 0; f < per_row && ahead < next_end; ++f, ahead += line) __builtin_prefetch(b + ahead);
       const RowOfB<T>& r = w.sorted[at];
       const RowKey& k = w.row_keys[r.key];
       const T* brow = b + r.b;
@@ -617,6 +669,7 @@ void sweep_blocks(const Work<T>& w, const T* b, std::size_t b_elements, T* c, st
       const std::ptrdiff_t* cn = w.cn_all.data() + k.begin;
       for (std::size_t y = 0; y < k.count; ++y) crow[cn[y]] += r.a * brow[bn[y]];
     }
+    for (; ahead < next_end; ahead += line) __builtin_prefetch(b + ahead);
   }
 }
 
@@ -733,6 +786,12 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
     full[l].resize(extent[l]);
     std::iota(full[l].begin(), full[l].end(), std::size_t{0});
   }
+  std::vector<char> key_label(labels.size());  // per label of the problem: a key label
+  for (std::size_t l = 0; l < labels.size(); ++l) key_label[l] = is_key(labels[l]) ? 1 : 0;
+  std::vector<std::size_t> id_of[3];  // per side and mode: the label of the problem
+  for (int i = 0; i < 3; ++i) {
+    for (const std::string& l : nodes[i]->labels) id_of[i].push_back(label_id(l));
+  }
   bool key_in_result = true;
   for (const std::string& l : key) key_in_result = key_in_result && in(cn, l);
 
@@ -757,6 +816,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
     w.restricted.resize(labels.size());
     w.offsets.resize(3 * labels.size());
     w.group.clear();
+    w.start.assign((b_elements >> kBlockShift) + 2, 0);
     // Runs the pending group of keys: one key whose product is a row times a matrix is
     // recorded (run row by row of b by sweep_blocks); otherwise one GEMM over the rows of all
     // the group's keys, b read in place where its block is a strided matrix.
@@ -782,7 +842,10 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
         const auto slot = static_cast<std::uint32_t>(g.row_keys.size() - 1);
         for (std::size_t x = 0; x < S; ++x) {
           const std::ptrdiff_t at = g.group[0].first + g.gam[0] + g.gas[x];
-          if (a[at] != T(0)) g.rows.push_back({alpha * a[at], g.group_b + g.gbs[x], slot});
+          if (a[at] != T(0)) {
+            g.rows.push_back({alpha * a[at], g.group_b + g.gbs[x], slot});
+            ++g.start[(static_cast<std::size_t>(g.rows.back().b) >> kBlockShift) + 1];
+          }
         }
         g.group.clear();
         return;
@@ -866,7 +929,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
               zero = !std::binary_search(dom.begin(), dom.end(), s[static_cast<std::size_t>(kp)]);
               continue;
             }
-            const std::size_t l = label_id(side.node->labels[mode]);
+            const std::size_t l = id_of[i][mode];
             if (!w.restricted[l]) {
               domain[l] = &dom;  // read in place unless another side restricts it too
               w.restricted[l] = 1;
@@ -879,8 +942,8 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
         }
         if (zero) continue;
         for (std::size_t l = 0; l < labels.size(); ++l) {
-          if (!w.restricted[l] && !is_key(labels[l])) domain[l] = &full[l];
-          if (!is_key(labels[l]) && domain[l]->empty()) zero = true;
+          if (!w.restricted[l] && !key_label[l]) domain[l] = &full[l];
+          if (!key_label[l] && domain[l]->empty()) zero = true;
         }
         if (zero) continue;
         // Offsets of each side along each of its non-key labels, and its base.
@@ -900,7 +963,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
           }
           for (std::size_t d = 0; d < n.labels.size(); ++d) {
             const int kp = side.key_of_label[d];
-            const std::size_t l = label_id(n.labels[d]);
+            const std::size_t l = id_of[i][d];
             Offsets& off = w.offsets[static_cast<std::size_t>(i) * labels.size() + l];
             std::size_t stride = blocks ? side.free_strides[d] : side.strides[d];
             const std::vector<std::size_t>* within = nullptr;  // the side's domain (a row mode)
@@ -997,19 +1060,53 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
 
 /// The estimate that chooses between per-key products and one dense GEMM (explain() shows
 /// the same).
+/// The estimate walks every key (a fraction of a millisecond for thousands): a plan run
+/// again (the plan cache keeps its nodes and patterns) finds it in a small per-thread
+/// cache, keyed by the patterns (held weakly: a live pattern at an address is the same,
+/// immutable, pattern) and the labels and extents.
 template <class T>
 SparseProductCost sparse_product_cost_of(const OpNode& node, const KernelArgs<T>& args) {
-  const OpNode& a = *args.operand_nodes[0];
-  const OpNode& b = *args.operand_nodes[1];
-  return sparse_product_cost(node.labels, node.pattern.get(), a.labels, a.pattern.get(), b.labels, b.pattern.get(),
-                             node.extents, a.extents, b.extents);
+  const OpNode* sides[3] = {&node, args.operand_nodes[0], args.operand_nodes[1]};
+  struct Entry {
+    std::weak_ptr<const SparsePattern> pattern[3];
+    bool has[3] = {false, false, false};
+    std::vector<std::string> labels[3];
+    std::vector<std::size_t> extents[3];
+    SparseProductCost cost;
+  };
+  thread_local std::vector<Entry> cache;
+  for (const Entry& e : cache) {
+    bool same = true;
+    for (int i = 0; i < 3 && same; ++i) {
+      const OpNode& n = *sides[i];
+      same = e.has[i] == (n.pattern != nullptr) && (!e.has[i] || e.pattern[i].lock() == n.pattern) &&
+             e.labels[i] == n.labels && e.extents[i] == n.extents;
+    }
+    if (same) return e.cost;
+  }
+  const OpNode& a = *sides[1];
+  const OpNode& b = *sides[2];
+  Entry e;
+  e.cost = sparse_product_cost(node.labels, node.pattern.get(), a.labels, a.pattern.get(), b.labels, b.pattern.get(),
+                               node.extents, a.extents, b.extents);
+  for (int i = 0; i < 3; ++i) {
+    e.pattern[i] = sides[i]->pattern;
+    e.has[i] = sides[i]->pattern != nullptr;
+    e.labels[i] = sides[i]->labels;
+    e.extents[i] = sides[i]->extents;
+  }
+  constexpr std::size_t kEntries = 16;
+  if (cache.size() == kEntries) cache.erase(cache.begin());
+  cache.push_back(std::move(e));
+  return cache.back().cost;
 }
 
 template <class T>
 KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
   const OpNode& node = args.node;
   const std::size_t n_ops = args.operands.size();
-  if (node.kind == OpKind::contract && n_ops == 2 && !sparse_product_cost_of(node, args).dense) {
+  const bool dense_choice = node.kind == OpKind::contract && n_ops == 2 && sparse_product_cost_of(node, args).dense;
+  if (node.kind == OpKind::contract && n_ops == 2 && !dense_choice) {
     std::vector<T> ea, eb;
     if (auto count = sparse_contract(node.get<ContractParams>(), args, ea, eb)) return *count;
   }
