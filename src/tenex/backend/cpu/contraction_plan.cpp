@@ -66,6 +66,9 @@ constexpr double kStreamBytes = 512.0;
 constexpr double kFarRowSeconds = 100e-9;
 // Operands larger than this come from memory, not from the last-level cache.
 constexpr double kCachedOperandBytes = 4.0 * 1024 * 1024;
+// Bytes of one GEMM call's part of an operand beyond which packing it again on the next call
+// reads it from beyond the L2 (2 MiB per core on the development machine).
+constexpr double kRepackBytes = 2.0 * 1024 * 1024;
 // Bytes per second (reads plus writes) a permutation of such an operand moves: a strided
 // gather is slower than a copy (measured: a 6-index 20 MB operand permuted in 6 ms, a third
 // of memcpy's rate, where kMemoryBandwidth predicted 3 ms).
@@ -216,6 +219,16 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   if (!plan.permute_b) rows += far_rows(k, g.b_k, n, g.b_n, es, static_cast<double>(p.size[kB]) * es);
   if (plan.output == Output::direct) rows += far_rows(m, g.c_m, n, g.c_n, es, static_cast<double>(p.size[kC]) * es);
   seconds += calls * rows * kFarRowSeconds / workers;
+  // Every GEMM call packs its parts of both operands. The flop rate (measured in cache) covers
+  // one packing; a part larger than the L2 is streamed again from the outer cache on every
+  // further call: the operand a batched loop does not index (tccg25 with a loop over a: 30
+  // GEMMs of 30 x 900 x 900 repack the same 6.5 MB of b, 37 ms against 18 ms for one GEMM
+  // on a buffered c, where the model without this term predicted 24 ms for both).
+  double repacked = 0;
+  for (double part : {dm * dk * es, dk * dn * es}) {
+    if (part > kRepackBytes) repacked += part;
+  }
+  seconds += (calls - 1.0) * repacked * 2.0 / (kCacheBandwidth * workers);
 
   const auto bytes_c = static_cast<double>(p.size[kC]) * es;
   double packed_tile_bytes = 0;  // per task, of the operands packed per tile
