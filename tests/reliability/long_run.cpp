@@ -3,8 +3,9 @@
 // assignments, reads in the middle of a set, casts, decompositions, errors caught and
 // discarded), with extents that cycle through more shapes than the plan cache holds, so that
 // caches fill, evict and reuse. The resident set size (/proc/self/statm) after a warm-up of
-// 10,000 iterations and at the end must differ by less than kAllowedGrowth: no handle, graph,
-// plan cache or pool grows without bound. Run by ctest (reliability_long_run); prints its
+// 10,000 iterations, in the middle and at the end must show no steady growth (the second half
+// adds less than kAllowedSteadyMiB) and no large one-off growth: no handle, graph, plan cache
+// or pool grows without bound. Run by ctest (reliability_long_run); prints its
 // figures (it is a test program, not the library). Exits 0 when every check holds.
 #include <malloc.h>
 
@@ -24,7 +25,13 @@ using tenex::Tensor;
 
 constexpr std::size_t kIterations = 100000;
 constexpr std::size_t kWarmUp = 10000;
-constexpr double kAllowedGrowthMiB = 8.0;
+constexpr std::size_t kMiddle = 55000;
+// A leak of 90 bytes per iteration adds 4 MiB over the 45,000 iterations of the second half.
+constexpr double kAllowedSteadyMiB = 4.0;
+// Pools that fill once, at a moment that depends on thread timing (OpenBLAS's per-thread
+// buffers when calls first overlap, a malloc arena of a thread), may add to the resident set
+// after the warm-up, once: bounded here, but not counted as a leak.
+constexpr double kAllowedOnceMiB = 24.0;
 
 /// Resident memory after glibc has returned its free heap pages (malloc_trim): memory freed
 /// but kept by an arena is not growth, and how much an arena keeps varies between runs with
@@ -97,18 +104,32 @@ int main() {
   double sum = 0;
   for (std::size_t it = 0; it < kWarmUp; ++it) sum += iterate(it, big);
   const double after_warm_up = resident_mib();
-  double peak = after_warm_up;
+  double peak = after_warm_up, middle = after_warm_up;
+  std::string samples;
   for (std::size_t it = kWarmUp; it < kIterations; ++it) {
     sum += iterate(it, big);
-    if (it % 10000 == 0) peak = std::max(peak, resident_mib());
+    if (it % 10000 == 0 || it == kMiddle) {
+      const double now = resident_mib();
+      peak = std::max(peak, now);
+      if (it == kMiddle) middle = now;
+      char sample[32];
+      std::snprintf(sample, sizeof sample, " %.1f", now);
+      samples += sample;
+    }
   }
   const double at_end = resident_mib();
   peak = std::max(peak, at_end);
-  std::printf("long_run: %zu iterations; resident %.1f MiB after %zu, %.1f MiB at the end (peak %.1f MiB)\n",
-              kIterations, after_warm_up, kWarmUp, at_end, peak);
+  std::printf(
+      "long_run: %zu iterations; resident %.1f MiB after %zu, %.1f MiB after %zu, %.1f MiB at the end (peak %.1f "
+      "MiB)\n",
+      kIterations, after_warm_up, kWarmUp, middle, kMiddle, at_end, peak);
   check(std::isfinite(sum), "the iterations computed a non-finite checksum");
-  check(peak - after_warm_up < kAllowedGrowthMiB, "resident memory grew by " + std::to_string(peak - after_warm_up) +
-                                                      " MiB after the warm-up (allowed " +
-                                                      std::to_string(kAllowedGrowthMiB) + ")");
+  // A leak grows with the iterations: the second half may add less than kAllowedSteadyMiB.
+  check(at_end - middle < kAllowedSteadyMiB, "resident memory grew by " + std::to_string(at_end - middle) +
+                                                 " MiB over the second half (allowed " +
+                                                 std::to_string(kAllowedSteadyMiB) + "); samples:" + samples);
+  check(peak - after_warm_up < kAllowedOnceMiB, "resident memory grew by " + std::to_string(peak - after_warm_up) +
+                                                    " MiB after the warm-up (allowed " +
+                                                    std::to_string(kAllowedOnceMiB) + "); samples:" + samples);
   return failures == 0 ? 0 : 1;
 }
