@@ -406,6 +406,21 @@ double max_relative_difference(const Tensor<T>& got, const Tensor<T>& want) {
   return worst;
 }
 
+/// c(i,j) = a(i,k) b(k,j) with the maps i->k on a and i->j on the product, evaluated.
+template <class T>
+Tensor<T> product_with_maps(Tensor<T>& a, Tensor<T>& b, const SparseMap& ik, const SparseMap& ij) {
+  Tensor<T> c;
+  {
+    auto aik = a("i,k");
+    aik.set_sparse_map("i", "k", ik);
+    auto x = aik * b("k,j");
+    x.set_sparse_map("i", "j", ij);
+    c("i,j") = x;
+  }
+  c.wait();
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("sparse evaluation: keys with equal domains run as one GEMM per group, dense-masked agrees") {
@@ -417,18 +432,7 @@ TEST_CASE("sparse evaluation: keys with equal domains run as one GEMM per group,
     // from b in place, scattered ones gathered.
     const SparseMap ik = block_map(n, m, 7, 9, scattered != 0, 73);
     const SparseMap ij = block_map(n, n, 7, 11, scattered != 0, 74);
-    auto run = [&] {
-      Tensor<double> c;
-      {
-        auto aik = a("i,k");
-        aik.set_sparse_map("i", "k", ik);
-        auto x = aik * b("k,j");
-        x.set_sparse_map("i", "j", ij);
-        c("i,j") = x;
-      }
-      c.wait();
-      return c;
-    };
+    auto run = [&] { return product_with_maps(a, b, ik, ij); };
     const Tensor<double> sparse = run();
     const tenex::RunStats stats = tenex::last_run_stats();
     const std::string plan = tenex::explain();
@@ -458,18 +462,7 @@ TEST_CASE_TEMPLATE("sparse evaluation: where the maps allow much, the product ru
   for (double density : {0.5, 0.02}) {
     CAPTURE(density);
     const SparseMap ik = random_map(n, n, density, 83, 9), ij = random_map(n, n, density, 84);
-    auto run = [&] {
-      Tensor<T> c;
-      {
-        auto aik = a("i,k");
-        aik.set_sparse_map("i", "k", ik);
-        auto x = aik * b("k,j");
-        x.set_sparse_map("i", "j", ij);
-        c("i,j") = x;
-      }
-      c.wait();
-      return c;
-    };
+    auto run = [&] { return product_with_maps(a, b, ik, ij); };
     const Tensor<T> chosen = run();
     const std::string plan = tenex::explain();
     const bool dense = density > 0.1;
