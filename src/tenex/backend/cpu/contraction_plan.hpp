@@ -34,7 +34,9 @@ struct Plan {
 // kept, as a test runs each of its plans in turn.
 const std::vector<Plan>& all_plans(const Problem& p, double flops);
 
-// The cheapest plan first, then up to `count - 1` others that the model puts within a factor
+// The cheapest plan first; where it writes c through a buffer or tiles (and is worth
+// timing), its twin with the buffer in the other order next, whatever the model predicts
+// for it; then, up to `count` in all, others that the model puts within a factor
 // kCandidateSpread of it and that differ from every plan before them in what they do to
 // memory (which operands they permute, how c is written and in which order, whether tiles
 // pack): the plans worth timing when the model's ranking is in doubt (see contract.cpp). Only
