@@ -84,6 +84,16 @@ struct RunLayout {
   }
 };
 
+/// Steps `pos` (one position per row mode in the key's domains) to the next tuple of the key's
+/// domains, the last mode fastest; false after the last tuple.
+bool next_tuple(std::vector<std::size_t>& pos, const SparsePattern::Key& key) {
+  for (std::size_t r = pos.size(); r-- > 0;) {
+    if (++pos[r] < key.domains[r].size()) return true;
+    pos[r] = 0;
+  }
+  return false;
+}
+
 /// Calls f(dense offset, compact offset, count) for every run of allowed elements of one
 /// key: `count` elements contiguous in both layouts. `pos` and `fidx` are scratch.
 template <class F>
@@ -123,12 +133,7 @@ void for_each_run_of_key(const SparsePattern& p, const RunLayout& lay, const Spa
         }
       }
     }
-    std::size_t r = p.row_modes.size();
-    while (r-- > 0) {
-      if (++pos[r] < key.domains[r].size()) break;
-      pos[r] = 0;
-    }
-    if (r == static_cast<std::size_t>(-1)) break;
+    if (!next_tuple(pos, key)) break;
   }
 }
 
@@ -272,12 +277,7 @@ void for_each_element(const SparsePattern& p, F&& f) {
           index[d] = 0;
         }
       }
-      std::size_t r = p.row_modes.size();
-      while (r-- > 0) {
-        if (++pos[r] < key.domains[r].size()) break;
-        pos[r] = 0;
-      }
-      if (r == npos) break;
+      if (!next_tuple(pos, key)) break;
     }
   }
 }
