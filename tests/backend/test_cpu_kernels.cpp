@@ -22,8 +22,11 @@
 
 #include <tenex/backend/backend.hpp>
 
+#include "tenex/backend/cpu/contraction_plan.hpp"
+#include "tenex/backend/cpu/contraction_problem.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/plan_execution.hpp"
 #include "tenex/scalar.hpp"
 
 namespace cpu = tenex::detail::cpu;
@@ -853,4 +856,41 @@ TEST_CASE("cpu kernels: the GEMM rate of the plan model is measured once and kep
     // Measured once per process: the same value again.
     CHECK(contraction::measured_core_peak(size, fallback) == peak);
   }
+}
+
+TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in the block cache") {
+  // c(i,j,l) = a(k,i,l) b(k,j): 1 MiB and more per operand, so that its blocks are cached.
+  // Before the plan search times a candidate, prefault_scratch takes the blocks the plan will
+  // take, writes them, and gives them back: the cache then holds at least each one's size.
+  namespace contraction = cpu::contraction;
+  const Extents a_extents{64, 128, 32}, b_extents{64, 96};
+  const Modes a_modes{0, 1, 3}, b_modes{0, 2}, c_modes{1, 2, 3};
+  const contraction::Prepared prepared =
+      contraction::prepare(sizeof(double), true, a_extents, a_modes, b_extents, b_modes, c_modes);
+  const contraction::Problem& p = prepared.problem;
+  const std::vector<contraction::Plan>& plans = contraction::all_plans(p, prepared.flops);
+  bool buffered = false, permuted = false;
+  for (const contraction::Plan& plan : plans) {
+    if (plan.naive) continue;
+    std::size_t least = 0;
+    if (plan.output == contraction::Output::buffered) least += p.size[contraction::kC] * sizeof(double);
+    if (plan.output != contraction::Output::tiled || !plan.tile_pack) {
+      if (plan.permute_a) least += p.size[contraction::kA] * sizeof(double);
+      if (plan.permute_b) least += p.size[contraction::kB] * sizeof(double);
+    }
+    if (least == 0) continue;
+    buffered = buffered || plan.output == contraction::Output::buffered;
+    permuted = permuted || plan.permute_a;
+    tenex::release_cached_memory();
+    contraction::prefault_scratch<double>(p, plan);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(tenex::cached_memory_bytes() == 0);  // nothing is cached under AddressSanitizer
+#else
+    INFO(contraction::describe(p, plan));
+    CHECK(tenex::cached_memory_bytes() >= least);
+#endif
+  }
+  CHECK(buffered);
+  CHECK(permuted);
+  tenex::release_cached_memory();
 }

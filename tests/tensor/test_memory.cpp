@@ -2,6 +2,8 @@
 // next allocation of the same size class, and release_cached_memory() hands them back.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+
 #include <tenex/tenex.hpp>
 
 TEST_CASE("memory: large freed buffers are kept for reuse and released on request") {
@@ -31,6 +33,20 @@ TEST_CASE("memory: large freed buffers are kept for reuse and released on reques
   { tenex::Tensor<double> small(tenex::Shape{8, 8}); }
   tenex::release_cached_memory();
   CHECK(tenex::cached_memory_bytes() == 0);
+}
+
+TEST_CASE("memory: blocks of 8 MiB and more start on a 2 MiB boundary (huge pages on request)") {
+  tenex::Tensor<double> big(tenex::Shape{1024, 1280});  // 10 MiB
+  const auto at = reinterpret_cast<std::uintptr_t>(big.data());
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK(at % 64 == 0);
+#else
+  CHECK(at % (std::uintptr_t{2} << 20) == 0);
+#endif
+  big.data()[big.size() - 1] = 1.0;  // every byte of it is usable
+  CHECK(big.at(1023, 1279) == 1.0);
+  tenex::Tensor<double> small(tenex::Shape{64, 64});
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
 }
 
 TEST_CASE("memory: a result overwritten in a loop stays correct with reused blocks") {

@@ -185,6 +185,7 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
   } else {
     const auto [plan, timed] = plan_for_call(memo, p, prepared.flops);
     if (timed) {
+      contraction::prefault_scratch<T>(p, *plan);
       const auto start = std::chrono::steady_clock::now();
       counted.calls += run_plan(p, *plan, alpha, a, b, beta, c);
       record_time(memo, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

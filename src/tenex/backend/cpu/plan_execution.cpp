@@ -82,7 +82,64 @@ struct TilePack {
   std::size_t size = 1;
 };
 
+bool packs_per_tile(const Plan& plan) { return plan.output == Output::tiled && plan.tile_pack; }
+
+// The layout an operand is permuted to (for a plan that permutes it).
+std::vector<int> operand_layout(const Problem& p, const Plan& plan, int op) {
+  const std::vector<int>& tiles = packs_per_tile(plan) ? plan.tiles : std::vector<int>{};
+  return op == kA ? fresh_layout(p, kA, plan.gm, plan.gk, tiles, plan.flip_a)
+                  : fresh_layout(p, kB, plan.gk, plan.gn, tiles, plan.flip_b);
+}
+
+bool permutes(const Plan& plan, int op) { return op == kA ? plan.permute_a : plan.permute_b; }
+
+// The elements of one tile of c (all of c for a buffered plan), and of one operand's pack.
+std::size_t elements(const Problem& p, const std::vector<int>& layout) {
+  std::size_t size = 1;
+  for (int d : layout) size *= p.extent[static_cast<std::size_t>(d)];
+  return size;
+}
+
+std::size_t tile_count(const Problem& p, const Plan& plan) {
+  std::size_t tasks = 1;
+  for (int d : plan.tiles) tasks *= p.extent[static_cast<std::size_t>(d)];
+  return tasks;
+}
+
+// The threads a tiled plan runs its tasks on: each has its own buffer and packs.
+std::size_t tile_team(const Problem& p, const Plan& plan) {
+  double flops = 2.0;
+  for (std::size_t e : p.extent) flops *= static_cast<double>(e);
+  const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
+  return threads > 1 && tile_count(p, plan) > 1 && flops >= kParallelFlops ? threads : 1;
+}
+
 }  // namespace
+
+template <class T>
+void prefault_scratch(const Problem& p, const Plan& plan) {
+  if (plan.naive) return;
+  std::vector<std::size_t> sizes;
+  const bool per_tile = packs_per_tile(plan);
+  for (int op : {kA, kB}) {
+    if (!permutes(plan, op)) continue;
+    sizes.push_back(per_tile ? elements(p, operand_layout(p, plan, op)) * tile_team(p, plan)
+                             : p.size[static_cast<std::size_t>(op)]);
+  }
+  if (plan.output != Output::direct) {
+    const std::vector<int> c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
+    sizes.push_back(elements(p, c_layout) * (plan.output == Output::tiled ? tile_team(p, plan) : 1));
+  }
+  // All held at once, as the plan holds them, so that each comes back from the cache to the
+  // allocation of its size.
+  std::vector<std::optional<Scratch<T>>> blocks(sizes.size());
+  constexpr std::size_t kPage = 4096 / sizeof(T);
+  for (std::size_t x = 0; x < sizes.size(); ++x) {
+    blocks[x].emplace(sizes[x]);
+    T* data = blocks[x]->get();
+    for (std::size_t at = 0; at < sizes[x]; at += kPage) data[at] = T(0);
+  }
+}
 
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
@@ -91,15 +148,14 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   std::optional<Scratch<T>> a_copy, b_copy;
   std::vector<std::ptrdiff_t> sa = p.stride[kA], sb = p.stride[kB];
   // Or packed per tile: each task copies the part of the operand its tile reads.
-  const bool per_tile = plan.output == Output::tiled && plan.tile_pack;
+  const bool per_tile = packs_per_tile(plan);
   std::array<TilePack, 2> packs;
   if (per_tile) {
     for (int op : {kA, kB}) {
-      if (!(op == kA ? plan.permute_a : plan.permute_b)) continue;
+      if (!permutes(plan, op)) continue;
       TilePack& pack = packs[static_cast<std::size_t>(op)];
       pack.on = true;
-      const std::vector<int> layout = op == kA ? fresh_layout(p, kA, plan.gm, plan.gk, plan.tiles, plan.flip_a)
-                                               : fresh_layout(p, kB, plan.gk, plan.gn, plan.tiles, plan.flip_b);
+      const std::vector<int> layout = operand_layout(p, plan, op);
       std::vector<std::ptrdiff_t>& strides = op == kA ? sa : sb;
       strides = dense_strides(p, layout);
       for (int d : layout) {
@@ -107,18 +163,18 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
         pack.extents.push_back(p.extent[u]);
         pack.from.push_back(p.stride[op][u]);
         pack.to.push_back(strides[u]);
-        pack.size *= p.extent[u];
       }
+      pack.size = elements(p, layout);
     }
   } else if (plan.permute_a) {
     a_copy.emplace(p.size[kA]);
-    sa = pack_operand(p, kA, fresh_layout(p, kA, plan.gm, plan.gk, {}, plan.flip_a), a, a_copy->get());
+    sa = pack_operand(p, kA, operand_layout(p, plan, kA), a, a_copy->get());
     a = a_copy->get();
     ++calls;
   }
   if (plan.permute_b && !per_tile) {
     b_copy.emplace(p.size[kB]);
-    sb = pack_operand(p, kB, fresh_layout(p, kB, plan.gk, plan.gn, {}, plan.flip_b), b, b_copy->get());
+    sb = pack_operand(p, kB, operand_layout(p, plan, kB), b, b_copy->get());
     b = b_copy->get();
     ++calls;
   }
@@ -168,8 +224,7 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
     from.push_back(sc[static_cast<std::size_t>(d)]);
     to.push_back(p.stride[kC][static_cast<std::size_t>(d)]);
   }
-  std::size_t tile_size = 1;
-  for (std::size_t e : extents) tile_size *= e;
+  const std::size_t tile_size = elements(p, c_layout);
   if (plan.output == Output::buffered) {
     Scratch<T> buffer(tile_size);
     calls += run_nest(nest, alpha, a, b, T(0), buffer.get(), true);
@@ -187,11 +242,8 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
                      [&](const Loop& x, const Loop& y) { return stride(x) > stride(y); });
   }
   const std::size_t tasks = count(tile_loops);
-  const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
-  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
-                       static_cast<double>(count(nest.outer) * count(nest.inner) * tasks);
-  const bool par = threads > 1 && tasks > 1 && flops >= kParallelFlops;
-  const std::size_t team = par ? threads : 1;
+  const std::size_t team = tile_team(p, plan);
+  const bool par = team > 1;
   Scratch<T> buffers(tile_size * team);
   Scratch<T> a_packs(packs[kA].on ? packs[kA].size * team : 0), b_packs(packs[kB].on ? packs[kB].size * team : 0);
   std::optional<SingleThreadedBlas> single;
@@ -233,9 +285,10 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   return calls + tasks * (nest_calls + 1);
 }
 
-#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                        \
-  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*); \
-  template std::size_t run_plan<T>(const Problem&, const Plan&, T, const T*, const T*, T, T*);
+#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                    \
+  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*);             \
+  template std::size_t run_plan<T>(const Problem&, const Plan&, T, const T*, const T*, T, T*); \
+  template void prefault_scratch<T>(const Problem&, const Plan&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PLAN_EXECUTION)
 #undef TENEX_INSTANTIATE_PLAN_EXECUTION
 

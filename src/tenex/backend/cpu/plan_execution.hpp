@@ -18,4 +18,10 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c);
 
+// Takes the scratch blocks `plan` will take, writes one element per page, and gives them back
+// to the block cache, from which the plan's next run takes them: a candidate's timed run
+// (contract.cpp) then measures the plan, not first touch of its memory.
+template <class T>
+void prefault_scratch(const Problem& p, const Plan& plan);
+
 }  // namespace tenex::detail::cpu::contraction
