@@ -571,8 +571,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_large, Scalars);
 
-// A contraction repeated tries a few plans, one per call, timing each, then keeps the
-// fastest (contract.cpp): every call, the tried ones and the settled ones, must be right,
+// A contraction repeated tries a few plans, timing each (all in its first call when beta ==
+// 0, else one per call), then keeps the fastest (contract.cpp): every call, the searching
+// ones and the settled ones, must be right,
 // with beta == 0 (c not read) and with beta != 0 (c accumulated).
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract repeated, while it times its candidate plans and after", T,
                           cpu_kernels_contract_repeated) {
@@ -677,14 +678,18 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_counts, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the measured plan search gives the right result on every call", T,
                           cpu_kernels_contract_search) {
-  // Large enough for the search (the model's plan above 50 us): the first call runs the
-  // model's choice untimed, the next calls each try a candidate, then the fastest runs. Every
-  // one of those calls, with its own plan, must give the reference result.
+  // Large enough for the search (the model's plan above 50 us): with beta == 0 the first call
+  // runs every candidate in turn on c, the last one's result standing, and later calls the
+  // fastest; with beta != 0 (c accumulated, which a second run would spoil) the first call
+  // runs the model's choice untimed, the next calls each try a candidate, then the fastest
+  // runs. Every one of those calls must give the reference result.
   std::mt19937 rng(31);
   const Problem p = parse("aecf,fbed->abcd", {14, 14, 14, 14, 14, 14});
+  const Problem q = parse("aecf,fbed->abcd", {14, 14, 14, 14, 14, 15});  // its own search
   for (int call = 0; call < 8; ++call) {
     INFO("call ", call);
     check_contract<T>(p, rng, T(1), T(0), false);
+    check_contract<T>(q, rng, T(0.5), T(-1), false);
   }
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_search, Scalars);
@@ -859,9 +864,10 @@ TEST_CASE("cpu kernels: the GEMM rate of the plan model is measured once and kep
 }
 
 TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in the block cache") {
-  // c(i,j,l) = a(k,i,l) b(k,j): 1 MiB and more per operand, so that its blocks are cached.
-  // Before the plan search times a candidate, prefault_scratch takes the blocks the plan will
-  // take, writes them, and gives them back: the cache then holds at least each one's size.
+  // c(i,j,l) = a(k,i,l) b(k,j): a of 2 MiB and c of 3 MiB, whose blocks the cache keeps (b, of
+  // 48 KiB, is left to malloc). Before the plan search times a candidate, prefault_scratch
+  // takes the blocks the plan will take, writes them, and gives them back: the cache then
+  // holds at least the size of each one that it keeps.
   namespace contraction = cpu::contraction;
   const Extents a_extents{64, 128, 32}, b_extents{64, 96};
   const Modes a_modes{0, 1, 3}, b_modes{0, 2}, c_modes{1, 2, 3};
@@ -869,14 +875,19 @@ TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in t
       contraction::prepare(sizeof(double), true, a_extents, a_modes, b_extents, b_modes, c_modes);
   const contraction::Problem& p = prepared.problem;
   const std::vector<contraction::Plan>& plans = contraction::all_plans(p, prepared.flops);
+  constexpr std::size_t kCachedBytes = std::size_t{1} << 20;
+  auto kept = [](std::size_t elements) {
+    const std::size_t bytes = elements * sizeof(double);
+    return bytes >= kCachedBytes ? bytes : 0;
+  };
   bool buffered = false, permuted = false;
   for (const contraction::Plan& plan : plans) {
     if (plan.naive) continue;
     std::size_t least = 0;
-    if (plan.output == contraction::Output::buffered) least += p.size[contraction::kC] * sizeof(double);
+    if (plan.output == contraction::Output::buffered) least += kept(p.size[contraction::kC]);
     if (plan.output != contraction::Output::tiled || !plan.tile_pack) {
-      if (plan.permute_a) least += p.size[contraction::kA] * sizeof(double);
-      if (plan.permute_b) least += p.size[contraction::kB] * sizeof(double);
+      if (plan.permute_a) least += kept(p.size[contraction::kA]);
+      if (plan.permute_b) least += kept(p.size[contraction::kB]);
     }
     if (least == 0) continue;
     buffered = buffered || plan.output == contraction::Output::buffered;

@@ -81,14 +81,26 @@ struct Planned {
   std::optional<std::size_t> chosen;
 };
 
-// How many plans a repeated contraction tries before it settles (the model's choice and three
-// that differ from it in what they do to memory), and the least predicted time worth timing:
-// below it, clock noise outweighs what a better plan saves. The first call of a shape runs the
-// model's choice untimed: it pays for first-touch of the result and of scratch memory, which
-// would otherwise count against the plan tried first. TENEX_PLAN_SEARCH=model keeps the
+// How many plans a contraction tries before it settles (the model's choice, its twin, and
+// others that differ from it in what they do to memory), and the least predicted time worth
+// timing:
+// below it, clock noise outweighs what a better plan saves. TENEX_PLAN_SEARCH=model keeps the
 // model's choice (the same plan, and the same rounding, on every call).
-constexpr std::size_t kPlansTried = 4;
+//
+// Where the model's choice is predicted to take less than kSearchInCallSeconds and c is only
+// written (beta == 0), the first call of a shape runs every candidate in turn on the whole
+// problem, each overwriting c, and keeps the fastest from the second call on: a loop that
+// repeats the contraction pays the search once, in its first iteration, and every later
+// iteration runs the fastest plan. That call stops early once it has spent kSearchBudget
+// times the fastest candidate's time (a candidate the model misjudged can run several times
+// slower than its prediction). Larger problems, and calls that accumulate into c, run the
+// model's choice untimed first (it pays for first touch of c), then one candidate per call,
+// then the fastest. Before its timer starts, a candidate's scratch is faulted in (and c too,
+// in the first call), so that the time is the plan's, not the page faults'.
+constexpr std::size_t kPlansTried = 6;
 constexpr double kMeasuredSeconds = 50e-6;
+constexpr double kSearchInCallSeconds = 0.25;
+constexpr double kSearchBudget = 8.0;
 
 bool measure_plans() {
   static const bool measure = [] {
@@ -98,25 +110,48 @@ bool measure_plans() {
   return measure;
 }
 
-// The plan this call runs: the model's choice untimed on the first call, then each candidate
-// timed once, then the fastest. Returns whether to time it.
-std::pair<const Plan*, bool> plan_for_call(Planned& memo, const Problem& p, double flops) {
-  if (memo.candidates.empty()) {
-    memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1);
-    if (memo.candidates.front().seconds < kMeasuredSeconds) memo.candidates.resize(1);
-    if (memo.candidates.size() == 1) memo.chosen = 0;
-  }
+void find_candidates(Planned& memo, const Problem& p, double flops) {
+  if (!memo.candidates.empty()) return;
+  memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1);
+  if (memo.candidates.front().seconds < kMeasuredSeconds) memo.candidates.resize(1);
+  if (memo.candidates.size() == 1) memo.chosen = 0;
+}
+
+// The plan this call runs when the search is spread over calls: the model's choice untimed on
+// the first call, then each candidate timed once, then the fastest. Returns whether to time it.
+std::pair<const Plan*, bool> plan_for_call(Planned& memo) {
   if (memo.chosen) return {&memo.candidates[*memo.chosen], false};
   if (memo.calls++ == 0) return {&memo.candidates.front(), false};
   return {&memo.candidates[memo.seconds.size()], true};
 }
 
+// Keeps the fastest of the candidates timed so far; the others are dropped.
+void settle(Planned& memo) {
+  memo.candidates.resize(memo.seconds.size());
+  memo.chosen =
+      static_cast<std::size_t>(std::min_element(memo.seconds.begin(), memo.seconds.end()) - memo.seconds.begin());
+}
+
 void record_time(Planned& memo, double seconds) {
   memo.seconds.push_back(seconds);
-  if (memo.seconds.size() == memo.candidates.size()) {
-    memo.chosen =
-        static_cast<std::size_t>(std::min_element(memo.seconds.begin(), memo.seconds.end()) - memo.seconds.begin());
-  }
+  if (memo.seconds.size() == memo.candidates.size()) settle(memo);
+}
+
+template <class T>
+double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
+                 std::size_t& calls) {
+  contraction::prefault_scratch<T>(p, plan);
+  const auto start = std::chrono::steady_clock::now();
+  calls = run_plan(p, plan, alpha, a, b, beta, c);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Writes one element per page of c (beta == 0: c is only written), so that no candidate's
+// time includes c's first touch.
+template <class T>
+void prefault_c(T* c, std::size_t size) {
+  constexpr std::size_t kPage = 4096 / sizeof(T);
+  for (std::size_t at = 0; at < size; at += kPage) c[at] = T(0);
 }
 
 Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
@@ -183,12 +218,29 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
     }
     chosen = &plans[*forced];
   } else {
-    const auto [plan, timed] = plan_for_call(memo, p, prepared.flops);
+    find_candidates(memo, p, prepared.flops);
+    if (!memo.chosen && memo.calls == 0 && beta == T(0) && memo.candidates.front().seconds < kSearchInCallSeconds) {
+      // The whole search now; the last candidate's c stands (each run overwrites it whole).
+      prefault_c(c, prepared.c_size);
+      memo.calls = 1;
+      std::size_t calls = 0;
+      double spent = 0;
+      while (!memo.chosen) {
+        const double seconds = timed_run(p, memo.candidates[memo.seconds.size()], alpha, a, b, beta, c, calls);
+        spent += seconds;
+        record_time(memo, seconds);
+        if (!memo.chosen && spent > kSearchBudget * *std::min_element(memo.seconds.begin(), memo.seconds.end())) {
+          settle(memo);
+        }
+      }
+      counted.calls += calls;
+      return counted;
+    }
+    const auto [plan, timed] = plan_for_call(memo);
     if (timed) {
-      contraction::prefault_scratch<T>(p, *plan);
-      const auto start = std::chrono::steady_clock::now();
-      counted.calls += run_plan(p, *plan, alpha, a, b, beta, c);
-      record_time(memo, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      std::size_t calls = 0;
+      record_time(memo, timed_run(p, *plan, alpha, a, b, beta, c, calls));
+      counted.calls += calls;
       return counted;
     }
     chosen = plan;
