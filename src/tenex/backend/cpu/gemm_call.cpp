@@ -127,7 +127,7 @@ double time_core_peak() {
   // which multiplies this rate by its workers, would count them twice).
   const SingleThreadedBlas one_thread;
   double best = std::numeric_limits<double>::infinity();
-  const bool in_region = omp_get_max_threads() > 1 && !omp_in_parallel();
+  [[maybe_unused]] const bool in_region = omp_get_max_threads() > 1 && !omp_in_parallel();
 #pragma omp parallel num_threads(2) if (in_region)
   {
     if (omp_get_thread_num() == 0) {

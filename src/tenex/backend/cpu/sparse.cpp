@@ -160,7 +160,7 @@ void expand(const SparsePattern& p, const T* compact, T* dense) {
   bool leading = true;
   for (std::size_t d = 0; d < p.key_modes.size(); ++d) leading = leading && p.key_modes[d] == d;
   const std::size_t keys = p.keys.size();
-  const bool par = parallel_worth(keys, p.total);
+  [[maybe_unused]] const bool par = parallel_worth(keys, p.total);
   if (!leading || keys == 0) {
     std::fill(dense, dense + p.total, T(0));
 #pragma omp parallel if (par)
