@@ -137,7 +137,8 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
       c.name.c_str(), c.einsum.c_str(), m, n, k, gemm_ms, chosen_ms, gemm_ms / chosen_ms, model_choice.index,
       model_choice.ms, gemm_ms / model_choice.ms, plans, timed.size());
   const auto prepared = cpu::contraction::prepare(sizeof(T), true, ea, ma, eb, mb, mc);
-  for (const auto& plan : cpu::contraction::candidate_plans(prepared.problem, prepared.flops, 4)) {
+  for (const auto& plan :
+       cpu::contraction::candidate_plans(prepared.problem, prepared.flops, cpu::contraction::kPlansTried)) {
     std::printf("  candidate: %s\n", cpu::contraction::describe(prepared.problem, plan).c_str());
   }
   for (std::size_t x = 0; x < std::min(top, timed.size()); ++x) {

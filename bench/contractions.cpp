@@ -1,6 +1,6 @@
 // Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
 //
-//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]
+//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--first-call] [--permutations]
 //   bench_contractions --mp2 [--nocc 40] [--nvirt 200] [--naux 800] [--repeat N]
 //
 // The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
@@ -14,6 +14,9 @@
 // --repeat runs after one warm-up. ratio = gemm / tenex: 1 or more means tenex is as fast as
 // one GEMM of the same size. `check` is the largest relative difference of a few elements of
 // the result against sums computed here, a guard against timing the wrong thing.
+// --first-call adds the warm-up's time (tenex's first call of the shape, which times the
+// candidate plans; the process's first case also measures the GEMM rate once) and its ratio to
+// tenex's best call.
 //
 // --mp2 [--nocc 40 --nvirt 200 --naux 800] instead times the contraction stage of the MP2
 // example (examples/mp2_energy.cpp) at those sizes: the transformation of the factors
@@ -66,6 +69,7 @@ struct Options {
   bool single = false;        // float instead of double
   bool permutations = false;  // the permutation table instead of the cases
   bool mp2 = false;           // the MP2 example's contraction stage instead of the cases
+  bool first_call = false;    // also the first call's time (the plan search) against the best
   std::size_t nocc = 40, nvirt = 200, naux = 800;
 };
 
@@ -83,6 +87,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       options.permutations = true;
     } else if (arg == "--mp2") {
       options.mp2 = true;
+    } else if (arg == "--first-call") {
+      options.first_call = true;
     } else if (arg == "--nocc" || arg == "--nvirt" || arg == "--naux") {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
@@ -182,6 +188,7 @@ struct Row {
   double tenex_ms = std::numeric_limits<double>::infinity();
   double gemm_ms = std::numeric_limits<double>::infinity();
   double check = 0;
+  double first_ms = 0;  // the warm-up: tenex's first call of the shape (its plan search)
 };
 
 void xgemm(int m, int n, int k, const float* a, const float* b, float* c) {
@@ -197,6 +204,7 @@ Row bench_case(const Case& c, int repeat) {
   tenex::fill_random(a, 1);
   tenex::fill_random(b, 2);
   const std::string la = labels_of(c.a), lb = labels_of(c.b), lc = labels_of(c.c);
+  Row row;
 
   const auto [m, n, k] = gemm_size(c);
   std::vector<T> ga(m * k), gb(k * n), gc(m * n);
@@ -209,9 +217,8 @@ Row bench_case(const Case& c, int repeat) {
   const std::function<void()> with_gemm = [&] {
     xgemm(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ga.data(), gb.data(), gc.data());
   };
-  with_tenex();  // warm-up: first-touch page faults, thread start-up, plan caches
+  row.first_ms = milliseconds_of(with_tenex);  // warm-up: first touch, thread start-up, plan search
   with_gemm();
-  Row row;
   for (int r = 0; r < repeat; ++r) {
     row.tenex_ms = std::min(row.tenex_ms, milliseconds_of(with_tenex));
     row.gemm_ms = std::min(row.gemm_ms, milliseconds_of(with_gemm));
@@ -355,7 +362,7 @@ int main(int argc, char** argv) {
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
     std::printf(
-        "usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--permutations]\n"
+        "usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--first-call] [--permutations]\n"
         "       bench_contractions --mp2 [--nocc N] [--nvirt N] [--naux N] [--repeat N]\n");
     return 2;
   }
@@ -376,9 +383,11 @@ int main(int argc, char** argv) {
     std::printf("# tenex contraction vs one %s of the same m, n, k (%s), best of %d runs;\n",
                 options->single ? "sgemm" : "dgemm", options->single ? "float" : "double", options->repeat);
     std::printf("# ratio = gemm_ms / tenex_ms (>= 1: as fast as GEMM)\n");
-    std::printf("%-8s %-24s %7s %10s %10s %7s %10s\n", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
+    std::printf("%-8s %-24s %7s %10s %10s %7s %10s", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
                 "check");
-    std::vector<double> ratios;
+    if (options->first_call) std::printf(" %10s %7s", "first_ms", "first/t");
+    std::printf("\n");
+    std::vector<double> ratios, firsts;
     for (const Case& c : cases) {
       if (!options->filter.empty() && c.name.find(options->filter) == std::string::npos) continue;
       const Row row = options->single ? bench_case<float>(c, options->repeat) : bench_case<double>(c, options->repeat);
@@ -387,8 +396,13 @@ int main(int argc, char** argv) {
           2.0 * static_cast<double>(size.m) * static_cast<double>(size.n) * static_cast<double>(size.k) * 1e-9;
       const double ratio = row.gemm_ms / row.tenex_ms;
       ratios.push_back(ratio);
-      std::printf("%-8s %-24s %7.3f %10.2f %10.2f %7.2f %10.1e\n", c.name.c_str(), c.einsum.c_str(), gflop,
-                  row.tenex_ms, row.gemm_ms, ratio, row.check);
+      std::printf("%-8s %-24s %7.3f %10.2f %10.2f %7.2f %10.1e", c.name.c_str(), c.einsum.c_str(), gflop, row.tenex_ms,
+                  row.gemm_ms, ratio, row.check);
+      if (options->first_call) {
+        firsts.push_back(row.first_ms / row.tenex_ms);
+        std::printf(" %10.2f %7.2f", row.first_ms, firsts.back());
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
     if (ratios.empty()) {
@@ -396,6 +410,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     print_summary(ratios);
+    if (!firsts.empty()) {
+      double log_sum = 0;
+      for (double f : firsts) log_sum += std::log(f);
+      std::printf("first call / best call: geometric mean %.2f, max %.2f\n",
+                  std::exp(log_sum / static_cast<double>(firsts.size())),
+                  *std::max_element(firsts.begin(), firsts.end()));
+    }
   } catch (const std::exception& error) {
     std::printf("error: %s\n", error.what());
     return 1;

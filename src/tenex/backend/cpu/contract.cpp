@@ -41,6 +41,7 @@ namespace {
 using contraction::all_plans;
 using contraction::candidate_plans;
 using contraction::describe;
+using contraction::kPlansTried;
 using contraction::Plan;
 using contraction::prepare;
 using contraction::Prepared;
@@ -97,7 +98,6 @@ struct Planned {
 // model's choice untimed first (it pays for first touch of c), then one candidate per call,
 // then the fastest. Before its timer starts, a candidate's scratch is faulted in (and c too,
 // in the first call), so that the time is the plan's, not the page faults'.
-constexpr std::size_t kPlansTried = 6;
 constexpr double kMeasuredSeconds = 50e-6;
 constexpr double kSearchInCallSeconds = 0.25;
 constexpr double kSearchBudget = 8.0;

@@ -35,13 +35,17 @@ struct Plan {
 const std::vector<Plan>& all_plans(const Problem& p, double flops);
 
 // The cheapest plan first; where it writes c through a buffer or tiles (and is worth
-// timing), its twin with the buffer in the other order next, whatever the model predicts
+// timing), its twin with the buffer in the other order next (or, where it has none, the
+// cheapest plan with the same groups and the other order), whatever the model predicts
 // for it; then, up to `count` in all, others that the model puts within a factor
 // kCandidateSpread of it and that differ from every plan before them in what they do to
 // memory (which operands they permute, how c is written and in which order, whether tiles
 // pack): the plans worth timing when the model's ranking is in doubt (see contract.cpp). Only
 // the cheapest when the plain loops win.
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count);
+
+// How many candidates a contraction times before it settles (contract.cpp).
+constexpr std::size_t kPlansTried = 6;
 
 // One line: what the plan does (operands permuted or packed per tile, how c is written, the
 // fused groups as mode:extent) and the model's predicted time.
