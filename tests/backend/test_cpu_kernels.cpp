@@ -905,3 +905,73 @@ TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in t
   CHECK(permuted);
   tenex::release_cached_memory();
 }
+
+TEST_CASE("cpu kernels: the plan search times the fewest GEMM calls and each way to write c") {
+  // The candidates contract() times on a shape's first call: the model's cheapest first, at
+  // most kPlansTried, no two alike; where the cheapest makes many GEMM calls, the cheapest
+  // plan with the fewest calls among those within kCandidateSpread (tccg15: 170 GEMMs of
+  // 161 x 161 x 170 in place, or one of 27370 x 161 x 170 into a buffer); and each way to
+  // write c (direct, or buffered or tiled in either order) within kOutputSpread of the
+  // cheapest (piov,iovd->pd: c buffered with its order flipped ran 1.6x faster than the
+  // model's direct choice).
+  namespace contraction = cpu::contraction;
+  struct Shape {
+    Extents a_extents, b_extents;
+    Modes a_modes, b_modes, c_modes;
+  };
+  const std::vector<Shape> shapes{
+      // acd,db->abc, a=170, b=161, c=161, d=170
+      {{170, 161, 170}, {170, 161}, {0, 2, 3}, {3, 1}, {0, 1, 2}},
+      // piov,iovd->pd, p=2457, i=34, o=15, v=5, d=13
+      {{2457, 34, 15, 5}, {34, 15, 5, 13}, {0, 1, 2, 3}, {1, 2, 3, 4}, {0, 4}},
+  };
+  for (const Shape& shape : shapes) {
+    const contraction::Prepared prepared = contraction::prepare(sizeof(double), true, shape.a_extents, shape.a_modes,
+                                                                shape.b_extents, shape.b_modes, shape.c_modes);
+    const contraction::Problem& p = prepared.problem;
+    const std::vector<contraction::Plan> candidates =
+        contraction::candidate_plans(p, prepared.flops, contraction::kPlansTried);
+    const std::vector<contraction::Plan>& plans = contraction::all_plans(p, prepared.flops);
+    REQUIRE(!candidates.empty());
+    CHECK(candidates.size() <= contraction::kPlansTried);
+    const contraction::Plan& best = candidates.front();
+    REQUIRE(!best.naive);
+    auto calls = [&](const contraction::Plan& x) {
+      std::size_t all = 1;
+      for (std::size_t e : p.extent) all *= e;
+      return all /
+             (contraction::extent_of(p, x.gm) * contraction::extent_of(p, x.gn) * contraction::extent_of(p, x.gk));
+    };
+    std::size_t fewest_near = calls(best);
+    for (const contraction::Plan& plan : plans) {
+      if (plan.naive) continue;
+      CHECK(plan.seconds >= best.seconds);
+      if (plan.seconds <= best.seconds * contraction::kCandidateSpread) {
+        fewest_near = std::min(fewest_near, calls(plan));
+      }
+      if (plan.seconds > best.seconds * contraction::kOutputSpread) continue;
+      const bool written = std::any_of(candidates.begin(), candidates.end(), [&](const contraction::Plan& x) {
+        return x.output == plan.output && x.flip_c == plan.flip_c;
+      });
+      INFO(contraction::describe(p, plan));
+      CHECK(written);
+    }
+    std::size_t fewest = calls(best);
+    for (const contraction::Plan& x : candidates) fewest = std::min(fewest, calls(x));
+    CHECK(fewest <= fewest_near);
+    for (std::size_t x = 0; x < candidates.size(); ++x) {
+      for (std::size_t y = 0; y < x; ++y) {
+        CHECK(contraction::describe(p, candidates[x]) != contraction::describe(p, candidates[y]));
+      }
+    }
+  }
+  // tccg15's model prefers many GEMMs; the single GEMM is a candidate all the same.
+  const contraction::Prepared prepared =
+      contraction::prepare(sizeof(double), true, shapes[0].a_extents, shapes[0].a_modes, shapes[0].b_extents,
+                           shapes[0].b_modes, shapes[0].c_modes);
+  const std::vector<contraction::Plan> candidates =
+      contraction::candidate_plans(prepared.problem, prepared.flops, contraction::kPlansTried);
+  CHECK(std::any_of(candidates.begin(), candidates.end(), [&](const contraction::Plan& x) {
+    return x.gm.size() == 2 && x.output == contraction::Output::buffered;
+  }));
+}

@@ -37,15 +37,25 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // The cheapest plan first; where it writes c through a buffer or tiles (and is worth
 // timing), its twin with the buffer in the other order next (or, where it has none, the
 // cheapest plan with the same groups and the other order), whatever the model predicts
-// for it; then, up to `count` in all, others that the model puts within a factor
-// kCandidateSpread of it and that differ from every plan before them in what they do to
-// memory (which operands they permute, how c is written and in which order, whether tiles
-// pack): the plans worth timing when the model's ranking is in doubt (see contract.cpp). Only
-// the cheapest when the plain loops win.
+// for it; where the cheapest makes more GEMM calls than another within kCandidateSpread,
+// the cheapest of those with the fewest calls; the cheapest of each way to write c (direct,
+// or buffered or tiled in either order) within kOutputSpread that no plan so far has; then,
+// up to `count` in all, others within kCandidateSpread that differ from every plan before
+// them in what they do to memory (which operands they permute, how c is written and in which
+// order, whether tiles pack): the plans worth timing when the model's ranking is in doubt
+// (see contract.cpp). Only the cheapest when the plain loops win.
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count);
 
 // How many candidates a contraction times before it settles (contract.cpp).
 constexpr std::size_t kPlansTried = 6;
+
+// Plans the model ranks further than this behind the cheapest are not worth a try...
+constexpr double kCandidateSpread = 1.5;
+// ...except the cheapest of each way to write c (direct, or buffered or tiled in either
+// order), which the model ranks least reliably against each other (rand181, piov,iovd->pd:
+// buffered and flipped, predicted 3.9 ms against 2.5 ms direct, runs 4.3 ms against 6.9 ms;
+// rand154: direct, predicted 15.5 ms against 12.9 ms tiled, runs 10.0 ms against 15.4 ms).
+constexpr double kOutputSpread = 2.0;
 
 // One line: what the plan does (operands permuted or packed per tile, how c is written, the
 // fused groups as mode:extent) and the model's predicted time.
