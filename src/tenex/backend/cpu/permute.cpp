@@ -336,6 +336,15 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
   const Dim i = dims[fast];
   dims.pop_back();
   dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(fast));
+  // The other modes run in the output's order, except the one nearest in the input, which
+  // runs innermost: consecutive tiles then read on where the last one stopped, while the
+  // mode nearest in the output (next outward) brings each output line back while it is
+  // still in cache (the reversal f,e,d,c,b,a of 23 x 16 x 16 x 23 x 16 x 16 doubles:
+  // 137 ms -> 91 ms, a memcpy of the same bytes 23 ms).
+  if (!dims.empty()) {
+    const auto near = std::min_element(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.in < y.in; });
+    std::rotate(near, near + 1, dims.end());
+  }
   std::size_t outer = 1;
   for (const Dim& d : dims) outer *= d.extent;
   const std::size_t tiles_o = (o.extent + kTile - 1) / kTile, tiles_i = (i.extent + kTile - 1) / kTile;
