@@ -3,7 +3,7 @@
 #   gnuplot -e "data='t.dat'; out='t.png'; label='title'" bench/tccg_plot.gp
 set terminal pngcairo size 1400,520 font ",10"
 set output out
-set title label
+set title label noenhanced
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
