@@ -75,6 +75,13 @@ constexpr double kRepackBytes = 2.0 * 1024 * 1024;
 // of memcpy's rate, where kMemoryBandwidth predicted 3 ms).
 constexpr double kPermuteBandwidth = 7e9;
 
+// Bytes of one chunk of an operand packed chunk by chunk along a k mode (Plan::k_chunk):
+// measured on tccg13 (acd,dbc->ab, b of 35 MB packed along c), chunks of 1.75 MB ran at
+// 0.75 of GEMM, 3.5 MB at 0.85, 7 MB at 0.80; packed whole, 0.65.
+constexpr double kChunkBytes = 4.0 * 1024 * 1024;
+// Bytes each chunk reads in one run from the operand as it is, at least (two cache lines).
+constexpr double kChunkRunBytes = 128.0;
+
 // Seconds to permute `bytes` through memory: in the last-level cache, or beyond it.
 double permute_seconds(double bytes) {
   return 2.0 * bytes / (bytes > kCachedOperandBytes ? kPermuteBandwidth : kMemoryBandwidth);
@@ -143,6 +150,28 @@ double far_rows(std::size_t x, std::ptrdiff_t sx, std::size_t y, std::ptrdiff_t 
   return static_cast<double>(rows);
 }
 
+// Plan::k_chunk for a plan that could pack its permuted operand chunk by chunk: chunks of
+// about kChunkBytes, each reading runs of kChunkRunBytes or more; 0 where the plan permutes
+// no operand or both, tiles c, or the operand fits the cache (then it is permuted whole).
+// `every` (the list of all plans a test runs) also chunks small operands, in two or more
+// chunks, so that the path runs at small extents.
+std::size_t chunk_length(const Problem& p, const Plan& plan, bool every) {
+  if (plan.naive || plan.permute_a == plan.permute_b || plan.output == Output::tiled || plan.gk.empty()) return 0;
+  const int op = plan.permute_a ? kA : kB;
+  const auto kc = static_cast<std::size_t>(plan.gk.front());
+  const std::size_t extent = p.extent[kc];
+  if (extent < 2) return 0;
+  const auto es = static_cast<double>(p.element_size);
+  const double bytes = static_cast<double>(p.size[op]) * es;
+  if (bytes <= kCachedOperandBytes) return every ? (extent + 1) / 2 : 0;
+  const double per_value = bytes / static_cast<double>(extent);
+  const auto stride = static_cast<double>(std::abs(p.stride[op][kc]));
+  const double least = std::ceil(kChunkRunBytes / (stride * es));
+  const auto length = static_cast<std::size_t>(std::max({1.0, least, std::floor(kChunkBytes / per_value)}));
+  if (length < extent) return length;
+  return every ? (extent + 1) / 2 : 0;
+}
+
 // Seconds of the plain-loop kernel.
 double naive_seconds(const Problem& p) {
   double products = static_cast<double>(p.size[kC]);
@@ -200,9 +229,18 @@ double plan_seconds(const Problem& p, const Plan& plan) {
       }
     }
   }
+  // Packed chunk by chunk: each chunk is a k loop of its own.
+  double chunks = 1;
+  double dk = static_cast<double>(k);
+  if (plan.k_chunk > 0) {
+    const auto e = static_cast<double>(p.extent[static_cast<std::size_t>(plan.gk.front())]);
+    chunks = std::ceil(e / static_cast<double>(plan.k_chunk));
+    dk = dk / e * static_cast<double>(plan.k_chunk);
+    loops_k *= chunks;
+  }
   const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
   const auto threads = static_cast<double>(p.threads);
-  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n);
   const double calls = loops_c * loops_k;
   const double flops = 2.0 * dm * dn * dk * calls;
   double tasks = 0;
@@ -229,7 +267,8 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   for (double part : {dm * dk * es, dk * dn * es}) {
     if (part > kRepackBytes) repacked += part;
   }
-  seconds += (calls - 1.0) * repacked * 2.0 / (kCacheBandwidth * workers);
+  // (Chunks of a packed operand are parts of their own, each packed once.)
+  seconds += (calls / chunks - 1.0) * repacked * 2.0 / (kCacheBandwidth * workers);
 
   const auto bytes_c = static_cast<double>(p.size[kC]) * es;
   double packed_tile_bytes = 0;  // per task, of the operands packed per tile
@@ -256,6 +295,10 @@ double plan_seconds(const Problem& p, const Plan& plan) {
       packed_tile_bytes += share_bytes;
       seconds += tile_tasks * share_bytes * 2.0 / (kCacheBandwidth * workers) +
                  operand_bytes * (from_memory + waste) / kMemoryBandwidth;
+    } else if (plan.k_chunk > 0) {
+      // Read once from memory, written into and read back from the cache.
+      const double operand_bytes = static_cast<double>(p.size[op]) * es;
+      seconds += operand_bytes / kMemoryBandwidth + 2.0 * operand_bytes / kCacheBandwidth;
     } else {
       seconds += permute_seconds(static_cast<double>(p.size[op]) * es);
     }
@@ -355,7 +398,16 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
                       plan.seconds = plan_seconds(p, plan);
                       if (layout == 0 || plan.seconds < best.seconds) best = plan;
                     }
-                    if (best.seconds < std::numeric_limits<double>::infinity()) visit(best);
+                    if (best.seconds < std::numeric_limits<double>::infinity()) {
+                      visit(best);
+                      // The same plan with its permuted operand packed chunk by chunk.
+                      Plan chunked = best;
+                      chunked.k_chunk = chunk_length(p, chunked, all_tiles);
+                      if (chunked.k_chunk > 0) {
+                        chunked.seconds = plan_seconds(p, chunked);
+                        if (chunked.seconds < std::numeric_limits<double>::infinity()) visit(chunked);
+                      }
+                    }
                   }
                 }
               }
@@ -419,6 +471,10 @@ std::string describe(const Problem& p, const Plan& x) {
           : x.output == Output::buffered ? ", c buffered"
                                          : ", c tiled over " + group(x.tiles);
   if (x.tile_pack) text += " packed per tile";
+  if (x.k_chunk > 0) {
+    text += ", packed " + std::to_string(x.k_chunk) + " of {" + std::to_string(x.gk.front()) + ":" +
+            std::to_string(p.extent[static_cast<std::size_t>(x.gk.front())]) + "} at a time";
+  }
   if (x.flip_c) text += " (flipped)";
   text += "; m " + group(x.gm) + " n " + group(x.gn) + " k " + group(x.gk);
   text += "; model " + std::to_string(x.seconds * 1e3) + " ms";
@@ -502,7 +558,8 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // zwr,puz->urwp: permuting b, 200 KB, as well as a runs 2.0 ms against 4.3 ms in
   // bench_contraction_plans).
   add_kinds([](const Plan& x) {
-    return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c);
+    return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,
+                           x.k_chunk > 0);
   });
   return plans;
 }

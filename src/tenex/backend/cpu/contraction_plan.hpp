@@ -27,6 +27,10 @@ struct Plan {
   bool flip_a = false, flip_b = false;
   std::vector<int> gm, gn, gk;  // fused groups, slowest mode first
   std::vector<int> tiles;       // tiled: modes of c the tasks loop over
+  // Direct and buffered plans that permute one operand: it is packed this many values of
+  // gk's slowest mode at a time into a buffer that stays in cache, and the GEMMs accumulate
+  // chunk by chunk (0: permuted whole).
+  std::size_t k_chunk = 0;
   double seconds = std::numeric_limits<double>::infinity();
 };
 

@@ -342,7 +342,8 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
   // still in cache (the reversal f,e,d,c,b,a of 23 x 16 x 16 x 23 x 16 x 16 doubles:
   // 137 ms -> 91 ms, a memcpy of the same bytes 23 ms).
   if (!dims.empty()) {
-    const auto near = std::min_element(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.in < y.in; });
+    const auto near =
+        std::min_element(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.in < y.in; });
     std::rotate(near, near + 1, dims.end());
   }
   std::size_t outer = 1;

@@ -114,6 +114,77 @@ std::size_t tile_team(const Problem& p, const Plan& plan) {
   return threads > 1 && tile_count(p, plan) > 1 && flops >= kParallelFlops ? threads : 1;
 }
 
+// The problem with gk's slowest mode cut to one chunk (Plan::k_chunk): the extents of the
+// chunk's buffer.
+Problem chunk_problem(const Problem& p, const Plan& plan) {
+  Problem chunk = p;
+  chunk.extent[static_cast<std::size_t>(plan.gk.front())] = plan.k_chunk;
+  return chunk;
+}
+
+// A plan that packs its permuted operand chunk by chunk: for each chunk of gk's slowest
+// mode, the chunk is gathered into a buffer (laid out as the whole operand would be) and
+// the nest's GEMMs, over that chunk of k, accumulate into c (or c's buffer, scattered at the
+// end). `nest` holds the whole problem's loops and the chunk buffer's strides; `sc`, where
+// the GEMMs write.
+template <class T>
+std::size_t run_chunks(const Problem& p, const Plan& plan, const Nest& nest, T alpha, const T* a, const T* b, T beta,
+                       T* c, const std::vector<std::ptrdiff_t>& sc) {
+  const int op = plan.permute_a ? kA : kB;
+  const auto kc = static_cast<std::size_t>(plan.gk.front());
+  const std::size_t extent = p.extent[kc];
+  const std::vector<int> layout = operand_layout(p, plan, op);
+  const std::vector<std::ptrdiff_t> packed = dense_strides(chunk_problem(p, plan), layout);
+  Strides from, to;
+  Extents extents;
+  for (int d : layout) {
+    const auto u = static_cast<std::size_t>(d);
+    from.push_back(p.stride[op][u]);
+    to.push_back(packed[u]);
+    extents.push_back(p.extent[u]);
+  }
+  const std::size_t chunk_at =
+      static_cast<std::size_t>(std::find(layout.begin(), layout.end(), plan.gk.front()) - layout.begin());
+  Scratch<T> chunk(elements(chunk_problem(p, plan), layout));
+  std::optional<Scratch<T>> buffer;
+  std::vector<int> c_layout;
+  if (plan.output == Output::buffered) {
+    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
+    buffer.emplace(elements(p, c_layout));
+  }
+  T* target = buffer ? buffer->get() : c;
+  const T* in = op == kA ? a : b;
+  // The operand used as it is: its part of the chunk starts at the chunk's first value.
+  const std::ptrdiff_t other_stride = op == kA ? p.stride[kB][kc] : p.stride[kA][kc];
+  const std::size_t per_value = nest.gemm.k / extent;
+  std::size_t calls = 0;
+  for (std::size_t x0 = 0; x0 < extent; x0 += plan.k_chunk) {
+    const std::size_t length = std::min(plan.k_chunk, extent - x0);
+    extents[chunk_at] = length;
+    const auto at = static_cast<std::ptrdiff_t>(x0);
+    strided_copy(in + at * p.stride[op][kc], from, chunk.get(), to, extents, T(1), T(0));
+    Nest part = nest;
+    part.gemm.k = per_value * length;
+    const T first = buffer ? T(0) : beta;
+    const T* pa = op == kA ? chunk.get() : a + at * other_stride;
+    const T* pb = op == kA ? b + at * other_stride : chunk.get();
+    calls += run_nest(part, alpha, pa, pb, x0 == 0 ? first : T(1), target, true) + 1;
+  }
+  if (buffer) {
+    Extents c_extents;
+    Strides c_from, c_to;
+    for (int d : c_layout) {
+      const auto u = static_cast<std::size_t>(d);
+      c_extents.push_back(p.extent[u]);
+      c_from.push_back(sc[u]);
+      c_to.push_back(p.stride[kC][u]);
+    }
+    strided_copy(buffer->get(), c_from, c, c_to, c_extents, T(1), beta);
+    ++calls;
+  }
+  return calls;
+}
+
 }  // namespace
 
 template <class T>
@@ -123,8 +194,9 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
   const bool per_tile = packs_per_tile(plan);
   for (int op : {kA, kB}) {
     if (!permutes(plan, op)) continue;
-    sizes.push_back(per_tile ? elements(p, operand_layout(p, plan, op)) * tile_team(p, plan)
-                             : p.size[static_cast<std::size_t>(op)]);
+    sizes.push_back(per_tile           ? elements(p, operand_layout(p, plan, op)) * tile_team(p, plan)
+                    : plan.k_chunk > 0 ? elements(chunk_problem(p, plan), operand_layout(p, plan, op))
+                                       : p.size[static_cast<std::size_t>(op)]);
   }
   if (plan.output != Output::direct) {
     const std::vector<int> c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
@@ -166,13 +238,17 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
       }
       pack.size = elements(p, layout);
     }
+  } else if (plan.k_chunk > 0) {
+    // Packed chunk by chunk (below): the GEMMs read the chunk's buffer.
+    std::vector<std::ptrdiff_t>& strides = plan.permute_a ? sa : sb;
+    strides = dense_strides(chunk_problem(p, plan), operand_layout(p, plan, plan.permute_a ? kA : kB));
   } else if (plan.permute_a) {
     a_copy.emplace(p.size[kA]);
     sa = pack_operand(p, kA, operand_layout(p, plan, kA), a, a_copy->get());
     a = a_copy->get();
     ++calls;
   }
-  if (plan.permute_b && !per_tile) {
+  if (plan.permute_b && !per_tile && plan.k_chunk == 0) {
     b_copy.emplace(p.size[kB]);
     sb = pack_operand(p, kB, operand_layout(p, plan, kB), b, b_copy->get());
     b = b_copy->get();
@@ -213,6 +289,7 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
     if (p.role[u] == Role::k && !contains(plan.gk, d)) nest.inner.push_back({p.extent[u], sa[u], sb[u], 0});
   }
 
+  if (plan.k_chunk > 0) return calls + run_chunks(p, plan, nest, alpha, a, b, beta, c, sc);
   if (plan.output == Output::direct) {
     return calls + run_nest(nest, alpha, a, b, beta, c, true);
   }
