@@ -3,7 +3,9 @@
 // fused where its modes are adjacent, in the same order, in every operand that holds them as
 // it is; each matrix needs one unit-stride dimension, which is why a plan can also lay an
 // operand out afresh:
-//   - a or b is permuted whole into a layout that suits the GEMM (cheap when it is small);
+//   - a or b is permuted whole into a layout that suits the GEMM (cheap when it is small),
+//     or, where the other is read as it is, chunk by chunk along the slowest k mode into a
+//     buffer that stays in cache, the GEMMs accumulating over the chunks (Plan::k_chunk);
 //   - c is written to a buffer laid out for the GEMM and permuted into place, either whole
 //     ("buffered") or one tile at a time, by tasks that loop over some outer modes of c
 //     ("tiled"): a tile stays in cache between the GEMMs that write it and the copy that
