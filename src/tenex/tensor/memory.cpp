@@ -22,28 +22,24 @@ namespace detail {
 
 namespace {
 
-// Blocks below this size are left to malloc, which keeps them cheaply itself. Under
-// AddressSanitizer nothing is cached, so a use after free stays visible to it.
+// Blocks below min_cached_bytes are left to malloc, which keeps them cheaply itself. Blocks
+// of at least huge_block_bytes are made of whole 2 MiB pages where the system offers them
+// (transparent huge pages on request, Linux's "madvise" mode): a page fault then maps 2 MiB
+// instead of 4 KiB, so first touch of a fresh block costs a fraction of the faults, and the
+// kernels' strided reads miss the TLB far less. Under AddressSanitizer neither: nothing is
+// cached, so a use after free stays visible to it.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr std::size_t min_cached_bytes = static_cast<std::size_t>(-1);
+constexpr std::size_t huge_block_bytes = static_cast<std::size_t>(-1);
 #else
 constexpr std::size_t min_cached_bytes = std::size_t{1} << 20;
+constexpr std::size_t huge_block_bytes = std::size_t{8} << 20;
 #endif
+constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 // At most this much memory waits in the cache.
 constexpr std::size_t max_cached_bytes = std::size_t{2} << 30;
 
 bool cacheable(std::size_t bytes) { return bytes >= min_cached_bytes && bytes <= max_cached_bytes; }
-
-// Blocks of at least this size are made of whole 2 MiB pages where the system offers them
-// (transparent huge pages on request, Linux's "madvise" mode): a page fault then maps 2 MiB
-// instead of 4 KiB, so first touch of a fresh block costs a fraction of the faults, and the
-// kernels' strided reads miss the TLB far less.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t huge_block_bytes = static_cast<std::size_t>(-1);
-#else
-constexpr std::size_t huge_block_bytes = std::size_t{8} << 20;
-#endif
-constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 
 // The bytes a block is allocated with: a cacheable size rounds up to the next of eight evenly
 // spaced sizes per doubling, so that blocks of nearly the same size serve each other; a huge

@@ -82,19 +82,18 @@ struct Planned {
   std::optional<std::size_t> chosen;
 };
 
-// How many plans a contraction tries before it settles (the model's choice, its twin, and
-// others that differ from it in what they do to memory), and the least predicted time worth
-// timing: below it, clock noise outweighs what a better plan saves. TENEX_PLAN_SEARCH=model keeps the
-// model's choice (the same plan, and the same rounding, on every call).
+// A contraction tries up to kPlansTried candidates (candidate_plans) before it settles, when
+// the model's choice is predicted to take at least kMeasuredSeconds: below it, clock noise
+// outweighs what a better plan saves. TENEX_PLAN_SEARCH=model keeps the model's choice (the
+// same plan, and the same rounding, on every call).
 //
 // Where the model's choice is predicted to take less than kSearchInCallSeconds and c is only
 // written (beta == 0), the first call of a shape runs the model's choice once untimed (so that
 // operands, c and the BLAS's buffers are as warm for the first candidate timed as for the
 // last: timed cold, the model's choice for tccg21 lost to a plan 10% slower), then every
 // candidate in turn on the whole problem, each overwriting c, and keeps the fastest from the
-// second call on: a loop that
-// repeats the contraction pays the search once, in its first iteration, and every later
-// iteration runs the fastest plan. That call stops early once it has spent kSearchBudget
+// second call on: a loop that repeats the contraction pays the search once, in its first
+// iteration, and every later iteration runs the fastest plan. That call stops early once it has spent kSearchBudget
 // times the fastest candidate's time (a candidate the model misjudged can run several times
 // slower than its prediction). Larger problems, and calls that accumulate into c, run the
 // model's choice untimed first (it pays for first touch of c), then one candidate per call,
@@ -146,14 +145,6 @@ double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const 
   const auto start = std::chrono::steady_clock::now();
   calls = run_plan(p, plan, alpha, a, b, beta, c);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Writes one element per page of c (beta == 0: c is only written), so that no candidate's
-// time includes c's first touch.
-template <class T>
-void prefault_c(T* c, std::size_t size) {
-  constexpr std::size_t kPage = 4096 / sizeof(T);
-  for (std::size_t at = 0; at < size; at += kPage) c[at] = T(0);
 }
 
 Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
@@ -223,7 +214,7 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
     find_candidates(memo, p, prepared.flops);
     if (!memo.chosen && memo.calls == 0 && beta == T(0) && memo.candidates.front().seconds < kSearchInCallSeconds) {
       // The whole search now; the last candidate's c stands (each run overwrites it whole).
-      prefault_c(c, prepared.c_size);
+      contraction::touch_pages(c, prepared.c_size);  // c is only written: no candidate pays its first touch
       memo.calls = 1;
       std::size_t calls = 0;
       double spent = 0;

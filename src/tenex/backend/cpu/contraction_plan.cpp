@@ -532,10 +532,10 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // smaller GEMMs that write c in place (tccg15, acd,db->abc: 170 GEMMs of 161 x 161 x 170
   // direct, predicted 23 ms, run 30 ms; one GEMM of 27370 x 161 x 170 into a buffer,
   // predicted 33 ms, runs 25 ms).
+  double points = 1;  // the product of every extent
+  for (std::size_t e : p.extent) points *= static_cast<double>(e);
   auto calls = [&](const Plan& x) {
-    double n = 1;
-    for (std::size_t e : p.extent) n *= static_cast<double>(e);
-    return n / static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn) * extent_of(p, x.gk));
+    return points / static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn) * extent_of(p, x.gk));
   };
   if (!others.empty() && plans.size() < count) {
     const Plan* fewest = &others.front();

@@ -122,37 +122,30 @@ Problem chunk_problem(const Problem& p, const Plan& plan) {
   return chunk;
 }
 
-// A plan that packs its permuted operand chunk by chunk: for each chunk of gk's slowest
-// mode, the chunk is gathered into a buffer (laid out as the whole operand would be) and
-// the nest's GEMMs, over that chunk of k, accumulate into c (or c's buffer, scattered at the
-// end). `nest` holds the whole problem's loops and the chunk buffer's strides; `sc`, where
-// the GEMMs write.
+// The GEMMs of a plan that packs its permuted operand chunk by chunk: for each chunk of
+// gk's slowest mode, the chunk is gathered into a buffer (laid out as the whole operand
+// would be, with `packed` strides) and the nest's GEMMs over that chunk of k accumulate
+// into `target` (beta on the first chunk). `nest` holds the whole problem's loops, with the
+// chunk buffer's strides for the permuted operand.
 template <class T>
-std::size_t run_chunks(const Problem& p, const Plan& plan, const Nest& nest, T alpha, const T* a, const T* b, T beta,
-                       T* c, const std::vector<std::ptrdiff_t>& sc) {
+std::size_t run_chunks(const Problem& p, const Plan& plan, const Nest& nest, const std::vector<std::ptrdiff_t>& packed,
+                       T alpha, const T* a, const T* b, T beta, T* target) {
   const int op = plan.permute_a ? kA : kB;
   const auto kc = static_cast<std::size_t>(plan.gk.front());
   const std::size_t extent = p.extent[kc];
   const std::vector<int> layout = operand_layout(p, plan, op);
-  const std::vector<std::ptrdiff_t> packed = dense_strides(chunk_problem(p, plan), layout);
   Strides from, to;
   Extents extents;
+  std::size_t chunk_size = 1, chunk_at = 0;
   for (int d : layout) {
     const auto u = static_cast<std::size_t>(d);
+    if (u == kc) chunk_at = extents.size();
     from.push_back(p.stride[op][u]);
     to.push_back(packed[u]);
     extents.push_back(p.extent[u]);
+    chunk_size *= u == kc ? plan.k_chunk : p.extent[u];
   }
-  const std::size_t chunk_at =
-      static_cast<std::size_t>(std::find(layout.begin(), layout.end(), plan.gk.front()) - layout.begin());
-  Scratch<T> chunk(elements(chunk_problem(p, plan), layout));
-  std::optional<Scratch<T>> buffer;
-  std::vector<int> c_layout;
-  if (plan.output == Output::buffered) {
-    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
-    buffer.emplace(elements(p, c_layout));
-  }
-  T* target = buffer ? buffer->get() : c;
+  Scratch<T> chunk(chunk_size);
   const T* in = op == kA ? a : b;
   // The operand used as it is: its part of the chunk starts at the chunk's first value.
   const std::ptrdiff_t other_stride = op == kA ? p.stride[kB][kc] : p.stride[kA][kc];
@@ -165,22 +158,9 @@ std::size_t run_chunks(const Problem& p, const Plan& plan, const Nest& nest, T a
     strided_copy(in + at * p.stride[op][kc], from, chunk.get(), to, extents, T(1), T(0));
     Nest part = nest;
     part.gemm.k = per_value * length;
-    const T first = buffer ? T(0) : beta;
     const T* pa = op == kA ? chunk.get() : a + at * other_stride;
     const T* pb = op == kA ? b + at * other_stride : chunk.get();
-    calls += run_nest(part, alpha, pa, pb, x0 == 0 ? first : T(1), target, true) + 1;
-  }
-  if (buffer) {
-    Extents c_extents;
-    Strides c_from, c_to;
-    for (int d : c_layout) {
-      const auto u = static_cast<std::size_t>(d);
-      c_extents.push_back(p.extent[u]);
-      c_from.push_back(sc[u]);
-      c_to.push_back(p.stride[kC][u]);
-    }
-    strided_copy(buffer->get(), c_from, c, c_to, c_extents, T(1), beta);
-    ++calls;
+    calls += run_nest(part, alpha, pa, pb, x0 == 0 ? beta : T(1), target, true) + 1;
   }
   return calls;
 }
@@ -205,11 +185,9 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
   // All held at once, as the plan holds them, so that each comes back from the cache to the
   // allocation of its size.
   std::vector<std::optional<Scratch<T>>> blocks(sizes.size());
-  constexpr std::size_t kPage = 4096 / sizeof(T);
   for (std::size_t x = 0; x < sizes.size(); ++x) {
     blocks[x].emplace(sizes[x]);
-    T* data = blocks[x]->get();
-    for (std::size_t at = 0; at < sizes[x]; at += kPage) data[at] = T(0);
+    touch_pages(blocks[x]->get(), sizes[x]);
   }
 }
 
@@ -289,10 +267,12 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
     if (p.role[u] == Role::k && !contains(plan.gk, d)) nest.inner.push_back({p.extent[u], sa[u], sb[u], 0});
   }
 
-  if (plan.k_chunk > 0) return calls + run_chunks(p, plan, nest, alpha, a, b, beta, c, sc);
-  if (plan.output == Output::direct) {
-    return calls + run_nest(nest, alpha, a, b, beta, c, true);
-  }
+  // Direct and buffered plans: every GEMM of the nest into `target`, beta on the first write.
+  auto gemms = [&](T first, T* target) {
+    if (plan.k_chunk > 0) return run_chunks(p, plan, nest, plan.permute_a ? sa : sb, alpha, a, b, first, target);
+    return run_nest(nest, alpha, a, b, first, target, true);
+  };
+  if (plan.output == Output::direct) return calls + gemms(beta, c);
   // The scatter of the buffer (or of one tile) into c.
   Extents extents;
   Strides from, to;
@@ -304,7 +284,7 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   const std::size_t tile_size = elements(p, c_layout);
   if (plan.output == Output::buffered) {
     Scratch<T> buffer(tile_size);
-    calls += run_nest(nest, alpha, a, b, T(0), buffer.get(), true);
+    calls += gemms(T(0), buffer.get());
     strided_copy(buffer.get(), from, c, to, extents, T(1), beta);
     return calls + 1;
   }

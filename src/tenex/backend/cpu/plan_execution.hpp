@@ -18,6 +18,14 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c);
 
+// Writes one element per page of `data` (size elements), so that a timed run that writes
+// it does not also pay for its first touch.
+template <class T>
+void touch_pages(T* data, std::size_t size) {
+  constexpr std::size_t kPage = 4096 / sizeof(T);
+  for (std::size_t at = 0; at < size; at += kPage) data[at] = T(0);
+}
+
 // Takes the scratch blocks `plan` will take, writes one element per page, and gives them back
 // to the block cache, from which the plan's next run takes them: a candidate's timed run
 // (contract.cpp) then measures the plan, not first touch of its memory.
