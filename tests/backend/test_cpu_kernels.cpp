@@ -979,6 +979,60 @@ TEST_CASE("cpu kernels: the plan search times the fewest GEMM calls and each way
   }
 }
 
+TEST_CASE("cpu kernels: a small problem's search times more candidates, the cheapest by the model among them") {
+  // zwktf,zfhap->hwkapt (rand126: 0.04 GFLOP, under a millisecond): with the first call's
+  // search time to spend, the candidates go on past kPlansTried with the plans the model ranks
+  // next (as many as fit in that time, at most kPlansTriedSmall), no two alike; a problem of
+  // 1.5 GFLOP (tccg15) keeps kPlansTried.
+  namespace contraction = cpu::contraction;
+  constexpr double search_seconds = 20e-3;
+  {
+    const contraction::Prepared prepared =
+        contraction::prepare(sizeof(double), true, {18, 12, 4, 6, 15}, {0, 1, 2, 3, 4}, {18, 15, 5, 6, 8},
+                             {0, 4, 5, 6, 7}, {5, 1, 2, 6, 7, 3});
+    const contraction::Problem& p = prepared.problem;
+    const std::vector<contraction::Plan> few =
+        contraction::candidate_plans(p, prepared.flops, contraction::kPlansTried);
+    const std::vector<contraction::Plan> many =
+        contraction::candidate_plans(p, prepared.flops, contraction::kPlansTried, search_seconds);
+    REQUIRE(!many.empty());
+    REQUIRE(!many.front().naive);
+    CHECK(few.size() <= contraction::kPlansTried);
+    const double fit = std::min(search_seconds / many.front().seconds, double(contraction::kPlansTriedSmall));
+    CHECK(fit > double(contraction::kPlansTried));  // the case is small enough to search wider
+    CHECK(many.size() <= contraction::kPlansTriedSmall);
+    // The first few are the same as without the wider search.
+    for (std::size_t x = 0; x < few.size(); ++x) {
+      CHECK(contraction::describe(p, few[x]) == contraction::describe(p, many[x]));
+    }
+    std::vector<std::string> texts;
+    for (const contraction::Plan& x : many) texts.push_back(contraction::describe(p, x));
+    for (std::size_t x = 0; x < texts.size(); ++x) {
+      for (std::size_t y = 0; y < x; ++y) CHECK(texts[x] != texts[y]);
+    }
+    // Every plan within kOutputSpread of the cheapest, cheapest first (all_plans has them all).
+    std::vector<const contraction::Plan*> near;
+    for (const contraction::Plan& plan : contraction::all_plans(p, prepared.flops)) {
+      if (!plan.naive && plan.seconds <= many.front().seconds * contraction::kOutputSpread) near.push_back(&plan);
+    }
+    std::stable_sort(near.begin(), near.end(), [](auto* x, auto* y) { return x->seconds < y->seconds; });
+    const std::size_t expected = std::min(static_cast<std::size_t>(fit), near.size());
+    CHECK(many.size() >= expected);
+    // The plans the model ranks first are all among them (the filler takes the cheapest left).
+    for (std::size_t x = 0; x + contraction::kPlansTried < expected; ++x) {
+      const std::string text = contraction::describe(p, *near[x]);
+      INFO(text);
+      CHECK(std::find(texts.begin(), texts.end(), text) != texts.end());
+    }
+  }
+  {
+    const contraction::Prepared prepared =
+        contraction::prepare(sizeof(double), true, {170, 161, 170}, {0, 2, 3}, {170, 161}, {3, 1}, {0, 1, 2});
+    CHECK(contraction::candidate_plans(prepared.problem, prepared.flops, contraction::kPlansTried, search_seconds)
+              .size() <= contraction::kPlansTried);
+  }
+}
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: an operand packed chunk by chunk along k gives the right result", T,
                           cpu_kernels_contract_chunks) {
   // acd,dbc->ab (tccg13's shape): b holds k = (c, d) with b between them, so a plan permutes

@@ -1,4 +1,4 @@
-// The block cache behind large tensors: freed blocks of 1 MiB and more wait for the
+// The block cache behind large tensors: freed blocks of 64 KiB and more wait for the
 // next allocation of the same size class, and release_cached_memory() hands them back.
 #include <doctest/doctest.h>
 
@@ -29,8 +29,18 @@ TEST_CASE("memory: large freed buffers are kept for reuse and released on reques
   }
   CHECK(tenex::cached_memory_bytes() >= big.size() * sizeof(double));
 #endif
+  tenex::release_cached_memory();
+  // A result of a few hundred KiB as well (malloc would map and unmap it, faulting its pages
+  // in again on every statement of a loop).
+  { tenex::Tensor<double> medium(tenex::Shape{128, 256}); }  // 256 KiB
+#if !defined(__SANITIZE_ADDRESS__)
+  CHECK(tenex::cached_memory_bytes() >= 256 * 1024);
+#endif
+  tenex::release_cached_memory();
   // Small buffers never go to the cache.
   { tenex::Tensor<double> small(tenex::Shape{8, 8}); }
+  { tenex::Tensor<double> below(tenex::Shape{64, 64}); }  // 32 KiB
+  CHECK(tenex::cached_memory_bytes() == 0);
   tenex::release_cached_memory();
   CHECK(tenex::cached_memory_bytes() == 0);
 }

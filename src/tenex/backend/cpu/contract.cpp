@@ -99,9 +99,22 @@ struct Planned {
 // model's choice untimed first (it pays for first touch of c), then one candidate per call,
 // then the fastest. Before its timer starts, a candidate's scratch is faulted in (and c too,
 // in the first call), so that the time is the plan's, not the page faults'.
+//
+// Small problems get a wider search in that first call: up to kPlansTriedSmall candidates
+// (as many as the model predicts to fit in kSearchFloorSeconds), and the search goes on
+// until it has spent kSearchFloorSeconds, or kSearchFloorCalls times the fastest candidate
+// if that is less, even past kSearchBudget; with time left, the candidates within
+// kRetimeSpread of the fastest run again (kRetimeRounds times at most), each keeping its
+// best time. A single run of a millisecond problem varies by 10-25%, the first timed run the
+// most (rand029: 1.48 ms, then 1.15-1.21 ms for the same plan), and the model's error on
+// such problems is wider than the spread of the six candidates (see candidate_plans).
 constexpr double kMeasuredSeconds = 50e-6;
 constexpr double kSearchInCallSeconds = 0.25;
 constexpr double kSearchBudget = 8.0;
+constexpr double kSearchFloorSeconds = 20e-3;
+constexpr double kSearchFloorCalls = 40.0;
+constexpr double kRetimeSpread = 1.3;
+constexpr int kRetimeRounds = 2;
 
 bool measure_plans() {
   static const bool measure = [] {
@@ -113,7 +126,7 @@ bool measure_plans() {
 
 void find_candidates(Planned& memo, const Problem& p, double flops) {
   if (!memo.candidates.empty()) return;
-  memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1);
+  memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1, kSearchFloorSeconds);
   if (memo.candidates.front().seconds < kMeasuredSeconds) memo.candidates.resize(1);
   if (memo.candidates.size() == 1) memo.chosen = 0;
 }
@@ -222,14 +235,24 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
       // warm for every candidate alike, not only for the ones timed after the first.
       contraction::prefault_scratch<T>(p, memo.candidates.front());
       calls = run_plan(p, memo.candidates.front(), alpha, a, b, beta, c);
+      auto fastest = [&] { return *std::min_element(memo.seconds.begin(), memo.seconds.end()); };
+      auto floor = [&] { return std::min(kSearchFloorSeconds, kSearchFloorCalls * fastest()); };
       while (!memo.chosen) {
         const double seconds = timed_run(p, memo.candidates[memo.seconds.size()], alpha, a, b, beta, c, calls);
         spent += seconds;
         record_time(memo, seconds);
-        if (!memo.chosen && spent > kSearchBudget * *std::min_element(memo.seconds.begin(), memo.seconds.end())) {
-          settle(memo);
+        if (!memo.chosen && spent > std::max(kSearchBudget * fastest(), floor())) settle(memo);
+      }
+      for (int round = 0; round < kRetimeRounds && spent < floor(); ++round) {
+        const double limit = kRetimeSpread * fastest();
+        for (std::size_t x = 0; x < memo.seconds.size() && spent < floor(); ++x) {
+          if (memo.seconds[x] > limit) continue;
+          const double seconds = timed_run(p, memo.candidates[x], alpha, a, b, beta, c, calls);
+          spent += seconds;
+          memo.seconds[x] = std::min(memo.seconds[x], seconds);
         }
       }
+      settle(memo);
       counted.calls += calls;
       return counted;
     }

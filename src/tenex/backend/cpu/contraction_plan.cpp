@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/gemm_call.hpp"
+#include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/operand_layout.hpp"
 #include "tenex/backend/cpu/thread_partition.hpp"
 
@@ -88,6 +89,9 @@ constexpr double kChunkRunBytes = 128.0;
 double permute_seconds(double bytes) {
   return 2.0 * bytes / (bytes > kCachedOperandBytes ? kPermuteBandwidth : kMemoryBandwidth);
 }
+// The share of the core's GEMM peak the narrow kernel's arithmetic reaches (a guess: its
+// candidates are always timed).
+constexpr double kNarrowEfficiency = 0.6;
 // Element products per second of the plain loops of the fallback kernel (per core).
 constexpr double kNaiveRate = 1.5e9;
 // Writing one run of a tile to a page other than the previous run's (a TLB miss, mostly).
@@ -182,6 +186,27 @@ double naive_seconds(const Problem& p) {
   }
   return products / (kNaiveRate * static_cast<double>(p.threads)) +
          static_cast<double>(p.size[kC] * p.element_size) / kMemoryBandwidth;
+}
+
+// Seconds the narrow kernel is expected to take: its arithmetic at kNarrowEfficiency of the
+// core's peak on the values the panel holds (padded ones too), or the large operand read from
+// memory where that takes longer, and the panel packed.
+double narrow_seconds(const Problem& p) {
+  const int small = narrow_small_operand(p);
+  const int big = small == kA ? kB : kA;
+  const auto es = static_cast<double>(p.element_size);
+  const auto panel = static_cast<double>(narrow_panel_elements(p));
+  double k = 1;
+  for (std::size_t d = 0; d < p.modes(); ++d) {
+    if (p.role[d] == Role::k) k *= static_cast<double>(p.extent[d]);
+  }
+  const double big_free = static_cast<double>(p.size[static_cast<std::size_t>(big)]) / k;
+  const double flops = 2.0 * big_free * panel;
+  const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
+  const double big_bytes = static_cast<double>(p.size[static_cast<std::size_t>(big)]) * es;
+  const double compute = flops / (static_cast<double>(p.threads) * peak * kNarrowEfficiency);
+  const double memory = big_bytes > kCachedOperandBytes ? big_bytes / kMemoryBandwidth : 0.0;
+  return std::max(compute, memory) + permute_seconds(panel * es) + kCallSeconds;
 }
 
 // Seconds the plan is expected to take, or infinity when it cannot run.
@@ -341,6 +366,13 @@ double plan_seconds(const Problem& p, const Plan& plan) {
 template <class Visit>
 void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) {
   const std::vector<char> all(p.modes(), 1);
+  if (narrow_available() && narrow_small_operand(p) >= 0) {
+    Plan narrow;
+    narrow.naive = false;
+    narrow.narrow = true;
+    narrow.seconds = narrow_seconds(p);
+    visit(narrow);
+  }
   for (int permute_a = 0; permute_a < 2; ++permute_a) {
     if (permute_a && p.order[kA].size() < 2) continue;
     for (int permute_b = 0; permute_b < 2; ++permute_b) {
@@ -458,6 +490,11 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
 
 std::string describe(const Problem& p, const Plan& x) {
   if (x.naive) return "plain loops";
+  if (x.narrow) {
+    const int small = narrow_small_operand(p);
+    return std::string("narrow kernel (") + (narrow_lanes(p) ? "lanes" : "rows") + "), " + (small == kA ? "a" : "b") +
+           " packed; model " + std::to_string(x.seconds * 1e3) + " ms";
+  }
   auto group = [&](const std::vector<int>& g) {
     std::string text = "{";
     for (int d : g) {
@@ -483,7 +520,7 @@ std::string describe(const Problem& p, const Plan& x) {
   return text;
 }
 
-std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count) {
+std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds) {
   std::vector<Plan> plans;
   if (count < 2) {
     plans.push_back(make_plan(p, flops));
@@ -525,6 +562,15 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
     if (!twin) twin = stand_in;
     if (twin && plans.size() < count) plans.push_back(*twin);
   }
+  // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
+  // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
+  if (!best.narrow && plans.size() < count && narrow_available() && narrow_small_operand(p) >= 0) {
+    Plan narrow;
+    narrow.naive = false;
+    narrow.narrow = true;
+    narrow.seconds = narrow_seconds(p);
+    plans.push_back(narrow);
+  }
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
@@ -554,6 +600,19 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
     }
   };
   add_kinds([](const Plan& x) { return std::make_pair(x.output, x.flip_c); });
+  // The wider list for small problems: every plan within kOutputSpread, small operands packed
+  // chunk by chunk and tiled plans of few flops among them (as all_plans has them), cheapest
+  // first.
+  std::vector<Plan> wider;
+  const double fit =
+      search_seconds > 0 ? std::min(search_seconds / best.seconds, static_cast<double>(kPlansTriedSmall)) : 0;
+  const std::size_t most = std::max(count, static_cast<std::size_t>(fit));
+  if (most > count) {
+    for_each_plan(p, flops, true, [&](const Plan& plan) {
+      if (plan.seconds <= best.seconds * kOutputSpread) wider.push_back(plan);
+    });
+    std::stable_sort(wider.begin(), wider.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
+  }
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
   // What a plan does to memory. Permuting even an operand that fits the L2 counts: it can
   // turn a transposed GEMM operand into a plain one, which the model hardly sees (rand100,
@@ -563,6 +622,15 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
     return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,
                            x.k_chunk > 0);
   });
+  auto same = [](const Plan& x, const Plan& y) {
+    return x.narrow == y.narrow && x.permute_a == y.permute_a && x.permute_b == y.permute_b && x.output == y.output &&
+           x.tile_pack == y.tile_pack && x.flip_c == y.flip_c && x.flip_a == y.flip_a && x.flip_b == y.flip_b &&
+           x.gm == y.gm && x.gn == y.gn && x.gk == y.gk && x.tiles == y.tiles && x.k_chunk == y.k_chunk;
+  };
+  for (const Plan& plan : wider) {
+    if (plans.size() >= most) break;
+    if (std::none_of(plans.begin(), plans.end(), [&](const Plan& x) { return same(x, plan); })) plans.push_back(plan);
+  }
   return plans;
 }
 

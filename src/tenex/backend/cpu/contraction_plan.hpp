@@ -15,6 +15,8 @@ enum class Output : unsigned char { direct, buffered, tiled };
 
 struct Plan {
   bool naive = true;  // plain loops instead of GEMM
+  // The narrow kernel instead of GEMM (narrow_kernel.hpp): the other fields stay as they are.
+  bool narrow = false;
   bool permute_a = false, permute_b = false;
   Output output = Output::direct;
   // Tiled plans: the permuted operands are packed per task, only the part the tile reads
@@ -47,11 +49,18 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // up to `count` in all, others within kCandidateSpread that differ from every plan before
 // them in what they do to memory (which operands they permute, how c is written and in which
 // order, whether tiles pack): the plans worth timing when the model's ranking is in doubt
-// (see contract.cpp). Only the cheapest when the plain loops win.
-std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count);
+// (see contract.cpp). Then, where the model predicts the cheapest to take so little that
+// more of them together run within `search_seconds`, the cheapest others within
+// kOutputSpread not yet among them, up to kPlansTriedSmall in all: on problems of a
+// millisecond the model's error is wider than its spread (rand029, mwg,psmwdy->sydgp: the
+// six candidates run 1.15-1.3 ms; a plan predicted 1.1x the cheapest, packing a chunk by
+// chunk, runs 0.89 ms). Only the cheapest when the plain loops win.
+std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds = 0);
 
-// How many candidates a contraction times before it settles (contract.cpp).
+// How many candidates a contraction times before it settles (contract.cpp)...
 constexpr std::size_t kPlansTried = 6;
+// ...and at most, on problems small enough that many fit in its search time.
+constexpr std::size_t kPlansTriedSmall = 24;
 
 // Plans the model ranks further than this behind the cheapest are not worth a try...
 constexpr double kCandidateSpread = 1.5;

@@ -1,5 +1,7 @@
 #include "tenex/backend/cpu/plan_execution.hpp"
 
+#include "tenex/backend/cpu/narrow_kernel.hpp"
+
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
@@ -15,6 +17,7 @@
 
 #include "tenex/backend/cpu/gemm_nest.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/operand_layout.hpp"
 #include "tenex/backend/cpu/scratch.hpp"
 #include "tenex/backend/cpu/single_threaded_blas.hpp"
@@ -171,6 +174,12 @@ template <class T>
 void prefault_scratch(const Problem& p, const Plan& plan) {
   if (plan.naive) return;
   std::vector<std::size_t> sizes;
+  if (plan.narrow) {
+    const std::size_t panel = narrow_panel_elements(p);
+    Scratch<T> block(panel);
+    touch_pages(block.get(), panel);
+    return;
+  }
   const bool per_tile = packs_per_tile(plan);
   for (int op : {kA, kB}) {
     if (!permutes(plan, op)) continue;
@@ -193,6 +202,7 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
 
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
+  if (plan.narrow) return run_narrow(p, alpha, a, b, beta, c);
   std::size_t calls = 0;
   // Operands laid out afresh.
   std::optional<Scratch<T>> a_copy, b_copy;
