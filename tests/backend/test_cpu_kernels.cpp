@@ -26,6 +26,7 @@
 #include "tenex/backend/cpu/contraction_problem.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/plan_execution.hpp"
 #include "tenex/scalar.hpp"
 
@@ -549,6 +550,40 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, every plan on a problem large 
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_threaded_plans, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_kernels_narrow) {
+  // One operand with few free values (at most kNarrowMost), the other's stride-1 mode a k
+  // mode: the narrow kernel packs the small one and reads the other as it lies (plan 0 where
+  // the CPU has AVX-512). The shapes put k modes before the large operand's last free mode,
+  // so that K runs in blocks whose sums go to memory and back; free values within one vector
+  // and past two (four vectors of doubles); rows past a whole task. Every plan runs against
+  // the reference, with beta 0 and 0.5. Where the large operand's stride-1 mode is free, the
+  // kernel is not offered.
+  std::mt19937 rng(31);
+  struct Shape {
+    const char* einsum;
+    std::vector<std::pair<char, std::size_t>> extents;
+    bool narrow;
+  };
+  const std::vector<Shape> shapes{
+      {"xqu,umx->mq", {{'x', 50}, {'q', 5}, {'u', 3}, {'m', 37}}, true},
+      {"xqu,umx->mq", {{'x', 49}, {'q', 30}, {'u', 2}, {'m', 13}}, true},
+      {"kriuo,wuglro->wglik", {{'k', 2}, {'r', 3}, {'i', 3}, {'u', 4}, {'o', 20}, {'w', 3}, {'g', 5}, {'l', 2}}, true},
+      {"xyl,xjym->ljm", {{'x', 4}, {'y', 50}, {'l', 30}, {'j', 3}, {'m', 19}}, false},
+  };
+  for (const Shape& shape : shapes) {
+    std::vector<std::size_t> extent_of(26, 1);
+    for (const auto& [label, extent] : shape.extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
+    const Problem p = parse(shape.einsum, extent_of);
+    INFO(shape.einsum);
+    const std::string first =
+        cpu::contract_plan_description<T>(0, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    CHECK((first.find("narrow kernel") == 0) == (shape.narrow && cpu::contraction::narrow_available()));
+    CHECK(check_contract<T>(p, rng, T(-0.75), T(0), true, 5) > 1);
+    CHECK(check_contract<T>(p, rng, T(1), T(0.5), true, 5) > 1);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_narrow, Scalars);
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T, cpu_kernels_contract_large) {
   std::mt19937 rng(23);
   // Big enough for GEMM plans, slices across threads, tiles and pre-permutations.
@@ -708,7 +743,7 @@ TEST_CASE("cpu kernels: every plan has a description, the plain loops last") {
     const std::string text =
         cpu::contract_plan_description<double>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
     INFO(plan, ": ", text);
-    CHECK(text.find("; m {") != std::string::npos);
+    CHECK((text.find("; m {") != std::string::npos || text.find("narrow kernel (") == 0));
     CHECK(text.find(" ms") != std::string::npos);
   }
   CHECK(cpu::contract_plan_description<double>(plans - 1, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true) ==

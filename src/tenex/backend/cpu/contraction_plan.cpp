@@ -209,6 +209,18 @@ double narrow_seconds(const Problem& p) {
   return std::max(compute, memory) + permute_seconds(panel * es) + kCallSeconds;
 }
 
+// The narrow kernel's plan, where it can run. It is not among the plans for_each_plan
+// visits: the model's guess at it is rough (kNarrowEfficiency), so it never ranks the plans,
+// and is only timed (candidate_plans).
+std::optional<Plan> narrow_plan(const Problem& p) {
+  if (!narrow_available() || narrow_small_operand(p) < 0) return std::nullopt;
+  Plan narrow;
+  narrow.naive = false;
+  narrow.narrow = true;
+  narrow.seconds = narrow_seconds(p);
+  return narrow;
+}
+
 // Seconds the plan is expected to take, or infinity when it cannot run.
 double plan_seconds(const Problem& p, const Plan& plan) {
   const std::size_t m = extent_of(p, plan.gm), n = extent_of(p, plan.gn), k = extent_of(p, plan.gk);
@@ -366,13 +378,6 @@ double plan_seconds(const Problem& p, const Plan& plan) {
 template <class Visit>
 void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) {
   const std::vector<char> all(p.modes(), 1);
-  if (narrow_available() && narrow_small_operand(p) >= 0) {
-    Plan narrow;
-    narrow.naive = false;
-    narrow.narrow = true;
-    narrow.seconds = narrow_seconds(p);
-    visit(narrow);
-  }
   for (int permute_a = 0; permute_a < 2; ++permute_a) {
     if (permute_a && p.order[kA].size() < 2) continue;
     for (int permute_b = 0; permute_b < 2; ++permute_b) {
@@ -481,6 +486,7 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
   std::vector<std::size_t> wanted = plan_key(p);
   if (wanted != key || plans.empty()) {
     plans.clear();
+    if (std::optional<Plan> narrow = narrow_plan(p)) plans.push_back(*narrow);
     for_each_plan(p, flops, true, [&](const Plan& plan) { plans.push_back(plan); });
     plans.emplace_back();
     key = std::move(wanted);
@@ -492,8 +498,8 @@ std::string describe(const Problem& p, const Plan& x) {
   if (x.naive) return "plain loops";
   if (x.narrow) {
     const int small = narrow_small_operand(p);
-    return std::string("narrow kernel (") + (narrow_lanes(p) ? "lanes" : "rows") + "), " + (small == kA ? "a" : "b") +
-           " packed; model " + std::to_string(x.seconds * 1e3) + " ms";
+    return std::string("narrow kernel, ") + (small == kA ? "a" : "b") + " packed; model " +
+           std::to_string(x.seconds * 1e3) + " ms";
   }
   auto group = [&](const std::vector<int>& g) {
     std::string text = "{";
@@ -564,13 +570,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   }
   // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
   // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
-  if (!best.narrow && plans.size() < count && narrow_available() && narrow_small_operand(p) >= 0) {
-    Plan narrow;
-    narrow.naive = false;
-    narrow.narrow = true;
-    narrow.seconds = narrow_seconds(p);
-    plans.push_back(narrow);
-  }
+  if (std::optional<Plan> narrow = narrow_plan(p); narrow && plans.size() < count) plans.push_back(*narrow);
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:

@@ -1,5 +1,5 @@
 // The narrow kernel (narrow_kernel.hpp): c[M, N] = sum over K of big[M, K] small[K, N] for
-// N <= kNarrowMost, on AVX-512, the large operand read as it lies.
+// N <= kNarrowMost, on AVX-512, the large operand read as it lies, in rows.
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
@@ -97,13 +97,14 @@ struct Vec<float> {
 
 template <class T>
 struct Layout {
-  Offsets big_k, big_m, c_m;  // rows: every free mode of big; lanes: the outer ones
-  Offsets c_n;                // the small operand's free values in c
-  std::size_t n = 0;          // free values of the small operand
+  // K in blocks: big_k holds the offsets of one block's k values (the large operand's k modes
+  // after its last free one, in its order, so that a block of rows lies together in memory),
+  // big_block the offsets of each block; the panel's rows follow the same order.
+  Offsets big_k, big_block;
+  Offsets big_m, c_m;  // every free mode of big
+  Offsets c_n;         // the small operand's free values in c
+  std::size_t n = 0;   // free values of the small operand
   std::size_t panel_width = 0;
-  // Lanes: the large operand's stride-1 mode.
-  std::size_t lanes = 0;
-  std::ptrdiff_t c_lane = 0;
 };
 
 template <class T>
@@ -113,16 +114,22 @@ void store_value(T& out, T value, T alpha, T beta) {
 
 // Rows [m0, m0 + R) (the last ones repeat the last row where fewer are left), NV vectors of
 // the panel's row.
+// Block `block` of K: the sums so far come from `sums` (none for the first block) and go
+// back there, or, after the last block, to c.
 template <class T, std::size_t R, std::size_t NV>
 __attribute__((target("avx512f"))) void rows_task(const Layout<T>& l, const T* big, const T* panel, std::size_t m0,
-                                                  T alpha, T beta, T* c) {
+                                                  std::size_t block, T* sums, T alpha, T beta, T* c) {
   using X = Vec<T>;
   const std::size_t m = l.big_m.size(), kk = l.big_k.size();
   const T* row[R];
-  for (std::size_t r = 0; r < R; ++r) row[r] = big + l.big_m[std::min(m0 + r, m - 1)];
+  for (std::size_t r = 0; r < R; ++r) row[r] = big + l.big_block[block] + l.big_m[std::min(m0 + r, m - 1)];
+  panel += block * kk * l.panel_width;
   typename X::V acc[R][NV];
+  T* const sum = sums ? sums + m0 * l.panel_width : nullptr;  // null: one block
   for (std::size_t r = 0; r < R; ++r) {
-    for (std::size_t v = 0; v < NV; ++v) acc[r][v] = X::zero();
+    for (std::size_t v = 0; v < NV; ++v) {
+      acc[r][v] = block == 0 ? X::zero() : X::load(sum + (r * NV + v) * X::width);
+    }
   }
   const std::ptrdiff_t* koff = l.big_k.data();
   for (std::size_t k = 0; k < kk; ++k) {
@@ -135,6 +142,12 @@ __attribute__((target("avx512f"))) void rows_task(const Layout<T>& l, const T* b
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = X::fma(x, s[v], acc[r][v]);
     }
   }
+  if (block + 1 < l.big_block.size()) {
+    for (std::size_t r = 0; r < R; ++r) {
+      for (std::size_t v = 0; v < NV; ++v) X::store(sum + (r * NV + v) * X::width, acc[r][v]);
+    }
+    return;
+  }
   alignas(64) T values[NV * X::width];
   for (std::size_t r = 0; r < R && m0 + r < m; ++r) {
     for (std::size_t v = 0; v < NV; ++v) X::store(values + v * X::width, acc[r][v]);
@@ -143,73 +156,38 @@ __attribute__((target("avx512f"))) void rows_task(const Layout<T>& l, const T* b
   }
 }
 
-// One vector of the lanes (lane0 on, `count` of them) of outer index o, panel columns
-// [n0, n0 + NC).
-template <class T, std::size_t NC>
-__attribute__((target("avx512f"))) void lanes_task(const Layout<T>& l, const T* big, const T* panel, std::size_t o,
-                                                   std::size_t lane0, std::size_t n0, T alpha, T beta, T* c) {
-  using X = Vec<T>;
-  const std::size_t count = std::min(X::width, l.lanes - lane0);
-  const auto mask = static_cast<typename X::Mask>((count == X::width) ? ~0ULL : ((1ULL << count) - 1));
-  const T* base = big + l.big_m[o] + static_cast<std::ptrdiff_t>(lane0);
-  typename X::V acc[NC];
-  for (std::size_t j = 0; j < NC; ++j) acc[j] = X::zero();
-  const std::size_t kk = l.big_k.size();
-  const std::ptrdiff_t* koff = l.big_k.data();
-  for (std::size_t k = 0; k < kk; ++k) {
-    const typename X::V x = X::load(mask, base + koff[k]);
-    const T* pr = panel + k * l.panel_width + n0;
-    for (std::size_t j = 0; j < NC; ++j) acc[j] = X::fma(x, X::set1(pr[j]), acc[j]);
-  }
-  alignas(64) T values[X::width];
-  T* out = c + l.c_m[o] + static_cast<std::ptrdiff_t>(lane0) * l.c_lane;
-  for (std::size_t j = 0; j < NC && n0 + j < l.n; ++j) {
-    X::store(values, acc[j]);
-    const std::ptrdiff_t cn = l.c_n[n0 + j];
-    for (std::size_t x = 0; x < count; ++x) {
-      store_value(out[static_cast<std::ptrdiff_t>(x) * l.c_lane + cn], values[x], alpha, beta);
+// Each thread takes a share of the tasks and runs the blocks of K in turn over its share,
+// so that each block of the large operand is read in one sweep (rows together in memory).
+template <class F>
+void for_blocks(std::size_t tasks, std::size_t blocks, double flops_per_task, F task) {
+  const bool par = tasks > 1 && omp_get_max_threads() > 1 && !omp_in_parallel() &&
+                   flops_per_task * static_cast<double>(tasks * blocks) >= 2e6;
+#pragma omp parallel if (par)
+  {
+    const auto team = static_cast<std::size_t>(omp_get_num_threads());
+    const auto me = static_cast<std::size_t>(omp_get_thread_num());
+    const std::size_t first = tasks * me / team, last = tasks * (me + 1) / team;
+    for (std::size_t block = 0; block < blocks; ++block) {
+      for (std::size_t t = first; t < last; ++t) task(t, block);
     }
   }
 }
 
-// Runs `task(t)` for t in [0, tasks), shared among the OpenMP threads where it pays.
-template <class F>
-void for_tasks(std::size_t tasks, double flops_per_task, F task) {
-  const bool par = tasks > 1 && omp_get_max_threads() > 1 && !omp_in_parallel() &&
-                   flops_per_task * static_cast<double>(tasks) >= 2e6;
-#pragma omp parallel for schedule(static) if (par)
-  for (std::size_t t = 0; t < tasks; ++t) task(t);
-}
-
 template <class T, std::size_t R, std::size_t NV>
-void run_rows(const Layout<T>& l, const T* big, const T* panel, T alpha, T beta, T* c) {
+void run_rows(const Layout<T>& l, const T* big, const T* panel, T* sums, T alpha, T beta, T* c) {
   const std::size_t m = l.big_m.size();
   const std::size_t tasks = (m + R - 1) / R;
   const double flops = 2.0 * static_cast<double>(R * l.big_k.size() * l.n);
-  for_tasks(tasks, flops, [&](std::size_t t) { rows_task<T, R, NV>(l, big, panel, t * R, alpha, beta, c); });
-}
-
-template <class T, std::size_t NC>
-void run_lanes(const Layout<T>& l, const T* big, const T* panel, T alpha, T beta, T* c) {
-  const std::size_t vectors = (l.lanes + Vec<T>::width - 1) / Vec<T>::width;
-  const std::size_t chunks = (l.panel_width + NC - 1) / NC;
-  const std::size_t tasks = l.big_m.size() * vectors * chunks;
-  const double flops = 2.0 * static_cast<double>(Vec<T>::width * NC * l.big_k.size());
-  for_tasks(tasks, flops, [&](std::size_t t) {
-    const std::size_t chunk = t % chunks, rest = t / chunks;
-    lanes_task<T, NC>(l, big, panel, rest / vectors, rest % vectors * Vec<T>::width, chunk * NC, alpha, beta, c);
+  for_blocks(tasks, l.big_block.size(), flops, [&](std::size_t t, std::size_t block) {
+    rows_task<T, R, NV>(l, big, panel, t * R, block, sums, alpha, beta, c);
   });
 }
 
 std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
 
-// Columns of the panel for the lanes orientation, and of each chunk of it: multiples of 4, a
-// chunk of at most 28 accumulators.
-std::size_t lanes_chunk(std::size_t n) {
-  const std::size_t padded = round_up(n, 4);
-  if (padded <= 28) return padded;
-  return round_up((n + 1) / 2, 4);
-}
+// Values of K one block holds at least (fewer only where K has fewer): the sums go to memory
+// and back between blocks.
+constexpr std::size_t kBlockValues = 48;
 
 }  // namespace
 
@@ -229,15 +207,11 @@ int narrow_small_operand(const Problem& p) {
   const int small = ma <= nb ? kA : kB;
   const std::size_t n = std::min(ma, nb);
   if (n > kNarrowMost) return -1;
-  return small;
-}
-
-bool narrow_lanes(const Problem& p) {
-  const int small = narrow_small_operand(p);
+  // The large operand's stride-1 mode must be a k mode.
   const int big = small == kA ? kB : kA;
   const int last = p.last(big);
-  return last >= 0 && p.role[static_cast<std::size_t>(last)] == free_role(big) &&
-         p.stride[static_cast<std::size_t>(big)][static_cast<std::size_t>(last)] == 1;
+  if (last < 0 || p.role[static_cast<std::size_t>(last)] != Role::k) return -1;
+  return small;
 }
 
 std::size_t narrow_panel_elements(const Problem& p) {
@@ -248,32 +222,43 @@ std::size_t narrow_panel_elements(const Problem& p) {
     if (p.role[d] == Role::k) k *= p.extent[d];
   }
   const std::size_t width = p.element_size == sizeof(float) ? 16 : 8;
-  return k * (narrow_lanes(p) ? round_up(n, 4) : round_up(n, width));
+  return k * round_up(n, width);
 }
 
 template <class T>
 std::size_t run_narrow(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
   const int small = narrow_small_operand(p);
   const int big = small == kA ? kB : kA;
-  const bool lanes = narrow_lanes(p);
   const T* big_data = big == kA ? a : b;
   const T* small_data = small == kA ? a : b;
   Layout<T> l;
   const std::vector<int> k_modes = modes_of(p, big, Role::k);
-  std::vector<int> big_free = modes_of(p, big, free_role(big));
+  const std::vector<int> big_free = modes_of(p, big, free_role(big));
   const std::vector<int> small_free = modes_of(p, small, free_role(small));
-  if (lanes) {
-    const int inner = big_free.back();
-    big_free.pop_back();
-    l.lanes = p.extent[static_cast<std::size_t>(inner)];
-    l.c_lane = p.stride[kC][static_cast<std::size_t>(inner)];
+  // The k modes after the large operand's last free one make a block,
+  // widened outward to at least kBlockValues values; the others number the blocks.
+  std::size_t split = k_modes.size();
+  {
+    const std::vector<int>& order = p.order[static_cast<std::size_t>(big)];
+    const int last_free = big_free.empty() ? -1 : big_free.back();
+    const auto after = last_free < 0 ? order.begin() : std::find(order.begin(), order.end(), last_free);
+    std::size_t inner = 0, values = 1;
+    for (auto it = after; it != order.end(); ++it) {
+      if (p.role[static_cast<std::size_t>(*it)] == Role::k) ++inner;
+    }
+    split = k_modes.size() - inner;
+    for (std::size_t x = split; x < k_modes.size(); ++x) values *= p.extent[static_cast<std::size_t>(k_modes[x])];
+    while (split > 0 && values < kBlockValues) values *= p.extent[static_cast<std::size_t>(k_modes[--split])];
   }
-  l.big_k = offsets(p, big, k_modes);
+  const std::vector<int> outer_k(k_modes.begin(), k_modes.begin() + static_cast<std::ptrdiff_t>(split));
+  const std::vector<int> inner_k(k_modes.begin() + static_cast<std::ptrdiff_t>(split), k_modes.end());
+  l.big_k = offsets(p, big, inner_k);
+  l.big_block = offsets(p, big, outer_k);
   l.big_m = offsets(p, big, big_free);
   l.c_m = offsets(p, kC, big_free);
   l.c_n = offsets(p, kC, small_free);
   l.n = l.c_n.size();
-  l.panel_width = lanes ? round_up(l.n, 4) : round_up(l.n, Vec<T>::width);
+  l.panel_width = round_up(l.n, Vec<T>::width);
   // The panel: the small operand's values in the large one's k order, a row of
   // panel_width per k (zero past n).
   const Offsets small_k = offsets(p, small, k_modes), small_n = offsets(p, small, small_free);
@@ -285,23 +270,14 @@ std::size_t run_narrow(const Problem& p, T alpha, const T* a, const T* b, T beta
     for (std::size_t n = 0; n < l.n; ++n) row[n] = small_data[small_k[k] + small_n[n]];
     for (std::size_t n = l.n; n < l.panel_width; ++n) row[n] = T(0);
   }
-  if (lanes) {
-    switch (lanes_chunk(l.n)) {
-      case 4: run_lanes<T, 4>(l, big_data, pp, alpha, beta, c); break;
-      case 8: run_lanes<T, 8>(l, big_data, pp, alpha, beta, c); break;
-      case 12: run_lanes<T, 12>(l, big_data, pp, alpha, beta, c); break;
-      case 16: run_lanes<T, 16>(l, big_data, pp, alpha, beta, c); break;
-      case 20: run_lanes<T, 20>(l, big_data, pp, alpha, beta, c); break;
-      case 24: run_lanes<T, 24>(l, big_data, pp, alpha, beta, c); break;
-      default: run_lanes<T, 28>(l, big_data, pp, alpha, beta, c); break;
-    }
-  } else {
-    switch (l.panel_width / Vec<T>::width) {
-      case 1: run_rows<T, 12, 1>(l, big_data, pp, alpha, beta, c); break;
-      case 2: run_rows<T, 12, 2>(l, big_data, pp, alpha, beta, c); break;
-      case 3: run_rows<T, 8, 3>(l, big_data, pp, alpha, beta, c); break;
-      default: run_rows<T, 6, 4>(l, big_data, pp, alpha, beta, c); break;
-    }
+  // The sums between blocks: a panel row's worth per row, for whole tasks of at most 12 rows.
+  Scratch<T> sum_block(l.big_block.size() > 1 ? (l.big_m.size() + 12) * l.panel_width : 0);
+  T* sums = sum_block.get();
+  switch (l.panel_width / Vec<T>::width) {
+    case 1: run_rows<T, 12, 1>(l, big_data, pp, sums, alpha, beta, c); break;
+    case 2: run_rows<T, 12, 2>(l, big_data, pp, sums, alpha, beta, c); break;
+    case 3: run_rows<T, 8, 3>(l, big_data, pp, sums, alpha, beta, c); break;
+    default: run_rows<T, 6, 4>(l, big_data, pp, sums, alpha, beta, c); break;
   }
   return 1;
 }

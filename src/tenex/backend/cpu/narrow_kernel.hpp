@@ -2,17 +2,19 @@
 // kNarrowMost), computed without a GEMM and without permuting the large operand.
 //
 // c[M, N] = sum over K of big[M, K] small[K, N], with N (the small operand's free values) at
-// most kNarrowMost: the small operand is packed once into a [K][N] panel (it is small: K x N
-// values), the large one is read once, as it lies in memory, and every product is a fused
-// multiply-add on AVX-512 vectors. Two orientations, by the large operand's stride-1 mode:
-//   - a k mode ("rows"): a few rows of M at once, each value of the large operand broadcast
-//     against the panel's row of N (padded to whole vectors);
-//   - an M mode ("lanes"): 8 (double) or 16 (float) consecutive values of that mode in one
-//     vector, each multiplied by every value of the panel's row.
-// OpenBLAS serves such shapes poorly (xqu,umx->mq, N = 14: dgemm of 4339 x 14 x 4366 runs at
-// 26 GFLOP/s on one core here, which the kernel's arithmetic can double), and a GEMM form of
-// them needs a permutation of the large operand whenever its modes interleave. Only offered
-// where the CPU has AVX-512 (narrow_available()), without batch modes.
+// most kNarrowMost and the large operand's stride-1 mode a k mode: the small operand is
+// packed once into a [K][N] panel (N padded to whole AVX-512 vectors), and the large one is
+// read as it lies, a few rows of M at once, each value broadcast against the panel's row in
+// fused multiply-adds. K runs in blocks (the large operand's k modes after its last free
+// one), each swept over every row, so that the large operand streams through memory; the
+// sums of a row go to a buffer between blocks.
+//
+// OpenBLAS serves some such shapes poorly (qngje,egkrj->qnkr, N = 21: 1.6 ms against 2.5 ms
+// for dgemm of the same m, n, k on one core here), and a GEMM form of them needs a
+// permutation of the large operand whenever its modes interleave. Only offered where the CPU
+// has AVX-512 (narrow_available()), without batch modes, and always timed, never chosen by
+// the model. Large operands whose stride-1 mode is a free one are left to the GEMM plans:
+// vectors along that mode, tried, ran 2-6x slower than them (a strided read per k).
 #pragma once
 
 #include <cstddef>
@@ -28,11 +30,9 @@ constexpr std::size_t kNarrowMost = 32;
 bool narrow_available();
 
 // Which operand is the small one (kA or kB), or -1 where the problem does not fit the kernel:
-// batch modes, no k mode, the small side's free values more than kNarrowMost.
+// batch modes, no k mode, the small side's free values more than kNarrowMost, the large
+// operand's stride-1 mode a free one.
 int narrow_small_operand(const Problem& p);
-
-// Whether the large operand's stride-1 mode is a free one (the "lanes" orientation).
-bool narrow_lanes(const Problem& p);
 
 // Elements of the packed panel (scratch the kernel takes).
 std::size_t narrow_panel_elements(const Problem& p);
