@@ -236,16 +236,16 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
       contraction::prefault_scratch<T>(p, memo.candidates.front());
       calls = run_plan(p, memo.candidates.front(), alpha, a, b, beta, c);
       auto fastest = [&] { return *std::min_element(memo.seconds.begin(), memo.seconds.end()); };
-      auto floor = [&] { return std::min(kSearchFloorSeconds, kSearchFloorCalls * fastest()); };
+      auto search_floor = [&] { return std::min(kSearchFloorSeconds, kSearchFloorCalls * fastest()); };
       while (!memo.chosen) {
         const double seconds = timed_run(p, memo.candidates[memo.seconds.size()], alpha, a, b, beta, c, calls);
         spent += seconds;
         record_time(memo, seconds);
-        if (!memo.chosen && spent > std::max(kSearchBudget * fastest(), floor())) settle(memo);
+        if (!memo.chosen && spent > std::max(kSearchBudget * fastest(), search_floor())) settle(memo);
       }
-      for (int round = 0; round < kRetimeRounds && spent < floor(); ++round) {
+      for (int round = 0; round < kRetimeRounds && spent < search_floor(); ++round) {
         const double limit = kRetimeSpread * fastest();
-        for (std::size_t x = 0; x < memo.seconds.size() && spent < floor(); ++x) {
+        for (std::size_t x = 0; x < memo.seconds.size() && spent < search_floor(); ++x) {
           if (memo.seconds[x] > limit) continue;
           const double seconds = timed_run(p, memo.candidates[x], alpha, a, b, beta, c, calls);
           spent += seconds;

@@ -43,7 +43,8 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // The cheapest plan first; where it writes c through a buffer or tiles (and is worth
 // timing), its twin with the buffer in the other order next (or, where it has none, the
 // cheapest plan with the same groups and the other order), whatever the model predicts
-// for it; where the cheapest makes more GEMM calls than another within kCandidateSpread,
+// for it; the narrow kernel where it runs (never ranked by the model: see narrow_plan);
+// where the cheapest makes more GEMM calls than another within kCandidateSpread,
 // the cheapest of those with the fewest calls; the cheapest of each way to write c (direct,
 // or buffered or tiled in either order) within kOutputSpread that no plan so far has; then,
 // up to `count` in all, others within kCandidateSpread that differ from every plan before

@@ -60,14 +60,10 @@ struct Vec;
 template <>
 struct Vec<double> {
   using V = __m512d;
-  using Mask = __mmask8;
   static constexpr std::size_t width = 8;
   __attribute__((target("avx512f"), always_inline)) static inline V zero() { return _mm512_setzero_pd(); }
   __attribute__((target("avx512f"), always_inline)) static inline V set1(double x) { return _mm512_set1_pd(x); }
   __attribute__((target("avx512f"), always_inline)) static inline V load(const double* x) { return _mm512_loadu_pd(x); }
-  __attribute__((target("avx512f"), always_inline)) static inline V load(Mask m, const double* x) {
-    return _mm512_maskz_loadu_pd(m, x);
-  }
   __attribute__((target("avx512f"), always_inline)) static inline V fma(V x, V y, V z) {
     return _mm512_fmadd_pd(x, y, z);
   }
@@ -79,14 +75,10 @@ struct Vec<double> {
 template <>
 struct Vec<float> {
   using V = __m512;
-  using Mask = __mmask16;
   static constexpr std::size_t width = 16;
   __attribute__((target("avx512f"), always_inline)) static inline V zero() { return _mm512_setzero_ps(); }
   __attribute__((target("avx512f"), always_inline)) static inline V set1(float x) { return _mm512_set1_ps(x); }
   __attribute__((target("avx512f"), always_inline)) static inline V load(const float* x) { return _mm512_loadu_ps(x); }
-  __attribute__((target("avx512f"), always_inline)) static inline V load(Mask m, const float* x) {
-    return _mm512_maskz_loadu_ps(m, x);
-  }
   __attribute__((target("avx512f"), always_inline)) static inline V fma(V x, V y, V z) {
     return _mm512_fmadd_ps(x, y, z);
   }
@@ -113,9 +105,8 @@ void store_value(T& out, T value, T alpha, T beta) {
 }
 
 // Rows [m0, m0 + R) (the last ones repeat the last row where fewer are left), NV vectors of
-// the panel's row.
-// Block `block` of K: the sums so far come from `sums` (none for the first block) and go
-// back there, or, after the last block, to c.
+// the panel's row, over block `block` of K: the sums so far come from `sums` (none for the
+// first block) and go back there, or, after the last block, to c.
 template <class T, std::size_t R, std::size_t NV>
 __attribute__((target("avx512f"))) void rows_task(const Layout<T>& l, const T* big, const T* panel, std::size_t m0,
                                                   std::size_t block, T* sums, T alpha, T beta, T* c) {
