@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include <tenex/backend/backend.hpp>
 
+#include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
@@ -584,6 +586,53 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_narrow, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, cpu_kernels_gett) {
+  // One operand with at most kGettMost free values: the GETT kernel packs it into panels and
+  // the other, whatever its layout, a block at a time from its own strides (plan 0 or 1, after
+  // the narrow kernel, where the CPU has AVX-512). The shapes: K past one block (256) and N
+  // past several, runs of the large operand's stride-1 mode across strips; the small
+  // operand's free values over three panels, padded, with c's small modes innermost; a
+  // single free value; the large operand's stride-1 mode a k mode. The kernel's plan runs
+  // against the reference with beta 0 (c not read: it starts as NaN) and 0.5, then the
+  // contraction's own choice.
+  std::mt19937 rng(37);
+  const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
+      {"nyvbl,bsnwyp->svlpw", {{'n', 5}, {'y', 6}, {'v', 3}, {'b', 10}, {'l', 4}, {'s', 4}, {'w', 9}, {'p', 9}}},
+      {"kab,kcd->cdab", {{'k', 40}, {'a', 5}, {'b', 5}, {'c', 30}, {'d', 7}}},
+      {"k,nk->n", {{'k', 300}, {'n', 70}}},
+      {"gmxon,igk->mknoix", {{'g', 70}, {'m', 2}, {'x', 3}, {'o', 2}, {'n', 2}, {'i', 5}, {'k', 41}}},
+      {"frwp,vefprk->vwke", {{'f', 3}, {'r', 5}, {'w', 7}, {'p', 4}, {'v', 3}, {'e', 2}, {'k', 33}}},
+  };
+  for (const auto& [einsum, extents] : shapes) {
+    std::vector<std::size_t> extent_of(26, 1);
+    for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
+    const Problem p = parse(einsum, extent_of);
+    INFO(einsum);
+    std::optional<std::size_t> gett;
+    for (std::size_t plan = 0; plan < 2; ++plan) {
+      const std::string text =
+          cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+      if (text.find("GETT kernel") == 0) gett = plan;
+    }
+    CHECK(gett.has_value() == cpu::contraction::avx512_available());
+    if (!gett) continue;
+    const auto a = random_values<T>(volume(p.a_ext), rng);
+    const auto b = random_values<T>(volume(p.b_ext), rng);
+    const std::size_t n = volume(c_extents(p));
+    for (const T beta : {T(0), T(0.5)}) {
+      const auto c0 = beta == T(0) ? std::vector<T>(n, std::numeric_limits<T>::quiet_NaN()) : random_values<T>(n, rng);
+      const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes,
+                                                   static_cast<double>(beta), c0, p.c_modes);
+      std::vector<T> c = c0;
+      cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta,
+                              c.data(), p.c_modes);
+      CHECK(mismatches(c, expected) == 0);
+    }
+    CHECK(check_contract<T>(p, rng, T(1), T(0), false) == 1);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett, Scalars);
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T, cpu_kernels_contract_large) {
   std::mt19937 rng(23);
   // Big enough for GEMM plans, slices across threads, tiles and pre-permutations.
@@ -743,7 +792,8 @@ TEST_CASE("cpu kernels: every plan has a description, the plain loops last") {
     const std::string text =
         cpu::contract_plan_description<double>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
     INFO(plan, ": ", text);
-    CHECK((text.find("; m {") != std::string::npos || text.find("narrow kernel (") == 0));
+    CHECK((text.find("; m {") != std::string::npos || text.find("narrow kernel, ") == 0 ||
+           text.find("GETT kernel, ") == 0));
     CHECK(text.find(" ms") != std::string::npos);
   }
   CHECK(cpu::contract_plan_description<double>(plans - 1, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true) ==

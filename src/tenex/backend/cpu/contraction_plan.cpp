@@ -26,9 +26,12 @@
 #include <utility>
 #include <vector>
 
+#include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
+#include "tenex/backend/cpu/gett_kernel.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/operand_layout.hpp"
+#include "tenex/backend/cpu/operand_offsets.hpp"
 #include "tenex/backend/cpu/thread_partition.hpp"
 
 namespace tenex::detail::cpu::contraction {
@@ -92,6 +95,8 @@ double permute_seconds(double bytes) {
 // The share of the core's GEMM peak the narrow kernel's arithmetic reaches (a guess: its
 // candidates are always timed).
 constexpr double kNarrowEfficiency = 0.6;
+// The same for the GETT kernel, its packing of the large operand included (a guess too).
+constexpr double kGettEfficiency = 0.6;
 // Element products per second of the plain loops of the fallback kernel (per core).
 constexpr double kNaiveRate = 1.5e9;
 // Writing one run of a tile to a page other than the previous run's (a TLB miss, mostly).
@@ -219,6 +224,31 @@ std::optional<Plan> narrow_plan(const Problem& p) {
   narrow.narrow = true;
   narrow.seconds = narrow_seconds(p);
   return narrow;
+}
+
+// Seconds the GETT kernel is expected to take: its arithmetic (the small operand's free values
+// padded to whole panels) at kGettEfficiency of the core's peak, or the large operand read
+// from memory where that takes longer.
+double gett_seconds(const Problem& p) {
+  const int small = gett_small_operand(p);
+  const int big = small == kA ? kB : kA;
+  const auto es = static_cast<double>(p.element_size);
+  const double m = static_cast<double>(round_up(free_size(p, small), 2));
+  const auto big_size = static_cast<double>(p.size[static_cast<std::size_t>(big)]);
+  const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
+  const double compute = 2.0 * m * big_size / (static_cast<double>(p.threads) * peak * kGettEfficiency);
+  const double memory = big_size * es > kCachedOperandBytes ? big_size * es / kMemoryBandwidth : 0.0;
+  return std::max(compute, memory) + kCallSeconds;
+}
+
+// The GETT kernel's plan, where it can run; like the narrow kernel's, only timed.
+std::optional<Plan> gett_plan(const Problem& p) {
+  if (!avx512_available() || gett_small_operand(p) < 0) return std::nullopt;
+  Plan gett;
+  gett.naive = false;
+  gett.gett = true;
+  gett.seconds = gett_seconds(p);
+  return gett;
 }
 
 // Seconds the plan is expected to take, or infinity when it cannot run.
@@ -487,6 +517,7 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
   if (wanted != key || plans.empty()) {
     plans.clear();
     if (std::optional<Plan> narrow = narrow_plan(p)) plans.push_back(*narrow);
+    if (std::optional<Plan> gett = gett_plan(p)) plans.push_back(*gett);
     for_each_plan(p, flops, true, [&](const Plan& plan) { plans.push_back(plan); });
     plans.emplace_back();
     key = std::move(wanted);
@@ -500,6 +531,11 @@ std::string describe(const Problem& p, const Plan& x) {
     const int small = narrow_small_operand(p);
     return std::string("narrow kernel, ") + (small == kA ? "a" : "b") + " packed; model " +
            std::to_string(x.seconds * 1e3) + " ms";
+  }
+  if (x.gett) {
+    const bool a_small = gett_small_operand(p) == kA;
+    return std::string("GETT kernel, ") + (a_small ? "a" : "b") + " packed in panels, " + (a_small ? "b" : "a") +
+           " in blocks; model " + std::to_string(x.seconds * 1e3) + " ms";
   }
   auto group = [&](const std::vector<int>& g) {
     std::string text = "{";
@@ -571,6 +607,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
   // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
   if (std::optional<Plan> narrow = narrow_plan(p); narrow && plans.size() < count) plans.push_back(*narrow);
+  if (std::optional<Plan> gett = gett_plan(p); gett && plans.size() < count) plans.push_back(*gett);
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
@@ -623,9 +660,10 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
                            x.k_chunk > 0);
   });
   auto same = [](const Plan& x, const Plan& y) {
-    return x.narrow == y.narrow && x.permute_a == y.permute_a && x.permute_b == y.permute_b && x.output == y.output &&
-           x.tile_pack == y.tile_pack && x.flip_c == y.flip_c && x.flip_a == y.flip_a && x.flip_b == y.flip_b &&
-           x.gm == y.gm && x.gn == y.gn && x.gk == y.gk && x.tiles == y.tiles && x.k_chunk == y.k_chunk;
+    return x.narrow == y.narrow && x.gett == y.gett && x.permute_a == y.permute_a && x.permute_b == y.permute_b &&
+           x.output == y.output && x.tile_pack == y.tile_pack && x.flip_c == y.flip_c && x.flip_a == y.flip_a &&
+           x.flip_b == y.flip_b && x.gm == y.gm && x.gn == y.gn && x.gk == y.gk && x.tiles == y.tiles &&
+           x.k_chunk == y.k_chunk;
   };
   for (const Plan& plan : wider) {
     if (plans.size() >= most) break;

@@ -17,6 +17,8 @@ struct Plan {
   bool naive = true;  // plain loops instead of GEMM
   // The narrow kernel instead of GEMM (narrow_kernel.hpp): the other fields stay as they are.
   bool narrow = false;
+  // The GETT kernel instead of GEMM (gett_kernel.hpp): the other fields stay as they are.
+  bool gett = false;
   bool permute_a = false, permute_b = false;
   Output output = Output::direct;
   // Tiled plans: the permuted operands are packed per task, only the part the tile reads
@@ -43,7 +45,8 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // The cheapest plan first; where it writes c through a buffer or tiles (and is worth
 // timing), its twin with the buffer in the other order next (or, where it has none, the
 // cheapest plan with the same groups and the other order), whatever the model predicts
-// for it; the narrow kernel where it runs (never ranked by the model: see narrow_plan);
+// for it; the narrow and GETT kernels where they run (never ranked by the model: see
+// narrow_plan);
 // where the cheapest makes more GEMM calls than another within kCandidateSpread,
 // the cheapest of those with the fewest calls; the cheapest of each way to write c (direct,
 // or buffered or tiled in either order) within kOutputSpread that no plan so far has; then,

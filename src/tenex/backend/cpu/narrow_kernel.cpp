@@ -6,86 +6,17 @@
 #include "tenex/backend/cpu/serial_openmp.hpp"
 #endif
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
+#include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
+#include "tenex/backend/cpu/operand_offsets.hpp"
 #include "tenex/backend/cpu/scratch.hpp"
 
 namespace tenex::detail::cpu::contraction {
 namespace {
-
-using Offsets = std::vector<std::ptrdiff_t>;
-
-// The offsets into operand `op` of every index of `modes` (the first mode slowest).
-Offsets offsets(const Problem& p, int op, const std::vector<int>& modes) {
-  Offsets out{0};
-  for (int d : modes) {
-    const auto u = static_cast<std::size_t>(d);
-    const std::ptrdiff_t stride = p.stride[static_cast<std::size_t>(op)][u];
-    Offsets next;
-    next.reserve(out.size() * p.extent[u]);
-    for (std::ptrdiff_t base : out) {
-      for (std::size_t x = 0; x < p.extent[u]; ++x) next.push_back(base + static_cast<std::ptrdiff_t>(x) * stride);
-    }
-    out = std::move(next);
-  }
-  return out;
-}
-
-// The modes of `op` that play `role`, in op's order.
-std::vector<int> modes_of(const Problem& p, int op, Role role) {
-  std::vector<int> out;
-  for (int d : p.order[static_cast<std::size_t>(op)]) {
-    if (p.role[static_cast<std::size_t>(d)] == role) out.push_back(d);
-  }
-  return out;
-}
-
-Role free_role(int op) { return op == kA ? Role::m : Role::n; }
-
-std::size_t free_size(const Problem& p, int op) {
-  std::size_t n = 1;
-  for (int d : modes_of(p, op, free_role(op))) n *= p.extent[static_cast<std::size_t>(d)];
-  return n;
-}
-
-// AVX-512 vectors of T.
-template <class T>
-struct Vec;
-
-template <>
-struct Vec<double> {
-  using V = __m512d;
-  static constexpr std::size_t width = 8;
-  __attribute__((target("avx512f"), always_inline)) static inline V zero() { return _mm512_setzero_pd(); }
-  __attribute__((target("avx512f"), always_inline)) static inline V set1(double x) { return _mm512_set1_pd(x); }
-  __attribute__((target("avx512f"), always_inline)) static inline V load(const double* x) { return _mm512_loadu_pd(x); }
-  __attribute__((target("avx512f"), always_inline)) static inline V fma(V x, V y, V z) {
-    return _mm512_fmadd_pd(x, y, z);
-  }
-  __attribute__((target("avx512f"), always_inline)) static inline void store(double* to, V x) {
-    _mm512_storeu_pd(to, x);
-  }
-};
-
-template <>
-struct Vec<float> {
-  using V = __m512;
-  static constexpr std::size_t width = 16;
-  __attribute__((target("avx512f"), always_inline)) static inline V zero() { return _mm512_setzero_ps(); }
-  __attribute__((target("avx512f"), always_inline)) static inline V set1(float x) { return _mm512_set1_ps(x); }
-  __attribute__((target("avx512f"), always_inline)) static inline V load(const float* x) { return _mm512_loadu_ps(x); }
-  __attribute__((target("avx512f"), always_inline)) static inline V fma(V x, V y, V z) {
-    return _mm512_fmadd_ps(x, y, z);
-  }
-  __attribute__((target("avx512f"), always_inline)) static inline void store(float* to, V x) {
-    _mm512_storeu_ps(to, x);
-  }
-};
 
 template <class T>
 struct Layout {
@@ -98,11 +29,6 @@ struct Layout {
   std::size_t n = 0;   // free values of the small operand
   std::size_t panel_width = 0;
 };
-
-template <class T>
-void store_value(T& out, T value, T alpha, T beta) {
-  out = beta == T(0) ? alpha * value : alpha * value + beta * out;
-}
 
 // Rows [m0, m0 + R) (the last ones repeat the last row where fewer are left), NV vectors of
 // the panel's row, over block `block` of K: the sums so far come from `sums` (none for the
@@ -174,18 +100,13 @@ void run_rows(const Layout<T>& l, const T* big, const T* panel, T* sums, T alpha
   });
 }
 
-std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
-
 // Values of K one block holds at least (fewer only where K has fewer): the sums go to memory
 // and back between blocks.
 constexpr std::size_t kBlockValues = 48;
 
 }  // namespace
 
-bool narrow_available() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
+bool narrow_available() { return avx512_available(); }
 
 int narrow_small_operand(const Problem& p) {
   bool has_k = false;
@@ -208,12 +129,8 @@ int narrow_small_operand(const Problem& p) {
 std::size_t narrow_panel_elements(const Problem& p) {
   const int small = narrow_small_operand(p);
   const std::size_t n = free_size(p, small);
-  std::size_t k = 1;
-  for (std::size_t d = 0; d < p.modes(); ++d) {
-    if (p.role[d] == Role::k) k *= p.extent[d];
-  }
   const std::size_t width = p.element_size == sizeof(float) ? 16 : 8;
-  return k * round_up(n, width);
+  return k_size(p) * round_up(n, width);
 }
 
 template <class T>

@@ -1,7 +1,5 @@
 #include "tenex/backend/cpu/plan_execution.hpp"
 
-#include "tenex/backend/cpu/narrow_kernel.hpp"
-
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/gemm_nest.hpp"
+#include "tenex/backend/cpu/gett_kernel.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/operand_layout.hpp"
@@ -180,6 +179,12 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
     touch_pages(block.get(), panel);
     return;
   }
+  if (plan.gett) {
+    const std::size_t elements = gett_scratch_elements(p, p.threads);
+    Scratch<T> block(elements);
+    touch_pages(block.get(), elements);
+    return;
+  }
   const bool per_tile = packs_per_tile(plan);
   for (int op : {kA, kB}) {
     if (!permutes(plan, op)) continue;
@@ -203,6 +208,7 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
   if (plan.narrow) return run_narrow(p, alpha, a, b, beta, c);
+  if (plan.gett) return run_gett(p, alpha, a, b, beta, c);
   std::size_t calls = 0;
   // Operands laid out afresh.
   std::optional<Scratch<T>> a_copy, b_copy;

@@ -1,0 +1,61 @@
+// AVX-512 vectors of float and double for the kernels that do their own arithmetic
+// (narrow_kernel.cpp, gett_kernel.cpp). Each function carries the avx512f target, so that
+// the library builds for any x86-64; callers check avx512_available() before they run one.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tenex::detail::cpu::contraction {
+
+// Whether the CPU runs AVX-512F code.
+inline bool avx512_available() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+template <class T>
+struct Vec;
+
+#define TENEX_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
+
+template <>
+struct Vec<double> {
+  using V = __m512d;
+  using Mask = __mmask8;
+  static constexpr std::size_t width = 8;
+  TENEX_AVX512 V zero() { return _mm512_setzero_pd(); }
+  TENEX_AVX512 V set1(double x) { return _mm512_set1_pd(x); }
+  TENEX_AVX512 V load(const double* x) { return _mm512_loadu_pd(x); }
+  TENEX_AVX512 V load(Mask m, const double* x) { return _mm512_maskz_loadu_pd(m, x); }
+  TENEX_AVX512 V fma(V x, V y, V z) { return _mm512_fmadd_pd(x, y, z); }
+  TENEX_AVX512 void store(double* to, V x) { _mm512_storeu_pd(to, x); }
+  TENEX_AVX512 void store(Mask m, double* to, V x) { _mm512_mask_storeu_pd(to, m, x); }
+};
+
+template <>
+struct Vec<float> {
+  using V = __m512;
+  using Mask = __mmask16;
+  static constexpr std::size_t width = 16;
+  TENEX_AVX512 V zero() { return _mm512_setzero_ps(); }
+  TENEX_AVX512 V set1(float x) { return _mm512_set1_ps(x); }
+  TENEX_AVX512 V load(const float* x) { return _mm512_loadu_ps(x); }
+  TENEX_AVX512 V load(Mask m, const float* x) { return _mm512_maskz_loadu_ps(m, x); }
+  TENEX_AVX512 V fma(V x, V y, V z) { return _mm512_fmadd_ps(x, y, z); }
+  TENEX_AVX512 void store(float* to, V x) { _mm512_storeu_ps(to, x); }
+  TENEX_AVX512 void store(Mask m, float* to, V x) { _mm512_mask_storeu_ps(to, m, x); }
+};
+
+#undef TENEX_AVX512
+
+// The first `count` lanes of a vector of T (count <= Vec<T>::width).
+template <class T>
+typename Vec<T>::Mask lanes(std::size_t count) {
+  using Mask = typename Vec<T>::Mask;
+  return count >= Vec<T>::width ? static_cast<Mask>(~Mask{0}) : static_cast<Mask>((std::uint32_t{1} << count) - 1);
+}
+
+}  // namespace tenex::detail::cpu::contraction

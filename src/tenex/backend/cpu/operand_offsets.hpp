@@ -1,0 +1,66 @@
+// What the kernels that read operands as they lie share (narrow_kernel.cpp, gett_kernel.cpp):
+// tables of the offsets of every index of a group of modes into one operand, and c's update.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "tenex/backend/cpu/contraction_problem.hpp"
+
+namespace tenex::detail::cpu::contraction {
+
+using Offsets = std::vector<std::ptrdiff_t>;
+
+// The offsets into operand `op` of every index of `modes` (the first mode slowest).
+inline Offsets offsets(const Problem& p, int op, const std::vector<int>& modes) {
+  Offsets out{0};
+  for (int d : modes) {
+    const auto u = static_cast<std::size_t>(d);
+    const std::ptrdiff_t stride = p.stride[static_cast<std::size_t>(op)][u];
+    Offsets next;
+    next.reserve(out.size() * p.extent[u]);
+    for (std::ptrdiff_t base : out) {
+      for (std::size_t x = 0; x < p.extent[u]; ++x) next.push_back(base + static_cast<std::ptrdiff_t>(x) * stride);
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// The modes of `op` that play `role`, in op's order.
+inline std::vector<int> modes_of(const Problem& p, int op, Role role) {
+  std::vector<int> out;
+  for (int d : p.order[static_cast<std::size_t>(op)]) {
+    if (p.role[static_cast<std::size_t>(d)] == role) out.push_back(d);
+  }
+  return out;
+}
+
+// The role of an operand's free modes.
+inline Role free_role(int op) { return op == kA ? Role::m : Role::n; }
+
+// The product of an operand's free extents.
+inline std::size_t free_size(const Problem& p, int op) {
+  std::size_t n = 1;
+  for (int d : modes_of(p, op, free_role(op))) n *= p.extent[static_cast<std::size_t>(d)];
+  return n;
+}
+
+// The product of the k extents.
+inline std::size_t k_size(const Problem& p) {
+  std::size_t k = 1;
+  for (std::size_t d = 0; d < p.modes(); ++d) {
+    if (p.role[d] == Role::k) k *= p.extent[d];
+  }
+  return k;
+}
+
+// c's value from a sum: alpha * value, plus beta * c where beta is not 0 (c is not read then).
+template <class T>
+void store_value(T& out, T value, T alpha, T beta) {
+  out = beta == T(0) ? alpha * value : alpha * value + beta * out;
+}
+
+inline std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
+
+}  // namespace tenex::detail::cpu::contraction
