@@ -587,12 +587,13 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_narrow, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, cpu_kernels_gett) {
-  // One operand with at most kGettMost free values: the GETT kernel packs it into panels and
-  // the other, whatever its layout, a block at a time from its own strides (plan 0 or 1, after
-  // the narrow kernel, where the CPU has AVX-512). The shapes: K past one block (256) and N
-  // past several, runs of the large operand's stride-1 mode across strips; the small
-  // operand's free values over three panels, padded, with c's small modes innermost; a
-  // single free value; the large operand's stride-1 mode a k mode. The kernel's plan runs
+  // One operand with at most kGettMost free values, or K in one block: the GETT kernel packs
+  // one operand into panels and the other, whatever its layout, a block at a time from its
+  // own strides (plan 0 or 1, after the narrow kernel, where the CPU has AVX-512). The shapes:
+  // K past one block (256) and N past several, runs of the large operand's stride-1 mode
+  // across strips; the small operand's free values over three panels, padded, with c's small
+  // modes innermost; a single free value; the large operand's stride-1 mode a k mode; short
+  // K with the sums stored from the registers into c's runs. The kernel's plan runs
   // against the reference with beta 0 (c not read: it starts as NaN) and 0.5, then the
   // contraction's own choice.
   std::mt19937 rng(37);
@@ -602,12 +603,17 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"k,nk->n", {{'k', 300}, {'n', 70}}},
       {"gmxon,igk->mknoix", {{'g', 70}, {'m', 2}, {'x', 3}, {'o', 2}, {'n', 2}, {'i', 5}, {'k', 41}}},
       {"frwp,vefprk->vwke", {{'f', 3}, {'r', 5}, {'w', 7}, {'p', 4}, {'v', 3}, {'e', 2}, {'k', 33}}},
+      // Short K, both sides past kGettMost, c's modes interleaving the operands'; the first
+      // one large enough for threads, with too few blocks of N for them (panels in parts).
+      {"iramc,dprc->admpi", {{'i', 7}, {'r', 3}, {'a', 10}, {'m', 8}, {'c', 6}, {'d', 40}, {'p', 10}}},
+      {"tl,lxcfj->xjctf", {{'t', 70}, {'l', 22}, {'x', 4}, {'c', 5}, {'f', 3}, {'j', 3}}},
+      {"ol,joyb->ylbj", {{'o', 31}, {'l', 50}, {'j', 15}, {'y', 4}, {'b', 5}}},
   };
   for (const auto& [einsum, extents] : shapes) {
     std::vector<std::size_t> extent_of(26, 1);
     for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
     const Problem p = parse(einsum, extent_of);
-    INFO(einsum);
+    INFO(std::string(einsum));
     std::optional<std::size_t> gett;
     for (std::size_t plan = 0; plan < 2; ++plan) {
       const std::string text =

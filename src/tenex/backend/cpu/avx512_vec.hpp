@@ -31,6 +31,7 @@ struct Vec<double> {
   TENEX_AVX512 V load(const double* x) { return _mm512_loadu_pd(x); }
   TENEX_AVX512 V load(Mask m, const double* x) { return _mm512_maskz_loadu_pd(m, x); }
   TENEX_AVX512 V fma(V x, V y, V z) { return _mm512_fmadd_pd(x, y, z); }
+  TENEX_AVX512 V mul(V x, V y) { return _mm512_mul_pd(x, y); }
   TENEX_AVX512 void store(double* to, V x) { _mm512_storeu_pd(to, x); }
   TENEX_AVX512 void store(Mask m, double* to, V x) { _mm512_mask_storeu_pd(to, m, x); }
 };
@@ -45,17 +46,18 @@ struct Vec<float> {
   TENEX_AVX512 V load(const float* x) { return _mm512_loadu_ps(x); }
   TENEX_AVX512 V load(Mask m, const float* x) { return _mm512_maskz_loadu_ps(m, x); }
   TENEX_AVX512 V fma(V x, V y, V z) { return _mm512_fmadd_ps(x, y, z); }
+  TENEX_AVX512 V mul(V x, V y) { return _mm512_mul_ps(x, y); }
   TENEX_AVX512 void store(float* to, V x) { _mm512_storeu_ps(to, x); }
   TENEX_AVX512 void store(Mask m, float* to, V x) { _mm512_mask_storeu_ps(to, m, x); }
 };
 
 #undef TENEX_AVX512
 
-// The first `count` lanes of a vector of T (count <= Vec<T>::width).
+// Lanes [first, first + count) of a vector of T (first + count <= Vec<T>::width).
 template <class T>
-typename Vec<T>::Mask lanes(std::size_t count) {
+typename Vec<T>::Mask lanes(std::size_t count, std::size_t first = 0) {
   using Mask = typename Vec<T>::Mask;
-  return count >= Vec<T>::width ? static_cast<Mask>(~Mask{0}) : static_cast<Mask>((std::uint32_t{1} << count) - 1);
+  return static_cast<Mask>(((std::uint32_t{1} << count) - 1) << first);
 }
 
 }  // namespace tenex::detail::cpu::contraction

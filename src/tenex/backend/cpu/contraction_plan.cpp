@@ -226,24 +226,25 @@ std::optional<Plan> narrow_plan(const Problem& p) {
   return narrow;
 }
 
-// Seconds the GETT kernel is expected to take: its arithmetic (the small operand's free values
-// padded to whole panels) at kGettEfficiency of the core's peak, or the large operand read
-// from memory where that takes longer.
+// Seconds the GETT kernel is expected to take: its arithmetic (the panel operand's free values
+// padded to whole panels) at kGettEfficiency of the core's peak, or the strip operand and c
+// through memory where that takes longer.
 double gett_seconds(const Problem& p) {
-  const int small = gett_small_operand(p);
-  const int big = small == kA ? kB : kA;
+  const int panel = gett_panel_operand(p);
+  const int strip = panel == kA ? kB : kA;
   const auto es = static_cast<double>(p.element_size);
-  const double m = static_cast<double>(round_up(free_size(p, small), 2));
-  const auto big_size = static_cast<double>(p.size[static_cast<std::size_t>(big)]);
+  const double m = static_cast<double>(round_up(free_size(p, panel), 2));
+  const auto strip_size = static_cast<double>(p.size[static_cast<std::size_t>(strip)]);
   const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
-  const double compute = 2.0 * m * big_size / (static_cast<double>(p.threads) * peak * kGettEfficiency);
-  const double memory = big_size * es > kCachedOperandBytes ? big_size * es / kMemoryBandwidth : 0.0;
+  const double compute = 2.0 * m * strip_size / (static_cast<double>(p.threads) * peak * kGettEfficiency);
+  const double bytes = (strip_size + static_cast<double>(p.size[kC])) * es;
+  const double memory = bytes > kCachedOperandBytes ? bytes / kMemoryBandwidth : 0.0;
   return std::max(compute, memory) + kCallSeconds;
 }
 
 // The GETT kernel's plan, where it can run; like the narrow kernel's, only timed.
 std::optional<Plan> gett_plan(const Problem& p) {
-  if (!avx512_available() || gett_small_operand(p) < 0) return std::nullopt;
+  if (!avx512_available() || gett_panel_operand(p) < 0) return std::nullopt;
   Plan gett;
   gett.naive = false;
   gett.gett = true;
@@ -533,9 +534,9 @@ std::string describe(const Problem& p, const Plan& x) {
            std::to_string(x.seconds * 1e3) + " ms";
   }
   if (x.gett) {
-    const bool a_small = gett_small_operand(p) == kA;
-    return std::string("GETT kernel, ") + (a_small ? "a" : "b") + " packed in panels, " + (a_small ? "b" : "a") +
-           " in blocks; model " + std::to_string(x.seconds * 1e3) + " ms";
+    const bool a_panels = gett_panel_operand(p) == kA;
+    return std::string("GETT kernel, ") + (a_panels ? "a" : "b") + " packed in panels, " + (a_panels ? "b" : "a") +
+           " in strips; model " + std::to_string(x.seconds * 1e3) + " ms";
   }
   auto group = [&](const std::vector<int>& g) {
     std::string text = "{";

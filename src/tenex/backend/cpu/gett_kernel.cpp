@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "tenex/backend/cpu/avx512_vec.hpp"
@@ -19,7 +20,7 @@
 namespace tenex::detail::cpu::contraction {
 namespace {
 
-// Values of K one block of the large operand holds at most: a strip of it ([kc][2 vectors],
+// Values of K one block of the strip operand holds at most: a strip of it ([kc][2 vectors],
 // 32 KB of doubles) stays in the L1 while every panel runs over it.
 constexpr std::size_t kBlockK = 256;
 // Strips of N one block holds at most (a block of 512 KB at most, in the L2).
@@ -27,47 +28,93 @@ constexpr std::size_t kBlockStrips = 16;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
 constexpr std::size_t kPanelRows = 12;
 
+std::size_t ceil_div(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
+
+// Which operand is packed in panels and which in strips, and in what order the strip
+// operand's free modes are numbered, or panel < 0 where the kernel does not run.
+struct Roles {
+  int panel = -1, strip = -1;
+  std::vector<int> strip_free;  // slowest first
+};
+
+Roles roles(const Problem& p) {
+  Roles r;
+  bool has_k = false;
+  for (Role x : p.role) {
+    if (x == Role::batch) return r;
+    has_k = has_k || x == Role::k;
+  }
+  if (!has_k || (p.element_size != sizeof(float) && p.element_size != sizeof(double))) return r;
+  const std::size_t ma = free_size(p, kA), nb = free_size(p, kB);
+  if (std::min(ma, nb) <= kGettMost) {
+    // Skinny: the large operand in strips, numbered in its own order (runs of its memory).
+    r.panel = ma <= nb ? kA : kB;
+    r.strip = r.panel == kA ? kB : kA;
+    r.strip_free = modes_of(p, r.strip, free_role(r.strip));
+  } else if (k_size(p) <= kBlockK) {
+    // Short K: c is the large array. The operand that holds c's stride-1 mode in strips,
+    // numbered in c's order, so that a strip's sums go to c in runs.
+    const int last = p.last(kC);
+    r.strip = p.role[static_cast<std::size_t>(last)] == Role::m ? kA : kB;
+    r.panel = r.strip == kA ? kB : kA;
+    for (int d : p.order[kC]) {
+      if (p.has(r.strip, d)) r.strip_free.push_back(d);
+    }
+  }
+  return r;
+}
+
 // How the problem is cut.
 struct Blocking {
-  int small = -1, big = -1;
-  std::size_t m = 0, n = 0, k = 0;  // the small operand's free values, the large one's, K
+  Roles roles;
+  std::size_t m = 0, n = 0, k = 0;  // the panel operand's free values, the strip one's, K
   std::size_t rows = 0;             // of a panel: an even number up to kPanelRows
   std::size_t panels = 0;           // rows * panels >= m
   std::size_t kc = 0;               // values of K per block
+  bool direct = false;              // one block of K: sums go from registers to c
   std::size_t nc = 0;               // values of N per block, whole strips
   std::size_t strip = 0;            // values of N per strip: two vectors
-  std::size_t tasks = 0;            // blocks of N
-  std::size_t per_thread = 0;       // elements of scratch: a block of big, then the sums
+  std::size_t n_blocks = 0;
+  std::size_t m_parts = 1;     // tasks per block of N (direct only): parts of the panels
+  std::size_t per_thread = 0;  // elements of scratch: a block of the strip operand, then the sums
 };
-
-std::size_t ceil_div(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
 
 Blocking blocking(const Problem& p, std::size_t threads) {
   Blocking g;
-  g.small = gett_small_operand(p);
-  g.big = g.small == kA ? kB : kA;
-  g.m = free_size(p, g.small);
-  g.n = free_size(p, g.big);
+  g.roles = roles(p);
+  g.m = free_size(p, g.roles.panel);
+  g.n = free_size(p, g.roles.strip);
   g.k = k_size(p);
   g.panels = ceil_div(g.m, kPanelRows);
   g.rows = round_up(ceil_div(g.m, g.panels), 2);
   g.kc = ceil_div(g.k, ceil_div(g.k, kBlockK));
+  g.direct = g.kc == g.k;
   g.strip = 2 * (p.element_size == sizeof(float) ? Vec<float>::width : Vec<double>::width);
   const std::size_t strips = ceil_div(g.n, g.strip);
   std::size_t per_block = std::min(kBlockStrips, strips);
   // Four blocks per thread at least, where N has them, so that the threads end together.
   if (threads > 1) per_block = std::min(per_block, std::max<std::size_t>(1, ceil_div(strips, 4 * threads)));
   g.nc = per_block * g.strip;
-  g.tasks = ceil_div(g.n, g.nc);
-  g.per_thread = g.kc * g.nc + g.rows * g.panels * g.nc;
+  g.n_blocks = ceil_div(g.n, g.nc);
+  // Too few blocks of N for the threads: each block's panels in parts (its strips packed per part).
+  if (g.direct && threads > 1 && g.n_blocks < 4 * threads) {
+    g.m_parts = std::min(g.panels, ceil_div(4 * threads, g.n_blocks));
+  }
+  g.per_thread = g.kc * g.nc + (g.direct ? 0 : g.rows * g.panels * g.nc);
   return g;
 }
 
-// A run of the large operand's values that lie together in memory and in one strip.
+// A run of the strip operand's values that lie together in memory and in one strip.
 struct Run {
   std::ptrdiff_t from = 0;  // offset in the operand, k aside
   std::size_t to = 0;       // offset in the packed block, k aside
   std::size_t length = 0;   // at most a strip
+};
+
+// A run of one vector's lanes that lie together in c.
+struct Span {
+  std::ptrdiff_t to = 0;  // c's offset of the lane `first`, the panel operand's aside
+  std::size_t first = 0, length = 0;
 };
 
 template <class T>
@@ -85,8 +132,27 @@ __attribute__((target("avx512f"))) void copy_run(const T* from, T* to, std::size
   X::store(part, to, X::load(part, from));
 }
 
-// Sums of R rows and one strip over kc values of K: `strip` is [kc][2 vectors], `panel`
-// [kc][R]; the sums come from `sums` (rows `ld` apart) unless `first`, and go back there.
+// The sums of R rows and one strip over kc values of K, added to `acc`: `strip` is
+// [kc][2 vectors], `panel` [kc][R].
+template <class T, std::size_t R>
+__attribute__((target("avx512f"), always_inline)) inline void accumulate(typename Vec<T>::V (&acc)[R][2],
+                                                                         const T* strip, const T* panel,
+                                                                         std::size_t kc) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  for (std::size_t k = 0; k < kc; ++k) {
+    const typename X::V b0 = X::load(strip + k * 2 * W), b1 = X::load(strip + k * 2 * W + W);
+    const T* row = panel + k * R;
+    for (std::size_t r = 0; r < R; ++r) {
+      const typename X::V x = X::set1(row[r]);
+      acc[r][0] = X::fma(x, b0, acc[r][0]);
+      acc[r][1] = X::fma(x, b1, acc[r][1]);
+    }
+  }
+}
+
+// As accumulate, the sums coming from `sums` (rows `ld` apart) unless `first`, and going
+// back there.
 template <class T, std::size_t R>
 __attribute__((target("avx512f"))) void strip_kernel(const T* strip, const T* panel, std::size_t kc, T* sums,
                                                      std::size_t ld, bool first) {
@@ -97,45 +163,74 @@ __attribute__((target("avx512f"))) void strip_kernel(const T* strip, const T* pa
     acc[r][0] = first ? X::zero() : X::load(sums + r * ld);
     acc[r][1] = first ? X::zero() : X::load(sums + r * ld + W);
   }
-  for (std::size_t k = 0; k < kc; ++k) {
-    const typename X::V b0 = X::load(strip + k * 2 * W), b1 = X::load(strip + k * 2 * W + W);
-    const T* row = panel + k * R;
-    for (std::size_t r = 0; r < R; ++r) {
-      const typename X::V x = X::set1(row[r]);
-      acc[r][0] = X::fma(x, b0, acc[r][0]);
-      acc[r][1] = X::fma(x, b1, acc[r][1]);
-    }
-  }
+  accumulate<T, R>(acc, strip, panel, kc);
   for (std::size_t r = 0; r < R; ++r) {
     X::store(sums + r * ld, acc[r][0]);
     X::store(sums + r * ld + W, acc[r][1]);
   }
 }
 
+// As accumulate over all of K, the sums scaled into c: rows `c_rows` (`count` of them, at
+// most R), the lanes of vector v by spans[v] (spans[2] ends them).
+template <class T, std::size_t R>
+__attribute__((target("avx512f"))) void strip_to_c(const T* strip, const T* panel, std::size_t kk,
+                                                   const std::ptrdiff_t* c_rows, std::size_t count,
+                                                   const Span* const (&spans)[3], T alpha, T beta, T* c) {
+  using X = Vec<T>;
+  typename X::V acc[R][2];
+  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = X::zero();
+  accumulate<T, R>(acc, strip, panel, kk);
+  const typename X::V va = X::set1(alpha), vb = X::set1(beta);
+  for (std::size_t r = 0; r < count; ++r) {
+    // Each span's lanes stored where they lie in c: the vector's base moved back by `first`
+    // (lanes outside the mask are neither read nor written).
+    const auto base = reinterpret_cast<std::uintptr_t>(c + c_rows[r]);
+    for (std::size_t v = 0; v < 2; ++v) {
+      const typename X::V scaled = X::mul(va, acc[r][v]);
+      for (const Span* sp = spans[v]; sp != spans[v + 1]; ++sp) {
+        T* to = reinterpret_cast<T*>(
+            base + static_cast<std::uintptr_t>(sp->to - static_cast<std::ptrdiff_t>(sp->first)) * sizeof(T));
+        const auto mask = lanes<T>(sp->length, sp->first);
+        X::store(mask, to, beta == T(0) ? scaled : X::fma(vb, X::load(mask, to), scaled));
+      }
+    }
+  }
+}
+
 template <class T>
 struct Work {
   const Blocking& g;
-  Offsets big_k, big_n, c_m, c_n;
-  bool m_inner = false;  // c's writes: the small operand's values innermost
-  const T* big = nullptr;
+  Offsets strip_k, strip_n, c_m, c_n;
+  bool m_inner = false;  // c's writes from the sums: the panel operand's values innermost
+  const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
   T* c = nullptr;
 };
 
-// Block `t` of N: packed a block of K at a time into `block` ([strips][kc][strip]), the sums
-// in `sums` ([rows * panels][nc]), then written to c.
+// What a thread keeps between tasks: allocated before the parallel region.
+struct Lists {
+  std::vector<Run> runs;
+  std::vector<Span> spans;
+  std::vector<std::size_t> vector_first;  // per vector of the block, its first span
+};
+
+// Task `t`: block t / m_parts of N, packed a block of K at a time into `block`
+// ([strips][kc][strip]), times panels of part t % m_parts; the sums go to c from the
+// registers (direct) or through `sums` ([rows * panels][nc]).
 template <class T, std::size_t R>
-__attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t t, T* block, T* sums,
-                                                   std::vector<Run>& runs) {
+__attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists) {
   const Blocking& g = w.g;
-  const std::size_t n0 = t * g.nc, count = std::min(g.nc, g.n - n0);
+  const std::size_t n0 = t / g.m_parts * g.nc, count = std::min(g.nc, g.n - n0);
+  const std::size_t part = t % g.m_parts;
+  const std::size_t p0 = g.panels * part / g.m_parts, p1 = g.panels * (part + 1) / g.m_parts;
   const std::size_t strips = ceil_div(count, g.strip), stride = g.kc * g.strip;
+  std::vector<Run>& runs = lists.runs;
   runs.clear();
   for (std::size_t j = 0; j < count;) {
-    Run run{w.big_n[n0 + j], j / g.strip * stride + j % g.strip, 1};
+    Run run{w.strip_n[n0 + j], j / g.strip * stride + j % g.strip, 1};
     ++j;
-    while (j < count && j % g.strip != 0 && w.big_n[n0 + j] == run.from + static_cast<std::ptrdiff_t>(run.length)) {
+    while (j < count && j % g.strip != 0 && w.strip_n[n0 + j] == run.from + static_cast<std::ptrdiff_t>(run.length)) {
       ++run.length;
       ++j;
     }
@@ -143,22 +238,54 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   }
   if (count % g.strip != 0) {  // the last strip's columns past N: zero
     T* last = block + (strips - 1) * stride;
-    for (std::size_t k = 0; k < g.kc; ++k)
+    for (std::size_t k = 0; k < g.kc; ++k) {
       std::fill(last + k * g.strip + count % g.strip, last + (k + 1) * g.strip, T(0));
+    }
   }
   for (std::size_t k0 = 0; k0 < g.k; k0 += g.kc) {
     const std::size_t kc = std::min(g.kc, g.k - k0);
     for (std::size_t k = 0; k < kc; ++k) {
-      const T* from = w.big + w.big_k[k0 + k];
+      const T* from = w.strip + w.strip_k[k0 + k];
       T* to = block + k * g.strip;
       for (const Run& run : runs) copy_run(from + run.from, to + run.to, run.length);
     }
+    if (g.direct) break;
     for (std::size_t s = 0; s < strips; ++s) {
-      for (std::size_t p = 0; p < g.panels; ++p) {
-        strip_kernel<T, R>(block + s * stride, w.panel + (p * g.k + k0) * R, kc, sums + p * R * g.nc + s * g.strip,
+      for (std::size_t q = 0; q < g.panels; ++q) {
+        strip_kernel<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, sums + q * R * g.nc + s * g.strip,
                            g.nc, k0 == 0);
       }
     }
+  }
+  if (g.direct) {
+    // Each vector's lanes in runs of c.
+    constexpr std::size_t W = Vec<T>::width;
+    lists.spans.clear();
+    lists.vector_first.clear();
+    for (std::size_t j = 0; j < strips * g.strip; ++j) {
+      if (j % W == 0) lists.vector_first.push_back(lists.spans.size());
+      if (j >= count) continue;
+      const std::ptrdiff_t to = w.c_n[n0 + j];
+      Span* last = lists.spans.size() > lists.vector_first.back() ? &lists.spans.back() : nullptr;
+      if (last && last->to + static_cast<std::ptrdiff_t>(last->length) == to) {
+        ++last->length;
+      } else {
+        lists.spans.push_back(Span{to, j % W, 1});
+      }
+    }
+    lists.vector_first.push_back(lists.spans.size());
+    const Span* spans = lists.spans.data();
+    // A strip against every panel in turn: its part of c is written in runs down the panel
+    // operand's modes, rather than a line here and there.
+    for (std::size_t s = 0; s < strips; ++s) {
+      const Span* const ends[3] = {spans + lists.vector_first[2 * s], spans + lists.vector_first[2 * s + 1],
+                                   spans + lists.vector_first[2 * s + 2]};
+      for (std::size_t q = p0; q < p1; ++q) {
+        strip_to_c<T, R>(block + s * stride, w.panel + q * g.k * R, g.k, w.c_m.data() + q * R, std::min(R, g.m - q * R),
+                         ends, w.alpha, w.beta, w.c);
+      }
+    }
+    return;
   }
   if (w.m_inner) {
     for (std::size_t j = 0; j < count; ++j) {
@@ -177,8 +304,13 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
 template <class T, std::size_t R>
 void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
   const Blocking& g = w.g;
-  std::vector<std::vector<Run>> runs(threads);
-  for (auto& r : runs) r.reserve(g.nc);  // no allocation in the parallel region
+  std::vector<Lists> lists(threads);
+  for (Lists& l : lists) {  // no allocation in the parallel region
+    l.runs.reserve(g.nc);
+    l.spans.reserve(g.nc);
+    l.vector_first.reserve(g.nc + 1);
+  }
+  const std::size_t tasks = g.n_blocks * g.m_parts;
   const bool par = threads > 1;
 #pragma omp parallel num_threads(static_cast <int>(threads)) if (par)
   {
@@ -186,23 +318,13 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
     T* block = scratch + me * g.per_thread;
     T* sums = block + g.kc * g.nc;
 #pragma omp for schedule(dynamic)
-    for (std::size_t t = 0; t < g.tasks; ++t) block_task<T, R>(w, t, block, sums, runs[me]);
+    for (std::size_t t = 0; t < tasks; ++t) block_task<T, R>(w, t, block, sums, lists[me]);
   }
 }
 
 }  // namespace
 
-int gett_small_operand(const Problem& p) {
-  bool has_k = false;
-  for (Role r : p.role) {
-    if (r == Role::batch) return -1;
-    has_k = has_k || r == Role::k;
-  }
-  if (!has_k || (p.element_size != sizeof(float) && p.element_size != sizeof(double))) return -1;
-  const std::size_t ma = free_size(p, kA), nb = free_size(p, kB);
-  if (std::min(ma, nb) > kGettMost) return -1;
-  return ma <= nb ? kA : kB;
-}
+int gett_panel_operand(const Problem& p) { return roles(p).panel; }
 
 std::size_t gett_scratch_elements(const Problem& p, std::size_t threads) {
   const Blocking g = blocking(p, threads);
@@ -218,24 +340,25 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
   const std::size_t threads =
       par ? std::min<std::size_t>(std::max<std::size_t>(p.threads, 1), static_cast<std::size_t>(omp_get_max_threads()))
           : 1;
-  const std::size_t used = std::min(threads, g.tasks);
-  const std::vector<int> k_modes = modes_of(p, g.big, Role::k);
-  const std::vector<int> big_free = modes_of(p, g.big, free_role(g.big));
-  const std::vector<int> small_free = modes_of(p, g.small, free_role(g.small));
-  Work<T> w{g, offsets(p, g.big, k_modes), offsets(p, g.big, big_free), offsets(p, kC, small_free),
-            offsets(p, kC, big_free)};
-  if (!small_free.empty() && !big_free.empty()) {
+  const std::size_t used = std::min(threads, g.n_blocks * g.m_parts);
+  const int panel_op = g.roles.panel, strip_op = g.roles.strip;
+  const std::vector<int> k_modes = modes_of(p, strip_op, Role::k);
+  const std::vector<int>& strip_free = g.roles.strip_free;
+  const std::vector<int> panel_free = modes_of(p, panel_op, free_role(panel_op));
+  Work<T> w{g, offsets(p, strip_op, k_modes), offsets(p, strip_op, strip_free), offsets(p, kC, panel_free),
+            offsets(p, kC, strip_free)};
+  if (!panel_free.empty() && !strip_free.empty()) {
     const auto& cs = p.stride[kC];
-    w.m_inner = cs[static_cast<std::size_t>(small_free.back())] < cs[static_cast<std::size_t>(big_free.back())];
+    w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
   }
-  w.big = g.big == kA ? a : b;
+  w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
   w.beta = beta;
   w.c = c;
-  // The panels: the small operand's values in the large one's k order, [K][rows] each, zero
-  // past M.
-  const T* small = g.small == kA ? a : b;
-  const Offsets small_k = offsets(p, g.small, k_modes), small_m = offsets(p, g.small, small_free);
+  // The panels: the panel operand's values in the strip operand's k order, [K][rows] each,
+  // zero past M.
+  const T* small = panel_op == kA ? a : b;
+  const Offsets small_k = offsets(p, panel_op, k_modes), small_m = offsets(p, panel_op, panel_free);
   Scratch<T> scratch(gett_scratch_elements(p, p.threads));  // prefault_scratch takes the same
   T* panel = scratch.get();
   for (std::size_t q = 0; q < g.panels; ++q) {
