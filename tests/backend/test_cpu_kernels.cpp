@@ -590,7 +590,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
   // One operand with at most kGettMost free values, or K in one block: the GETT kernel packs
   // one operand into panels and the other, whatever its layout, a block at a time from its
   // own strides (plan 0 or 1, after the narrow kernel, where the CPU has AVX-512). The shapes:
-  // K past one block (256) and N past several, runs of the large operand's stride-1 mode
+  // K in blocks (past 1024) and N past several, runs of the large operand's stride-1 mode
   // across strips; the small operand's free values over three panels, padded, with c's small
   // modes innermost; a single free value; the large operand's stride-1 mode a k mode; short
   // K with the sums stored from the registers into c's runs. The kernel's plan runs
@@ -598,7 +598,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
   // contraction's own choice.
   std::mt19937 rng(37);
   const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
-      {"nyvbl,bsnwyp->svlpw", {{'n', 5}, {'y', 6}, {'v', 3}, {'b', 10}, {'l', 4}, {'s', 4}, {'w', 9}, {'p', 9}}},
+      {"nyvbl,bsnwyp->svlpw", {{'n', 5}, {'y', 6}, {'v', 3}, {'b', 40}, {'l', 4}, {'s', 4}, {'w', 9}, {'p', 9}}},
       {"kab,kcd->cdab", {{'k', 40}, {'a', 5}, {'b', 5}, {'c', 30}, {'d', 7}}},
       {"k,nk->n", {{'k', 300}, {'n', 70}}},
       {"gmxon,igk->mknoix", {{'g', 70}, {'m', 2}, {'x', 3}, {'o', 2}, {'n', 2}, {'i', 5}, {'k', 41}}},
@@ -608,6 +608,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"iramc,dprc->admpi", {{'i', 7}, {'r', 3}, {'a', 10}, {'m', 8}, {'c', 6}, {'d', 40}, {'p', 10}}},
       {"tl,lxcfj->xjctf", {{'t', 70}, {'l', 22}, {'x', 4}, {'c', 5}, {'f', 3}, {'j', 3}}},
       {"ol,joyb->ylbj", {{'o', 31}, {'l', 50}, {'j', 15}, {'y', 4}, {'b', 5}}},
+      // K in one block past kPanelOuterK: each panel against every strip.
+      {"aecf,fbed->abcd", {{'a', 6}, {'b', 7}, {'c', 7}, {'d', 5}, {'e', 10}, {'f', 15}}},
   };
   for (const auto& [einsum, extents] : shapes) {
     std::vector<std::size_t> extent_of(26, 1);

@@ -20,11 +20,16 @@
 namespace tenex::detail::cpu::contraction {
 namespace {
 
-// Values of K one block of the strip operand holds at most: a strip of it ([kc][2 vectors],
-// 32 KB of doubles) stays in the L1 while every panel runs over it.
+// Values of K one block of the strip operand holds at most where K runs in blocks: a strip of
+// it ([kc][2 vectors], 32 KB of doubles) stays in the L1 while every panel runs over it.
 constexpr std::size_t kBlockK = 256;
+// K up to this runs in one block, the sums going from the registers straight to c.
+constexpr std::size_t kDirectMostK = 1024;
 // Strips of N one block holds at most (a block of 512 KB at most, in the L2).
 constexpr std::size_t kBlockStrips = 16;
+// From this K on, the direct path runs each panel against every strip of a block, else each
+// strip against every panel.
+constexpr std::size_t kPanelOuterK = 128;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
 constexpr std::size_t kPanelRows = 12;
 
@@ -51,7 +56,7 @@ Roles roles(const Problem& p) {
     r.panel = ma <= nb ? kA : kB;
     r.strip = r.panel == kA ? kB : kA;
     r.strip_free = modes_of(p, r.strip, free_role(r.strip));
-  } else if (k_size(p) <= kBlockK) {
+  } else if (k_size(p) <= kDirectMostK) {
     // Short K: c is the large array. The operand that holds c's stride-1 mode in strips,
     // numbered in c's order, so that a strip's sums go to c in runs.
     const int last = p.last(kC);
@@ -87,8 +92,8 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   g.k = k_size(p);
   g.panels = ceil_div(g.m, kPanelRows);
   g.rows = round_up(ceil_div(g.m, g.panels), 2);
-  g.kc = ceil_div(g.k, ceil_div(g.k, kBlockK));
-  g.direct = g.kc == g.k;
+  g.direct = g.k <= kDirectMostK;
+  g.kc = g.direct ? g.k : ceil_div(g.k, ceil_div(g.k, kBlockK));
   g.strip = 2 * (p.element_size == sizeof(float) ? Vec<float>::width : Vec<double>::width);
   const std::size_t strips = ceil_div(g.n, g.strip);
   std::size_t per_block = std::min(kBlockStrips, strips);
@@ -275,14 +280,22 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
     }
     lists.vector_first.push_back(lists.spans.size());
     const Span* spans = lists.spans.data();
-    // A strip against every panel in turn: its part of c is written in runs down the panel
-    // operand's modes, rather than a line here and there.
-    for (std::size_t s = 0; s < strips; ++s) {
+    auto tile = [&](std::size_t s, std::size_t q) {
       const Span* const ends[3] = {spans + lists.vector_first[2 * s], spans + lists.vector_first[2 * s + 1],
                                    spans + lists.vector_first[2 * s + 2]};
+      strip_to_c<T, R>(block + s * stride, w.panel + q * g.k * R, g.k, w.c_m.data() + q * R, std::min(R, g.m - q * R),
+                       ends, w.alpha, w.beta, w.c);
+    };
+    if (g.k < kPanelOuterK) {
+      // A strip against every panel in turn: its part of c is written in runs down the panel
+      // operand's modes, rather than a line here and there.
+      for (std::size_t s = 0; s < strips; ++s) {
+        for (std::size_t q = p0; q < p1; ++q) tile(s, q);
+      }
+    } else {
+      // A panel against every strip of the block: the panels are read once per block.
       for (std::size_t q = p0; q < p1; ++q) {
-        strip_to_c<T, R>(block + s * stride, w.panel + q * g.k * R, g.k, w.c_m.data() + q * R, std::min(R, g.m - q * R),
-                         ends, w.alpha, w.beta, w.c);
+        for (std::size_t s = 0; s < strips; ++s) tile(s, q);
       }
     }
     return;
