@@ -3,20 +3,21 @@
 // tensors' own strides), where one operand has few free values or K is short.
 //
 // c[M, N] = sum over K of panel[M, K] strip[K, N]. The panel operand is packed once into
-// panels of R rows ([K][R] each, R <= 12). The strip operand is packed a block at a time (K
-// in blocks of at most 256 values, N in blocks of a few hundred) from its own strides into
-// strips of two AVX-512 vectors ([k][16] doubles), in cache, a contiguous run of its memory
-// at a time; each strip is multiplied by the panels (R x 2 vector sums, the panel's values
-// broadcast). With one block of K the sums go from the registers straight to c, each
-// vector's lanes in the runs they make in c (masked stores); with more, a block of N keeps
-// its sums in a buffer across the blocks of K, then writes them to c at its strides.
+// panels of R rows ([K][R] each, R <= 12). The strip operand is packed a block at a time (N
+// in blocks of a few hundred values; K whole up to 1024, else in blocks of at most 256) from
+// its own strides into strips of two AVX-512 vectors ([k][16] doubles), in cache, a
+// contiguous run of its memory at a time; each strip is multiplied by the panels (R x 2
+// vector sums, the panel's values broadcast). With K whole the sums go from the registers
+// straight to c, each vector's lanes in the runs they make in c (masked stores); in blocks,
+// a block of N keeps its sums in a buffer across the blocks of K, then writes them to c at
+// its strides.
 //
 // Two shapes take it:
 // - skinny: one operand with at most kGettMost free values packed in panels, the other in
 //   strips, numbered in its own memory order (nyvbl,bsnwyp->svlpw: M = 12, N = 1584,
 //   K = 1620, where every GEMM plan permutes the large operand or calls the BLAS on rows of
 //   8);
-// - short K (K <= 256, one block): c is the large array, and its modes may interleave the
+// - short K (K <= 1024, whole): c is the large array, and its modes may interleave the
 //   operands' (iramc,dprc->admpi, K = 18), which a GEMM can only write through a buffer or in
 //   tiles. The operand holding c's stride-1 mode goes in strips, numbered in c's order.
 //
@@ -30,12 +31,12 @@
 
 namespace tenex::detail::cpu::contraction {
 
-// Free values of the panel operand the kernel takes at most where K runs in several blocks.
+// Free values of the panel operand the kernel takes at most where K is past 1024.
 constexpr std::size_t kGettMost = 32;
 
 // Which operand goes in panels (kA or kB), or -1 where the problem does not fit the kernel:
 // batch modes, no k mode, a type other than float or double, or both sides' free values
-// more than kGettMost with K past one block.
+// more than kGettMost with K past 1024.
 int gett_panel_operand(const Problem& p);
 
 // Elements of scratch the kernel takes (the panels, and each thread's block of the strip
