@@ -214,16 +214,21 @@ double narrow_seconds(const Problem& p) {
   return std::max(compute, memory) + permute_seconds(panel * es) + kCallSeconds;
 }
 
+// A plan that runs one of the kernels without GEMM (`kernel`: &Plan::narrow or &Plan::gett).
+Plan kernel_plan(bool Plan::*kernel, double seconds) {
+  Plan plan;
+  plan.naive = false;
+  plan.*kernel = true;
+  plan.seconds = seconds;
+  return plan;
+}
+
 // The narrow kernel's plan, where it can run. It is not among the plans for_each_plan
 // visits: the model's guess at it is rough (kNarrowEfficiency), so it never ranks the plans,
 // and is only timed (candidate_plans).
 std::optional<Plan> narrow_plan(const Problem& p) {
   if (!narrow_available() || narrow_small_operand(p) < 0) return std::nullopt;
-  Plan narrow;
-  narrow.naive = false;
-  narrow.narrow = true;
-  narrow.seconds = narrow_seconds(p);
-  return narrow;
+  return kernel_plan(&Plan::narrow, narrow_seconds(p));
 }
 
 // Seconds the GETT kernel is expected to take: its arithmetic (the panel operand's free values
@@ -245,11 +250,7 @@ double gett_seconds(const Problem& p) {
 // The GETT kernel's plan, where it can run; like the narrow kernel's, only timed.
 std::optional<Plan> gett_plan(const Problem& p) {
   if (!avx512_available() || gett_panel_operand(p) < 0) return std::nullopt;
-  Plan gett;
-  gett.naive = false;
-  gett.gett = true;
-  gett.seconds = gett_seconds(p);
-  return gett;
+  return kernel_plan(&Plan::gett, gett_seconds(p));
 }
 
 // Seconds the plan is expected to take, or infinity when it cannot run.
