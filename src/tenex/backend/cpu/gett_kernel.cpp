@@ -20,10 +20,12 @@
 namespace tenex::detail::cpu::contraction {
 namespace {
 
-// Values of K one block of the strip operand holds at most where K runs in blocks: a strip of
-// it ([kc][2 vectors], 32 KB of doubles) stays in the L1 while every panel runs over it.
+// Values of K one block of the strip operand holds at most: a strip of it ([kc][2 vectors],
+// 32 KB of doubles) stays in the L1 while every panel runs over it.
 constexpr std::size_t kBlockK = 256;
-// K up to this runs in one block, the sums going from the registers straight to c.
+// K up to this: the sums go from the registers straight to c (the first block of K scales
+// c by beta, the later ones add to it); past it (skinny shapes only), a block of N keeps its
+// sums in a buffer across the blocks of K.
 constexpr std::size_t kDirectMostK = 1024;
 // Strips of N one block holds at most (a block of 512 KB at most, in the L2).
 constexpr std::size_t kBlockStrips = 16;
@@ -76,7 +78,7 @@ struct Blocking {
   std::size_t rows = 0;             // of a panel: an even number up to kPanelRows
   std::size_t panels = 0;           // rows * panels >= m
   std::size_t kc = 0;               // values of K per block
-  bool direct = false;              // one block of K: sums go from registers to c
+  bool direct = false;              // sums go from the registers to c, added after K's first block
   std::size_t nc = 0;               // values of N per block, whole strips
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
@@ -93,7 +95,7 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   g.panels = ceil_div(g.m, kPanelRows);
   g.rows = round_up(ceil_div(g.m, g.panels), 2);
   g.direct = g.k <= kDirectMostK;
-  g.kc = g.direct ? g.k : ceil_div(g.k, ceil_div(g.k, kBlockK));
+  g.kc = ceil_div(g.k, ceil_div(g.k, kBlockK));
   g.strip = 2 * (p.element_size == sizeof(float) ? Vec<float>::width : Vec<double>::width);
   const std::size_t strips = ceil_div(g.n, g.strip);
   std::size_t per_block = std::min(kBlockStrips, strips);
@@ -207,6 +209,7 @@ struct Work {
   const Blocking& g;
   Offsets strip_k, strip_n, c_m, c_n;
   bool m_inner = false;  // c's writes from the sums: the panel operand's values innermost
+  bool k_inner = false;  // the strip operand's stride-1 mode is a k mode
   const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
@@ -247,21 +250,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
       std::fill(last + k * g.strip + count % g.strip, last + (k + 1) * g.strip, T(0));
     }
   }
-  for (std::size_t k0 = 0; k0 < g.k; k0 += g.kc) {
-    const std::size_t kc = std::min(g.kc, g.k - k0);
-    for (std::size_t k = 0; k < kc; ++k) {
-      const T* from = w.strip + w.strip_k[k0 + k];
-      T* to = block + k * g.strip;
-      for (const Run& run : runs) copy_run(from + run.from, to + run.to, run.length);
-    }
-    if (g.direct) break;
-    for (std::size_t s = 0; s < strips; ++s) {
-      for (std::size_t q = 0; q < g.panels; ++q) {
-        strip_kernel<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, sums + q * R * g.nc + s * g.strip,
-                           g.nc, k0 == 0);
-      }
-    }
-  }
+  const Span* spans = nullptr;
   if (g.direct) {
     // Each vector's lanes in runs of c.
     constexpr std::size_t W = Vec<T>::width;
@@ -279,27 +268,65 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
       }
     }
     lists.vector_first.push_back(lists.spans.size());
-    const Span* spans = lists.spans.data();
-    auto tile = [&](std::size_t s, std::size_t q) {
-      const Span* const ends[3] = {spans + lists.vector_first[2 * s], spans + lists.vector_first[2 * s + 1],
-                                   spans + lists.vector_first[2 * s + 2]};
-      strip_to_c<T, R>(block + s * stride, w.panel + q * g.k * R, g.k, w.c_m.data() + q * R, std::min(R, g.m - q * R),
-                       ends, w.alpha, w.beta, w.c);
-    };
-    if (g.k < kPanelOuterK) {
-      // A strip against every panel in turn: its part of c is written in runs down the panel
-      // operand's modes, rather than a line here and there.
-      for (std::size_t s = 0; s < strips; ++s) {
-        for (std::size_t q = p0; q < p1; ++q) tile(s, q);
+    spans = lists.spans.data();
+  }
+  for (std::size_t k0 = 0; k0 < g.k; k0 += g.kc) {
+    const std::size_t kc = std::min(g.kc, g.k - k0);
+    if (w.k_inner && runs.size() * 2 > count) {
+      // Runs of one or two values, and K lies together in memory: down K a column at a time,
+      // so that the reads follow memory (tccg21, aebf,fdec->abcd: b's strips numbered in c's
+      // order d, c run 900 apart in b).
+      const std::ptrdiff_t* koff = w.strip_k.data() + k0;
+      for (const Run& run : runs) {
+        for (std::size_t e = 0; e < run.length; ++e) {
+          const T* from = w.strip + run.from + static_cast<std::ptrdiff_t>(e);
+          T* to = block + run.to + e;
+          for (std::size_t k = 0; k < kc; ++k) to[k * g.strip] = from[koff[k]];
+        }
       }
     } else {
-      // A panel against every strip of the block: the panels are read once per block.
-      for (std::size_t q = p0; q < p1; ++q) {
-        for (std::size_t s = 0; s < strips; ++s) tile(s, q);
+      if (k0 == 0 && runs.size() * 2 > count) {
+        // Short runs: copied in memory order rather than the strips' (tccg21's b: the strips'
+        // d, c run 900 apart, c lies together), so that each k's reads go through memory once.
+        std::sort(runs.begin(), runs.end(), [](const Run& x, const Run& y) { return x.from < y.from; });
+      }
+      for (std::size_t k = 0; k < kc; ++k) {
+        const T* from = w.strip + w.strip_k[k0 + k];
+        T* to = block + k * g.strip;
+        for (const Run& run : runs) copy_run(from + run.from, to + run.to, run.length);
       }
     }
-    return;
+    if (g.direct) {
+      // The first block of K scales c by beta, the later ones add to it.
+      const T beta = k0 == 0 ? w.beta : T(1);
+      auto tile = [&](std::size_t s, std::size_t q) {
+        const Span* const ends[3] = {spans + lists.vector_first[2 * s], spans + lists.vector_first[2 * s + 1],
+                                     spans + lists.vector_first[2 * s + 2]};
+        strip_to_c<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, w.c_m.data() + q * R,
+                         std::min(R, g.m - q * R), ends, w.alpha, beta, w.c);
+      };
+      if (kc < kPanelOuterK) {
+        // A strip against every panel in turn: its part of c is written in runs down the
+        // panel operand's modes, rather than a line here and there.
+        for (std::size_t s = 0; s < strips; ++s) {
+          for (std::size_t q = p0; q < p1; ++q) tile(s, q);
+        }
+      } else {
+        // A panel against every strip of the block: the panels are read once per block.
+        for (std::size_t q = p0; q < p1; ++q) {
+          for (std::size_t s = 0; s < strips; ++s) tile(s, q);
+        }
+      }
+      continue;
+    }
+    for (std::size_t s = 0; s < strips; ++s) {
+      for (std::size_t q = 0; q < g.panels; ++q) {
+        strip_kernel<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, sums + q * R * g.nc + s * g.strip,
+                           g.nc, k0 == 0);
+      }
+    }
   }
+  if (g.direct) return;
   if (w.m_inner) {
     for (std::size_t j = 0; j < count; ++j) {
       T* out = w.c + w.c_n[n0 + j];
@@ -364,6 +391,8 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
   }
+  const int strip_last = p.last(strip_op);
+  w.k_inner = strip_last >= 0 && p.role[static_cast<std::size_t>(strip_last)] == Role::k;
   w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
   w.beta = beta;
@@ -374,12 +403,21 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
   const Offsets small_k = offsets(p, panel_op, k_modes), small_m = offsets(p, panel_op, panel_free);
   Scratch<T> scratch(gett_scratch_elements(p, p.threads));  // prefault_scratch takes the same
   T* panel = scratch.get();
+  const int panel_last = p.last(panel_op);
+  const bool panel_k_inner = panel_last >= 0 && p.role[static_cast<std::size_t>(panel_last)] == Role::k;
   for (std::size_t q = 0; q < g.panels; ++q) {
-    for (std::size_t k = 0; k < g.k; ++k) {
-      T* row = panel + (q * g.k + k) * g.rows;
+    T* out = panel + q * g.k * g.rows;
+    if (panel_k_inner) {  // read down K, which lies together in memory
       for (std::size_t r = 0; r < g.rows; ++r) {
         const std::size_t i = q * g.rows + r;
-        row[r] = i < g.m ? small[small_k[k] + small_m[i]] : T(0);
+        for (std::size_t k = 0; k < g.k; ++k) out[k * g.rows + r] = i < g.m ? small[small_k[k] + small_m[i]] : T(0);
+      }
+      continue;
+    }
+    for (std::size_t k = 0; k < g.k; ++k) {
+      for (std::size_t r = 0; r < g.rows; ++r) {
+        const std::size_t i = q * g.rows + r;
+        out[k * g.rows + r] = i < g.m ? small[small_k[k] + small_m[i]] : T(0);
       }
     }
   }
