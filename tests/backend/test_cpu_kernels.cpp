@@ -646,6 +646,28 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett, Scalars);
 
+TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
+  // A skinny shape with short K whose strips would write c a value at a time far apart
+  // (tccg03's), and a shape whose strip operand would be gathered a value at a time (its
+  // stride-1 mode c past a block's span of d): no GETT plan.
+  const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
+      {"dbea,ec->abcd", {{'d', 20}, {'b', 20}, {'e', 8}, {'a', 20}, {'c', 5}}},
+      {"ab,dbc->acd", {{'a', 40}, {'b', 20}, {'d', 300}, {'c', 40}}},
+  };
+  for (const auto& [einsum, extents] : shapes) {
+    std::vector<std::size_t> extent_of(26, 1);
+    for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
+    const Problem p = parse(einsum, extent_of);
+    INFO(std::string(einsum));
+    const std::size_t plans = cpu::contract_plan_count<double>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    for (std::size_t plan = 0; plan < std::min<std::size_t>(plans, 3); ++plan) {
+      const std::string text =
+          cpu::contract_plan_description<double>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+      CHECK(text.find("GETT kernel") == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T, cpu_kernels_contract_large) {
   std::mt19937 rng(23);
   // Big enough for GEMM plans, slices across threads, tiles and pre-permutations.

@@ -23,15 +23,13 @@ namespace {
 // Values of K one block of the strip operand holds at most: a strip of it ([kc][2 vectors],
 // 32 KB of doubles) stays in the L1 while every panel runs over it.
 constexpr std::size_t kBlockK = 256;
-// K up to this: the sums go from the registers straight to c (the first block of K scales
-// c by beta, the later ones add to it); past it (skinny shapes only), a block of N keeps its
-// sums in a buffer across the blocks of K.
-constexpr std::size_t kDirectMostK = 1024;
 // Strips of N one block holds at most (a block of 512 KB at most, in the L2).
 constexpr std::size_t kBlockStrips = 16;
 // From this K on, the direct path runs each panel against every strip of a block, else each
 // strip against every panel.
 constexpr std::size_t kPanelOuterK = 128;
+// Values of N a block spans at most (of doubles; of floats, twice as many).
+constexpr std::size_t kBlockSpan = kBlockStrips * 16;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
 constexpr std::size_t kPanelRows = 12;
 
@@ -41,6 +39,7 @@ std::size_t ceil_div(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
 // operand's free modes are numbered, or panel < 0 where the kernel does not run.
 struct Roles {
   int panel = -1, strip = -1;
+  bool skinny = false;
   std::vector<int> strip_free;  // slowest first
 };
 
@@ -52,22 +51,44 @@ Roles roles(const Problem& p) {
     has_k = has_k || x == Role::k;
   }
   if (!has_k || (p.element_size != sizeof(float) && p.element_size != sizeof(double))) return r;
-  const std::size_t ma = free_size(p, kA), nb = free_size(p, kB);
+  const std::size_t ma = free_size(p, kA), nb = free_size(p, kB), k = k_size(p);
   if (std::min(ma, nb) <= kGettMost) {
     // Skinny: the large operand in strips, numbered in its own order (runs of its memory).
+    r.skinny = true;
     r.panel = ma <= nb ? kA : kB;
     r.strip = r.panel == kA ? kB : kA;
     r.strip_free = modes_of(p, r.strip, free_role(r.strip));
-  } else if (k_size(p) <= kDirectMostK) {
-    // Short K: c is the large array. The operand that holds c's stride-1 mode in strips,
-    // numbered in c's order, so that a strip's sums go to c in runs.
-    const int last = p.last(kC);
-    r.strip = p.role[static_cast<std::size_t>(last)] == Role::m ? kA : kB;
-    r.panel = r.strip == kA ? kB : kA;
-    for (int d : p.order[kC]) {
-      if (p.has(r.strip, d)) r.strip_free.push_back(d);
+    // Not where K is short and that order scatters c: c is then about as large as the
+    // operand, and written a value at a time, each far from the last (tccg03, dbea,ec->abcd:
+    // K = 72, a's a innermost, 373248 apart in c: 136 ms against 45 ms for dgemm; numbered in
+    // c's order instead, the packing gathers a value at a time from 200 MB: 350 ms).
+    const int fastest = r.strip_free.empty() ? -1 : r.strip_free.back();
+    if (k > kBlockK || fastest < 0 ||
+        p.stride[kC][static_cast<std::size_t>(fastest)] <= static_cast<std::ptrdiff_t>(kBlockSpan)) {
+      return r;
     }
+    return Roles{};
   }
+  // Otherwise the operand that holds c's stride-1 mode goes in strips, numbered in c's order,
+  // so that a strip's sums go to c in runs (c's modes may interleave the operands' as they
+  // like).
+  const int last = p.last(kC);
+  r.strip = p.role[static_cast<std::size_t>(last)] == Role::m ? kA : kB;
+  r.panel = r.strip == kA ? kB : kA;
+  for (int d : p.order[kC]) {
+    if (p.has(r.strip, d)) r.strip_free.push_back(d);
+  }
+  // Only where a block of N still reads the strip operand in runs: its stride-1 mode among
+  // the modes one block spans, or a k mode (packed down K). Else the packing gathers a value
+  // at a time across the whole operand.
+  const int strip_last = p.last(r.strip);
+  bool runs = p.role[static_cast<std::size_t>(strip_last)] == Role::k;
+  std::size_t span = 1;
+  for (auto it = r.strip_free.rbegin(); it != r.strip_free.rend() && !runs && span < kBlockSpan; ++it) {
+    runs = *it == strip_last;
+    span *= p.extent[static_cast<std::size_t>(*it)];
+  }
+  if (!runs) return Roles{};
   return r;
 }
 
@@ -78,7 +99,7 @@ struct Blocking {
   std::size_t rows = 0;             // of a panel: an even number up to kPanelRows
   std::size_t panels = 0;           // rows * panels >= m
   std::size_t kc = 0;               // values of K per block
-  bool direct = false;              // sums go from the registers to c, added after K's first block
+  bool direct = false;              // sums go from the registers to c (see blocking)
   std::size_t nc = 0;               // values of N per block, whole strips
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
@@ -94,7 +115,12 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   g.k = k_size(p);
   g.panels = ceil_div(g.m, kPanelRows);
   g.rows = round_up(ceil_div(g.m, g.panels), 2);
-  g.direct = g.k <= kDirectMostK;
+  // The sums go from the registers to c, the first block of K scaling c by beta and the later
+  // ones adding to it; except on skinny shapes with K in several blocks, whose strips are
+  // numbered in the operand's order, not c's: a block of N keeps its sums in a buffer across
+  // the blocks of K, then writes them once (frwp,vefprk->vwke: 12 ms, against 19.6 ms
+  // adding to c's scattered values 13 times).
+  g.direct = !g.roles.skinny || g.k <= kBlockK;
   g.kc = ceil_div(g.k, ceil_div(g.k, kBlockK));
   g.strip = 2 * (p.element_size == sizeof(float) ? Vec<float>::width : Vec<double>::width);
   const std::size_t strips = ceil_div(g.n, g.strip);
