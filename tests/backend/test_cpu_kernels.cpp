@@ -587,15 +587,16 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_narrow, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, cpu_kernels_gett) {
-  // One operand with at most kGettMost free values, or K in one block: the GETT kernel packs
-  // one operand into panels and the other, whatever its layout, a block at a time from its
-  // own strides (plan 0 or 1, after the narrow kernel, where the CPU has AVX-512). The shapes:
-  // K in blocks (past 1024) and N past several, runs of the large operand's stride-1 mode
-  // across strips; the small operand's free values over three panels, padded, with c's small
-  // modes innermost; a single free value; the large operand's stride-1 mode a k mode; short
-  // K with the sums stored from the registers into c's runs. The kernel's plan runs
-  // against the reference with beta 0 (c not read: it starts as NaN) and 0.5, then the
-  // contraction's own choice.
+  // The GETT kernel packs one operand into panels and the other, whatever its layout, a
+  // block at a time from its own strides (plan 0 or 1, after the narrow kernel, where the CPU
+  // has AVX-512). The shapes: skinny, K in blocks of 256 with the sums in a buffer and N past
+  // several blocks, runs of the large operand's stride-1 mode across strips; the small
+  // operand's free values over three panels, padded, with c's small modes innermost; a single
+  // free value; the large operand's stride-1 mode a k mode; then c's modes interleaving the
+  // operands', the sums stored from the registers into c's runs (added after K's first
+  // block), and strips packed from runs of one value. The kernel's plan runs against the
+  // reference with beta 0 (c not read: it starts as NaN) and 0.5, then the contraction's own
+  // choice.
   std::mt19937 rng(37);
   const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
       {"nyvbl,bsnwyp->svlpw", {{'n', 5}, {'y', 6}, {'v', 3}, {'b', 40}, {'l', 4}, {'s', 4}, {'w', 9}, {'p', 9}}},

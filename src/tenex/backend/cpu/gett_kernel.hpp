@@ -1,25 +1,28 @@
 // The GETT kernel: a contraction computed without a BLAS call and without a permutation of
 // either operand through memory (GETT, arXiv 1607.00145: the GEMM's packing reads the
-// tensors' own strides), where one operand has few free values or K is short.
+// tensors' own strides).
 //
 // c[M, N] = sum over K of panel[M, K] strip[K, N]. The panel operand is packed once into
 // panels of R rows ([K][R] each, R <= 12). The strip operand is packed a block at a time (N
-// in blocks of a few hundred values; K whole up to 1024, else in blocks of at most 256) from
-// its own strides into strips of two AVX-512 vectors ([k][16] doubles), in cache, a
-// contiguous run of its memory at a time; each strip is multiplied by the panels (R x 2
-// vector sums, the panel's values broadcast). With K whole the sums go from the registers
-// straight to c, each vector's lanes in the runs they make in c (masked stores); in blocks,
-// a block of N keeps its sums in a buffer across the blocks of K, then writes them to c at
-// its strides.
+// in blocks of up to 256 values, K in blocks of up to 256) from its own strides into strips
+// of two AVX-512 vectors ([k][16] doubles), in cache: a contiguous run of its memory at a
+// time, or, where its runs are of one or two values, down K (where K lies together) or in
+// memory order. Each strip is multiplied by the panels (R x 2 vector sums, the panel's values
+// broadcast).
 //
-// Two shapes take it:
-// - skinny: one operand with at most kGettMost free values packed in panels, the other in
-//   strips, numbered in its own memory order (nyvbl,bsnwyp->svlpw: M = 12, N = 1584,
-//   K = 1620, where every GEMM plan permutes the large operand or calls the BLAS on rows of
-//   8);
-// - short K (K <= 1024, whole): c is the large array, and its modes may interleave the
-//   operands' (iramc,dprc->admpi, K = 18), which a GEMM can only write through a buffer or in
-//   tiles. The operand holding c's stride-1 mode goes in strips, numbered in c's order.
+// Two kinds of shape take it:
+// - skinny: one operand with at most kGettMost free values in panels, the other in strips,
+//   numbered in its own memory order (nyvbl,bsnwyp->svlpw: M = 12, N = 1584, K = 1620, where
+//   every GEMM plan permutes the large operand or calls the BLAS on rows of 8). Past one
+//   block of K, a block of N keeps its sums in a buffer across the blocks of K, then writes
+//   them to c at its strides. Not where K is short and that order would write c a value at a
+//   time far apart (dbea,ec->abcd).
+// - any other: the operand holding c's stride-1 mode in strips, numbered in c's order; the
+//   sums go from the registers straight to c, each vector's lanes in the runs they make in c
+//   (masked stores), the first block of K scaling c by beta and the later ones adding to it.
+//   c's modes may interleave the operands' (iramc,dprc->admpi, aecf,fbed->abcd), which a
+//   GEMM can only write through a buffer or in tiles. Not where a block of N would not read
+//   the strip operand in runs.
 //
 // Only offered where the CPU has AVX-512 (avx512_available()), without batch modes, and
 // always timed, never chosen by the model.
@@ -31,12 +34,12 @@
 
 namespace tenex::detail::cpu::contraction {
 
-// Free values of the panel operand the kernel takes at most where K is past 1024.
+// Free values of a skinny shape's panel operand at most.
 constexpr std::size_t kGettMost = 32;
 
 // Which operand goes in panels (kA or kB), or -1 where the problem does not fit the kernel:
-// batch modes, no k mode, a type other than float or double, or both sides' free values
-// more than kGettMost with K past 1024.
+// batch modes, no k mode, a type other than float or double, or writes or reads that would
+// scatter (see above).
 int gett_panel_operand(const Problem& p);
 
 // Elements of scratch the kernel takes (the panels, and each thread's block of the strip
