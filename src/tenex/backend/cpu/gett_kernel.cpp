@@ -28,7 +28,8 @@ constexpr std::size_t kBlockStrips = 16;
 // From this K on, the direct path runs each panel against every strip of a block, else each
 // strip against every panel.
 constexpr std::size_t kPanelOuterK = 128;
-// Values of N a block spans at most (of doubles; of floats, twice as many).
+// Values of N a block of doubles spans at most (the scatter rules in roles() use it for
+// floats too).
 constexpr std::size_t kBlockSpan = kBlockStrips * 16;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
 constexpr std::size_t kPanelRows = 12;
