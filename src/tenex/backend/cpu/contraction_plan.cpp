@@ -201,11 +201,7 @@ double narrow_seconds(const Problem& p) {
   const int big = small == kA ? kB : kA;
   const auto es = static_cast<double>(p.element_size);
   const auto panel = static_cast<double>(narrow_panel_elements(p));
-  double k = 1;
-  for (std::size_t d = 0; d < p.modes(); ++d) {
-    if (p.role[d] == Role::k) k *= static_cast<double>(p.extent[d]);
-  }
-  const double big_free = static_cast<double>(p.size[static_cast<std::size_t>(big)]) / k;
+  const double big_free = static_cast<double>(p.size[static_cast<std::size_t>(big)]) / static_cast<double>(k_size(p));
   const double flops = 2.0 * big_free * panel;
   const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
   const double big_bytes = static_cast<double>(p.size[static_cast<std::size_t>(big)]) * es;
@@ -227,7 +223,7 @@ Plan kernel_plan(bool Plan::*kernel, double seconds) {
 // visits: the model's guess at it is rough (kNarrowEfficiency), so it never ranks the plans,
 // and is only timed (candidate_plans).
 std::optional<Plan> narrow_plan(const Problem& p) {
-  if (!narrow_available() || narrow_small_operand(p) < 0) return std::nullopt;
+  if (!avx512_available() || narrow_small_operand(p) < 0) return std::nullopt;
   return kernel_plan(&Plan::narrow, narrow_seconds(p));
 }
 

@@ -83,7 +83,7 @@ Roles roles(const Problem& p) {
   // the modes one block spans, or a k mode (packed down K). Else the packing gathers a value
   // at a time across the whole operand.
   const int strip_last = p.last(r.strip);
-  bool runs = p.role[static_cast<std::size_t>(strip_last)] == Role::k;
+  bool runs = last_is_k(p, r.strip);
   std::size_t span = 1;
   for (auto it = r.strip_free.rbegin(); it != r.strip_free.rend() && !runs && span < kBlockSpan; ++it) {
     runs = *it == strip_last;
@@ -136,6 +136,11 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   }
   g.per_thread = g.kc * g.nc + (g.direct ? 0 : g.rows * g.panels * g.nc);
   return g;
+}
+
+// Elements of scratch: the panels, then each thread's block of the strip operand and sums.
+std::size_t scratch_elements(const Blocking& g, std::size_t threads) {
+  return g.rows * g.panels * g.k + std::max<std::size_t>(threads, 1) * g.per_thread;
 }
 
 // A run of the strip operand's values that lie together in memory and in one strip.
@@ -394,8 +399,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
 int gett_panel_operand(const Problem& p) { return roles(p).panel; }
 
 std::size_t gett_scratch_elements(const Problem& p, std::size_t threads) {
-  const Blocking g = blocking(p, threads);
-  return g.rows * g.panels * g.k + std::max<std::size_t>(threads, 1) * g.per_thread;
+  return scratch_elements(blocking(p, threads), threads);
 }
 
 template <class T>
@@ -418,8 +422,7 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
   }
-  const int strip_last = p.last(strip_op);
-  w.k_inner = strip_last >= 0 && p.role[static_cast<std::size_t>(strip_last)] == Role::k;
+  w.k_inner = last_is_k(p, strip_op);
   w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
   w.beta = beta;
@@ -428,24 +431,17 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
   // zero past M.
   const T* small = panel_op == kA ? a : b;
   const Offsets small_k = offsets(p, panel_op, k_modes), small_m = offsets(p, panel_op, panel_free);
-  Scratch<T> scratch(gett_scratch_elements(p, p.threads));  // prefault_scratch takes the same
+  Scratch<T> scratch(scratch_elements(g, p.threads));  // prefault_scratch takes the same
   T* panel = scratch.get();
-  const int panel_last = p.last(panel_op);
-  const bool panel_k_inner = panel_last >= 0 && p.role[static_cast<std::size_t>(panel_last)] == Role::k;
+  auto pack = [&](std::size_t q, std::size_t k, std::size_t r) {
+    const std::size_t i = q * g.rows + r;
+    panel[(q * g.k + k) * g.rows + r] = i < g.m ? small[small_k[k] + small_m[i]] : T(0);
+  };
+  const bool panel_k_inner = last_is_k(p, panel_op);  // then read down K, which lies together
   for (std::size_t q = 0; q < g.panels; ++q) {
-    T* out = panel + q * g.k * g.rows;
-    if (panel_k_inner) {  // read down K, which lies together in memory
-      for (std::size_t r = 0; r < g.rows; ++r) {
-        const std::size_t i = q * g.rows + r;
-        for (std::size_t k = 0; k < g.k; ++k) out[k * g.rows + r] = i < g.m ? small[small_k[k] + small_m[i]] : T(0);
-      }
-      continue;
-    }
-    for (std::size_t k = 0; k < g.k; ++k) {
-      for (std::size_t r = 0; r < g.rows; ++r) {
-        const std::size_t i = q * g.rows + r;
-        out[k * g.rows + r] = i < g.m ? small[small_k[k] + small_m[i]] : T(0);
-      }
+    const std::size_t outer = panel_k_inner ? g.rows : g.k, inner = panel_k_inner ? g.k : g.rows;
+    for (std::size_t x = 0; x < outer; ++x) {
+      for (std::size_t y = 0; y < inner; ++y) panel_k_inner ? pack(q, y, x) : pack(q, x, y);
     }
   }
   w.panel = panel;

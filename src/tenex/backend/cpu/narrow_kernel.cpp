@@ -106,8 +106,6 @@ constexpr std::size_t kBlockValues = 48;
 
 }  // namespace
 
-bool narrow_available() { return avx512_available(); }
-
 int narrow_small_operand(const Problem& p) {
   bool has_k = false;
   for (Role r : p.role) {
@@ -121,8 +119,7 @@ int narrow_small_operand(const Problem& p) {
   if (n > kNarrowMost) return -1;
   // The large operand's stride-1 mode must be a k mode.
   const int big = small == kA ? kB : kA;
-  const int last = p.last(big);
-  if (last < 0 || p.role[static_cast<std::size_t>(last)] != Role::k) return -1;
+  if (!last_is_k(p, big)) return -1;
   return small;
 }
 

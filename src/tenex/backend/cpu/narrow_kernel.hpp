@@ -12,7 +12,7 @@
 // OpenBLAS serves some such shapes poorly (qngje,egkrj->qnkr, N = 21: 1.6 ms against 2.5 ms
 // for dgemm of the same m, n, k on one core here), and a GEMM form of them needs a
 // permutation of the large operand whenever its modes interleave. Only offered where the CPU
-// has AVX-512 (narrow_available()), without batch modes, and always timed, never chosen by
+// has AVX-512 (avx512_available()), without batch modes, and always timed, never chosen by
 // the model. Large operands whose stride-1 mode is a free one are left to the GEMM plans:
 // vectors along that mode, tried, ran 2-6x slower than them (a strided read per k).
 #pragma once
@@ -25,9 +25,6 @@ namespace tenex::detail::cpu::contraction {
 
 // Free values of the small operand the kernel takes at most.
 constexpr std::size_t kNarrowMost = 32;
-
-// Whether the CPU runs the kernel (AVX-512F).
-bool narrow_available();
 
 // Which operand is the small one (kA or kB), or -1 where the problem does not fit the kernel:
 // batch modes, no k mode, the small side's free values more than kNarrowMost, the large

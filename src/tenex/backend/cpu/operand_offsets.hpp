@@ -46,6 +46,12 @@ inline std::size_t free_size(const Problem& p, int op) {
   return n;
 }
 
+// Whether operand `op`'s stride-1 mode is a k mode (K lies together in its memory).
+inline bool last_is_k(const Problem& p, int op) {
+  const int last = p.last(op);
+  return last >= 0 && p.role[static_cast<std::size_t>(last)] == Role::k;
+}
+
 // The product of the k extents.
 inline std::size_t k_size(const Problem& p) {
   std::size_t k = 1;

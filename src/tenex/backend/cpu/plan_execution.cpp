@@ -173,14 +173,8 @@ template <class T>
 void prefault_scratch(const Problem& p, const Plan& plan) {
   if (plan.naive) return;
   std::vector<std::size_t> sizes;
-  if (plan.narrow) {
-    const std::size_t panel = narrow_panel_elements(p);
-    Scratch<T> block(panel);
-    touch_pages(block.get(), panel);
-    return;
-  }
-  if (plan.gett) {
-    const std::size_t elements = gett_scratch_elements(p, p.threads);
+  if (plan.narrow || plan.gett) {  // one block, which the kernel takes whole
+    const std::size_t elements = plan.narrow ? narrow_panel_elements(p) : gett_scratch_elements(p, p.threads);
     Scratch<T> block(elements);
     touch_pages(block.get(), elements);
     return;
