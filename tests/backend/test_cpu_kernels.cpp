@@ -609,9 +609,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"iramc,dprc->admpi", {{'i', 7}, {'r', 3}, {'a', 10}, {'m', 8}, {'c', 6}, {'d', 40}, {'p', 10}}},
       {"tl,lxcfj->xjctf", {{'t', 70}, {'l', 22}, {'x', 4}, {'c', 5}, {'f', 3}, {'j', 3}}},
       {"ol,joyb->ylbj", {{'o', 31}, {'l', 50}, {'j', 15}, {'y', 4}, {'b', 5}}},
-      // K in two blocks past kPanelOuterK, the second added to c: each panel against every
-      // strip.
-      {"aecf,fbed->abcd", {{'a', 6}, {'b', 7}, {'c', 7}, {'d', 5}, {'e', 20}, {'f', 15}}},
+      // K in two blocks of 600 (past kWideBlockK), the second added to c: each panel against
+      // every strip; N in two blocks (a block's strips capped by its bytes).
+      {"aecf,fbed->abcd", {{'a', 6}, {'b', 7}, {'c', 7}, {'d', 40}, {'e', 40}, {'f', 30}}},
       // The strip operand's runs of one value: packed down K where K lies together (a's f),
       // else in memory order (b's c, between d's values).
       {"aedf,fbec->abcd", {{'a', 6}, {'b', 7}, {'c', 6}, {'d', 7}, {'e', 5}, {'f', 6}}},
