@@ -613,7 +613,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       // every strip; N in two blocks (a block's strips capped by its bytes).
       {"aecf,fbed->abcd", {{'a', 6}, {'b', 7}, {'c', 7}, {'d', 40}, {'e', 40}, {'f', 30}}},
       // The strip operand's runs of one value: packed down K where K lies together (a's f),
-      // else in memory order (b's c, between d's values).
+      // else gathered a vector at a time (b: d runs 30 apart, c innermost).
       {"aedf,fbec->abcd", {{'a', 6}, {'b', 7}, {'c', 6}, {'d', 7}, {'e', 5}, {'f', 6}}},
       {"aebf,fdec->abcd", {{'a', 6}, {'b', 7}, {'c', 6}, {'d', 7}, {'e', 5}, {'f', 6}}},
   };

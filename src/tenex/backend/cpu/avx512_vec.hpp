@@ -34,6 +34,10 @@ struct Vec<double> {
   TENEX_AVX512 V mul(V x, V y) { return _mm512_mul_pd(x, y); }
   TENEX_AVX512 void store(double* to, V x) { _mm512_storeu_pd(to, x); }
   TENEX_AVX512 void store(Mask m, double* to, V x) { _mm512_mask_storeu_pd(to, m, x); }
+  // base[index[lane]] in the lanes of m, zero in the others (index holds `width` values).
+  TENEX_AVX512 V gather(Mask m, const double* base, const std::ptrdiff_t* index) {
+    return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), m, _mm512_loadu_si512(index), base, 8);
+  }
 };
 
 template <>
@@ -49,6 +53,17 @@ struct Vec<float> {
   TENEX_AVX512 V mul(V x, V y) { return _mm512_mul_ps(x, y); }
   TENEX_AVX512 void store(float* to, V x) { _mm512_storeu_ps(to, x); }
   TENEX_AVX512 void store(Mask m, float* to, V x) { _mm512_mask_storeu_ps(to, m, x); }
+  TENEX_AVX512 V gather(Mask m, const float* base, const std::ptrdiff_t* index) {
+    const __m256 low =
+        _mm512_mask_i64gather_ps(_mm256_setzero_ps(), static_cast<__mmask8>(m), _mm512_loadu_si512(index), base, 4);
+    const __m256 high = _mm512_mask_i64gather_ps(_mm256_setzero_ps(), static_cast<__mmask8>(m >> 8),
+                                                 _mm512_loadu_si512(index + 8), base, 4);
+    // The masked inserts: the unmasked ones start from an undefined vector, which GCC 12
+    // reports as maybe uninitialised.
+    const __m512d zero = _mm512_setzero_pd();
+    const __m512d half = _mm512_mask_insertf64x4(zero, 0xFF, zero, _mm256_castps_pd(low), 0);
+    return _mm512_castpd_ps(_mm512_mask_insertf64x4(half, 0xFF, half, _mm256_castps_pd(high), 1));
+  }
 };
 
 #undef TENEX_AVX512
