@@ -248,7 +248,6 @@ struct Work {
   const Blocking& g;
   Offsets strip_k, strip_n, c_m, c_n;
   bool m_inner = false;  // c's writes from the sums: the panel operand's values innermost
-  bool k_inner = false;  // the strip operand's stride-1 mode is a k mode
   const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
@@ -287,7 +286,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   }
   // Runs of one or two values on average.
   const bool short_runs = runs.size() * 2 > count;
-  if (short_runs && !w.k_inner) {
+  if (short_runs) {
     lists.index.assign(strips * g.strip, 0);
     for (std::size_t j = 0; j < count; ++j) lists.index[j] = w.strip_n[n0 + j];
   }
@@ -318,22 +317,12 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   }
   for (std::size_t k0 = 0; k0 < g.k; k0 += g.kc) {
     const std::size_t kc = std::min(g.kc, g.k - k0);
-    if (short_runs && w.k_inner) {
-      // Runs of one or two values, and K lies together in memory: down K a column at a time,
-      // so that the reads follow memory (tccg25, aedf,fbec->abcd: a's strips numbered in c's
-      // order a, d run 27000 apart in a, its f innermost).
-      const std::ptrdiff_t* koff = w.strip_k.data() + k0;
-      for (const Run& run : runs) {
-        for (std::size_t e = 0; e < run.length; ++e) {
-          const T* from = w.strip + run.from + static_cast<std::ptrdiff_t>(e);
-          T* to = block + run.to + e;
-          for (std::size_t k = 0; k < kc; ++k) to[k * g.strip] = from[koff[k]];
-        }
-      }
-    } else if (short_runs) {
-      // Else each vector of a strip gathered at once from its columns' offsets (tccg21,
-      // aebf,fdec->abcd: b's strips numbered in c's order d, c run 900 apart in b; copied a
-      // run at a time in memory order, its packing took 14% of the kernel's time, gathered 9%).
+    if (short_runs) {
+      // Runs of one or two values: each vector of a strip gathered at once from its columns'
+      // offsets (tccg21, aebf,fdec->abcd: b's strips numbered in c's order d, c run 900 apart
+      // in b; copied a run at a time in memory order, its packing took 14% of the kernel's
+      // time, gathered 9%; tccg25, aedf,fbec->abcd, a's f innermost: 8% copied down K a
+      // column at a time, 4% gathered).
       const std::ptrdiff_t* index = lists.index.data();
       for (std::size_t k = 0; k < kc; ++k) {
         const T* from = w.strip + w.strip_k[k0 + k];
@@ -435,12 +424,18 @@ __attribute__((target("avx512f"))) void pack_panels(const T* small, const Offset
     std::fill(index, index + 2 * W, 0);
     std::copy(small_m.begin() + static_cast<std::ptrdiff_t>(q * g.rows),
               small_m.begin() + static_cast<std::ptrdiff_t>(q * g.rows + valid), index);
+    // The rows side by side in memory: loaded, not gathered (tccg27, aefc,fbed->abcd: a's c).
+    bool together = true;
+    for (std::size_t r = 1; r < valid; ++r)
+      together = together && index[r] == index[0] + static_cast<std::ptrdiff_t>(r);
     for (std::size_t k = 0; k < g.k; ++k) {
       const T* from = small + small_k[k];
       T* to = panel + (q * g.k + k) * g.rows;
       for (std::size_t j = 0; j < g.rows; j += W) {
         const auto in = lanes<T>(std::min(W, valid > j ? valid - j : 0));
-        X::store(lanes<T>(std::min(W, g.rows - j)), to + j, X::gather(in, from, index + j));
+        X::store(
+            lanes<T>(std::min(W, g.rows - j)), to + j,
+            together ? X::load(in, from + index[0] + static_cast<std::ptrdiff_t>(j)) : X::gather(in, from, index + j));
       }
     }
   }
@@ -474,7 +469,6 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
   }
-  w.k_inner = last_is_k(p, strip_op);
   w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
   w.beta = beta;
