@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -647,13 +648,71 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel streams a large c past the caches", T,
+                          cpu_kernels_gett_stream) {
+  // tccg37's shape, efga,gdbc->abcdef, with K = 3 and c of 9 M values (36 MB in float, 72 MB
+  // in double: past kStreamBytes), only written (beta 0): whole lines of c go past the
+  // caches. The strip operand a (12 K values) is gathered (its stride-1 mode a is c's
+  // slowest), and each panel runs against every strip (c's e, f run together). c is 64-byte
+  // aligned, as the streaming stores need, and starts as NaN; checked against plain loops.
+  constexpr std::size_t A = 16, B = 13, C = 13, D = 13, E = 16, F = 16, G = 3;
+  std::vector<std::size_t> extent_of(26, 1);
+  const std::size_t extents[] = {A, B, C, D, E, F, G};
+  for (std::size_t x = 0; x < 7; ++x) extent_of[x] = extents[x];
+  const Problem p = parse("efga,gdbc->abcdef", extent_of);
+  std::optional<std::size_t> gett;
+  for (std::size_t plan = 0; plan < 2; ++plan) {
+    const std::string text =
+        cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    if (text.find("GETT kernel") == 0) gett = plan;
+  }
+  CHECK(gett.has_value() == cpu::contraction::avx512_available());
+  if (!gett) return;
+  std::mt19937 rng(41);
+  const auto a = random_values<T>(E * F * G * A, rng);
+  const auto b = random_values<T>(G * D * B * C, rng);
+  const std::size_t n = A * B * C * D * E * F;
+  std::vector<T> raw(n + 64 / sizeof(T));
+  T* c = raw.data();
+  while (reinterpret_cast<std::uintptr_t>(c) % 64 != 0) ++c;
+  std::fill(c, c + n, std::numeric_limits<T>::quiet_NaN());
+  cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c,
+                          p.c_modes);
+  const double rtol = 4.0 * eps<T>() * (G + 4.0);
+  std::size_t bad = 0, at = 0;
+  for (std::size_t ia = 0; ia < A; ++ia) {
+    for (std::size_t ib = 0; ib < B; ++ib) {
+      for (std::size_t ic = 0; ic < C; ++ic) {
+        for (std::size_t id = 0; id < D; ++id) {
+          for (std::size_t ie = 0; ie < E; ++ie) {
+            for (std::size_t jf = 0; jf < F; ++jf, ++at) {
+              double sum = 0, magnitude = 0;
+              for (std::size_t ig = 0; ig < G; ++ig) {
+                const double term = static_cast<double>(a[((ie * F + jf) * G + ig) * A + ia]) *
+                                    static_cast<double>(b[((ig * D + id) * B + ib) * C + ic]);
+                sum += term;
+                magnitude += std::abs(term);
+              }
+              const double got = static_cast<double>(c[at]);
+              if (!(std::abs(got + 0.75 * sum) <= rtol * 0.75 * magnitude + 1e-300)) ++bad;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(bad == 0);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_stream, Scalars);
+
 TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
   // A skinny shape with short K whose strips would write c a value at a time far apart
   // (tccg03's), and a shape whose strip operand would be gathered a value at a time (its
-  // stride-1 mode c past a block's span of d): no GETT plan.
+  // stride-1 mode c past a block's span of d) from 6.4 MB, more than the caches hold
+  // (kCachedStripBytes): no GETT plan.
   const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
       {"dbea,ec->abcd", {{'d', 20}, {'b', 20}, {'e', 8}, {'a', 20}, {'c', 5}}},
-      {"ab,dbc->acd", {{'a', 40}, {'b', 20}, {'d', 300}, {'c', 40}}},
+      {"ab,dbc->acd", {{'a', 40}, {'b', 20}, {'d', 1000}, {'c', 40}}},
   };
   for (const auto& [einsum, extents] : shapes) {
     std::vector<std::size_t> extent_of(26, 1);

@@ -34,6 +34,8 @@ struct Vec<double> {
   TENEX_AVX512 V mul(V x, V y) { return _mm512_mul_pd(x, y); }
   TENEX_AVX512 void store(double* to, V x) { _mm512_storeu_pd(to, x); }
   TENEX_AVX512 void store(Mask m, double* to, V x) { _mm512_mask_storeu_pd(to, m, x); }
+  // A store past the caches (`to` 64-byte aligned).
+  TENEX_AVX512 void stream(double* to, V x) { _mm512_stream_pd(to, x); }
   // base[index[lane]] in the lanes of m, zero in the others (index holds `width` values).
   TENEX_AVX512 V gather(Mask m, const double* base, const std::ptrdiff_t* index) {
     return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), m, _mm512_loadu_si512(index), base, 8);
@@ -53,6 +55,7 @@ struct Vec<float> {
   TENEX_AVX512 V mul(V x, V y) { return _mm512_mul_ps(x, y); }
   TENEX_AVX512 void store(float* to, V x) { _mm512_storeu_ps(to, x); }
   TENEX_AVX512 void store(Mask m, float* to, V x) { _mm512_mask_storeu_ps(to, m, x); }
+  TENEX_AVX512 void stream(float* to, V x) { _mm512_stream_ps(to, x); }
   TENEX_AVX512 V gather(Mask m, const float* base, const std::ptrdiff_t* index) {
     const __m256 low =
         _mm512_mask_i64gather_ps(_mm256_setzero_ps(), static_cast<__mmask8>(m), _mm512_loadu_si512(index), base, 4);

@@ -653,9 +653,20 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // turn a transposed GEMM operand into a plain one, which the model hardly sees (rand100,
   // zwr,puz->urwp: permuting b, 200 KB, as well as a runs 2.0 ms against 4.3 ms in
   // bench_contraction_plans).
-  add_kinds([](const Plan& x) {
+  //
+  // And whether the part of c one GEMM writes fits the L2: a GEMM of short K over a c larger
+  // than that goes through c in memory more than once (OpenBLAS scales c by beta in a pass of
+  // its own, then adds the products), which the model does not see (tccg39,
+  // efgc,gdab->abcdef, K = 23: one GEMM of 5888 x 5888 into c direct, predicted 23 ms, runs
+  // 58 ms; GEMMs of 368 x 16 per value of two modes, predicted 29 ms, run 35 ms).
+  auto part_fits = [&](const Plan& x) {
+    const auto part =
+        static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn)) * static_cast<double>(p.element_size);
+    return part <= kTileBytes;
+  };
+  add_kinds([&](const Plan& x) {
     return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,
-                           x.k_chunk > 0);
+                           x.k_chunk > 0, part_fits(x));
   });
   auto same = [](const Plan& x, const Plan& y) {
     return x.narrow == y.narrow && x.gett == y.gett && x.permute_a == y.permute_a && x.permute_b == y.permute_b &&

@@ -36,6 +36,13 @@ constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
 constexpr std::size_t kPanelOuterK = 128;
 // Values of N a block of doubles spans at most in the scatter rules of roles() (floats too).
 constexpr std::size_t kBlockSpan = 256;
+// A strip operand this small is packed from wherever its values lie (see roles()).
+constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
+// Where c is only written (beta 0) and larger than this, whole vectors of sums that land on
+// a 64-byte line of c go past the caches (a store that does not read the line first, and
+// does not push the operands out): tccg37, efga,gdbc->abcdef, K = 23, c of 277 MB: 51 ms
+// stored through the caches, 39 ms past them.
+constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
 constexpr std::size_t kPanelRows = 12;
 
@@ -94,6 +101,9 @@ Roles roles(const Problem& p) {
     runs = *it == strip_last;
     span *= p.extent[static_cast<std::size_t>(*it)];
   }
+  // Gathered from an operand the caches hold, though, the packing costs little (tccg37,
+  // efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a innermost in memory).
+  runs = runs || p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes;
   if (!runs) return Roles{};
   return r;
 }
@@ -221,7 +231,7 @@ __attribute__((target("avx512f"))) void strip_kernel(const T* strip, const T* pa
 template <class T, std::size_t R>
 __attribute__((target("avx512f"))) void strip_to_c(const T* strip, const T* panel, std::size_t kk,
                                                    const std::ptrdiff_t* c_rows, std::size_t count,
-                                                   const Span* const (&spans)[3], T alpha, T beta, T* c) {
+                                                   const Span* const (&spans)[3], T alpha, T beta, T* c, bool stream) {
   using X = Vec<T>;
   typename X::V acc[R][2];
   for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = X::zero();
@@ -236,6 +246,10 @@ __attribute__((target("avx512f"))) void strip_to_c(const T* strip, const T* pane
       for (const Span* sp = spans[v]; sp != spans[v + 1]; ++sp) {
         T* to = reinterpret_cast<T*>(
             base + static_cast<std::uintptr_t>(sp->to - static_cast<std::ptrdiff_t>(sp->first)) * sizeof(T));
+        if (stream && sp->length == X::width && reinterpret_cast<std::uintptr_t>(to) % 64 == 0) {
+          X::stream(to, scaled);
+          continue;
+        }
         const auto mask = lanes<T>(sp->length, sp->first);
         X::store(mask, to, beta == T(0) ? scaled : X::fma(vb, X::load(mask, to), scaled));
       }
@@ -247,7 +261,9 @@ template <class T>
 struct Work {
   const Blocking& g;
   Offsets strip_k, strip_n, c_m, c_n;
-  bool m_inner = false;  // c's writes from the sums: the panel operand's values innermost
+  bool m_inner = false;      // c's writes from the sums: the panel operand's values innermost
+  bool stream = false;       // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
+  bool panel_outer = false;  // a strip's columns run together in c: each panel against every strip
   const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
@@ -347,16 +363,19 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
         const Span* const ends[3] = {spans + lists.vector_first[2 * s], spans + lists.vector_first[2 * s + 1],
                                      spans + lists.vector_first[2 * s + 2]};
         strip_to_c<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, w.c_m.data() + q * R,
-                         std::min(R, g.m - q * R), ends, w.alpha, beta, w.c);
+                         std::min(R, g.m - q * R), ends, w.alpha, beta, w.c, w.stream && beta == T(0));
       };
-      if (kc < kPanelOuterK) {
+      if (kc < kPanelOuterK && !w.panel_outer) {
         // A strip against every panel in turn: its part of c is written in runs down the
-        // panel operand's modes, rather than a line here and there.
+        // panel operand's modes, rather than a line here and there (rand185,
+        // iramc,dprc->admpi: the strips' columns run 7 together in c, the panels' rows 70).
         for (std::size_t s = 0; s < strips; ++s) {
           for (std::size_t q = p0; q < p1; ++q) tile(s, q);
         }
       } else {
-        // A panel against every strip of the block: the panels are read once per block.
+        // A panel against every strip of the block: the panels are read once per block, and
+        // where a strip's columns run together in c, each row of c is written in one run
+        // (tccg37, efga,gdbc->abcdef, K = 23: 100 ms a strip at a time, 51 ms a panel).
         for (std::size_t q = p0; q < p1; ++q) {
           for (std::size_t s = 0; s < strips; ++s) tile(s, q);
         }
@@ -404,6 +423,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
     T* sums = block + g.kc * g.nc;
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tasks; ++t) block_task<T, R>(w, t, block, sums, lists[me]);
+    if (w.stream) _mm_sfence();  // the streamed stores ordered before whatever reads c next
   }
 }
 
@@ -469,6 +489,14 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
   }
+  std::size_t run = 1;  // of the strip operand's columns in c, side by side
+  for (auto it = strip_free.rbegin(); it != strip_free.rend(); ++it) {
+    const auto d = static_cast<std::size_t>(*it);
+    if (p.stride[kC][d] != static_cast<std::ptrdiff_t>(run)) break;
+    run *= p.extent[d];
+  }
+  w.panel_outer = run >= g.strip;
+  w.stream = beta == T(0) && g.kc == g.k && p.size[kC] * sizeof(T) > kStreamBytes;
   w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
   w.beta = beta;
