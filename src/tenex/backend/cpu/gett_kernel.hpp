@@ -3,12 +3,12 @@
 // tensors' own strides).
 //
 // c[M, N] = sum over K of panel[M, K] strip[K, N]. The panel operand is packed once into
-// panels of R rows ([K][R] each, R <= 12). The strip operand is packed a block at a time (N
-// in blocks of up to 256 values, K in blocks of up to 256) from its own strides into strips
-// of two AVX-512 vectors ([k][16] doubles), in cache: a contiguous run of its memory at a
-// time, or, where its runs are of one or two values, down K (where K lies together) or in
-// memory order. Each strip is multiplied by the panels (R x 2 vector sums, the panel's values
-// broadcast).
+// panels of R rows ([K][R] each, R <= 12; gathered a k at a time). The strip operand is
+// packed a block at a time (N in blocks of up to 256 values and 1 MB, K in blocks of up to
+// 256 on skinny shapes, 1024 on others) from its own strides into strips of two AVX-512
+// vectors ([k][16] doubles), in cache: a contiguous run of its memory at a time, or, where
+// its runs are of one or two values, a vector at a time by gathers. Each strip is multiplied
+// by the panels (R x 2 vector sums, the panel's values broadcast).
 //
 // Two kinds of shape take it:
 // - skinny: one operand with at most kGettMost free values in panels, the other in strips,
@@ -22,7 +22,9 @@
 //   (masked stores), the first block of K scaling c by beta and the later ones adding to it.
 //   c's modes may interleave the operands' (iramc,dprc->admpi, aecf,fbed->abcd), which a
 //   GEMM can only write through a buffer or in tiles. Not where a block of N would not read
-//   the strip operand in runs.
+//   the strip operand in runs, unless the caches hold it (4 MB). Where c is only written and
+//   larger than 32 MB, whole lines of it are stored past the caches (efga,gdbc->abcdef, K =
+//   23: twice the speed of one GEMM, which goes over c three times).
 //
 // Only offered where the CPU has AVX-512 (avx512_available()), without batch modes, and
 // always timed, never chosen by the model.
