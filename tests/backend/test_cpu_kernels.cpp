@@ -587,6 +587,17 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_narrow, Scalars);
 
+// The GETT kernel's plan (plan 0 or 1, after the narrow kernel's), where it is offered.
+template <class T>
+std::optional<std::size_t> gett_plan_of(const Problem& p) {
+  for (std::size_t plan = 0; plan < 2; ++plan) {
+    const std::string text =
+        cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    if (text.find("GETT kernel") == 0) return plan;
+  }
+  return std::nullopt;
+}
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, cpu_kernels_gett) {
   // The GETT kernel packs one operand into panels and the other, whatever its layout, a
   // block at a time from its own strides (plan 0 or 1, after the narrow kernel, where the CPU
@@ -623,12 +634,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
     for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
     const Problem p = parse(einsum, extent_of);
     INFO(std::string(einsum));
-    std::optional<std::size_t> gett;
-    for (std::size_t plan = 0; plan < 2; ++plan) {
-      const std::string text =
-          cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
-      if (text.find("GETT kernel") == 0) gett = plan;
-    }
+    const std::optional<std::size_t> gett = gett_plan_of<T>(p);
     CHECK(gett.has_value() == cpu::contraction::avx512_available());
     if (!gett) continue;
     const auto a = random_values<T>(volume(p.a_ext), rng);
@@ -660,12 +666,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel streams a large c past t
   const std::size_t extents[] = {A, B, C, D, E, F, G};
   for (std::size_t x = 0; x < 7; ++x) extent_of[x] = extents[x];
   const Problem p = parse("efga,gdbc->abcdef", extent_of);
-  std::optional<std::size_t> gett;
-  for (std::size_t plan = 0; plan < 2; ++plan) {
-    const std::string text =
-        cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
-    if (text.find("GETT kernel") == 0) gett = plan;
-  }
+  const std::optional<std::size_t> gett = gett_plan_of<T>(p);
   CHECK(gett.has_value() == cpu::contraction::avx512_available());
   if (!gett) return;
   std::mt19937 rng(41);
