@@ -92,18 +92,17 @@ Roles roles(const Problem& p) {
     if (p.has(r.strip, d)) r.strip_free.push_back(d);
   }
   // Only where a block of N still reads the strip operand in runs: its stride-1 mode among
-  // the modes one block spans, or a k mode (packed down K). Else the packing gathers a value
-  // at a time across the whole operand.
+  // the modes one block spans, or a k mode (each column's values then lie together down K).
+  // Else the packing gathers a value at a time across the whole operand: cheap only from an
+  // operand the caches hold (tccg37, efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a
+  // innermost in memory).
   const int strip_last = p.last(r.strip);
-  bool runs = last_is_k(p, r.strip);
+  bool runs = last_is_k(p, r.strip) || p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes;
   std::size_t span = 1;
   for (auto it = r.strip_free.rbegin(); it != r.strip_free.rend() && !runs && span < kBlockSpan; ++it) {
     runs = *it == strip_last;
     span *= p.extent[static_cast<std::size_t>(*it)];
   }
-  // Gathered from an operand the caches hold, though, the packing costs little (tccg37,
-  // efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a innermost in memory).
-  runs = runs || p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes;
   if (!runs) return Roles{};
   return r;
 }
@@ -339,14 +338,16 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
       // in b; copied a run at a time in memory order, its packing took 14% of the kernel's
       // time, gathered 9%; tccg25, aedf,fbec->abcd, a's f innermost: 8% copied down K a
       // column at a time, 4% gathered).
+      // Each vector's lanes within N, once per block (the lanes past N stay zero).
       const std::ptrdiff_t* index = lists.index.data();
+      const std::size_t vectors = 2 * strips;
+      typename Vec<T>::Mask masks[2 * kBlockStrips];
+      for (std::size_t v = 0; v < vectors; ++v) masks[v] = lanes<T>(std::min(W, count > v * W ? count - v * W : 0));
       for (std::size_t k = 0; k < kc; ++k) {
         const T* from = w.strip + w.strip_k[k0 + k];
         T* to = block + k * g.strip;
-        for (std::size_t v = 0; v < 2 * strips; ++v) {
-          const std::size_t j = v * W;
-          const auto mask = lanes<T>(std::min(W, count > j ? count - j : 0));
-          Vec<T>::store(to + v / 2 * stride + v % 2 * W, Vec<T>::gather(mask, from, index + j));
+        for (std::size_t v = 0; v < vectors; ++v) {
+          Vec<T>::store(to + v / 2 * stride + v % 2 * W, Vec<T>::gather(masks[v], from, index + v * W));
         }
       }
     } else {
@@ -363,7 +364,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
         const Span* const ends[3] = {spans + lists.vector_first[2 * s], spans + lists.vector_first[2 * s + 1],
                                      spans + lists.vector_first[2 * s + 2]};
         strip_to_c<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, w.c_m.data() + q * R,
-                         std::min(R, g.m - q * R), ends, w.alpha, beta, w.c, w.stream && beta == T(0));
+                         std::min(R, g.m - q * R), ends, w.alpha, beta, w.c, w.stream);
       };
       if (kc < kPanelOuterK && !w.panel_outer) {
         // A strip against every panel in turn: its part of c is written in runs down the
