@@ -604,7 +604,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
   // has AVX-512). The shapes: skinny, K in blocks of 256 with the sums in a buffer and N past
   // several blocks, runs of the large operand's stride-1 mode across strips; the small
   // operand's free values over three panels, padded, with c's small modes innermost; a single
-  // free value; the large operand's stride-1 mode a k mode; then c's modes interleaving the
+  // free value; the large operand's stride-1 mode a k mode; c's stride-1 mode the large
+  // operand's slowest; then c's modes interleaving the
   // operands', the sums stored from the registers into c's runs (added after K's first
   // block), and strips packed from runs of one value. The kernel's plan runs against the
   // reference with beta 0 (c not read: it starts as NaN) and 0.5, then the contraction's own
@@ -616,6 +617,11 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"k,nk->n", {{'k', 300}, {'n', 70}}},
       {"gmxon,igk->mknoix", {{'g', 70}, {'m', 2}, {'x', 3}, {'o', 2}, {'n', 2}, {'i', 5}, {'k', 41}}},
       {"frwp,vefprk->vwke", {{'f', 3}, {'r', 5}, {'w', 7}, {'p', 4}, {'v', 3}, {'e', 2}, {'k', 33}}},
+      // Skinny, c's stride-1 mode e the strip operand's slowest, past a block's span (d, a, b:
+      // 294 values): numbered next to d instead; K in one block, then in two with the sums in
+      // a buffer.
+      {"efbad,cf->abcde", {{'e', 9}, {'f', 5}, {'b', 7}, {'a', 7}, {'d', 6}, {'c', 3}}},
+      {"efbad,cf->abcde", {{'e', 9}, {'f', 300}, {'b', 7}, {'a', 7}, {'d', 6}, {'c', 3}}},
       // Short K, both sides past kGettMost, c's modes interleaving the operands'; the first
       // one large enough for threads, with too few blocks of N for them (panels in parts).
       {"iramc,dprc->admpi", {{'i', 7}, {'r', 3}, {'a', 10}, {'m', 8}, {'c', 6}, {'d', 40}, {'p', 10}}},
