@@ -605,11 +605,10 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
   // several blocks, runs of the large operand's stride-1 mode across strips; the small
   // operand's free values over three panels, padded, with c's small modes innermost; a single
   // free value; the large operand's stride-1 mode a k mode; c's stride-1 mode the large
-  // operand's slowest; then c's modes interleaving the
-  // operands', the sums stored from the registers into c's runs (added after K's first
-  // block), and strips packed from runs of one value. The kernel's plan runs against the
-  // reference with beta 0 (c not read: it starts as NaN) and 0.5, then the contraction's own
-  // choice.
+  // operand's slowest; then c's modes interleaving the operands', the sums stored from the
+  // registers into c's runs (added after K's first block), and strips packed from runs of
+  // one value. The kernel's plan runs against the reference with beta 0 (c not read: it
+  // starts as NaN) and 0.5, then the contraction's own choice.
   std::mt19937 rng(37);
   const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
       {"nyvbl,bsnwyp->svlpw", {{'n', 5}, {'y', 6}, {'v', 3}, {'b', 40}, {'l', 4}, {'s', 4}, {'w', 9}, {'p', 9}}},

@@ -13,7 +13,9 @@
 // Two kinds of shape take it:
 // - skinny: one operand with at most kGettMost free values in panels, the other in strips,
 //   numbered in its own memory order (nyvbl,bsnwyp->svlpw: M = 12, N = 1584, K = 1620, where
-//   every GEMM plan permutes the large operand or calls the BLAS on rows of 8). Past one
+//   every GEMM plan permutes the large operand or calls the BLAS on rows of 8), but for c's
+//   stride-1 mode, numbered next to the innermost where a block would not reach it
+//   (efbad,cf->abcde), so that a block fills whole lines of c. Past one
 //   block of K, a block of N keeps its sums in a buffer across the blocks of K, then writes
 //   them to c at its strides. Not where K is short and that order would write c a value at a
 //   time far apart (dbea,ec->abcd).
