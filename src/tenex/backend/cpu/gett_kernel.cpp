@@ -76,7 +76,7 @@ Roles roles(const Problem& p) {
     // rather than one value of each, to come back for the rest only after the whole operand
     // (tccg06, efbad,cf->abcde: a's e slowest, c's fastest; 567 ms against 72 ms for dgemm).
     const int c_last = p.last(kC);
-    if (p.has(r.strip, c_last) && r.strip_free.size() > 2) {
+    if (c_last >= 0 && p.has(r.strip, c_last) && r.strip_free.size() > 2) {
       std::size_t span = 1;
       bool spanned = false;
       for (auto it = r.strip_free.rbegin(); it != r.strip_free.rend() && span < kBlockSpan; ++it) {
