@@ -256,6 +256,11 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
       // Then the close ones in their own steady state: each candidate but the first (which ran
       // right after itself) within kRetimeSpread of the fastest, nearest first, twice in a row,
       // keeping its best time, while that adds at most kConfirmShare of the pass's time.
+      auto time_again = [&](std::size_t x) {
+        const double seconds = timed_run(p, memo.candidates[x], alpha, a, b, beta, c, calls);
+        spent += seconds;
+        memo.seconds[x] = std::min(memo.seconds[x], seconds);
+      };
       const double pass = spent;
       std::vector<std::size_t> close;
       for (std::size_t x = 1; x < memo.seconds.size(); ++x) {
@@ -265,19 +270,13 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
                 [&](std::size_t l, std::size_t r) { return memo.seconds[l] < memo.seconds[r]; });
       for (const std::size_t x : close) {
         if (spent + 2 * memo.seconds[x] > (1 + kConfirmShare) * pass) break;
-        for (int run = 0; run < 2; ++run) {
-          const double seconds = timed_run(p, memo.candidates[x], alpha, a, b, beta, c, calls);
-          spent += seconds;
-          memo.seconds[x] = std::min(memo.seconds[x], seconds);
-        }
+        time_again(x);
+        time_again(x);
       }
       for (int round = 0; round < kRetimeRounds && spent < search_floor(); ++round) {
         const double limit = kRetimeSpread * fastest();
         for (std::size_t x = 0; x < memo.seconds.size() && spent < search_floor(); ++x) {
-          if (memo.seconds[x] > limit) continue;
-          const double seconds = timed_run(p, memo.candidates[x], alpha, a, b, beta, c, calls);
-          spent += seconds;
-          memo.seconds[x] = std::min(memo.seconds[x], seconds);
+          if (memo.seconds[x] <= limit) time_again(x);
         }
       }
       settle(memo);

@@ -48,6 +48,17 @@ constexpr std::size_t kPanelRows = 12;
 
 std::size_t ceil_div(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
 
+// Whether mode d is among the modes a block of N spans: the innermost of `numbered` (slowest
+// first) up to kBlockSpan values.
+bool block_spans(const Problem& p, const std::vector<int>& numbered, int d) {
+  std::size_t span = 1;
+  for (auto it = numbered.rbegin(); it != numbered.rend() && span < kBlockSpan; ++it) {
+    if (*it == d) return true;
+    span *= p.extent[static_cast<std::size_t>(*it)];
+  }
+  return false;
+}
+
 // Which operand is packed in panels and which in strips, and in what order the strip
 // operand's free modes are numbered, or panel < 0 where the kernel does not run.
 struct Roles {
@@ -76,17 +87,9 @@ Roles roles(const Problem& p) {
     // rather than one value of each, to come back for the rest only after the whole operand
     // (tccg06, efbad,cf->abcde: a's e slowest, c's fastest; 567 ms against 72 ms for dgemm).
     const int c_last = p.last(kC);
-    if (c_last >= 0 && p.has(r.strip, c_last) && r.strip_free.size() > 2) {
-      std::size_t span = 1;
-      bool spanned = false;
-      for (auto it = r.strip_free.rbegin(); it != r.strip_free.rend() && span < kBlockSpan; ++it) {
-        spanned = spanned || *it == c_last;
-        span *= p.extent[static_cast<std::size_t>(*it)];
-      }
-      if (!spanned) {
-        r.strip_free.erase(std::find(r.strip_free.begin(), r.strip_free.end(), c_last));
-        r.strip_free.insert(r.strip_free.end() - 1, c_last);
-      }
+    if (c_last >= 0 && p.has(r.strip, c_last) && r.strip_free.size() > 2 && !block_spans(p, r.strip_free, c_last)) {
+      r.strip_free.erase(std::find(r.strip_free.begin(), r.strip_free.end(), c_last));
+      r.strip_free.insert(r.strip_free.end() - 1, c_last);
     }
     // Not where K is short and that order scatters c: c is then about as large as the
     // operand, and written a value at a time, each far from the last (tccg03, dbea,ec->abcd:
@@ -113,13 +116,9 @@ Roles roles(const Problem& p) {
   // Else the packing gathers a value at a time across the whole operand: cheap only from an
   // operand the caches hold (tccg37, efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a
   // innermost in memory).
-  const int strip_last = p.last(r.strip);
-  bool runs = last_is_k(p, r.strip) || p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes;
-  std::size_t span = 1;
-  for (auto it = r.strip_free.rbegin(); it != r.strip_free.rend() && !runs && span < kBlockSpan; ++it) {
-    runs = *it == strip_last;
-    span *= p.extent[static_cast<std::size_t>(*it)];
-  }
+  const bool runs = last_is_k(p, r.strip) ||
+                    p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes ||
+                    block_spans(p, r.strip_free, p.last(r.strip));
   if (!runs) return Roles{};
   return r;
 }
