@@ -30,12 +30,16 @@ constexpr std::size_t kBlockK = 256;
 constexpr std::size_t kWideBlockK = 1024;
 // Strips of N one block holds at most, and bytes at most (a block stays in the L2).
 constexpr std::size_t kBlockStrips = 16;
+// The same where the sums go to c in c's order (see roles()), whose blocks are whole rows.
+constexpr std::size_t kMostStrips = 32;
 constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
 // From this K on, the direct path runs each panel against every strip of a block, else each
 // strip against every panel.
 constexpr std::size_t kPanelOuterK = 128;
 // Values of N a block of doubles spans at most in the scatter rules of roles() (floats too).
 constexpr std::size_t kBlockSpan = 256;
+// Bytes of one row of a c_order block at most (see roles()).
+constexpr std::size_t kMostRow = 1024;
 // A strip operand this small is packed from wherever its values lie (see roles()).
 constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
 // Where c is only written (beta 0) and larger than this, whole vectors of sums that land on
@@ -64,6 +68,10 @@ bool block_spans(const Problem& p, const std::vector<int>& numbered, int d) {
 struct Roles {
   int panel = -1, strip = -1;
   bool skinny = false;
+  // The sums go to c through a buffer, a vector of lanes that lie together in c at a time
+  // (see roles()): `c_step` values of N apart in a block are side by side in c.
+  bool c_order = false;
+  std::size_t c_step = 0;
   std::vector<int> strip_free;  // slowest first
 };
 
@@ -100,6 +108,19 @@ Roles roles(const Problem& p) {
         p.stride[kC][static_cast<std::size_t>(fastest)] <= static_cast<std::ptrdiff_t>(kBlockSpan)) {
       return r;
     }
+    // Unless c's stride-1 mode is the strip operand's too, next to its innermost: then the sums
+    // of a few values of that mode (rows of c_step values of N) go to c through a buffer,
+    // turned in the registers, so that c is written a vector at a time (tccg07,
+    // ecbfa,fd->abcde in float: rows of e, 39 values of a each).
+    if (c_last >= 0 && p.has(r.strip, c_last)) {
+      std::size_t step = 1;
+      for (auto it = r.strip_free.rbegin(); *it != c_last; ++it) step *= p.extent[static_cast<std::size_t>(*it)];
+      if (step * p.element_size <= kMostRow) {
+        r.c_order = true;
+        r.c_step = step;
+        return r;
+      }
+    }
     return Roles{};
   }
   // Otherwise the operand that holds c's stride-1 mode goes in strips, numbered in c's order,
@@ -131,7 +152,8 @@ struct Blocking {
   std::size_t panels = 0;           // rows * panels >= m
   std::size_t kc = 0;               // values of K per block
   bool direct = false;              // sums go from the registers to c (see blocking)
-  std::size_t nc = 0;               // values of N per block, whole strips
+  std::size_t nc = 0;               // values of N per block: whole strips, or c_order's whole rows
+  std::size_t ld = 0;               // nc rounded up to whole strips: a packed block's width and the sums'
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
   std::size_t m_parts = 1;     // tasks per block of N (direct only): parts of the panels
@@ -151,7 +173,7 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   // numbered in the operand's order, not c's: a block of N keeps its sums in a buffer across
   // the blocks of K, then writes them once (frwp,vefprk->vwke: 12 ms, against 19.6 ms
   // adding to c's scattered values 13 times).
-  g.direct = !g.roles.skinny || g.k <= kBlockK;
+  g.direct = (!g.roles.skinny || g.k <= kBlockK) && !g.roles.c_order;
   const std::size_t most_k = g.roles.skinny ? kBlockK : kWideBlockK;
   g.kc = ceil_div(g.k, ceil_div(g.k, most_k));
   g.strip = 2 * (p.element_size == sizeof(float) ? Vec<float>::width : Vec<double>::width);
@@ -161,12 +183,23 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   // Four blocks per thread at least, where N has them, so that the threads end together.
   if (threads > 1) per_block = std::min(per_block, std::max<std::size_t>(1, ceil_div(strips, 4 * threads)));
   g.nc = per_block * g.strip;
+  if (g.roles.c_order) {
+    // Whole rows of c_step values, as many as fill a vector of lanes in c where they fit, so
+    // that each tile of sums turns whole.
+    const std::size_t w = g.strip / 2, step = g.roles.c_step;
+    const std::size_t fit =
+        std::max<std::size_t>(1, std::min(kMostStrips * g.strip, kBlockBytes / (g.kc * p.element_size)) / step);
+    std::size_t rows = std::min(fit, std::max(w, g.nc / step / w * w));
+    if (threads > 1) rows = std::min(rows, std::max<std::size_t>(1, ceil_div(g.n / step, 4 * threads)));
+    g.nc = rows * step;
+  }
+  g.ld = round_up(g.nc, g.strip);
   g.n_blocks = ceil_div(g.n, g.nc);
   // Too few blocks of N for the threads: each block's panels in parts (its strips packed per part).
   if (g.direct && threads > 1 && g.n_blocks < 4 * threads) {
     g.m_parts = std::min(g.panels, ceil_div(4 * threads, g.n_blocks));
   }
-  g.per_thread = g.kc * g.nc + (g.direct ? 0 : g.rows * g.panels * g.nc);
+  g.per_thread = g.kc * g.ld + (g.direct ? 0 : g.rows * g.panels * g.ld);
   return g;
 }
 
@@ -275,10 +308,14 @@ __attribute__((target("avx512f"))) void strip_to_c(const T* strip, const T* pane
 template <class T>
 struct Work {
   const Blocking& g;
-  Offsets strip_k, strip_n, c_m, c_n;
-  bool m_inner = false;      // c's writes from the sums: the panel operand's values innermost
-  bool stream = false;       // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
-  bool panel_outer = false;  // a strip's columns run together in c: each panel against every strip
+  Offsets strip_k;
+  OffsetWalk columns;  // of N: into the strip operand, then into c
+  Offsets c_m;
+  bool m_inner = false;        // c's writes from the sums: the panel operand's values innermost
+  bool stream = false;         // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
+  bool panel_outer = false;    // a strip's columns run together in c: each panel against every strip
+  std::size_t c_extent = 0;    // c_order: the extent of c's stride-1 mode
+  bool rows_in_place = false;  // c_order: a row's values lie together in the strip operand, unpacked
   const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
@@ -291,7 +328,111 @@ struct Lists {
   std::vector<Span> spans;
   std::vector<std::size_t> vector_first;  // per vector of the block, its first span
   std::vector<std::ptrdiff_t> index;      // the strip operand's offset of each column of a block
+  Offsets strip_n, c_n;                   // a block's columns' offsets: into the strip operand, into c
+  std::vector<std::size_t> digits;        // OffsetWalk::fill's
 };
+
+// A c_order block's sums ([rows * panels][ld]) to c: tiles of up to a vector of rows (c_step
+// values of N each, whose values lie side by side in c) by a vector of values of a row, each
+// turned in the registers, so that a vector of the tile's rows goes to c in one store.
+template <class T>
+__attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::size_t n0, std::size_t count,
+                                                         const std::ptrdiff_t* c_n, const T* sums) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const Blocking& g = w.g;
+  const std::size_t step = g.roles.c_step, rows = count / step, extent = w.c_extent;
+  const typename X::V va = X::set1(w.alpha), vb = X::set1(w.beta);
+  for (std::size_t r = 0; r < rows;) {
+    // Rows r .. r + tall - 1 lie side by side in c: up to a vector of them, not across a
+    // value of the modes outside c's stride-1 mode.
+    const std::size_t tall = std::min({W, rows - r, extent - (n0 / step + r) % extent});
+    const auto in_c = lanes<T>(tall);
+    for (std::size_t v0 = 0; v0 < step; v0 += W) {
+      const std::size_t wide = std::min(W, step - v0);
+      const auto in_row = lanes<T>(wide);
+      const std::size_t j0 = r * step + v0;
+      for (std::size_t i = 0; i < g.m; ++i) {
+        typename X::V tile[W];
+        const T* from = sums + i * g.ld + j0;
+#pragma GCC unroll 16
+        for (std::size_t t = 0; t < W; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
+        X::transpose(tile);
+        T* out = w.c + w.c_m[i];
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < W; ++u) {
+          if (u >= wide) break;
+          T* to = out + c_n[j0 + u];
+          const typename X::V x = X::mul(va, tile[u]);
+          X::store(in_c, to, w.beta == T(0) ? x : X::fma(vb, X::load(in_c, to), x));
+        }
+      }
+    }
+    r += tall;
+  }
+}
+
+// The sums of R rows and `vectors` vectors of a row of the strip operand read where it lies
+// (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart).
+template <class T, std::size_t R, std::size_t V>
+__attribute__((target("avx512f"))) void in_place_kernel(const T* strip, const std::ptrdiff_t* strip_k, const T* panel,
+                                                        std::size_t kc, std::size_t length, T* sums, std::size_t ld,
+                                                        const T* next, std::size_t next_bytes) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const typename X::Mask m0 = lanes<T>(std::min(W, length)), m1 = lanes<T>(length > W ? length - W : 0);
+  typename X::V acc[R][V];
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t v = 0; v < V; ++v) acc[r][v] = X::zero();
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    const T* from = strip + strip_k[k];
+    if (next != nullptr) {
+      const char* ahead = reinterpret_cast<const char*>(next + strip_k[k]);
+      for (std::size_t byte = 0; byte < next_bytes; byte += 64) _mm_prefetch(ahead + byte, _MM_HINT_T0);
+    }
+    typename X::V b[V];
+    b[0] = X::load(m0, from);
+    if constexpr (V == 2) b[1] = X::load(m1, from + W);
+    const T* row = panel + k * R;
+    for (std::size_t r = 0; r < R; ++r) {
+      const typename X::V x = X::set1(row[r]);
+      for (std::size_t v = 0; v < V; ++v) acc[r][v] = X::fma(x, b[v], acc[r][v]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    X::store(m0, sums + r * ld, acc[r][0]);
+    if constexpr (V == 2) X::store(m1, sums + r * ld + W, acc[r][1]);
+  }
+}
+
+// A c_order block whose rows lie together in the strip operand (rows_in_place): each row
+// multiplied by the panels where it lies, unpacked, two vectors at a time, into the sums.
+template <class T, std::size_t R>
+__attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::size_t count,
+                                                      const std::ptrdiff_t* strip_n, T* sums) {
+  constexpr std::size_t W = Vec<T>::width;
+  const Blocking& g = w.g;
+  const std::size_t step = g.roles.c_step;
+  for (std::size_t j = 0; j < count; j += step) {
+    const T* row = w.strip + strip_n[j];
+    // The next row's lines fetched while this one runs its first vectors against the first panel.
+    const T* next = j + step < count ? w.strip + strip_n[j + step] : nullptr;
+    for (std::size_t v0 = 0; v0 < step; v0 += 2 * W) {
+      const std::size_t length = std::min(2 * W, step - v0);
+      for (std::size_t q = 0; q < g.panels; ++q) {
+        T* to = sums + q * R * g.ld + j + v0;
+        const T* panel = w.panel + q * g.k * R;
+        const T* ahead = v0 == 0 && q == 0 ? next : nullptr;
+        if (length > W) {
+          in_place_kernel<T, R, 2>(row + v0, w.strip_k.data(), panel, g.k, length, to, g.ld, ahead, step * sizeof(T));
+        } else {
+          in_place_kernel<T, R, 1>(row + v0, w.strip_k.data(), panel, g.k, length, to, g.ld, ahead, step * sizeof(T));
+        }
+      }
+    }
+  }
+}
 
 // Task `t`: block t / m_parts of N, packed a block of K at a time into `block`
 // ([strips][kc][strip]), times panels of part t % m_parts; the sums go to c from the
@@ -304,12 +445,22 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   const std::size_t p0 = g.panels * part / g.m_parts, p1 = g.panels * (part + 1) / g.m_parts;
   const std::size_t strips = ceil_div(count, g.strip), stride = g.kc * g.strip;
   constexpr std::size_t W = Vec<T>::width;
+  lists.strip_n.resize(count);
+  lists.c_n.resize(count);
+  w.columns.fill(n0, count, lists.strip_n.data(), lists.c_n.data(), lists.digits.data());
+  const std::ptrdiff_t* strip_n = lists.strip_n.data();
+  const std::ptrdiff_t* c_n = lists.c_n.data();
+  if (w.rows_in_place) {
+    rows_in_place<T, R>(w, count, strip_n, sums);
+    write_in_c_order(w, n0, count, c_n, sums);
+    return;
+  }
   std::vector<Run>& runs = lists.runs;
   runs.clear();
   for (std::size_t j = 0; j < count;) {
-    Run run{w.strip_n[n0 + j], j / g.strip * stride + j % g.strip, 1};
+    Run run{strip_n[j], j / g.strip * stride + j % g.strip, 1};
     ++j;
-    while (j < count && j % g.strip != 0 && w.strip_n[n0 + j] == run.from + static_cast<std::ptrdiff_t>(run.length)) {
+    while (j < count && j % g.strip != 0 && strip_n[j] == run.from + static_cast<std::ptrdiff_t>(run.length)) {
       ++run.length;
       ++j;
     }
@@ -319,7 +470,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   const bool short_runs = runs.size() * 2 > count;
   if (short_runs) {
     lists.index.assign(strips * g.strip, 0);
-    for (std::size_t j = 0; j < count; ++j) lists.index[j] = w.strip_n[n0 + j];
+    for (std::size_t j = 0; j < count; ++j) lists.index[j] = strip_n[j];
   }
   if (count % g.strip != 0) {  // the last strip's columns past N: zero
     T* last = block + (strips - 1) * stride;
@@ -335,7 +486,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
     for (std::size_t j = 0; j < strips * g.strip; ++j) {
       if (j % W == 0) lists.vector_first.push_back(lists.spans.size());
       if (j >= count) continue;
-      const std::ptrdiff_t to = w.c_n[n0 + j];
+      const std::ptrdiff_t to = c_n[j];
       Span* last = lists.spans.size() > lists.vector_first.back() ? &lists.spans.back() : nullptr;
       if (last && last->to + static_cast<std::ptrdiff_t>(last->length) == to) {
         ++last->length;
@@ -357,7 +508,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
       // Each vector's lanes within N, once per block (the lanes past N stay zero).
       const std::ptrdiff_t* index = lists.index.data();
       const std::size_t vectors = 2 * strips;
-      typename Vec<T>::Mask masks[2 * kBlockStrips];
+      typename Vec<T>::Mask masks[2 * kMostStrips];
       for (std::size_t v = 0; v < vectors; ++v) masks[v] = lanes<T>(std::min(W, count > v * W ? count - v * W : 0));
       for (std::size_t k = 0; k < kc; ++k) {
         const T* from = w.strip + w.strip_k[k0 + k];
@@ -401,22 +552,26 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
     }
     for (std::size_t s = 0; s < strips; ++s) {
       for (std::size_t q = 0; q < g.panels; ++q) {
-        strip_kernel<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, sums + q * R * g.nc + s * g.strip,
-                           g.nc, k0 == 0);
+        strip_kernel<T, R>(block + s * stride, w.panel + (q * g.k + k0) * R, kc, sums + q * R * g.ld + s * g.strip,
+                           g.ld, k0 == 0);
       }
     }
   }
   if (g.direct) return;
+  if (g.roles.c_order) {
+    write_in_c_order(w, n0, count, c_n, sums);
+    return;
+  }
   if (w.m_inner) {
     for (std::size_t j = 0; j < count; ++j) {
-      T* out = w.c + w.c_n[n0 + j];
-      for (std::size_t i = 0; i < g.m; ++i) store_value(out[w.c_m[i]], sums[i * g.nc + j], w.alpha, w.beta);
+      T* out = w.c + c_n[j];
+      for (std::size_t i = 0; i < g.m; ++i) store_value(out[w.c_m[i]], sums[i * g.ld + j], w.alpha, w.beta);
     }
   } else {
     for (std::size_t i = 0; i < g.m; ++i) {
       T* out = w.c + w.c_m[i];
-      const T* row = sums + i * g.nc;
-      for (std::size_t j = 0; j < count; ++j) store_value(out[w.c_n[n0 + j]], row[j], w.alpha, w.beta);
+      const T* row = sums + i * g.ld;
+      for (std::size_t j = 0; j < count; ++j) store_value(out[c_n[j]], row[j], w.alpha, w.beta);
     }
   }
 }
@@ -429,7 +584,10 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
     l.runs.reserve(g.nc);
     l.spans.reserve(g.nc);
     l.vector_first.reserve(g.nc + 1);
-    l.index.reserve(g.nc);
+    l.index.reserve(g.ld);
+    l.strip_n.reserve(g.nc);
+    l.c_n.reserve(g.nc);
+    l.digits.resize(w.columns.modes());
   }
   const std::size_t tasks = g.n_blocks * g.m_parts;
   const bool par = threads > 1;
@@ -437,7 +595,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
   {
     const auto me = static_cast<std::size_t>(omp_get_thread_num());
     T* block = scratch + me * g.per_thread;
-    T* sums = block + g.kc * g.nc;
+    T* sums = block + g.kc * g.ld;
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tasks; ++t) block_task<T, R>(w, t, block, sums, lists[me]);
     if (w.stream) _mm_sfence();  // the streamed stores ordered before whatever reads c next
@@ -500,11 +658,23 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
   const std::vector<int> k_modes = modes_of(p, strip_op, Role::k);
   const std::vector<int>& strip_free = g.roles.strip_free;
   const std::vector<int> panel_free = modes_of(p, panel_op, free_role(panel_op));
-  Work<T> w{g, offsets(p, strip_op, k_modes), offsets(p, strip_op, strip_free), offsets(p, kC, panel_free),
-            offsets(p, kC, strip_free)};
+  Work<T> w{g, offsets(p, strip_op, k_modes), OffsetWalk(p, strip_op, kC, strip_free), offsets(p, kC, panel_free)};
   if (!panel_free.empty() && !strip_free.empty()) {
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
+  }
+  if (g.roles.c_order) {
+    w.c_extent = p.extent[static_cast<std::size_t>(p.last(kC))];
+    // A row's modes (those after c's stride-1 mode) lie together in the strip operand, the
+    // innermost of stride 1: the kernel reads the rows where they lie (one block of K).
+    std::ptrdiff_t dense = 1;
+    for (auto it = strip_free.rbegin(); *it != p.last(kC); ++it) {
+      const auto d = static_cast<std::size_t>(*it);
+      w.rows_in_place = p.stride[static_cast<std::size_t>(strip_op)][d] == dense;
+      if (!w.rows_in_place) break;
+      dense *= static_cast<std::ptrdiff_t>(p.extent[d]);
+    }
+    w.rows_in_place = w.rows_in_place && g.kc == g.k;
   }
   std::size_t run = 1;  // of the strip operand's columns in c, side by side
   for (auto it = strip_free.rbegin(); it != strip_free.rend(); ++it) {

@@ -2,6 +2,7 @@
 // tables of the offsets of every index of a group of modes into one operand, and c's update.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -26,6 +27,67 @@ inline Offsets offsets(const Problem& p, int op, const std::vector<int>& modes) 
   }
   return out;
 }
+
+// The offsets into two operands of consecutive indices of a group of modes (the first mode
+// slowest), a range at a time: for groups whose table would be large (a GETT kernel's N, a
+// million values: two tables of 8 MB, newly mapped on every call).
+class OffsetWalk {
+ public:
+  OffsetWalk(const Problem& p, int first, int second, const std::vector<int>& modes) {
+    for (int d : modes) {
+      const auto u = static_cast<std::size_t>(d);
+      extent_.push_back(p.extent[u]);
+      first_.push_back(p.stride[static_cast<std::size_t>(first)][u]);
+      second_.push_back(p.stride[static_cast<std::size_t>(second)][u]);
+    }
+  }
+
+  std::size_t modes() const { return extent_.size(); }
+
+  // The offsets of indices [from, from + count) into the first operand (to `first`) and the
+  // second (to `second`); `digits` holds modes() values of scratch.
+  void fill(std::size_t from, std::size_t count, std::ptrdiff_t* first, std::ptrdiff_t* second,
+            std::size_t* digits) const {
+    if (count == 0) return;
+    if (extent_.empty()) {  // one index, of offset 0
+      first[0] = second[0] = 0;
+      return;
+    }
+    std::ptrdiff_t x = 0, y = 0;
+    for (std::size_t d = extent_.size(), rest = from; d-- > 0;) {
+      digits[d] = rest % extent_[d];
+      rest /= extent_[d];
+      x += static_cast<std::ptrdiff_t>(digits[d]) * first_[d];
+      y += static_cast<std::ptrdiff_t>(digits[d]) * second_[d];
+    }
+    const std::size_t inner = extent_.size() - 1;
+    for (std::size_t i = 0;;) {
+      const std::size_t run = std::min(count - i, extent_[inner] - digits[inner]);
+      for (std::size_t t = 0; t < run; ++t) {
+        first[i + t] = x + static_cast<std::ptrdiff_t>(t) * first_[inner];
+        second[i + t] = y + static_cast<std::ptrdiff_t>(t) * second_[inner];
+      }
+      i += run;
+      if (i == count) return;
+      // The innermost mode wraps: carried into the slower ones.
+      x -= static_cast<std::ptrdiff_t>(digits[inner]) * first_[inner];
+      y -= static_cast<std::ptrdiff_t>(digits[inner]) * second_[inner];
+      digits[inner] = 0;
+      for (std::size_t d = inner; d-- > 0;) {
+        x += first_[d];
+        y += second_[d];
+        if (++digits[d] < extent_[d]) break;
+        x -= static_cast<std::ptrdiff_t>(extent_[d]) * first_[d];
+        y -= static_cast<std::ptrdiff_t>(extent_[d]) * second_[d];
+        digits[d] = 0;
+      }
+    }
+  }
+
+ private:
+  std::vector<std::size_t> extent_;
+  std::vector<std::ptrdiff_t> first_, second_;
+};
 
 // The modes of `op` that play `role`, in op's order.
 inline std::vector<int> modes_of(const Problem& p, int op, Role role) {
