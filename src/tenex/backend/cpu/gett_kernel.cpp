@@ -104,15 +104,13 @@ Roles roles(const Problem& p) {
     // K = 72, a's a innermost, 373248 apart in c: 136 ms against 45 ms for dgemm; numbered in
     // c's order instead, the packing gathers a value at a time from 200 MB: 350 ms).
     const int fastest = r.strip_free.empty() ? -1 : r.strip_free.back();
-    if (k > kBlockK || fastest < 0 ||
-        p.stride[kC][static_cast<std::size_t>(fastest)] <= static_cast<std::ptrdiff_t>(kBlockSpan)) {
-      return r;
-    }
-    // Unless c's stride-1 mode is the strip operand's too, next to its innermost: then the sums
-    // of a few values of that mode (rows of c_step values of N) go to c through a buffer,
-    // turned in the registers, so that c is written a vector at a time (tccg07,
-    // ecbfa,fd->abcde in float: rows of e, 39 values of a each).
-    if (c_last >= 0 && p.has(r.strip, c_last)) {
+    const bool scatters =
+        fastest >= 0 && p.stride[kC][static_cast<std::size_t>(fastest)] > static_cast<std::ptrdiff_t>(kBlockSpan);
+    // Unless c's stride-1 mode is the strip operand's too: then the sums of a few values of
+    // that mode (rows of c_step values of N, the modes numbered after it) go to c through a
+    // buffer, turned in the registers, so that c is written a vector at a time (tccg07,
+    // ecbfa,fd->abcde: rows of e, 39 values of a each).
+    if (scatters && k <= kBlockK && c_last >= 0 && c_last != fastest && p.has(r.strip, c_last)) {
       std::size_t step = 1;
       for (auto it = r.strip_free.rbegin(); *it != c_last; ++it) step *= p.extent[static_cast<std::size_t>(*it)];
       if (step * p.element_size <= kMostRow) {
@@ -121,6 +119,7 @@ Roles roles(const Problem& p) {
         return r;
       }
     }
+    if (k > kBlockK || !scatters) return r;
     return Roles{};
   }
   // Otherwise the operand that holds c's stride-1 mode goes in strips, numbered in c's order,
@@ -372,8 +371,9 @@ __attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::
   }
 }
 
-// The sums of R rows and `vectors` vectors of a row of the strip operand read where it lies
-// (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart).
+// The sums of R rows and V vectors of a row of the strip operand read where it lies
+// (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart); where
+// `next` is given, its first `next_bytes` at each k are fetched into the caches meanwhile.
 template <class T, std::size_t R, std::size_t V>
 __attribute__((target("avx512f"))) void in_place_kernel(const T* strip, const std::ptrdiff_t* strip_k, const T* panel,
                                                         std::size_t kc, std::size_t length, T* sums, std::size_t ld,
