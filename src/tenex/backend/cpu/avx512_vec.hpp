@@ -19,23 +19,6 @@ inline bool avx512_available() {
 template <class T>
 struct Vec;
 
-// The lane indices of the two-source permutes that turn a square of vectors (transpose()):
-// at the stage that pairs rows i and i + b (i without bit b), row i takes the lanes without
-// bit b from both rows (low), row i + b those with it (high). Stage s has b = W >> (s + 1).
-template <class Index, std::size_t W>
-struct TurnIndex {
-  Index low[8][W] = {}, high[8][W] = {};
-  constexpr TurnIndex() {
-    for (std::size_t s = 0, b = W / 2; b > 0; ++s, b /= 2) {
-      for (std::size_t l = 0; l < W; ++l) {
-        const bool bit = (l & b) != 0;
-        low[s][l] = static_cast<Index>(bit ? W + l - b : l);
-        high[s][l] = static_cast<Index>(bit ? W + l : l + b);
-      }
-    }
-  }
-};
-
 #define TENEX_AVX512 __attribute__((target("avx512f"), always_inline)) static inline
 
 template <>
@@ -57,23 +40,9 @@ struct Vec<double> {
   TENEX_AVX512 V gather(Mask m, const double* base, const std::ptrdiff_t* index) {
     return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), m, _mm512_loadu_si512(index), base, 8);
   }
-  // x[i][l] becomes x[l][i] (a square of `width` vectors): the off-diagonal halves swapped,
-  // then the quarters within each half, and so on.
-  TENEX_AVX512 void transpose(V (&x)[width]) {
-    static constexpr TurnIndex<std::int64_t, width> turn{};
-    std::size_t s = 0;
-#pragma GCC unroll 8
-    for (std::size_t b = width / 2; b > 0; b /= 2, ++s) {
-      const __m512i low = _mm512_loadu_si512(turn.low[s]), high = _mm512_loadu_si512(turn.high[s]);
-#pragma GCC unroll 16
-      for (std::size_t i = 0; i < width; ++i) {
-        if ((i & b) != 0) continue;
-        const V lo = _mm512_permutex2var_pd(x[i], low, x[i + b]);
-        x[i + b] = _mm512_permutex2var_pd(x[i], high, x[i + b]);
-        x[i] = lo;
-      }
-    }
-  }
+  // Lanes of the two-source permute: index[l] < width picks x[index[l]], else y[index[l] - width].
+  using Index = std::int64_t;
+  TENEX_AVX512 V permute2(V x, __m512i index, V y) { return _mm512_permutex2var_pd(x, index, y); }
 };
 
 template <>
@@ -101,23 +70,47 @@ struct Vec<float> {
     const __m512d half = _mm512_mask_insertf64x4(zero, 0xFF, zero, _mm256_castps_pd(low), 0);
     return _mm512_castpd_ps(_mm512_mask_insertf64x4(half, 0xFF, half, _mm256_castps_pd(high), 1));
   }
-  // As Vec<double>::transpose.
-  TENEX_AVX512 void transpose(V (&x)[width]) {
-    static constexpr TurnIndex<std::int32_t, width> turn{};
-    std::size_t s = 0;
-#pragma GCC unroll 8
-    for (std::size_t b = width / 2; b > 0; b /= 2, ++s) {
-      const __m512i low = _mm512_loadu_si512(turn.low[s]), high = _mm512_loadu_si512(turn.high[s]);
-#pragma GCC unroll 16
-      for (std::size_t i = 0; i < width; ++i) {
-        if ((i & b) != 0) continue;
-        const V lo = _mm512_permutex2var_ps(x[i], low, x[i + b]);
-        x[i + b] = _mm512_permutex2var_ps(x[i], high, x[i + b]);
-        x[i] = lo;
+  using Index = std::int32_t;
+  TENEX_AVX512 V permute2(V x, __m512i index, V y) { return _mm512_permutex2var_ps(x, index, y); }
+};
+
+// The lane indices of the two-source permutes that turn a square of vectors (transpose() below):
+// at the stage that pairs rows i and i + b (i without bit b), row i takes the lanes without
+// bit b from both rows (low), row i + b those with it (high). Stage s has b = W >> (s + 1).
+template <class Index, std::size_t W>
+struct TurnIndex {
+  Index low[8][W] = {}, high[8][W] = {};
+  constexpr TurnIndex() {
+    for (std::size_t s = 0, b = W / 2; b > 0; ++s, b /= 2) {
+      for (std::size_t l = 0; l < W; ++l) {
+        const bool bit = (l & b) != 0;
+        low[s][l] = static_cast<Index>(bit ? W + l - b : l);
+        high[s][l] = static_cast<Index>(bit ? W + l : l + b);
       }
     }
   }
 };
+
+// x[i][l] becomes x[l][i] (a square of Vec<T>::width vectors): the off-diagonal halves
+// swapped, then the quarters within each half, and so on.
+template <class T>
+__attribute__((target("avx512f"), always_inline)) inline void transpose(typename Vec<T>::V (&x)[Vec<T>::width]) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  static constexpr TurnIndex<typename X::Index, W> turn{};
+  std::size_t s = 0;
+#pragma GCC unroll 8
+  for (std::size_t b = W / 2; b > 0; b /= 2, ++s) {
+    const __m512i low = _mm512_loadu_si512(turn.low[s]), high = _mm512_loadu_si512(turn.high[s]);
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < W; ++i) {
+      if ((i & b) != 0) continue;
+      const typename X::V lo = X::permute2(x[i], low, x[i + b]);
+      x[i + b] = X::permute2(x[i], high, x[i + b]);
+      x[i] = lo;
+    }
+  }
+}
 
 #undef TENEX_AVX512
 

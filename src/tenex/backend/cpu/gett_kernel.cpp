@@ -356,7 +356,7 @@ __attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::
         const T* from = sums + i * g.ld + j0;
 #pragma GCC unroll 16
         for (std::size_t t = 0; t < W; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
-        X::transpose(tile);
+        transpose<T>(tile);
         T* out = w.c + w.c_m[i];
 #pragma GCC unroll 16
         for (std::size_t u = 0; u < W; ++u) {
