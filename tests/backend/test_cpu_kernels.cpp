@@ -608,8 +608,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
   // operand's slowest; then c's modes interleaving the operands', the sums stored from the
   // registers into c's runs (added after K's first block), and strips packed from runs of
   // one value; c's stride-1 mode next to the strip operand's innermost, written through the
-  // buffer in c's order. The kernel's plan runs against the reference with beta 0 (c not read: it
-  // starts as NaN) and 0.5, then the contraction's own choice.
+  // buffer in c's order. The kernel's plan runs against the reference with beta 0 (c not
+  // read: it starts as NaN) and 0.5, then the contraction's own choice.
   std::mt19937 rng(37);
   const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
       {"nyvbl,bsnwyp->svlpw", {{'n', 5}, {'y', 6}, {'v', 3}, {'b', 40}, {'l', 4}, {'s', 4}, {'w', 9}, {'p', 9}}},
@@ -624,9 +624,10 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"efbad,cf->abcde", {{'e', 9}, {'f', 300}, {'b', 7}, {'a', 7}, {'d', 6}, {'c', 3}}},
       // Skinny, c's stride-1 mode e next to the strip operand's innermost a, whose values are
       // far apart in c: the sums go to c through the buffer in c's order, tiles of rows of e
-      // turned in the registers. Rows of 19 values (a vector and a part) in groups cut by e's
-      // extent (21: a vector of rows, then 5); rows of 2 values, many to a block (threads);
-      // dbea,ec->abcd (tccg03's shape), rows of 9 values.
+      // turned in the registers. Rows of 19 values of a, read where they lie (a vector and a
+      // part), in groups cut by e's extent (21: a vector of rows, then 5); rows of 2 values,
+      // many to a block; dbea,ec->abcd (tccg03's shape, d within a block's span), rows of the
+      // 45 values of b and a, which do not lie together in a: packed.
       {"ecbfa,fd->abcde", {{'e', 21}, {'c', 3}, {'b', 5}, {'f', 5}, {'a', 19}, {'d', 7}}},
       {"ecbfa,fd->abcde", {{'e', 40}, {'c', 30}, {'b', 40}, {'f', 3}, {'a', 2}, {'d', 9}}},
       {"dbea,ec->abcd", {{'d', 20}, {'b', 5}, {'e', 7}, {'a', 9}, {'c', 3}}},
@@ -723,9 +724,9 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_stream, Scalars);
 TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
   // A skinny shape with short K whose strips would write c a value at a time far apart
   // (tccg03's) and whose rows are too long to go through the buffer in c's order (200 values
-  // of a: 1600 bytes, past kMostRow), and a shape whose strip operand would be gathered a value at a time (its
-  // stride-1 mode c past a block's span of d) from 6.4 MB, more than the caches hold
-  // (kCachedStripBytes): no GETT plan.
+  // of a: 1600 bytes, past kMostRow), and a shape whose strip operand would be gathered a
+  // value at a time (its stride-1 mode c past a block's span of d) from 6.4 MB, more than the
+  // caches hold (kCachedStripBytes): no GETT plan.
   const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
       {"dbea,ec->abcd", {{'d', 20}, {'b', 20}, {'e', 8}, {'a', 200}, {'c', 5}}},
       {"ab,dbc->acd", {{'a', 40}, {'b', 20}, {'d', 1000}, {'c', 40}}},

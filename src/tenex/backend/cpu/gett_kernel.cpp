@@ -72,6 +72,8 @@ struct Roles {
   // (see roles()): `c_step` values of N apart in a block are side by side in c.
   bool c_order = false;
   std::size_t c_step = 0;
+  std::size_t c_extent = 0;     // of c's stride-1 mode
+  bool rows_in_place = false;   // a row's values lie together in the strip operand: read there, unpacked
   std::vector<int> strip_free;  // slowest first
 };
 
@@ -110,12 +112,21 @@ Roles roles(const Problem& p) {
     // that mode (rows of c_step values of N, the modes numbered after it) go to c through a
     // buffer, turned in the registers, so that c is written a vector at a time (tccg07,
     // ecbfa,fd->abcde: rows of e, 39 values of a each).
+    // Where a row lies together in the strip operand (its modes dense, the innermost of
+    // stride 1), the kernel reads it there (K is in one block).
     if (scatters && k <= kBlockK && c_last >= 0 && c_last != fastest && p.has(r.strip, c_last)) {
       std::size_t step = 1;
-      for (auto it = r.strip_free.rbegin(); *it != c_last; ++it) step *= p.extent[static_cast<std::size_t>(*it)];
+      bool dense = true;
+      for (auto it = r.strip_free.rbegin(); *it != c_last; ++it) {
+        const auto d = static_cast<std::size_t>(*it);
+        dense = dense && p.stride[static_cast<std::size_t>(r.strip)][d] == static_cast<std::ptrdiff_t>(step);
+        step *= p.extent[d];
+      }
       if (step * p.element_size <= kMostRow) {
         r.c_order = true;
         r.c_step = step;
+        r.c_extent = p.extent[static_cast<std::size_t>(c_last)];
+        r.rows_in_place = dense;
         return r;
       }
     }
@@ -156,6 +167,7 @@ struct Blocking {
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
   std::size_t m_parts = 1;     // tasks per block of N (direct only): parts of the panels
+  std::size_t packed = 0;      // elements of a packed block of the strip operand (none where rows lie in place)
   std::size_t per_thread = 0;  // elements of scratch: a block of the strip operand, then the sums
 };
 
@@ -198,7 +210,8 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   if (g.direct && threads > 1 && g.n_blocks < 4 * threads) {
     g.m_parts = std::min(g.panels, ceil_div(4 * threads, g.n_blocks));
   }
-  g.per_thread = g.kc * g.ld + (g.direct ? 0 : g.rows * g.panels * g.ld);
+  g.packed = g.roles.rows_in_place ? 0 : g.kc * g.ld;
+  g.per_thread = g.packed + (g.direct ? 0 : g.rows * g.panels * g.ld);
   return g;
 }
 
@@ -310,11 +323,9 @@ struct Work {
   Offsets strip_k;
   OffsetWalk columns;  // of N: into the strip operand, then into c
   Offsets c_m;
-  bool m_inner = false;        // c's writes from the sums: the panel operand's values innermost
-  bool stream = false;         // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
-  bool panel_outer = false;    // a strip's columns run together in c: each panel against every strip
-  std::size_t c_extent = 0;    // c_order: the extent of c's stride-1 mode
-  bool rows_in_place = false;  // c_order: a row's values lie together in the strip operand, unpacked
+  bool m_inner = false;      // c's writes from the sums: the panel operand's values innermost
+  bool stream = false;       // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
+  bool panel_outer = false;  // a strip's columns run together in c: each panel against every strip
   const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
@@ -340,7 +351,7 @@ __attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
   const Blocking& g = w.g;
-  const std::size_t step = g.roles.c_step, rows = count / step, extent = w.c_extent;
+  const std::size_t step = g.roles.c_step, rows = count / step, extent = g.roles.c_extent;
   const typename X::V va = X::set1(w.alpha), vb = X::set1(w.beta);
   for (std::size_t r = 0; r < rows;) {
     // Rows r .. r + tall - 1 lie side by side in c: up to a vector of them, not across a
@@ -406,7 +417,7 @@ __attribute__((target("avx512f"))) void in_place_kernel(const T* strip, const st
   }
 }
 
-// A c_order block whose rows lie together in the strip operand (rows_in_place): each row
+// A c_order block whose rows lie together in the strip operand (Roles::rows_in_place): each row
 // multiplied by the panels where it lies, unpacked, two vectors at a time, into the sums.
 template <class T, std::size_t R>
 __attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::size_t count,
@@ -436,7 +447,8 @@ __attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::siz
 
 // Task `t`: block t / m_parts of N, packed a block of K at a time into `block`
 // ([strips][kc][strip]), times panels of part t % m_parts; the sums go to c from the
-// registers (direct) or through `sums` ([rows * panels][nc]).
+// registers (direct) or through `sums` ([rows * panels][ld]); a block whose rows lie
+// together in the strip operand is not packed (rows_in_place).
 template <class T, std::size_t R>
 __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists) {
   const Blocking& g = w.g;
@@ -450,7 +462,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   w.columns.fill(n0, count, lists.strip_n.data(), lists.c_n.data(), lists.digits.data());
   const std::ptrdiff_t* strip_n = lists.strip_n.data();
   const std::ptrdiff_t* c_n = lists.c_n.data();
-  if (w.rows_in_place) {
+  if (g.roles.rows_in_place) {
     rows_in_place<T, R>(w, count, strip_n, sums);
     write_in_c_order(w, n0, count, c_n, sums);
     return;
@@ -595,7 +607,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
   {
     const auto me = static_cast<std::size_t>(omp_get_thread_num());
     T* block = scratch + me * g.per_thread;
-    T* sums = block + g.kc * g.ld;
+    T* sums = block + g.packed;
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tasks; ++t) block_task<T, R>(w, t, block, sums, lists[me]);
     if (w.stream) _mm_sfence();  // the streamed stores ordered before whatever reads c next
@@ -662,19 +674,6 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
   if (!panel_free.empty() && !strip_free.empty()) {
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
-  }
-  if (g.roles.c_order) {
-    w.c_extent = p.extent[static_cast<std::size_t>(p.last(kC))];
-    // A row's modes (those after c's stride-1 mode) lie together in the strip operand, the
-    // innermost of stride 1: the kernel reads the rows where they lie (one block of K).
-    std::ptrdiff_t dense = 1;
-    for (auto it = strip_free.rbegin(); *it != p.last(kC); ++it) {
-      const auto d = static_cast<std::size_t>(*it);
-      w.rows_in_place = p.stride[static_cast<std::size_t>(strip_op)][d] == dense;
-      if (!w.rows_in_place) break;
-      dense *= static_cast<std::ptrdiff_t>(p.extent[d]);
-    }
-    w.rows_in_place = w.rows_in_place && g.kc == g.k;
   }
   std::size_t run = 1;  // of the strip operand's columns in c, side by side
   for (auto it = strip_free.rbegin(); it != strip_free.rend(); ++it) {
