@@ -12,13 +12,18 @@
 // narrow and GETT kernels' plans where they run. The kernel is called directly
 // (internal API, src/tenex/backend/cpu/kernels.hpp), so there is no graph work.
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <string_view>
@@ -72,14 +77,25 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
     return n;
   };
   // Operands and result `offset` bytes past a page boundary (--offset; alignment changes how
-  // fast strided reads run: see docs/performance.md).
+  // fast strided reads run: see docs/performance.md), in memory asking for huge pages before
+  // its first touch, as tenex's tensors are (tensor/memory.cpp): on 4 KiB pages, a strided
+  // operand (tccg06, efbad,cf->abcde: each k of a's rows 103 KB apart) pays a TLB miss a read
+  // that contract() on tensors does not.
   const std::size_t offset = offset_bytes;
-  auto place = [offset](std::vector<unsigned char>& raw, std::size_t n) {
-    raw.assign(n * sizeof(T) + offset + 8192, 0);
-    const auto at = reinterpret_cast<std::uintptr_t>(raw.data());
-    return reinterpret_cast<T*>(raw.data() + ((4096 - at % 4096) % 4096) + offset);
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
   };
-  std::vector<unsigned char> raw_a, raw_b, raw_out;
+  using Raw = std::unique_ptr<unsigned char, Free>;
+  auto place = [offset](Raw& raw, std::size_t n) {
+    constexpr std::size_t huge = std::size_t{2} << 20;
+    const std::size_t bytes = (n * sizeof(T) + offset + huge - 1) / huge * huge;
+    raw.reset(static_cast<unsigned char*>(std::aligned_alloc(huge, bytes)));
+    if (!raw) throw std::bad_alloc();
+    static_cast<void>(madvise(raw.get(), bytes, MADV_HUGEPAGE));
+    std::memset(raw.get(), 0, bytes);
+    return reinterpret_cast<T*>(raw.get() + offset);
+  };
+  Raw raw_a, raw_b, raw_out;
   T* const a_data = place(raw_a, volume(ea));
   T* const b_data = place(raw_b, volume(eb));
   T* const out_data = place(raw_out, volume(ec));

@@ -631,6 +631,14 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"ecbfa,fd->abcde", {{'e', 21}, {'c', 3}, {'b', 5}, {'f', 5}, {'a', 19}, {'d', 7}}},
       {"ecbfa,fd->abcde", {{'e', 40}, {'c', 30}, {'b', 40}, {'f', 3}, {'a', 2}, {'d', 9}}},
       {"dbea,ec->abcd", {{'d', 20}, {'b', 5}, {'e', 7}, {'a', 9}, {'c', 3}}},
+      // The same where e and a row's modes are dense in c, so that a block of e's 21 rows
+      // fills one range of c per panel row: turned into a staging row, then written in order
+      // (tccg06's shape: rows of 26 values of d read where they lie, two panels; and rows of
+      // x and d, which do not lie together in a, packed). Then rows of d that are not dense
+      // in c with e (c's c between them): tile by tile.
+      {"efbad,cf->abcde", {{'e', 21}, {'f', 5}, {'b', 3}, {'a', 4}, {'d', 26}, {'c', 19}}},
+      {"yexfd,cf->cyxde", {{'y', 10}, {'e', 20}, {'x', 5}, {'f', 7}, {'d', 6}, {'c', 3}}},
+      {"efbad,cf->abdce", {{'e', 21}, {'f', 5}, {'b', 3}, {'a', 4}, {'d', 26}, {'c', 5}}},
       // Short K, both sides past kGettMost, c's modes interleaving the operands'; the first
       // one large enough for threads, with too few blocks of N for them (panels in parts).
       {"iramc,dprc->admpi", {{'i', 7}, {'r', 3}, {'a', 10}, {'m', 8}, {'c', 6}, {'d', 40}, {'p', 10}}},
@@ -720,6 +728,33 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel streams a large c past t
   CHECK(bad == 0);
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_stream, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel's staged rows stream a large c past the caches", T,
+                          cpu_kernels_gett_staged_stream) {
+  // tccg06's shape, efbad,cf->abcde, with K = 2 and c of 8.6 M values (34 MB in float, 69 MB
+  // in double: past kStreamBytes), only written (beta 0): each block's rows of d go to c
+  // through the staging row, its whole lines past the caches, the parts before c's first
+  // line and after its last masked. c starts as NaN; checked against the reference.
+  std::vector<std::size_t> extent_of(26, 1);
+  for (const auto& [label, extent] :
+       std::vector<std::pair<char, std::size_t>>{{'e', 33}, {'f', 2}, {'b', 20}, {'a', 20}, {'d', 26}, {'c', 25}}) {
+    extent_of[static_cast<std::size_t>(label - 'a')] = extent;
+  }
+  const Problem p = parse("efbad,cf->abcde", extent_of);
+  const std::optional<std::size_t> gett = gett_plan_of<T>(p);
+  CHECK(gett.has_value() == cpu::contraction::avx512_available());
+  if (!gett) return;
+  std::mt19937 rng(43);
+  const auto a = random_values<T>(volume(p.a_ext), rng);
+  const auto b = random_values<T>(volume(p.b_ext), rng);
+  const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
+  const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
+  std::vector<T> c = c0;
+  cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(),
+                          p.c_modes);
+  CHECK(mismatches(c, expected) == 0);
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_staged_stream, Scalars);
 
 TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
   // A skinny shape with short K whose strips would write c a value at a time far apart

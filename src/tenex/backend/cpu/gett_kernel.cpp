@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tenex/backend/cpu/avx512_vec.hpp"
@@ -40,6 +41,9 @@ constexpr std::size_t kPanelOuterK = 128;
 constexpr std::size_t kBlockSpan = 256;
 // Bytes of one row of a c_order block at most (see roles()).
 constexpr std::size_t kMostRow = 1024;
+// Bytes of a staged block's values of N at most (see blocking()): its sums, up to 32 rows of
+// panels, stay in the L2.
+constexpr std::size_t kStagedBytes = std::size_t{16} << 10;
 // A strip operand this small is packed from wherever its values lie (see roles()).
 constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
 // Where c is only written (beta 0) and larger than this, whole vectors of sums that land on
@@ -72,10 +76,30 @@ struct Roles {
   // (see roles()): `c_step` values of N apart in a block are side by side in c.
   bool c_order = false;
   std::size_t c_step = 0;
-  std::size_t c_extent = 0;     // of c's stride-1 mode
+  std::size_t c_extent = 0;  // of c's stride-1 mode
+  // c's stride-1 mode and a row's modes are together dense in c: c_extent rows from a value of
+  // the modes outside them fill one range of c (see write_staged).
+  bool c_dense = false;
   bool rows_in_place = false;   // a row's values lie together in the strip operand: read there, unpacked
   std::vector<int> strip_free;  // slowest first
 };
+
+// Whether c_last (c's stride-1 mode) and the modes numbered after it in `numbered` are dense
+// in c: each of their strides the product of the extents of those with smaller strides.
+bool dense_in_c(const Problem& p, const std::vector<int>& numbered, int c_last) {
+  std::vector<std::pair<std::ptrdiff_t, std::size_t>> inner;  // c's stride, extent
+  for (auto it = std::find(numbered.begin(), numbered.end(), c_last); it != numbered.end(); ++it) {
+    const auto d = static_cast<std::size_t>(*it);
+    inner.emplace_back(p.stride[kC][d], p.extent[d]);
+  }
+  std::sort(inner.begin(), inner.end());
+  std::ptrdiff_t next = 1;
+  for (const auto& [stride, extent] : inner) {
+    if (stride != next) return false;
+    next *= static_cast<std::ptrdiff_t>(extent);
+  }
+  return true;
+}
 
 Roles roles(const Problem& p) {
   Roles r;
@@ -101,20 +125,17 @@ Roles roles(const Problem& p) {
       r.strip_free.erase(std::find(r.strip_free.begin(), r.strip_free.end(), c_last));
       r.strip_free.insert(r.strip_free.end() - 1, c_last);
     }
-    // Not where K is short and that order scatters c: c is then about as large as the
-    // operand, and written a value at a time, each far from the last (tccg03, dbea,ec->abcd:
-    // K = 72, a's a innermost, 373248 apart in c: 136 ms against 45 ms for dgemm; numbered in
-    // c's order instead, the packing gathers a value at a time from 200 MB: 350 ms).
-    const int fastest = r.strip_free.empty() ? -1 : r.strip_free.back();
-    const bool scatters =
-        fastest >= 0 && p.stride[kC][static_cast<std::size_t>(fastest)] > static_cast<std::ptrdiff_t>(kBlockSpan);
-    // Unless c's stride-1 mode is the strip operand's too: then the sums of a few values of
-    // that mode (rows of c_step values of N, the modes numbered after it) go to c through a
-    // buffer, turned in the registers, so that c is written a vector at a time (tccg07,
-    // ecbfa,fd->abcde: rows of e, 39 values of a each).
+    // Where K is short and c's stride-1 mode is the strip operand's but not its innermost, a
+    // vector of sums would go to c a lane at a time, the innermost's values apart in c.
+    // Instead the sums of a few values of that mode (rows of c_step values of N, the modes
+    // numbered after it) go to c through a buffer, turned in the registers, so that c is
+    // written a vector at a time (tccg07, ecbfa,fd->abcde: rows of e, 39 values of a each;
+    // tccg06, efbad,cf->abcde: rows of 26 values of d, 39 apart in c, in float 65 ms a lane at
+    // a time, 17 ms turned and staged, against 20 ms for sgemm).
     // Where a row lies together in the strip operand (its modes dense, the innermost of
     // stride 1), the kernel reads it there (K is in one block).
-    if (scatters && k <= kBlockK && c_last >= 0 && c_last != fastest && p.has(r.strip, c_last)) {
+    const int fastest = r.strip_free.empty() ? -1 : r.strip_free.back();
+    if (k <= kBlockK && c_last >= 0 && c_last != fastest && p.has(r.strip, c_last)) {
       std::size_t step = 1;
       bool dense = true;
       for (auto it = r.strip_free.rbegin(); *it != c_last; ++it) {
@@ -127,9 +148,16 @@ Roles roles(const Problem& p) {
         r.c_step = step;
         r.c_extent = p.extent[static_cast<std::size_t>(c_last)];
         r.rows_in_place = dense;
+        r.c_dense = dense_in_c(p, r.strip_free, c_last);
         return r;
       }
     }
+    // Else not where K is short and that order scatters c: c is then about as large as the
+    // operand, and written a value at a time, each far from the last (tccg03, dbea,ec->abcd:
+    // K = 72, a's a innermost, 373248 apart in c: 136 ms against 45 ms for dgemm; numbered in
+    // c's order instead, the packing gathers a value at a time from 200 MB: 350 ms).
+    const bool scatters =
+        fastest >= 0 && p.stride[kC][static_cast<std::size_t>(fastest)] > static_cast<std::ptrdiff_t>(kBlockSpan);
     if (k > kBlockK || !scatters) return r;
     return Roles{};
   }
@@ -166,6 +194,7 @@ struct Blocking {
   std::size_t ld = 0;               // nc rounded up to whole strips: a packed block's width and the sums'
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
+  bool staged = false;         // c_order blocks of c_extent rows, written through a staging row (write_staged)
   std::size_t m_parts = 1;     // tasks per block of N (direct only): parts of the panels
   std::size_t packed = 0;      // elements of a packed block of the strip operand (none where rows lie in place)
   std::size_t per_thread = 0;  // elements of scratch: a block of the strip operand, then the sums
@@ -202,6 +231,12 @@ Blocking blocking(const Problem& p, std::size_t threads) {
         std::max<std::size_t>(1, std::min(kMostStrips * g.strip, kBlockBytes / (g.kc * p.element_size)) / step);
     std::size_t rows = std::min(fit, std::max(w, g.nc / step / w * w));
     if (threads > 1) rows = std::min(rows, std::max<std::size_t>(1, ceil_div(g.n / step, 4 * threads)));
+    // Where c_extent rows fill one range of c, a block is those rows, so that each panel row's
+    // sums go to c in order (write_staged), where they are few enough.
+    const std::size_t staged = g.roles.c_extent * step * p.element_size;
+    g.staged = g.roles.c_dense && staged <= kStagedBytes && (g.roles.rows_in_place || g.kc * staged <= kBlockBytes) &&
+               g.n * p.element_size / staged >= 4 * threads;
+    if (g.staged) rows = g.roles.c_extent;
     g.nc = rows * step;
   }
   g.ld = round_up(g.nc, g.strip);
@@ -211,7 +246,7 @@ Blocking blocking(const Problem& p, std::size_t threads) {
     g.m_parts = std::min(g.panels, ceil_div(4 * threads, g.n_blocks));
   }
   g.packed = g.roles.rows_in_place ? 0 : g.kc * g.ld;
-  g.per_thread = g.packed + (g.direct ? 0 : g.rows * g.panels * g.ld);
+  g.per_thread = g.packed + (g.direct ? 0 : g.rows * g.panels * g.ld) + (g.staged ? g.ld : 0);
   return g;
 }
 
@@ -268,10 +303,13 @@ __attribute__((target("avx512f"), always_inline)) inline void accumulate(typenam
 }
 
 // As accumulate, the sums coming from `sums` (rows `ld` apart) unless `first`, and going
-// back there.
+// back there. This kernel and strip_to_c are never inlined: inlined into block_task, GCC kept
+// one of the sums on the stack inside the loop over K (rand161, yhqam,ea->yehqm: 0.66 ms,
+// 0.85 ms so). in_place_kernel always is: out of line, GCC stored all its sums to the stack
+// at every k (tccg07 in float: 18 ms, 31 ms so).
 template <class T, std::size_t R>
-__attribute__((target("avx512f"))) void strip_kernel(const T* strip, const T* panel, std::size_t kc, T* sums,
-                                                     std::size_t ld, bool first) {
+__attribute__((target("avx512f"), noinline)) void strip_kernel(const T* strip, const T* panel, std::size_t kc, T* sums,
+                                                               std::size_t ld, bool first) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
   typename X::V acc[R][2];
@@ -289,9 +327,10 @@ __attribute__((target("avx512f"))) void strip_kernel(const T* strip, const T* pa
 // As accumulate over all of K, the sums scaled into c: rows `c_rows` (`count` of them, at
 // most R), the lanes of vector v by spans[v] (spans[2] ends them).
 template <class T, std::size_t R>
-__attribute__((target("avx512f"))) void strip_to_c(const T* strip, const T* panel, std::size_t kk,
-                                                   const std::ptrdiff_t* c_rows, std::size_t count,
-                                                   const Span* const (&spans)[3], T alpha, T beta, T* c, bool stream) {
+__attribute__((target("avx512f"), noinline)) void strip_to_c(const T* strip, const T* panel, std::size_t kk,
+                                                             const std::ptrdiff_t* c_rows, std::size_t count,
+                                                             const Span* const (&spans)[3], T alpha, T beta, T* c,
+                                                             bool stream) {
   using X = Vec<T>;
   typename X::V acc[R][2];
   for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = X::zero();
@@ -382,13 +421,87 @@ __attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::
   }
 }
 
+// `count` values of `from`, scaled into c at `to` in order: the lines `to` covers whole stored
+// past the caches where `stream` (the first and last parts masked).
+template <class T>
+__attribute__((target("avx512f"))) void store_range(const T* from, std::size_t count, T* to, T alpha, T beta,
+                                                    bool stream) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const typename X::V va = X::set1(alpha), vb = X::set1(beta);
+  // Up to the first 64-byte line of c, then whole vectors, then the rest.
+  const std::size_t head = std::min(count, (64 - reinterpret_cast<std::uintptr_t>(to) % 64) % 64 / sizeof(T));
+  const bool streamed = stream && beta == T(0) && reinterpret_cast<std::uintptr_t>(to + head) % 64 == 0;
+  for (std::size_t j = 0; j < count;) {
+    const std::size_t length = j == 0 && head > 0 ? head : std::min(W, count - j);
+    const typename X::Mask mask = lanes<T>(length);
+    const typename X::V x = X::mul(va, X::load(mask, from + j));
+    if (streamed && length == W) {
+      X::stream(to + j, x);
+    } else {
+      X::store(mask, to + j, beta == T(0) ? x : X::fma(vb, X::load(mask, to + j), x));
+    }
+    j += length;
+  }
+}
+
+// A staged block's sums (Blocking::staged: c_extent rows, which fill one range of c per panel
+// row) to c: each panel row's tiles turned in the registers into `staging` in c's order, then
+// the range written in order, whole lines past the caches where c is only written and large
+// (tccg06, efbad,cf->abcde: a tile's 16 stores land 156 bytes apart, two lines each; written
+// so, c took 8 of the kernel's 21 ms).
+template <class T>
+__attribute__((target("avx512f"))) void write_staged(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n,
+                                                     const T* sums, T* staging) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const Blocking& g = w.g;
+  const std::size_t step = g.roles.c_step, rows = count / step;
+  const std::ptrdiff_t first = c_n[0];  // the range's start: the first row's first value
+  for (std::size_t i = 0; i < g.m; ++i) {
+    for (std::size_t r = 0; r < rows; r += W) {
+      const std::size_t tall = std::min(W, rows - r);
+      const auto in_c = lanes<T>(tall);
+      for (std::size_t v0 = 0; v0 < step; v0 += W) {
+        const std::size_t wide = std::min(W, step - v0);
+        const auto in_row = lanes<T>(wide);
+        const std::size_t j0 = r * step + v0;
+        typename X::V tile[W];
+        const T* from = sums + i * g.ld + j0;
+#pragma GCC unroll 16
+        for (std::size_t t = 0; t < W; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
+        transpose<T>(tile);
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < W; ++u) {
+          if (u >= wide) break;
+          X::store(in_c, staging + (c_n[j0 + u] - first), tile[u]);
+        }
+      }
+    }
+    store_range(staging, count, w.c + w.c_m[i] + first, w.alpha, w.beta, w.stream);
+  }
+}
+
+// A c_order block's sums to c: staged, or tile by tile.
+template <class T>
+void write_c_order(const Work<T>& w, std::size_t n0, std::size_t count, const std::ptrdiff_t* c_n, T* sums) {
+  const Blocking& g = w.g;
+  if (g.staged) {
+    write_staged(w, count, c_n, sums, sums + g.rows * g.panels * g.ld);
+  } else {
+    write_in_c_order(w, n0, count, c_n, sums);
+  }
+}
+
 // The sums of R rows and V vectors of a row of the strip operand read where it lies
 // (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart); where
-// `next` is given, its first `next_bytes` at each k are fetched into the caches meanwhile.
+// `next` is given, every line its first `next_bytes` at each k touch is fetched into the caches
+// meanwhile (tccg06, efbad,cf->abcde in float: rows of 104 bytes, which span three lines from
+// most of their starts; with two lines fetched a row, 42 ms, with all, 21 ms).
 template <class T, std::size_t R, std::size_t V>
-__attribute__((target("avx512f"))) void in_place_kernel(const T* strip, const std::ptrdiff_t* strip_k, const T* panel,
-                                                        std::size_t kc, std::size_t length, T* sums, std::size_t ld,
-                                                        const T* next, std::size_t next_bytes) {
+__attribute__((target("avx512f"), always_inline)) inline void in_place_kernel(
+    const T* strip, const std::ptrdiff_t* strip_k, const T* panel, std::size_t kc, std::size_t length, T* sums,
+    std::size_t ld, const T* next, std::size_t next_bytes) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
   const typename X::Mask m0 = lanes<T>(std::min(W, length)), m1 = lanes<T>(length > W ? length - W : 0);
@@ -399,8 +512,9 @@ __attribute__((target("avx512f"))) void in_place_kernel(const T* strip, const st
   for (std::size_t k = 0; k < kc; ++k) {
     const T* from = strip + strip_k[k];
     if (next != nullptr) {
-      const char* ahead = reinterpret_cast<const char*>(next + strip_k[k]);
-      for (std::size_t byte = 0; byte < next_bytes; byte += 64) _mm_prefetch(ahead + byte, _MM_HINT_T0);
+      const auto ahead = reinterpret_cast<std::uintptr_t>(next + strip_k[k]);
+      for (std::uintptr_t line = ahead & ~std::uintptr_t{63}; line < ahead + next_bytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
     }
     typename X::V b[V];
     b[0] = X::load(m0, from);
@@ -464,7 +578,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   const std::ptrdiff_t* c_n = lists.c_n.data();
   if (g.roles.rows_in_place) {
     rows_in_place<T, R>(w, count, strip_n, sums);
-    write_in_c_order(w, n0, count, c_n, sums);
+    write_c_order(w, n0, count, c_n, sums);
     return;
   }
   std::vector<Run>& runs = lists.runs;
@@ -571,7 +685,7 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
   }
   if (g.direct) return;
   if (g.roles.c_order) {
-    write_in_c_order(w, n0, count, c_n, sums);
+    write_c_order(w, n0, count, c_n, sums);
     return;
   }
   if (w.m_inner) {

@@ -17,15 +17,17 @@
 //   stride-1 mode, numbered next to the innermost where a block would not reach it
 //   (efbad,cf->abcde), so that a block fills whole lines of c. Past one
 //   block of K, a block of N keeps its sums in a buffer across the blocks of K, then writes
-//   them to c at its strides. Where K is short and that order would write c a value at a
-//   time far apart (dbea,ec->abcd, ecbfa,fd->abcde: the strip operand's innermost a is far
-//   apart in c), but c's stride-1 mode is the strip operand's too, a block is whole rows
-//   (the values of the modes numbered after that mode, up to 1 KB), its sums go to a buffer,
-//   and tiles of a
-//   vector of rows by a vector of a row's values are turned in the registers, so that each
-//   store writes a vector of c. Where a row lies together in the strip operand, the kernel
-//   reads it there, unpacked, the next row prefetched (ecbfa,fd->abcde in float: 0.46 of one
-//   sgemm's speed packed by GEMM plans, 1.09 so).
+//   them to c at its strides. Where K is short and c's stride-1 mode is the strip operand's
+//   but not its innermost, whose values lie apart in c (dbea,ec->abcd, ecbfa,fd->abcde,
+//   efbad,cf->abcde), a vector of sums would go to c a lane at a time. Instead a block is
+//   whole rows (the values of the modes numbered after that mode, up to 1 KB), its sums go
+//   to a buffer, and tiles of a vector of rows by a vector of a row's values are turned in
+//   the registers, so that each store writes a vector of c. Where that mode and a row's
+//   modes are dense in c, a block is that mode's extent of rows, and each panel row's tiles
+//   go to a staging row in c's order, written to c in order (whole lines past the caches
+//   where c is only written and large). Where a row lies together in the strip operand, the
+//   kernel reads it there, unpacked, the next row prefetched (ecbfa,fd->abcde in float: 0.46
+//   of one sgemm's speed packed by GEMM plans, 1.09 so; efbad,cf->abcde: 0.64, 1.16).
 // - any other: the operand holding c's stride-1 mode in strips, numbered in c's order; the
 //   sums go from the registers straight to c, each vector's lanes in the runs they make in c
 //   (masked stores), the first block of K scaling c by beta and the later ones adding to it.
