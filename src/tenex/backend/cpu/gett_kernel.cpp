@@ -495,13 +495,14 @@ void write_c_order(const Work<T>& w, std::size_t n0, std::size_t count, const st
 
 // The sums of R rows and V vectors of a row of the strip operand read where it lies
 // (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart); where
-// `next` is given, every line its first `next_bytes` at each k touch is fetched into the caches
-// meanwhile (tccg06, efbad,cf->abcde in float: rows of 104 bytes, which span three lines from
-// most of their starts; with two lines fetched a row, 42 ms, with all, 21 ms).
+// `next` is given, every line its first `next_bytes` touch at each k from `fetch_from`, for
+// `fetch_count` values of K, is fetched into the caches meanwhile (tccg06, efbad,cf->abcde in
+// float: rows of 104 bytes, which span three lines from most of their starts; with two lines
+// fetched a row, 42 ms, with all, 21 ms).
 template <class T, std::size_t R, std::size_t V>
 __attribute__((target("avx512f"), always_inline)) inline void in_place_kernel(
     const T* strip, const std::ptrdiff_t* strip_k, const T* panel, std::size_t kc, std::size_t length, T* sums,
-    std::size_t ld, const T* next, std::size_t next_bytes) {
+    std::size_t ld, const T* next, std::size_t next_bytes, std::size_t fetch_from, std::size_t fetch_count) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
   const typename X::Mask m0 = lanes<T>(std::min(W, length)), m1 = lanes<T>(length > W ? length - W : 0);
@@ -511,7 +512,7 @@ __attribute__((target("avx512f"), always_inline)) inline void in_place_kernel(
   }
   for (std::size_t k = 0; k < kc; ++k) {
     const T* from = strip + strip_k[k];
-    if (next != nullptr) {
+    if (next != nullptr && k - fetch_from < fetch_count) {
       const auto ahead = reinterpret_cast<std::uintptr_t>(next + strip_k[k]);
       for (std::uintptr_t line = ahead & ~std::uintptr_t{63}; line < ahead + next_bytes; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
@@ -539,20 +540,26 @@ __attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::siz
   constexpr std::size_t W = Vec<T>::width;
   const Blocking& g = w.g;
   const std::size_t step = g.roles.c_step;
+  // The next row's lines are fetched while this one runs, each of its calls (a part of the
+  // row against a panel) fetching an equal share of K: all at once, the next row's lines
+  // (tccg04, deca,be->abcd in float: 72 values of K, 5 lines each) outran the caches' misses
+  // in flight, and the row after came late (18.4 ms; spread, 15.3 ms).
+  const std::size_t calls = ceil_div(step, 2 * W) * g.panels, share = ceil_div(g.k, calls);
   for (std::size_t j = 0; j < count; j += step) {
     const T* row = w.strip + strip_n[j];
-    // The next row's lines fetched while this one runs its first vectors against the first panel.
     const T* next = j + step < count ? w.strip + strip_n[j + step] : nullptr;
+    std::size_t call = 0;
     for (std::size_t v0 = 0; v0 < step; v0 += 2 * W) {
       const std::size_t length = std::min(2 * W, step - v0);
-      for (std::size_t q = 0; q < g.panels; ++q) {
+      for (std::size_t q = 0; q < g.panels; ++q, ++call) {
         T* to = sums + q * R * g.ld + j + v0;
         const T* panel = w.panel + q * g.k * R;
-        const T* ahead = v0 == 0 && q == 0 ? next : nullptr;
         if (length > W) {
-          in_place_kernel<T, R, 2>(row + v0, w.strip_k.data(), panel, g.k, length, to, g.ld, ahead, step * sizeof(T));
+          in_place_kernel<T, R, 2>(row + v0, w.strip_k.data(), panel, g.k, length, to, g.ld, next, step * sizeof(T),
+                                   call * share, share);
         } else {
-          in_place_kernel<T, R, 1>(row + v0, w.strip_k.data(), panel, g.k, length, to, g.ld, ahead, step * sizeof(T));
+          in_place_kernel<T, R, 1>(row + v0, w.strip_k.data(), panel, g.k, length, to, g.ld, next, step * sizeof(T),
+                                   call * share, share);
         }
       }
     }
