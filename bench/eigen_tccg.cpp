@@ -202,9 +202,12 @@ class EigenRunnerOf final : public EigenRunner {
   bool identity_;
 };
 
-// The rank triples (A, B, C) of the public TCCG cases; each is one instantiation of Eigen's
+// The rank triples (A, B, C) of the public TCCG cases and of the even half
+// (bench/tccg_even.tsv: 2, 2, 2 and 2, 3, 3 too); each is one instantiation of Eigen's
 // contraction (and shuffle), which is slow to compile, so only these.
 #define TENEX_EIGEN_RANKS(X) \
+  X(2, 2, 2)                 \
+  X(2, 3, 3)                 \
   X(2, 4, 4)                 \
   X(3, 2, 3)                 \
   X(3, 3, 2)                 \
