@@ -77,8 +77,8 @@ __attribute__((target("avx512f"))) void rows_task(const Layout<T>& l, const T* b
 // so that each block of the large operand is read in one sweep (rows together in memory).
 template <class F>
 void for_blocks(std::size_t tasks, std::size_t blocks, double flops_per_task, F task) {
-  const bool par = tasks > 1 && omp_get_max_threads() > 1 && !omp_in_parallel() &&
-                   flops_per_task * static_cast<double>(tasks * blocks) >= 2e6;
+  [[maybe_unused]] const bool par = tasks > 1 && omp_get_max_threads() > 1 && !omp_in_parallel() &&
+                                    flops_per_task * static_cast<double>(tasks * blocks) >= 2e6;
 #pragma omp parallel if (par)
   {
     const auto team = static_cast<std::size_t>(omp_get_num_threads());
