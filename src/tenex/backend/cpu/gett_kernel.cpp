@@ -381,6 +381,19 @@ struct Lists {
   std::vector<std::size_t> digits;        // OffsetWalk::fill's
 };
 
+// A tile of sums turned in the registers: `tall` rows `step` apart from `from`, `wide` values
+// each (the rest zero), so that tile[u] holds value u of every row.
+template <class T>
+__attribute__((target("avx512f"), always_inline)) inline void turned_tile(const T* from, std::size_t step,
+                                                                          std::size_t tall, std::size_t wide,
+                                                                          typename Vec<T>::V (&tile)[Vec<T>::width]) {
+  using X = Vec<T>;
+  const auto in_row = lanes<T>(wide);
+#pragma GCC unroll 16
+  for (std::size_t t = 0; t < X::width; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
+  transpose<T>(tile);
+}
+
 // A c_order block's sums ([rows * panels][ld]) to c: tiles of up to a vector of rows (c_step
 // values of N each, whose values lie side by side in c) by a vector of values of a row, each
 // turned in the registers, so that a vector of the tile's rows goes to c in one store.
@@ -399,14 +412,10 @@ __attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::
     const auto in_c = lanes<T>(tall);
     for (std::size_t v0 = 0; v0 < step; v0 += W) {
       const std::size_t wide = std::min(W, step - v0);
-      const auto in_row = lanes<T>(wide);
       const std::size_t j0 = r * step + v0;
       for (std::size_t i = 0; i < g.m; ++i) {
         typename X::V tile[W];
-        const T* from = sums + i * g.ld + j0;
-#pragma GCC unroll 16
-        for (std::size_t t = 0; t < W; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
-        transpose<T>(tile);
+        turned_tile<T>(sums + i * g.ld + j0, step, tall, wide, tile);
         T* out = w.c + w.c_m[i];
 #pragma GCC unroll 16
         for (std::size_t u = 0; u < W; ++u) {
@@ -464,13 +473,9 @@ __attribute__((target("avx512f"))) void write_staged(const Work<T>& w, std::size
       const auto in_c = lanes<T>(tall);
       for (std::size_t v0 = 0; v0 < step; v0 += W) {
         const std::size_t wide = std::min(W, step - v0);
-        const auto in_row = lanes<T>(wide);
         const std::size_t j0 = r * step + v0;
         typename X::V tile[W];
-        const T* from = sums + i * g.ld + j0;
-#pragma GCC unroll 16
-        for (std::size_t t = 0; t < W; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
-        transpose<T>(tile);
+        turned_tile<T>(sums + i * g.ld + j0, step, tall, wide, tile);
 #pragma GCC unroll 16
         for (std::size_t u = 0; u < W; ++u) {
           if (u >= wide) break;
