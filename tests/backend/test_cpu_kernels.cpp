@@ -756,6 +756,44 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel's staged rows stream a l
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_staged_stream, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel writes a large c in boxes of its modes", T,
+                          cpu_kernels_gett_boxed) {
+  // c's modes interleave the operands' from its innermost on, K is short and c is only written
+  // and past kStreamBytes (35-40 MB in float, twice that in double): each block's sums, a box
+  // of c's modes, go to c through a buffer in c's order. rand185's shape, runs of 7 values of
+  // i (shorter than a vector), the cut mode m's last block one value; rand074's, runs of 12
+  // values of g (past a vector of doubles: two stores a run), the cut mode i's last block
+  // shorter, the staged ranges q by g, for each value of i and n. c starts as NaN; checked
+  // against the reference.
+  std::mt19937 rng(47);
+  const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
+      {"iramc,dprc->admpi", {{'i', 7}, {'r', 2}, {'a', 19}, {'m', 17}, {'c', 3}, {'d', 221}, {'p', 20}}},
+      {"nqal,gialw->winqg", {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}}},
+  };
+  for (const auto& [einsum, extents] : shapes) {
+    std::vector<std::size_t> extent_of(26, 1);
+    for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
+    const Problem p = parse(einsum, extent_of);
+    INFO(std::string(einsum));
+    const std::optional<std::size_t> gett = gett_plan_of<T>(p);
+    CHECK(gett.has_value() == cpu::contraction::avx512_available());
+    if (!gett) continue;
+    const std::string text =
+        cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    CHECK(text.find("c written in boxes") != std::string::npos);
+    const auto a = random_values<T>(volume(p.a_ext), rng);
+    const auto b = random_values<T>(volume(p.b_ext), rng);
+    const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
+    const Expected expected =
+        reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
+    std::vector<T> c = c0;
+    cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(),
+                            p.c_modes);
+    CHECK(mismatches(c, expected) == 0);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_boxed, Scalars);
+
 TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
   // A skinny shape with short K whose strips would write c a value at a time far apart
   // (tccg03's) and whose rows are too long to go through the buffer in c's order (200 values

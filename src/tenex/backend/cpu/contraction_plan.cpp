@@ -533,7 +533,8 @@ std::string describe(const Problem& p, const Plan& x) {
   if (x.gett) {
     const bool a_panels = gett_panel_operand(p) == kA;
     return std::string("GETT kernel, ") + (a_panels ? "a" : "b") + " packed in panels, " + (a_panels ? "b" : "a") +
-           " in strips; model " + std::to_string(x.seconds * 1e3) + " ms";
+           " in strips" + (gett_boxed(p, p.threads) ? ", c written in boxes" : "") + "; model " +
+           std::to_string(x.seconds * 1e3) + " ms";
   }
   auto group = [&](const std::vector<int>& g) {
     std::string text = "{";

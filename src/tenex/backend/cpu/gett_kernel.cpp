@@ -53,6 +53,10 @@ constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
 constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
 constexpr std::size_t kPanelRows = 12;
+// Bytes of a boxed block's staging range at most (see write_boxed): it stays in the L1.
+constexpr std::size_t kBoxStageBytes = std::size_t{32} << 10;
+// Modes of a box at most (its odometers' digits live on the stack).
+constexpr std::size_t kBoxModes = 32;
 
 std::size_t ceil_div(std::size_t x, std::size_t y) { return (x + y - 1) / y; }
 
@@ -194,11 +198,73 @@ struct Blocking {
   std::size_t ld = 0;               // nc rounded up to whole strips: a packed block's width and the sums'
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
-  bool staged = false;         // c_order blocks of c_extent rows, written through a staging row (write_staged)
-  std::size_t m_parts = 1;     // tasks per block of N (direct only): parts of the panels
+  bool staged = false;      // c_order blocks of c_extent rows, written through a staging row (write_staged)
+  std::size_t m_parts = 1;  // tasks per block of N (direct only): parts of the panels
+  // Boxed blocks (see boxed_blocks): a block of N is every value of the strip operand's
+  // `box_whole` innermost modes (box_inner columns) times up to box_q values of the next one,
+  // the cut mode (of extent box_cut), at one value of the modes outside it.
+  bool boxed = false;
+  std::size_t box_whole = 0, box_inner = 1, box_cut = 1, box_q = 1, box_per_outer = 1;
   std::size_t packed = 0;      // elements of a packed block of the strip operand (none where rows lie in place)
   std::size_t per_thread = 0;  // elements of scratch: a block of the strip operand, then the sums
 };
+
+// Where c's runs of the strip operand's columns are shorter than a strip (c's modes interleave
+// the operands' from its innermost on), the sums written from the registers go to c a few
+// lanes at a time, each store on lines the neighbouring strips and panels also write (rand185,
+// iramc,dprc->admpi: runs of 7 values of i, then p of the panel operand; 1.5 ms of arithmetic,
+// 7.4 ms in all). There, where K is short, a block of N is a box of c's modes instead: whole
+// values of the strip operand's innermost modes (in c's order) and a range of the next, with
+// every panel's rows. Its sums, in a buffer the L2 holds, then go to c in c's order, a
+// range of whole lines at a time (write_boxed).
+void boxed_blocks(const Problem& p, Blocking& g, std::size_t threads) {
+  const std::vector<int>& f = g.roles.strip_free;
+  auto extent = [&](std::size_t x) { return p.extent[static_cast<std::size_t>(f[x])]; };
+  std::size_t run = 1;
+  for (auto it = f.rbegin();
+       it != f.rend() && p.stride[kC][static_cast<std::size_t>(*it)] == static_cast<std::ptrdiff_t>(run); ++it) {
+    run *= p.extent[static_cast<std::size_t>(*it)];
+  }
+  // Not where each run is a vector: its lanes are whole lines of c, which the direct path
+  // streams (rand154, ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
+  if (f.empty() || run >= g.strip || run == g.strip / 2 || p.order[kC].size() > kBoxModes) return;
+  // Only where c is only written and past kStreamBytes: a c the L3 holds takes the direct
+  // path's stores as fast (rand074, nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
+  // direct, 1.1-1.4 ms boxed).
+  if (!p.beta_zero || p.size[kC] * p.element_size <= kStreamBytes) return;
+  const std::size_t most = kBlockBytes / (g.rows * g.panels * p.element_size);  // columns
+  if (most < g.strip) return;
+  // The cut mode: the innermost whose every value with those inside it exceeds `most`, or
+  // the slowest.
+  std::size_t x = f.size(), inner = 1;
+  while (x > 1 && inner * extent(x - 1) <= most) inner *= extent(--x);
+  const std::size_t cut = extent(x - 1), outer = g.n / (inner * cut);
+  // Values of the cut mode per block: of those from half the most to the most, the one that
+  // leaves the fewest lanes of its strips empty.
+  const std::size_t q_most = std::min(cut, most / inner);
+  std::size_t q = q_most;
+  double used = 0;
+  for (std::size_t c = q_most; c >= 1 && 2 * c >= q_most; --c) {
+    const double share = static_cast<double>(inner * c) / static_cast<double>(round_up(inner * c, g.strip));
+    if (share > used + 1e-9) {
+      used = share;
+      q = c;
+    }
+  }
+  // Four blocks per thread at least, where N has them.
+  while (threads > 1 && q > 1 && outer * ceil_div(cut, q) < 4 * threads) q = ceil_div(q, 2);
+  if (inner * q < g.strip) return;
+  g.boxed = true;
+  g.direct = false;
+  g.box_whole = f.size() - x;
+  g.box_inner = inner;
+  g.box_cut = cut;
+  g.box_q = q;
+  g.box_per_outer = ceil_div(cut, q);
+  g.nc = inner * q;
+  g.ld = round_up(g.nc, g.strip);
+  g.n_blocks = outer * g.box_per_outer;
+}
 
 Blocking blocking(const Problem& p, std::size_t threads) {
   Blocking g;
@@ -241,12 +307,14 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   }
   g.ld = round_up(g.nc, g.strip);
   g.n_blocks = ceil_div(g.n, g.nc);
+  if (!g.roles.skinny && g.k <= kBlockK) boxed_blocks(p, g, threads);
   // Too few blocks of N for the threads: each block's panels in parts (its strips packed per part).
   if (g.direct && threads > 1 && g.n_blocks < 4 * threads) {
     g.m_parts = std::min(g.panels, ceil_div(4 * threads, g.n_blocks));
   }
   g.packed = g.roles.rows_in_place ? 0 : g.kc * g.ld;
-  g.per_thread = g.packed + (g.direct ? 0 : g.rows * g.panels * g.ld) + (g.staged ? g.ld : 0);
+  g.per_thread = g.packed + (g.direct ? 0 : g.rows * g.panels * g.ld) + (g.staged ? g.ld : 0) +
+                 (g.boxed ? 2 * (kBoxStageBytes / p.element_size + 64 / p.element_size) : 0);
   return g;
 }
 
@@ -356,15 +424,24 @@ __attribute__((target("avx512f"), noinline)) void strip_to_c(const T* strip, con
   }
 }
 
+// A mode of a boxed block (Blocking::boxed): its values in the block, its stride in the sums
+// and in c. The cut mode's extent is the block's own.
+struct BoxMode {
+  std::size_t extent = 1;
+  std::ptrdiff_t sums = 0, c = 0;
+  bool cut = false;
+};
+
 template <class T>
 struct Work {
   const Blocking& g;
   Offsets strip_k;
   OffsetWalk columns;  // of N: into the strip operand, then into c
   Offsets c_m;
-  bool m_inner = false;      // c's writes from the sums: the panel operand's values innermost
-  bool stream = false;       // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
-  bool panel_outer = false;  // a strip's columns run together in c: each panel against every strip
+  bool m_inner = false;        // c's writes from the sums: the panel operand's values innermost
+  bool stream = false;         // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
+  bool panel_outer = false;    // a strip's columns run together in c: each panel against every strip
+  std::vector<BoxMode> box{};  // a boxed block's modes in c's order, slowest first
   const T* strip = nullptr;
   const T* panel = nullptr;  // [panels][K][rows]
   T alpha{}, beta{};
@@ -379,6 +456,7 @@ struct Lists {
   std::vector<std::ptrdiff_t> index;      // the strip operand's offset of each column of a block
   Offsets strip_n, c_n;                   // a block's columns' offsets: into the strip operand, into c
   std::vector<std::size_t> digits;        // OffsetWalk::fill's
+  std::vector<BoxMode> box;               // write_boxed's
 };
 
 // A tile of sums turned in the registers: `tall` rows `step` apart from `from`, `wide` values
@@ -430,6 +508,17 @@ __attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::
   }
 }
 
+// `length` values of `from` (at most a vector), scaled into c at `to`.
+template <class T>
+__attribute__((target("avx512f"), always_inline)) inline void store_part(const T* from, std::size_t length, T* to,
+                                                                         typename Vec<T>::V va, typename Vec<T>::V vb,
+                                                                         bool only_written) {
+  using X = Vec<T>;
+  const typename X::Mask mask = lanes<T>(length);
+  const typename X::V x = X::mul(va, X::load(mask, from));
+  X::store(mask, to, only_written ? x : X::fma(vb, X::load(mask, to), x));
+}
+
 // `count` values of `from`, scaled into c at `to` in order: the lines `to` covers whole stored
 // past the caches where `stream` (the first and last parts masked).
 template <class T>
@@ -441,17 +530,16 @@ __attribute__((target("avx512f"))) void store_range(const T* from, std::size_t c
   // Up to the first 64-byte line of c, then whole vectors, then the rest.
   const std::size_t head = std::min(count, (64 - reinterpret_cast<std::uintptr_t>(to) % 64) % 64 / sizeof(T));
   const bool streamed = stream && beta == T(0) && reinterpret_cast<std::uintptr_t>(to + head) % 64 == 0;
-  for (std::size_t j = 0; j < count;) {
-    const std::size_t length = j == 0 && head > 0 ? head : std::min(W, count - j);
-    const typename X::Mask mask = lanes<T>(length);
-    const typename X::V x = X::mul(va, X::load(mask, from + j));
-    if (streamed && length == W) {
-      X::stream(to + j, x);
-    } else {
-      X::store(mask, to + j, beta == T(0) ? x : X::fma(vb, X::load(mask, to + j), x));
-    }
-    j += length;
+  if (head > 0) store_part(from, head, to, va, vb, beta == T(0));
+  std::size_t j = head;
+  if (streamed) {
+    for (; j + W <= count; j += W) X::stream(to + j, X::mul(va, X::load(from + j)));
+  } else if (beta == T(0)) {
+    for (; j + W <= count; j += W) X::store(to + j, X::mul(va, X::load(from + j)));
+  } else {
+    for (; j + W <= count; j += W) X::store(to + j, X::fma(vb, X::load(to + j), X::mul(va, X::load(from + j))));
   }
+  if (j < count) store_part(from + j, count - j, to + j, va, vb, beta == T(0));
 }
 
 // A staged block's sums (Blocking::staged: c_extent rows, which fill one range of c per panel
@@ -485,6 +573,96 @@ __attribute__((target("avx512f"))) void write_staged(const Work<T>& w, std::size
     }
     store_range(staging, count, w.c + w.c_m[i] + first, w.alpha, w.beta, w.stream);
   }
+}
+
+// The values of some of a box's modes (slowest first) in order, with their offsets in the
+// sums and in c.
+struct BoxWalk {
+  const BoxMode* modes;
+  std::size_t count;
+  std::size_t digit[kBoxModes] = {};
+  std::ptrdiff_t sums = 0, c = 0;
+
+  BoxWalk(const BoxMode* m, std::size_t n) : modes(m), count(n) {}
+  // To the next value; false past the last.
+  bool next() {
+    for (std::size_t x = count; x > 0; --x) {
+      const BoxMode& m = modes[x - 1];
+      if (++digit[x - 1] < m.extent) {
+        sums += m.sums;
+        c += m.c;
+        return true;
+      }
+      sums -= m.sums * static_cast<std::ptrdiff_t>(m.extent - 1);
+      c -= m.c * static_cast<std::ptrdiff_t>(m.extent - 1);
+      digit[x - 1] = 0;
+    }
+    return false;
+  }
+};
+
+// Elements of one of write_boxed's two stages: a range of c, then a vector's slack.
+template <class T>
+constexpr std::size_t box_stage_elements() {
+  return kBoxStageBytes / sizeof(T) + Vec<T>::width;
+}
+
+// Runs of `run` values (fewer than two vectors) of the sums from `from` at each value of
+// `modes`, side by side into `stage` in order. Whole vectors only: a run shorter than a vector
+// writes past its end, which the next run overwrites (the last into the stage's slack); a
+// longer one writes its last vector over the end of its first. Masked, the stores stalled the
+// loads that read the stage next (rand074, nqal,gialw->winqg: runs of 10 values of g).
+template <class T>
+__attribute__((target("avx512f"))) void gather_runs(const T* from, const BoxMode* modes, std::size_t count,
+                                                    std::size_t run, T* stage) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  // The innermost of `modes` in a loop of its own, the others walked.
+  const BoxMode last = count > 0 ? modes[count - 1] : BoxMode{};
+  const std::size_t tail = run > W ? run - W : 0;
+  BoxWalk walk(modes, count > 0 ? count - 1 : 0);
+  do {
+    const T* in = from + walk.sums;
+    T* out = stage + walk.c;
+    for (std::size_t x = 0; x < last.extent; ++x, in += last.sums, out += last.c) {
+      X::store(out, X::load(in));
+      if (tail > 0) X::store(out + tail, X::load(in + tail));
+    }
+  } while (walk.next());
+}
+
+// A boxed block's sums ([rows * panels][ld]) to c in c's order: the innermost of the block's
+// modes that lie together in c (up to kBoxStageBytes) gathered into a stage (gather_runs),
+// then written to c in one range, its whole lines past the caches where c is only written
+// and large; and so for every value of the modes outside them. Two stages in turn: one is
+// written to c while the next is gathered, so that its loads come long after its stores.
+template <class T>
+__attribute__((target("avx512f"))) void write_boxed(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n,
+                                                    const T* sums, T* stage, std::vector<BoxMode>& modes) {
+  const Blocking& g = w.g;
+  modes = w.box;
+  for (BoxMode& m : modes) {
+    if (m.cut) m.extent = count / g.box_inner;
+  }
+  // The staged modes: modes[staged..], which fill `length` values of c from its first.
+  std::size_t staged = modes.size(), length = 1;
+  while (staged > 0 && modes[staged - 1].c == static_cast<std::ptrdiff_t>(length) &&
+         length * modes[staged - 1].extent * sizeof(T) <= kBoxStageBytes) {
+    length *= modes[--staged].extent;
+  }
+  const std::size_t run = modes.back().extent;  // c's stride-1 mode, stride 1 in the sums too
+  T* const c = w.c + w.c_m[0] + c_n[0];
+  T* const stages[2] = {stage, stage + box_stage_elements<T>()};
+  T* pending = nullptr;  // where the other stage goes
+  std::size_t now = 0;
+  BoxWalk outer(modes.data(), staged);
+  do {
+    gather_runs(sums + outer.sums, modes.data() + staged, modes.size() - staged - 1, run, stages[now]);
+    if (pending != nullptr) store_range(stages[1 - now], length, pending, w.alpha, w.beta, w.stream);
+    pending = c + outer.c;
+    now = 1 - now;
+  } while (outer.next());
+  store_range(stages[1 - now], length, pending, w.alpha, w.beta, w.stream);
 }
 
 // A c_order block's sums to c: staged, or tile by tile.
@@ -578,7 +756,12 @@ __attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::siz
 template <class T, std::size_t R>
 __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists) {
   const Blocking& g = w.g;
-  const std::size_t n0 = t / g.m_parts * g.nc, count = std::min(g.nc, g.n - n0);
+  std::size_t n0 = t / g.m_parts * g.nc, count = std::min(g.nc, g.n - n0);
+  if (g.boxed) {  // values chunk * box_q on of the cut mode, at value `outer` of the modes outside it
+    const std::size_t outer = t / g.box_per_outer, chunk = t % g.box_per_outer;
+    n0 = (outer * g.box_cut + chunk * g.box_q) * g.box_inner;
+    count = std::min(g.box_q, g.box_cut - chunk * g.box_q) * g.box_inner;
+  }
   const std::size_t part = t % g.m_parts;
   const std::size_t p0 = g.panels * part / g.m_parts, p1 = g.panels * (part + 1) / g.m_parts;
   const std::size_t strips = ceil_div(count, g.strip), stride = g.kc * g.strip;
@@ -696,6 +879,10 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
     }
   }
   if (g.direct) return;
+  if (g.boxed) {
+    write_boxed(w, count, c_n, sums, sums + g.rows * g.panels * g.ld, lists.box);
+    return;
+  }
   if (g.roles.c_order) {
     write_c_order(w, n0, count, c_n, sums);
     return;
@@ -726,6 +913,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
     l.strip_n.reserve(g.nc);
     l.c_n.reserve(g.nc);
     l.digits.resize(w.columns.modes());
+    l.box.reserve(w.box.size());
   }
   const std::size_t tasks = g.n_blocks * g.m_parts;
   const bool par = threads > 1;
@@ -778,6 +966,8 @@ __attribute__((target("avx512f"))) void pack_panels(const T* small, const Offset
 
 int gett_panel_operand(const Problem& p) { return roles(p).panel; }
 
+bool gett_boxed(const Problem& p, std::size_t threads) { return blocking(p, threads).boxed; }
+
 std::size_t gett_scratch_elements(const Problem& p, std::size_t threads) {
   return scratch_elements(blocking(p, threads), threads);
 }
@@ -808,6 +998,25 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     run *= p.extent[d];
   }
   w.panel_outer = run >= g.strip;
+  if (g.boxed) {
+    // The panel operand's rows (numbered in panel_free's order), and the strip operand's
+    // whole modes and cut mode (numbered in strip_free's, c's order), by c's strides.
+    std::ptrdiff_t row = 1;
+    for (auto it = panel_free.rbegin(); it != panel_free.rend(); ++it) {
+      const auto d = static_cast<std::size_t>(*it);
+      if (p.extent[d] > 1)
+        w.box.push_back(BoxMode{p.extent[d], row * static_cast<std::ptrdiff_t>(g.ld), p.stride[kC][d], false});
+      row *= static_cast<std::ptrdiff_t>(p.extent[d]);
+    }
+    std::ptrdiff_t column = 1;
+    for (std::size_t x = 0; x <= g.box_whole; ++x) {
+      const auto d = static_cast<std::size_t>(strip_free[strip_free.size() - 1 - x]);
+      if (p.extent[d] > 1 || x == 0 || x == g.box_whole)
+        w.box.push_back(BoxMode{p.extent[d], column, p.stride[kC][d], x == g.box_whole});
+      column *= static_cast<std::ptrdiff_t>(p.extent[d]);
+    }
+    std::sort(w.box.begin(), w.box.end(), [](const BoxMode& l, const BoxMode& r) { return l.c > r.c; });
+  }
   w.stream = beta == T(0) && g.kc == g.k && p.size[kC] * sizeof(T) > kStreamBytes;
   w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
