@@ -24,6 +24,7 @@ import argparse
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -139,6 +140,8 @@ def main():
             for name, *values in table:
                 f.write(name + " " + " ".join("NaN" if v is None else f"{v:.4f}" for v in values) + "\n")
         if o.plot:
+            if shutil.which("gnuplot") is None:
+                sys.exit(f"tccg_table.py: gnuplot not found (Debian: apt-get install gnuplot-nox); the data is in {data}")
             title = f"{os.path.basename(o.cases)}, {precision}, {o.threads} thread(s)"
             subprocess.run(["gnuplot", "-e", f"data='{data}'; out='{o.plot}'; label='{title}'",
                             os.path.join(HERE, "tccg_plot.gp")], check=True)
