@@ -200,6 +200,13 @@ Problem parse(const std::string& einsum, const std::vector<std::size_t>& extent_
   return p;
 }
 
+// The same from each label's extent (labels not given: extent 1).
+Problem parse(const std::string& einsum, const std::vector<std::pair<char, std::size_t>>& extents) {
+  std::vector<std::size_t> extent_of(26, 1);
+  for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
+  return parse(einsum, extent_of);
+}
+
 // A random contraction: modes of every kind (batch, free in a or b, contracted, summed in one
 // operand only), shuffled orders, and now and then a repeated mode (a diagonal).
 Problem random_problem(std::mt19937& rng, std::size_t max_modes, std::size_t max_extent) {
@@ -574,9 +581,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_
       {"xyl,xjym->ljm", {{'x', 4}, {'y', 50}, {'l', 30}, {'j', 3}, {'m', 19}}, false},
   };
   for (const Shape& shape : shapes) {
-    std::vector<std::size_t> extent_of(26, 1);
-    for (const auto& [label, extent] : shape.extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
-    const Problem p = parse(shape.einsum, extent_of);
+    const Problem p = parse(shape.einsum, shape.extents);
     INFO(shape.einsum);
     const std::string first =
         cpu::contract_plan_description<T>(0, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
@@ -596,6 +601,14 @@ std::optional<std::size_t> gett_plan_of(const Problem& p) {
     if (text.find("GETT kernel") == 0) return plan;
   }
   return std::nullopt;
+}
+
+// The same, checked to be offered exactly where the CPU has AVX-512.
+template <class T>
+std::optional<std::size_t> offered_gett_plan(const Problem& p) {
+  const std::optional<std::size_t> gett = gett_plan_of<T>(p);
+  CHECK(gett.has_value() == cpu::contraction::avx512_available());
+  return gett;
 }
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, cpu_kernels_gett) {
@@ -653,12 +666,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       {"aebf,fdec->abcd", {{'a', 6}, {'b', 7}, {'c', 6}, {'d', 7}, {'e', 5}, {'f', 6}}},
   };
   for (const auto& [einsum, extents] : shapes) {
-    std::vector<std::size_t> extent_of(26, 1);
-    for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
-    const Problem p = parse(einsum, extent_of);
+    const Problem p = parse(einsum, extents);
     INFO(std::string(einsum));
-    const std::optional<std::size_t> gett = gett_plan_of<T>(p);
-    CHECK(gett.has_value() == cpu::contraction::avx512_available());
+    const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
     if (!gett) continue;
     const auto a = random_values<T>(volume(p.a_ext), rng);
     const auto b = random_values<T>(volume(p.b_ext), rng);
@@ -689,8 +699,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel streams a large c past t
   const std::size_t extents[] = {A, B, C, D, E, F, G};
   for (std::size_t x = 0; x < 7; ++x) extent_of[x] = extents[x];
   const Problem p = parse("efga,gdbc->abcdef", extent_of);
-  const std::optional<std::size_t> gett = gett_plan_of<T>(p);
-  CHECK(gett.has_value() == cpu::contraction::avx512_available());
+  const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
   if (!gett) return;
   std::mt19937 rng(41);
   const auto a = random_values<T>(E * F * G * A, rng);
@@ -735,14 +744,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel's staged rows stream a l
   // in double: past kStreamBytes), only written (beta 0): each block's rows of d go to c
   // through the staging row, its whole lines past the caches, the parts before c's first
   // line and after its last masked. c starts as NaN; checked against the reference.
-  std::vector<std::size_t> extent_of(26, 1);
-  for (const auto& [label, extent] :
-       std::vector<std::pair<char, std::size_t>>{{'e', 33}, {'f', 2}, {'b', 20}, {'a', 20}, {'d', 26}, {'c', 25}}) {
-    extent_of[static_cast<std::size_t>(label - 'a')] = extent;
-  }
-  const Problem p = parse("efbad,cf->abcde", extent_of);
-  const std::optional<std::size_t> gett = gett_plan_of<T>(p);
-  CHECK(gett.has_value() == cpu::contraction::avx512_available());
+  const Problem p = parse("efbad,cf->abcde", {{'e', 33}, {'f', 2}, {'b', 20}, {'a', 20}, {'d', 26}, {'c', 25}});
+  const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
   if (!gett) return;
   std::mt19937 rng(43);
   const auto a = random_values<T>(volume(p.a_ext), rng);
@@ -771,12 +774,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel writes a large c in boxe
       {"nqal,gialw->winqg", {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}}},
   };
   for (const auto& [einsum, extents] : shapes) {
-    std::vector<std::size_t> extent_of(26, 1);
-    for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
-    const Problem p = parse(einsum, extent_of);
+    const Problem p = parse(einsum, extents);
     INFO(std::string(einsum));
-    const std::optional<std::size_t> gett = gett_plan_of<T>(p);
-    CHECK(gett.has_value() == cpu::contraction::avx512_available());
+    const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
     if (!gett) continue;
     const std::string text =
         cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
@@ -805,9 +805,7 @@ TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") 
       {"ab,dbc->acd", {{'a', 40}, {'b', 20}, {'d', 1000}, {'c', 40}}},
   };
   for (const auto& [einsum, extents] : shapes) {
-    std::vector<std::size_t> extent_of(26, 1);
-    for (const auto& [label, extent] : extents) extent_of[static_cast<std::size_t>(label - 'a')] = extent;
-    const Problem p = parse(einsum, extent_of);
+    const Problem p = parse(einsum, extents);
     INFO(std::string(einsum));
     const std::size_t plans = cpu::contract_plan_count<double>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
     for (std::size_t plan = 0; plan < std::min<std::size_t>(plans, 3); ++plan) {
