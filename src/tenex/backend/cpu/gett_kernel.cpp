@@ -916,7 +916,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
     l.box.reserve(w.box.size());
   }
   const std::size_t tasks = g.n_blocks * g.m_parts;
-  const bool par = threads > 1;
+  [[maybe_unused]] const bool par = threads > 1;
 #pragma omp parallel num_threads(static_cast <int>(threads)) if (par)
   {
     const auto me = static_cast<std::size_t>(omp_get_thread_num());
@@ -932,7 +932,7 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
 // past M; each k's rows gathered at once, the panels shared among `threads`.
 template <class T>
 __attribute__((target("avx512f"))) void pack_panels(const T* small, const Offsets& small_k, const Offsets& small_m,
-                                                    const Blocking& g, T* panel, std::size_t threads) {
+                                                    const Blocking& g, T* panel, [[maybe_unused]] std::size_t threads) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
   static_assert(kPanelRows <= 2 * W);
