@@ -198,6 +198,7 @@ struct Blocking {
   std::size_t ld = 0;               // nc rounded up to whole strips: a packed block's width and the sums'
   std::size_t strip = 0;            // values of N per strip: two vectors
   std::size_t n_blocks = 0;
+  std::size_t c_run = 1;    // the strip operand's columns side by side in c from c's stride-1 mode on
   bool staged = false;      // c_order blocks of c_extent rows, written through a staging row (write_staged)
   std::size_t m_parts = 1;  // tasks per block of N (direct only): parts of the panels
   // Boxed blocks (see boxed_blocks): a block of N is every value of the strip operand's
@@ -217,16 +218,15 @@ struct Blocking {
 // values of the strip operand's innermost modes (in c's order) and a range of the next, with
 // every panel's rows. Its sums, in a buffer the L2 holds, then go to c in c's order, a
 // range of whole lines at a time (write_boxed).
+// Elements of one of write_boxed's two stages: a range of c, then a vector's (64 bytes) slack.
+std::size_t box_stage_elements(std::size_t element_size) { return (kBoxStageBytes + 64) / element_size; }
+
 void boxed_blocks(const Problem& p, Blocking& g, std::size_t threads) {
   const std::vector<int>& f = g.roles.strip_free;
   auto extent = [&](std::size_t x) { return p.extent[static_cast<std::size_t>(f[x])]; };
-  std::size_t run = 1;
-  for (auto it = f.rbegin();
-       it != f.rend() && p.stride[kC][static_cast<std::size_t>(*it)] == static_cast<std::ptrdiff_t>(run); ++it) {
-    run *= p.extent[static_cast<std::size_t>(*it)];
-  }
   // Not where each run is a vector: its lanes are whole lines of c, which the direct path
   // streams (rand154, ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
+  const std::size_t run = g.c_run;
   if (f.empty() || run >= g.strip || run == g.strip / 2 || p.order[kC].size() > kBoxModes) return;
   // Only where c is only written and past kStreamBytes: a c the L3 holds takes the direct
   // path's stores as fast (rand074, nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
@@ -307,6 +307,12 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   }
   g.ld = round_up(g.nc, g.strip);
   g.n_blocks = ceil_div(g.n, g.nc);
+  for (auto it = g.roles.strip_free.rbegin();
+       it != g.roles.strip_free.rend() &&
+       p.stride[kC][static_cast<std::size_t>(*it)] == static_cast<std::ptrdiff_t>(g.c_run);
+       ++it) {
+    g.c_run *= p.extent[static_cast<std::size_t>(*it)];
+  }
   if (!g.roles.skinny && g.k <= kBlockK) boxed_blocks(p, g, threads);
   // Too few blocks of N for the threads: each block's panels in parts (its strips packed per part).
   if (g.direct && threads > 1 && g.n_blocks < 4 * threads) {
@@ -314,7 +320,7 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   }
   g.packed = g.roles.rows_in_place ? 0 : g.kc * g.ld;
   g.per_thread = g.packed + (g.direct ? 0 : g.rows * g.panels * g.ld) + (g.staged ? g.ld : 0) +
-                 (g.boxed ? 2 * (kBoxStageBytes / p.element_size + 64 / p.element_size) : 0);
+                 (g.boxed ? 2 * box_stage_elements(p.element_size) : 0);
   return g;
 }
 
@@ -601,12 +607,6 @@ struct BoxWalk {
   }
 };
 
-// Elements of one of write_boxed's two stages: a range of c, then a vector's slack.
-template <class T>
-constexpr std::size_t box_stage_elements() {
-  return kBoxStageBytes / sizeof(T) + Vec<T>::width;
-}
-
 // Runs of `run` values (fewer than two vectors) of the sums from `from` at each value of
 // `modes`, side by side into `stage` in order. Whole vectors only: a run shorter than a vector
 // writes past its end, which the next run overwrites (the last into the stage's slack); a
@@ -652,7 +652,7 @@ __attribute__((target("avx512f"))) void write_boxed(const Work<T>& w, std::size_
   }
   const std::size_t run = modes.back().extent;  // c's stride-1 mode, stride 1 in the sums too
   T* const c = w.c + w.c_m[0] + c_n[0];
-  T* const stages[2] = {stage, stage + box_stage_elements<T>()};
+  T* const stages[2] = {stage, stage + box_stage_elements(sizeof(T))};
   T* pending = nullptr;  // where the other stage goes
   std::size_t now = 0;
   BoxWalk outer(modes.data(), staged);
@@ -991,13 +991,7 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     const auto& cs = p.stride[kC];
     w.m_inner = cs[static_cast<std::size_t>(panel_free.back())] < cs[static_cast<std::size_t>(strip_free.back())];
   }
-  std::size_t run = 1;  // of the strip operand's columns in c, side by side
-  for (auto it = strip_free.rbegin(); it != strip_free.rend(); ++it) {
-    const auto d = static_cast<std::size_t>(*it);
-    if (p.stride[kC][d] != static_cast<std::ptrdiff_t>(run)) break;
-    run *= p.extent[d];
-  }
-  w.panel_outer = run >= g.strip;
+  w.panel_outer = g.c_run >= g.strip;
   if (g.boxed) {
     // The panel operand's rows (numbered in panel_free's order), and the strip operand's
     // whole modes and cut mode (numbered in strip_free's, c's order), by c's strides.
