@@ -49,6 +49,17 @@ std::vector<long long> row_major_strides(const Extents& extents) {
   return s;
 }
 
+// The labels m0, m1, ... of a rank's modes. Appended rather than written "m" + std::to_string(d):
+// GCC 12 inlines that operator+ into a false -Wrestrict warning (GCC bug 105329).
+Labels mode_labels(std::size_t rank) {
+  Labels labels(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    labels[d] = 'm';
+    labels[d] += std::to_string(d);
+  }
+  return labels;
+}
+
 long long total(const Extents& extents) {
   long long n = 1;
   for (std::size_t e : extents) n *= static_cast<long long>(e);
@@ -813,11 +824,8 @@ KernelCount CudaBackend<T>::run_slice(const SliceParams& params, const KernelArg
   const OpNode& in = *args.operand_nodes[0];
   const std::vector<long long> strides = row_major_strides(in.extents);
   long long offset = 0;
-  Labels labels;
-  for (std::size_t d = 0; d < in.extents.size(); ++d) {
-    offset += static_cast<long long>(params.lo[d]) * strides[d];
-    labels.push_back("m" + std::to_string(d));
-  }
+  for (std::size_t d = 0; d < in.extents.size(); ++d) offset += static_cast<long long>(params.lo[d]) * strides[d];
+  const Labels labels = mode_labels(in.extents.size());
   // The block has the operand's strides and the node's extents.
   // The operand's strides (from its own extents), iterated over the node's extents.
   strided({{FusedOp::load, 0}}, ReduceOp::sum, {{args.operands[0].data, labels, in.extents, offset}}, args.out.data,
@@ -833,8 +841,7 @@ KernelCount CudaBackend<T>::run_chip(const ChipParams& params, const KernelArgs<
   const std::vector<long long> strides = row_major_strides(in.extents);
   // A chip is the slice [index, index + 1) of its mode: the result laid out with that mode of
   // extent 1 has the node's elements in the node's order.
-  Labels labels;
-  for (std::size_t d = 0; d < in.extents.size(); ++d) labels.push_back("m" + std::to_string(d));
+  const Labels labels = mode_labels(in.extents.size());
   Extents extents = in.extents;
   extents[params.mode] = 1;
   strided({{FusedOp::load, 0}}, ReduceOp::sum,
