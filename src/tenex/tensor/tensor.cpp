@@ -285,7 +285,10 @@ std::size_t Tensor<T>::offset(const AtIndex* index, std::size_t count) const {
   for (std::size_t d = 0; d < count; ++d) {
     const AtIndex& i = index[d];
     if (i.negative || i.magnitude >= s.extent(d)) {
-      const std::string shown = (i.negative ? "-" : "") + std::to_string(i.magnitude);
+      // Appended, not (i.negative ? "-" : "") + std::to_string(...): GCC 12 inlines that
+      // operator+ into a false -Wrestrict warning (GCC bug 105329).
+      std::string shown = i.negative ? "-" : "";
+      shown += std::to_string(i.magnitude);
       throw Error("tenex: Tensor::at: index " + shown + " is out of range for mode " + std::to_string(d) +
                   " of extent " + std::to_string(s.extent(d)) + " (shape " + s.to_string() + ")");
     }
