@@ -228,7 +228,8 @@ std::vector<std::string> tensor_names(const OpGraph& graph) {
     if (!storage) continue;
     auto it = std::find(seen.begin(), seen.end(), storage);
     if (it == seen.end()) it = seen.insert(seen.end(), storage);
-    names[id] = "t" + std::to_string(it - seen.begin());
+    names[id] = 't';  // then appended: "t" + std::to_string(...) is GCC 12's false -Wrestrict (bug 105329)
+    names[id] += std::to_string(it - seen.begin());
   }
   return names;
 }

@@ -16,47 +16,60 @@ std::string number(double v) {
   return os.str();
 }
 
+// Joins its pieces by appending. Written a + b + c, std::string's operator+ inlines into
+// GCC 12's false -Wrestrict warning in a Release build (GCC bug 105329).
+template <class... Pieces>
+std::string concat(const Pieces&... pieces) {
+  std::string text;
+  (text += ... += pieces);
+  return text;
+}
+
 // The DOT text of each parameter struct: one overload per struct of the op table, so a
 // new kind without one is a compile error in describe_params.
 std::string describe(const InputParams&) { return {}; }
 std::string describe(const OutputParams&) { return {}; }
 std::string describe(const ReduceParams&) { return {}; }
 std::string describe(const ContractParams& p) {
-  return (p.alpha != 1.0 ? " alpha=" + number(p.alpha) : "") + (p.beta != 0.0 ? " beta=" + number(p.beta) : "");
+  std::string text;
+  if (p.alpha != 1.0) text += concat(" alpha=", number(p.alpha));
+  if (p.beta != 0.0) text += concat(" beta=", number(p.beta));
+  return text;
 }
 std::string describe(const ElementwiseParams& p) {
-  return p.alpha != 1.0 || p.alpha_b != 1.0 ? " alpha=" + number(p.alpha) + "," + number(p.alpha_b) : "";
+  if (p.alpha == 1.0 && p.alpha_b == 1.0) return {};
+  return concat(" alpha=", number(p.alpha), ",", number(p.alpha_b));
 }
 std::string describe(const AddParams& p) { return describe(static_cast<const ElementwiseParams&>(p)); }
 std::string describe(const SubtractParams& p) { return describe(static_cast<const ElementwiseParams&>(p)); }
 std::string describe(const DivideParams& p) { return describe(static_cast<const ElementwiseParams&>(p)); }
-std::string describe(const ScaleParams& p) { return p.alpha != 1.0 ? " alpha=" + number(p.alpha) : ""; }
+std::string describe(const ScaleParams& p) { return p.alpha != 1.0 ? concat(" alpha=", number(p.alpha)) : ""; }
 std::string describe(const CholeskyParams& p) { return p.upper ? " upper" : ""; }
 std::string describe(const EigenSolveParams&) { return {}; }
 std::string describe(const QrParams&) { return {}; }
 std::string describe(const SvdParams&) { return {}; }
-std::string describe(const FactorParams& p) { return " " + std::to_string(p.which); }
+std::string describe(const FactorParams& p) { return concat(" ", std::to_string(p.which)); }
 std::string describe(const SliceParams& p) {
-  return " lo=" + detail::format_extents(p.lo) + " hi=" + detail::format_extents(p.hi);
+  return concat(" lo=", detail::format_extents(p.lo), " hi=", detail::format_extents(p.hi));
 }
 std::string describe(const ChipParams& p) {
-  return " mode=" + std::to_string(p.mode) + " index=" + std::to_string(p.index);
+  return concat(" mode=", std::to_string(p.mode), " index=", std::to_string(p.index));
 }
-std::string describe(const PowParams& p) { return " n=" + std::to_string(p.power); }
+std::string describe(const PowParams& p) { return concat(" n=", std::to_string(p.power)); }
 std::string describe(const MaskParams& p) {
   std::string text;
   for (const SparseMapUse& use : p.maps) {
-    text += " " + detail::join_labels(use.source) + "->" + detail::join_labels(use.target);
+    text += concat(" ", detail::join_labels(use.source), "->", detail::join_labels(use.target));
   }
   return text;
 }
 // Matrix functions.
 std::string describe(const InverseParams&) { return {}; }
-std::string describe(const SolveParams& p) { return " mode=" + std::to_string(p.mode); }
-std::string describe(const SpdPowParams& p) { return " p=" + number(p.power); }
+std::string describe(const SolveParams& p) { return concat(" mode=", std::to_string(p.mode)); }
+std::string describe(const SpdPowParams& p) { return concat(" p=", number(p.power)); }
 
 std::string describe(const FusedParams& p) {
-  std::string text = " " + describe_program(p);
+  std::string text = concat(" ", describe_program(p));
   if (p.reduce == ReduceOp::max) text += " reduce=max";
   if (p.reduce == ReduceOp::min) text += " reduce=min";
   return text;
@@ -165,21 +178,22 @@ std::string describe_program(const FusedParams& p) {
     const FusedInstr& in = p.program[i];
     std::string t;
     switch (in.op) {
-      case FusedOp::load: t = "x" + std::to_string(in.a); break;
+      case FusedOp::load: t = concat("x", std::to_string(in.a)); break;
       case FusedOp::constant: t = number(in.x); break;
-      case FusedOp::add: t = "(" + ref(in.a) + " + " + ref(in.b) + ")"; break;
-      case FusedOp::subtract: t = "(" + ref(in.a) + " - " + ref(in.b) + ")"; break;
-      case FusedOp::multiply: t = ref(in.a) + "*" + ref(in.b); break;
-      case FusedOp::divide: t = ref(in.a) + "/" + ref(in.b); break;
+      case FusedOp::add: t = concat("(", ref(in.a), " + ", ref(in.b), ")"); break;
+      case FusedOp::subtract: t = concat("(", ref(in.a), " - ", ref(in.b), ")"); break;
+      case FusedOp::multiply: t = concat(ref(in.a), "*", ref(in.b)); break;
+      case FusedOp::divide: t = concat(ref(in.a), "/", ref(in.b)); break;
       case FusedOp::maximum:
-      case FusedOp::minimum: t = std::string(fused_op_name(in.op)) + "(" + ref(in.a) + ", " + ref(in.b) + ")"; break;
-      case FusedOp::negate: t = "-" + ref(in.a); break;
-      case FusedOp::power: t = "pow(" + ref(in.a) + ", " + number(in.x) + ")"; break;
-      case FusedOp::clamp: t = "clamp(" + ref(in.a) + ", " + number(in.x) + ", " + number(in.y) + ")"; break;
-      case FusedOp::call:
-        t = (in.b < p.functions.size() && p.functions[in.b] ? p.functions[in.b]->name : std::string("f")) + "(" +
-            ref(in.a) + ")";
+      case FusedOp::minimum: t = concat(fused_op_name(in.op), "(", ref(in.a), ", ", ref(in.b), ")"); break;
+      case FusedOp::negate: t = concat("-", ref(in.a)); break;
+      case FusedOp::power: t = concat("pow(", ref(in.a), ", ", number(in.x), ")"); break;
+      case FusedOp::clamp: t = concat("clamp(", ref(in.a), ", ", number(in.x), ", ", number(in.y), ")"); break;
+      case FusedOp::call: {
+        const bool named = in.b < p.functions.size() && p.functions[in.b];
+        t = concat(named ? std::string_view(p.functions[in.b]->name) : std::string_view("f"), "(", ref(in.a), ")");
         break;
+      }
       case FusedOp::exp:
       case FusedOp::log:
       case FusedOp::sqrt:
@@ -189,15 +203,16 @@ std::string describe_program(const FusedParams& p) {
       case FusedOp::cos:
       case FusedOp::tanh:
       case FusedOp::sign:
-      case FusedOp::reciprocal: t = std::string(fused_op_name(in.op)) + "(" + ref(in.a) + ")"; break;
+      case FusedOp::reciprocal: t = concat(fused_op_name(in.op), "(", ref(in.a), ")"); break;
     }
     if (uses[i] > 1 && i + 1 < n && in.op != FusedOp::load && in.op != FusedOp::constant) {
-      names += "t" + std::to_string(i) + "=" + t + "; ";
-      t = "t" + std::to_string(i);
+      std::string temporary = concat("t", std::to_string(i));
+      names += concat(temporary, "=", t, "; ");
+      t = std::move(temporary);
     }
     text[i] = std::move(t);
   }
-  return n ? names + text[n - 1] : std::string("(empty program)");
+  return n ? concat(names, text[n - 1]) : std::string("(empty program)");
 }
 
 std::string_view op_kind_name(OpKind kind) {
