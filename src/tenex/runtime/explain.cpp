@@ -132,7 +132,10 @@ std::string with_extents(const OpNode& node) {
   for (std::size_t i = 0; i < node.labels.size(); ++i) {
     if (i > 0) text += ',';
     text += is_new_mode_label(node.labels[i]) ? std::string("~") : node.labels[i];
-    if (i < node.extents.size()) text += "=" + std::to_string(node.extents[i]);
+    if (i < node.extents.size()) {
+      text += '=';  // appended: "=" + std::to_string(...) is GCC 12's false -Wrestrict (bug 105329)
+      text += std::to_string(node.extents[i]);
+    }
   }
   return text + ")";
 }

@@ -67,7 +67,10 @@ std::string program_body(const std::vector<FusedInstr>& program) {
   auto c = [&] { return "T(a.constant[" + std::to_string(constant++) + "])"; };
   for (std::size_t i = 0; i < program.size(); ++i) {
     const FusedInstr& in = program[i];
-    const std::string va = "v" + std::to_string(in.a), vb = "v" + std::to_string(in.b);
+    // Appended: "v" + std::to_string(...) inlines into GCC 12's false -Wrestrict (bug 105329).
+    std::string va(1, 'v'), vb(1, 'v');
+    va += std::to_string(in.a);
+    vb += std::to_string(in.b);
     std::string e;
     switch (in.op) {
       case FusedOp::load:
