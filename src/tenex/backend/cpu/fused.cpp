@@ -90,8 +90,10 @@ class Evaluator {
       : plan_(plan), program_(plan.params->program), scratch_(program_.size() * kStrip), values_(program_.size()),
         offsets_(plan.in.size(), 0) {}
 
-  /// Evaluates rows [r0, r1) into `out` (the result or a private copy of it).
-  void rows(std::size_t r0, std::size_t r1, T* out) {
+  /// Evaluates rows [r0, r1) into `out` (the result or a private copy of it), each row's
+  /// points [s0, s1) of the innermost mode (all of them by default).
+  void rows(std::size_t r0, std::size_t r1, T* out, std::size_t s0 = 0, std::size_t s1 = ~std::size_t{0}) {
+    s1 = std::min(s1, plan_.inner.extent);
     const std::size_t nrows = plan_.rows.size();
     std::vector<std::size_t> idx(nrows, 0);
     std::size_t rest = r0;
@@ -115,8 +117,8 @@ class Evaluator {
         out_base += i * plan_.rows[d].out;
       }
       const Dim* block = plan_.has_block ? &plan_.rows.back() : nullptr;
-      for (std::size_t s = 0; s < plan_.inner.extent; s += kStrip) {
-        const std::size_t w = std::min(kStrip, plan_.inner.extent - s);
+      for (std::size_t s = s0; s < s1; s += kStrip) {
+        const std::size_t w = std::min(kStrip, s1 - s);
         const auto ss = static_cast<std::ptrdiff_t>(s);
         for (std::size_t t = 0; t < group; ++t) {
           const auto tt = static_cast<std::ptrdiff_t>(t);
@@ -287,6 +289,25 @@ class Evaluator {
   std::vector<std::ptrdiff_t> offsets_;
 };
 
+/// Runs work(evaluator, thread, threads) on `threads` OpenMP threads, each with its own
+/// evaluator. An exception (std::bad_alloc of a thread's scratch, a map callable's) must not
+/// leave a parallel region: the first is kept and rethrown after it.
+template <class T, class F>
+void on_threads(const Plan<T>& plan, int threads, F work) {
+  std::exception_ptr error;
+#pragma omp parallel num_threads(threads)
+  {
+    try {
+      Evaluator<T> eval(plan);
+      work(eval, static_cast<std::size_t>(omp_get_thread_num()), static_cast<std::size_t>(omp_get_num_threads()));
+    } catch (...) {
+#pragma omp critical(tenex_fused_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 Strides row_major(const Extents& extents) {
   Strides s(extents.size(), 1);
   for (std::size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * static_cast<std::ptrdiff_t>(extents[d]);
@@ -416,9 +437,14 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const std::size_t units = plan.row_count / plan.grain;
   bool parallel = threads > 1 && points >= kParallelMin;
-  bool private_copies = false;
+  // Too few rows to share: a result without reduction shares each row's points instead (no
+  // two threads write one element); a small reduced result is summed per thread and combined.
+  // Never private copies without a reduction: `out` holds no identity to combine them onto.
+  bool private_copies = false, split_rows = false;
   if (parallel && units < static_cast<std::size_t>(threads) * 2) {
-    if (plan.out_size <= kPrivateMax) {
+    if (!plan.reducing && plan.inner.extent >= static_cast<std::size_t>(threads) * kStrip) {
+      split_rows = true;
+    } else if (plan.reducing && plan.out_size <= kPrivateMax) {
       private_copies = true;
     } else if (units < 2) {
       parallel = false;
@@ -426,43 +452,27 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
   }
   if (!parallel) {
     Evaluator<T>(plan).rows(0, plan.row_count, out);
+  } else if (split_rows) {
+    // Whole strips of every row per thread.
+    const std::size_t strips = (plan.inner.extent + kStrip - 1) / kStrip;
+    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
+      const std::size_t s0 = strips * t / nt * kStrip, s1 = strips * (t + 1) / nt * kStrip;
+      if (s0 < s1) eval.rows(0, plan.row_count, out, s0, s1);
+    });
   } else if (!private_copies) {
-    // An exception (std::bad_alloc of a thread's scratch) must not leave a parallel region: the
-    // first is kept and rethrown after it.
-    std::exception_ptr error;
-#pragma omp parallel num_threads(threads)
-    {
-      try {
-        Evaluator<T> eval(plan);
-        const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-        const auto t = static_cast<std::size_t>(omp_get_thread_num());
-        const std::size_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-        if (u0 < u1) eval.rows(u0 * plan.grain, u1 * plan.grain, out);
-      } catch (...) {
-#pragma omp critical(tenex_fused_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
+      const std::size_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+      if (u0 < u1) eval.rows(u0 * plan.grain, u1 * plan.grain, out);
+    });
   } else {
     std::vector<std::vector<T>> partial(static_cast<std::size_t>(threads));
-    std::exception_ptr error;
-#pragma omp parallel num_threads(threads)
-    {
-      try {
-        Evaluator<T> eval(plan);
-        const auto nt = static_cast<std::size_t>(omp_get_num_threads());
-        const auto t = static_cast<std::size_t>(omp_get_thread_num());
-        std::vector<T>& mine = partial[t];
-        mine.assign(plan.out_size, identity<T>(params.reduce));
-        const std::size_t r0 = plan.row_count * t / nt, r1 = plan.row_count * (t + 1) / nt;
-        if (r0 < r1) eval.rows(r0, r1, mine.data());
-      } catch (...) {
-#pragma omp critical(tenex_fused_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
+      std::vector<T>& mine = partial[t];
+      mine.assign(plan.out_size, identity<T>(params.reduce));
+      const std::size_t r0 = plan.row_count * t / nt, r1 = plan.row_count * (t + 1) / nt;
+      if (r0 < r1) eval.rows(r0, r1, mine.data());
+    });
+    // Combined in thread order: the same result on every run with this many threads.
     for (const std::vector<T>& mine : partial) {
       for (std::size_t x = 0; x < mine.size(); ++x) out[x] = combine(params.reduce, out[x], mine[x]);
     }
