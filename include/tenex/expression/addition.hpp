@@ -1,6 +1,8 @@
 // tenex/expression/addition.hpp — Element-wise sum matched by label; an operand lacking labels is broadcast along them.
 //
 //   d("i,a") = e("i") + f("a");   // d(i,a) = e(i) + f(a)
+//   q("i")   = a("i,j") + b("i"); // sum over j of (a(i,j) + b(i)): a label the target drops
+//                                 // is summed over the whole sum (docs/einstein.md)
 #pragma once
 
 #include "tenex/expression/expression.hpp"

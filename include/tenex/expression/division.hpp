@@ -1,6 +1,7 @@
 // tenex/expression/division.hpp — Element-wise quotient matched by label, broadcasting.
 //
 //   T("i,a,j,b") = V("i,a,j,b") / D("i,a,j,b");
+//   r("i")       = a("i,j") / d("i,j");   // sum over j of a(i,j) / d(i,j)
 #pragma once
 
 #include "tenex/expression/expression.hpp"

@@ -11,6 +11,7 @@
 #include "tenex/tensor/storage.hpp"
 
 #include <functional>
+#include <optional>
 #include <type_traits>
 
 namespace tenex {
@@ -310,10 +311,22 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       // c += e is c = c + e, the right side reading the value c has now (not when the target
       // handle was made: `auto h = c("i"); c("i") = a("i"); h += b("i");` adds to a).
       Indexed<T> current(object, join_labels(target.written_labels()));
-      Handle combined = mode == AssignMode::add        ? Addition<T>(current, rhs).handle()
-                        : mode == AssignMode::subtract ? Subtraction<T>(current, rhs).handle()
-                        : mode == AssignMode::multiply ? Multiplication<T>(current, rhs).handle()
-                                                       : Division<T>(current, rhs).handle();
+      // The right side of +=, -= and /= is what `c = e` would write: the labels c lacks are
+      // summed out of e first (c("i") += a("i,j") adds sum_j a(i,j) once), not over c + e
+      // (which would count c once per j). A product is linear either way.
+      std::vector<std::string> dropped;
+      if (mode != AssignMode::multiply) {
+        for (const std::string& l : value->implicit) {
+          if (!contains_label(target.written_labels(), l)) dropped.push_back(l);
+        }
+      }
+      std::optional<Reduction<T>> summed;
+      if (!dropped.empty()) summed.emplace(rhs, join_labels(dropped), ReduceOp::sum);
+      const Expression<T>& e = summed ? static_cast<const Expression<T>&>(*summed) : rhs;
+      Handle combined = mode == AssignMode::add        ? Addition<T>(current, e).handle()
+                        : mode == AssignMode::subtract ? Subtraction<T>(current, e).handle()
+                        : mode == AssignMode::multiply ? Multiplication<T>(current, e).handle()
+                                                       : Division<T>(current, e).handle();
       handle.node = combined.node;
       handle.state = LinkedState::merge(handle.state, combined.state);
     }

@@ -89,8 +89,9 @@ std::string_view ElementwiseNode::kind_name() const {
 
 NodeId ElementwiseNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
                              const std::vector<NodeId>& children) const {
-  // Each term sums the labels nobody above keeps on its own: c(i) = a(i,j) + b(i) is
-  // sum_j a(i,j) + b(i), and a product inside a term contracts them (child_keep).
+  // `keep` holds every label a term carries freely (Lowering::build widens it), so a label
+  // the target drops is summed after this node: c(i) = a(i,j) + b(i) is sum_j (a(i,j) + b(i)).
+  // A product inside a term contracts its own repeated labels (child_keep).
   OpParams params = op == OpKind::add        ? OpParams(AddParams{})
                     : op == OpKind::subtract ? OpParams(SubtractParams{})
                                              : OpParams(DivideParams{});

@@ -159,9 +159,10 @@ NodeId Lowering::build(const NodePtr& root, const std::vector<std::string>& root
     std::string key;
     bool expanded = false;
     std::vector<std::vector<std::string>> child_keeps = {};
+    std::vector<std::string> summed_from = {};  // set: this frame sums the node's wider value
   };
   std::vector<Frame> stack;
-  stack.push_back(Frame{root, root_keep, key_of(root_keep), false, {}});
+  stack.push_back(Frame{root, root_keep, key_of(root_keep), false, {}, {}});
   NodeId result = 0;
   while (!stack.empty()) {
     Frame& frame = stack.back();
@@ -171,6 +172,39 @@ NodeId Lowering::build(const NodePtr& root, const std::vector<std::string>& root
       continue;
     }
     if (!frame.expanded) {
+      // The summation rule (docs/einstein.md): only a product sums labels itself (those on
+      // two or more factors, and those of one factor, which is the same sum taken early).
+      // Any other node yields its whole value, over every label it carries freely, and
+      // what its consumer drops is summed from that value: Σ_j (a_ij + b_i), not
+      // Σ_j a_ij + b_i.
+      if (!frame.node->is_product()) {
+        std::size_t more = 0;
+        for (const std::string& l : frame.node->implicit) more += contains_label(frame.keep, l) ? 0 : 1;
+        if (more > 0) {
+          // In the node's own order: the sum after it permutes as it reduces.
+          std::vector<std::string> wide;
+          for (const std::string& l : frame.node->labels) {
+            if (contains_label(frame.keep, l) || contains_label(frame.node->implicit, l)) wide.push_back(l);
+          }
+          std::vector<std::string> keep = std::move(frame.keep);
+          std::string key = std::move(frame.key);
+          const NodePtr node = frame.node;
+          if (const NodeId* hit = find(node.get(), key_of(wide))) {
+            result = reduce_to(*hit, keep);
+            remember(node.get(), key, result, std::weak_ptr<const void>(node));
+            stack.pop_back();
+            continue;
+          }
+          // Build the wide value first (a frame of its own, memoized under its labels),
+          // then sum it down to what was asked (this frame, expanded with no children).
+          frame.keep = std::move(keep);
+          frame.key = std::move(key);
+          frame.expanded = true;
+          frame.summed_from = wide;
+          stack.push_back(Frame{node, wide, key_of(wide), false, {}, {}});
+          continue;
+        }
+      }
       frame.expanded = true;
       const std::size_t n = frame.node->children.size();
       frame.child_keeps.resize(n);
@@ -179,8 +213,16 @@ NodeId Lowering::build(const NodePtr& root, const std::vector<std::string>& root
       const NodePtr node = frame.node;
       const std::vector<std::vector<std::string>> keeps = frame.child_keeps;
       for (std::size_t i = n; i-- > 0;) {
-        stack.push_back(Frame{node->children[i], keeps[i], key_of(keeps[i]), false, {}});
+        stack.push_back(Frame{node->children[i], keeps[i], key_of(keeps[i]), false, {}, {}});
       }
+      continue;
+    }
+    if (!frame.summed_from.empty()) {
+      const NodeId* wide = find(frame.node.get(), key_of(frame.summed_from));
+      if (!wide) throw InternalError("tenex: graph building: " + frame.node->text() + " was not built");
+      result = reduce_to(*wide, frame.keep);
+      remember(frame.node.get(), frame.key, result, std::weak_ptr<const void>(frame.node));
+      stack.pop_back();
       continue;
     }
     std::vector<NodeId> children;
