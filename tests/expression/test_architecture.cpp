@@ -88,6 +88,32 @@ TEST_CASE("architecture: a user class overriding add_to_graph is evaluated throu
   CHECK(contains(g.to_dot(), "scale alpha=2"));
 }
 
+TEST_CASE("architecture: user classes nest: each object's add_to_graph is honoured") {
+  // Through a function (a class's constructor given its own class copies, docs/extending.md).
+  using TD = tenex::Tensor<double>;
+  auto twice = [](const tenex::Expression<TD>& e) { return Twice<TD>(e); };
+  TD x(tenex::Shape{2}, {1, 2}), y(tenex::Shape{2}, {10, 20}), z, w, v, u, d;
+  z("i") = twice(twice(x("i")));
+  CHECK(z.to_vector() == std::vector<double>{4, 8});
+  const Twice<TD> inner = twice(x("i"));
+  w("i") = twice(inner) + inner;
+  CHECK(w.to_vector() == std::vector<double>{6, 12});
+  v("i") = twice(twice(twice(x("i"))) + inner) * twice(y("i"));
+  CHECK(v.to_vector() == std::vector<double>{2 * (4 + 2) * 20.0, 2 * (8 + 4) * 40.0});
+  // Another user class around and inside, by a const Expression<T>& operand.
+  const tenex::Expression<TD>& as_operand = inner;
+  u("i") = Difference<TD>(Twice<TD>(as_operand), Difference<TD>(inner, x("i")));
+  CHECK(u.to_vector() == std::vector<double>{4 - 1, 8 - 2});
+  // The same nested object in two statements of one set, and read by the graph API.
+  {
+    const Twice<TD> four = twice(inner);
+    d("i") = four - y("i");
+    z("i") = four * four;
+  }
+  CHECK(d.to_vector() == std::vector<double>{-6, -12});
+  CHECK(z.to_vector() == std::vector<double>{16, 64});
+}
+
 TEST_CASE_TEMPLATE_DEFINE("architecture: a user class adding a node through OpGraph::add", T, arch_0) {
   Tensor<T> a(Shape{3}, {5, 7, 9}), b(Shape{3}, {1, 2, 3}), c, d;
   c("i") = Difference<Tensor<T>>(a("i"), b("i"));
