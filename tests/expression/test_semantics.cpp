@@ -779,7 +779,10 @@ TEST_CASE_TEMPLATE_DEFINE("semantics: ranks 0 to 8", T, semantics_ranks) {
     INFO("rank ", rank);
     std::vector<std::size_t> extents(pattern.begin(), pattern.begin() + static_cast<std::ptrdiff_t>(rank));
     ref::Labels names;
-    for (std::size_t m = 0; m < rank; ++m) names.push_back("i" + std::to_string(m));
+    for (std::size_t m = 0; m < rank; ++m) {
+      names.emplace_back(1, 'i');  // then appended: "i" + std::to_string is GCC 12's false -Wrestrict
+      names.back() += std::to_string(m);
+    }
     ref::Labels reversed(names.rbegin(), names.rend());
     const std::string forward = ref::join_labels(names), backward = ref::join_labels(reversed);
     auto a = random_tensor<T>(Shape(extents), 100 + rank);
