@@ -19,7 +19,13 @@ namespace {
 using tenex::Shape;
 using tenex::Tensor;
 
-std::string label(std::size_t k) { return "i" + std::to_string(k); }
+// Appended, not "i" + std::to_string(k): GCC 12 inlines that operator+ into a false -Wrestrict
+// warning in the Release build (GCC bug 105329).
+std::string label(std::size_t k) {
+  std::string text(1, 'i');
+  text += std::to_string(k);
+  return text;
+}
 
 /// A rotation by `angle`: products of them stay of norm one whatever their number.
 template <class T>
