@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -254,6 +255,45 @@ TEST_CASE("op graph: replace_uses and set_operand rewire edges") {
   CHECK_THROWS_AS(g.set_operand(sc, 0, 99), tenex::InternalError);
   CHECK_THROWS_AS(g.replace_uses(99, x), tenex::InternalError);
   CHECK(g.operands(sub) == std::vector<NodeId>{x, x});
+}
+
+TEST_CASE("op graph: a value read by 20,000 nodes loses and changes its uses one by one") {
+  // Each removal and rewiring costs the consumer's operands, not the 20,000 uses of x.
+  constexpr std::size_t n = 20000;
+  OpGraph g;
+  const NodeId x = g.add_node(make_node(OpKind::input, {"i"}, {4}));
+  const NodeId y = g.add_node(make_node(OpKind::input, {"i"}, {4}));
+  std::vector<NodeId> uses;
+  for (std::size_t k = 0; k < n; ++k) uses.push_back(g.add_node(make_node(OpKind::add, {"i"}, {4}), {x, y}));
+  CHECK(g.has_consumers(x));
+  CHECK_FALSE(g.only_consumer(x));
+  CHECK(g.consumers(x).size() == n);
+  // Every other use detached, a quarter moved to y: the rest stays in order.
+  for (std::size_t k = 0; k < n; k += 2) g.detach(uses[k]);
+  for (std::size_t k = 1; k < n; k += 4) g.set_operand(uses[k], 0, y);
+  std::vector<NodeId> expected;
+  for (std::size_t k = 3; k < n; k += 4) expected.push_back(uses[k]);
+  CHECK(g.consumers(x) == expected);
+  CHECK(g.operands(uses[0]).empty());
+  CHECK(g.operands(uses[1]) == std::vector<NodeId>{y, y});
+  CHECK(g.operands(uses[3]) == std::vector<NodeId>{x, y});
+  const std::vector<NodeId> order = g.topological_order();
+  REQUIRE(order.size() == g.size());
+  std::vector<std::size_t> at(g.size());
+  for (std::size_t i = 0; i < order.size(); ++i) at[order[i]] = i;
+  bool operands_first = true;
+  for (NodeId id = 0; id < g.size(); ++id) {
+    for (NodeId op : g.operands(id)) operands_first = operands_first && at[op] < at[id];
+  }
+  CHECK(operands_first);
+  // Down to one consumer, then none.
+  for (std::size_t k = 3; k + 4 < n; k += 4) g.detach(uses[k]);
+  CHECK(g.only_consumer(x) == uses[n - 1]);
+  g.replace_uses(x, y);
+  CHECK_FALSE(g.has_consumers(x));
+  CHECK_FALSE(g.only_consumer(x));
+  CHECK(g.operands(uses[n - 1]) == std::vector<NodeId>{y, y});
+  CHECK(g.only_consumer(y) == std::nullopt);
 }
 
 TEST_CASE("op graph: prune removes what no output needs") {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,8 +98,14 @@ class TENEX_API OpGraph {
   OpNode& node(NodeId id);
   /// Operands of `id` in operand order.
   std::vector<NodeId> operands(NodeId id) const;
-  /// Nodes that use `id` as an operand (each once).
+  /// Nodes that use `id` as an operand (each once, in increasing order).
   std::vector<NodeId> consumers(NodeId id) const;
+  /// Whether some node uses `id` as an operand. O(1).
+  bool has_consumers(NodeId id) const;
+  /// The node that uses `id` as an operand (once or more) when it is the only one; nullopt
+  /// when none or several do. Stops at the second consumer, so a value read by thousands
+  /// of nodes costs no more to ask about than one read by two.
+  std::optional<NodeId> only_consumer(NodeId id) const;
   std::size_t size() const;
   /// Nodes of kind output.
   std::vector<NodeId> outputs() const;

@@ -151,7 +151,7 @@ std::vector<NodeId> depth_first_order(const OpGraph& graph) {
   };
   std::vector<Frame> stack;
   for (NodeId root = 0; root < n; ++root) {
-    if (state[root] || !graph.consumers(root).empty()) continue;
+    if (state[root] || graph.has_consumers(root)) continue;
     stack.push_back(frame_of(root));
     state[root] = 1;
     while (!stack.empty()) {

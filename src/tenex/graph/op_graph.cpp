@@ -11,14 +11,14 @@
 #include <atomic>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
-#include <boost/graph/topological_sort.hpp>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 #include <iterator>
 #include <limits>
 #include <map>
-#include <set>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "tenex/error.hpp"
@@ -32,16 +32,19 @@ namespace tenex {
 
 namespace {
 
+// Boost.Graph draws the DOT text: a bidirectional adjacency_list lists its edges in the order
+// they were made, as OpGraph does.
 struct EdgeData {
   std::size_t operand_index = 0;
 };
-
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, OpNode, EdgeData>;
+using DotGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property, EdgeData>;
 
 using detail::format_extents;
 using detail::join_labels;
 
 std::atomic<std::uint64_t> next_serial{1};
+
+constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 
 }  // namespace
 
@@ -51,15 +54,90 @@ std::size_t OpNode::size() const {
   return n;
 }
 
+// Adjacency vectors, each in the order its edges were made, as Boost's vecS lists keep them
+// (the topological order and the DOT text follow that order). A value may be read by a
+// hundred thousand statements, so removing one use must not scan or shift the others: a
+// removed use is blanked in its operand's list (each edge knows its place there) and the
+// list is compacted once more than half of it is blank. A consumer's operand list is short
+// and is erased from directly.
 struct OpGraph::Impl {
-  Graph graph;
+  struct Use {
+    NodeId consumer = npos;  // npos: removed
+    std::size_t edge = 0;
+  };
+  struct Operand {
+    NodeId source = 0;
+    std::size_t index = 0;  // the operand's position in the consumer's operand list
+    std::size_t edge = 0;
+  };
+  struct Vertex {  // (the nodes apart: a walk of the graph touches these only)
+    std::vector<Operand> in;
+    std::vector<Use> out;
+    std::size_t out_live = 0;
+  };
+  struct Edge {
+    NodeId source = 0, target = 0;
+    std::size_t index = 0;
+    std::size_t place = 0;  // in vertices[source].out
+    bool live = true;
+  };
+
+  std::vector<OpNode> nodes;
+  std::vector<Vertex> vertices;  // by node id, as nodes
+  std::vector<Edge> edges;       // every edge made, in order (removed ones until prune())
   std::vector<SparseMapUse> sparse_maps;
   std::uint64_t serial = next_serial.fetch_add(1);
+  // The topological order, kept until a node or an edge is added or removed: most passes
+  // change nothing in most sets, and each walk of a large graph costs a cache miss or two
+  // per node. (Threads reading one finished plan's graph share it: the lock.)
+  mutable std::mutex order_mutex;
+  mutable std::vector<NodeId> order;
+  mutable bool order_known = false;
+
+  void connect(NodeId operand, NodeId consumer, std::size_t index) {
+    order_known = false;
+    const std::size_t e = edges.size();
+    Vertex& source = vertices[operand];
+    edges.push_back(Edge{operand, consumer, index, source.out.size(), true});
+    source.out.push_back(Use{consumer, e});
+    ++source.out_live;
+    vertices[consumer].in.push_back(Operand{operand, index, e});
+  }
+  /// Removes the edges into `consumer` whose operand index `pick` accepts.
+  template <class Pick>
+  void disconnect(NodeId consumer, Pick pick) {
+    std::vector<Operand>& in = vertices[consumer].in;
+    for (const Operand& op : in) {
+      if (pick(op.index)) drop_use(op.edge);
+    }
+    std::erase_if(in, [&](const Operand& op) { return pick(op.index); });
+  }
+  /// Blanks edge `e` in its source's list of uses (the consumer's side is the caller's).
+  void drop_use(std::size_t e) {
+    order_known = false;
+    Edge& edge = edges[e];
+    edge.live = false;
+    Vertex& source = vertices[edge.source];
+    source.out[edge.place].consumer = npos;
+    --source.out_live;
+    if (source.out.size() > 16 && source.out_live < source.out.size() / 2) {
+      std::size_t kept = 0;
+      for (const Use& use : source.out) {
+        if (use.consumer == npos) continue;
+        edges[use.edge].place = kept;
+        source.out[kept++] = use;
+      }
+      source.out.resize(kept);
+    }
+  }
+
+  /// Every node after its operands (what topological_order() keeps).
+  std::vector<NodeId> sorted() const;
 
   void check(NodeId id) const {
-    if (id >= boost::num_vertices(graph)) {
+    if (id >= vertices.size()) {
       throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " does not exist (the graph has " +
-                          std::to_string(boost::num_vertices(graph)) + " nodes)");
+                          std::to_string(vertices.size()) + " nodes)");
     }
   }
 };
@@ -90,8 +168,11 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
                         ? packed_size(node.kind, node.extents[0], node.extents[1])
                         : node.size();
   }
-  NodeId id = boost::add_vertex(std::move(node), impl_->graph);
-  for (std::size_t i = 0; i < operands.size(); ++i) boost::add_edge(operands[i], id, EdgeData{i}, impl_->graph);
+  const NodeId id = impl_->vertices.size();
+  impl_->nodes.push_back(std::move(node));
+  impl_->vertices.emplace_back();
+  impl_->order_known = false;
+  for (std::size_t i = 0; i < operands.size(); ++i) impl_->connect(operands[i], id, i);
   return id;
 }
 
@@ -132,59 +213,116 @@ std::uint64_t OpGraph::serial() const { return impl_->serial; }
 
 void OpGraph::detach(NodeId id) {
   impl_->check(id);
-  boost::clear_in_edges(id, impl_->graph);
+  impl_->disconnect(id, [](std::size_t) { return true; });
 }
 
 const OpNode& OpGraph::node(NodeId id) const {
   impl_->check(id);
-  return impl_->graph[id];
+  return impl_->nodes[id];
 }
 
 OpNode& OpGraph::node(NodeId id) {
   impl_->check(id);
-  return impl_->graph[id];
+  return impl_->nodes[id];
 }
 
 std::vector<NodeId> OpGraph::operands(NodeId id) const {
   impl_->check(id);
-  std::vector<std::pair<std::size_t, NodeId>> ordered;
-  for (auto [it, end] = boost::in_edges(id, impl_->graph); it != end; ++it) {
-    ordered.emplace_back(impl_->graph[*it].operand_index, boost::source(*it, impl_->graph));
+  // The operand indices of a node are 0..n-1 (every change of an operand keeps its index):
+  // each operand goes straight to its place.
+  const std::vector<Impl::Operand>& in = impl_->vertices[id].in;
+  std::vector<NodeId> result(in.size(), npos);
+  for (const Impl::Operand& op : in) {
+    if (op.index >= in.size() || result[op.index] != npos) {
+      throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " has operand " + std::to_string(op.index) +
+                          " twice or out of order");
+    }
+    result[op.index] = op.source;
   }
-  std::sort(ordered.begin(), ordered.end());
-  std::vector<NodeId> result;
-  result.reserve(ordered.size());
-  for (auto& [index, source] : ordered) result.push_back(source);
   return result;
 }
 
 std::vector<NodeId> OpGraph::consumers(NodeId id) const {
   impl_->check(id);
-  std::set<NodeId> result;
-  for (auto [it, end] = boost::out_edges(id, impl_->graph); it != end; ++it) {
-    result.insert(boost::target(*it, impl_->graph));
+  const Impl::Vertex& v = impl_->vertices[id];
+  std::vector<NodeId> result;
+  result.reserve(v.out_live);
+  for (const Impl::Use& use : v.out) {
+    if (use.consumer != npos) result.push_back(use.consumer);
   }
-  return {result.begin(), result.end()};
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
 }
 
-std::size_t OpGraph::size() const { return boost::num_vertices(impl_->graph); }
+bool OpGraph::has_consumers(NodeId id) const {
+  impl_->check(id);
+  return impl_->vertices[id].out_live != 0;
+}
+
+std::optional<NodeId> OpGraph::only_consumer(NodeId id) const {
+  impl_->check(id);
+  std::optional<NodeId> only;
+  for (const Impl::Use& use : impl_->vertices[id].out) {
+    if (use.consumer == npos) continue;
+    if (only && *only != use.consumer) return std::nullopt;
+    only = use.consumer;
+  }
+  return only;
+}
+
+std::size_t OpGraph::size() const { return impl_->vertices.size(); }
 
 std::vector<NodeId> OpGraph::outputs() const {
   std::vector<NodeId> result;
   for (NodeId id = 0; id < size(); ++id) {
-    if (impl_->graph[id].kind == OpKind::output) result.push_back(id);
+    if (impl_->nodes[id].kind == OpKind::output) result.push_back(id);
   }
   return result;
 }
 
 std::vector<NodeId> OpGraph::topological_order() const {
-  std::vector<NodeId> reversed;
-  try {
-    boost::topological_sort(impl_->graph, std::back_inserter(reversed));
-  } catch (const boost::not_a_dag&) {
-    throw InternalError("tenex: OpGraph: the graph has a cycle");
+  std::lock_guard<std::mutex> lock(impl_->order_mutex);
+  if (!impl_->order_known) {
+    impl_->order = impl_->sorted();
+    impl_->order_known = true;
   }
-  return {reversed.rbegin(), reversed.rend()};
+  return impl_->order;
+}
+
+std::vector<NodeId> OpGraph::Impl::sorted() const {
+  // Boost's topological_sort, written out over the adjacency vectors: a depth-first search
+  // from each unvisited node in id order, through the uses in the order they were made;
+  // the reverse of the order in which nodes finish.
+  const std::size_t n = vertices.size();
+  enum : char { white, gray, black };
+  std::vector<char> color(n, white);
+  std::vector<NodeId> finished;
+  finished.reserve(n);
+  std::vector<std::pair<NodeId, std::size_t>> stack;  // node, next use to look at
+  for (NodeId root = 0; root < n; ++root) {
+    if (color[root] != white) continue;
+    color[root] = gray;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [u, next] = stack.back();
+      const std::vector<Impl::Use>& out = vertices[u].out;
+      while (next < out.size() && out[next].consumer == npos) ++next;
+      if (next == out.size()) {
+        color[u] = black;
+        finished.push_back(u);
+        stack.pop_back();
+        continue;
+      }
+      const NodeId v = out[next++].consumer;
+      if (color[v] == gray) throw InternalError("tenex: OpGraph: the graph has a cycle");
+      if (color[v] == white) {
+        color[v] = gray;
+        stack.emplace_back(v, 0);
+      }
+    }
+  }
+  return {finished.rbegin(), finished.rend()};
 }
 
 void OpGraph::validate() const {
@@ -193,17 +331,20 @@ void OpGraph::validate() const {
                         " \"" + join_labels(n.labels) + "\" " + format_extents(n.extents) + "): " + what);
   };
   for (NodeId id = 0; id < size(); ++id) {
-    const OpNode& n = impl_->graph[id];
+    const OpNode& n = impl_->nodes[id];
     const int arity = op_kind_arity(n.kind);
-    const std::size_t count = boost::in_degree(id, impl_->graph);
+    const std::size_t count = impl_->vertices[id].in.size();
     if (arity >= 0 && count != static_cast<std::size_t>(arity)) {
       fail(id, n, "takes " + std::to_string(arity) + " operands but has " + std::to_string(count));
     }
     if (n.params.index() == 0 || op_kind_of_params(n.params) != n.kind) fail(id, n, "has parameters of another kind");
     if (n.labels.size() != n.extents.size()) fail(id, n, "has a different number of labels and extents");
     if (n.kind != OpKind::input) {
-      std::set<std::string> seen(n.labels.begin(), n.labels.end());
-      if (seen.size() != n.labels.size()) fail(id, n, "repeats a label");
+      for (std::size_t i = 0; i < n.labels.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+          if (n.labels[i] == n.labels[j]) fail(id, n, "repeats a label");
+        }
+      }
     }
     if ((n.kind == OpKind::input || n.kind == OpKind::output) && !n.storage && n.dtype != DType::shape) {
       fail(id, n, "has no storage");
@@ -213,9 +354,11 @@ void OpGraph::validate() const {
     }
     if (arity < 0 || count == static_cast<std::size_t>(arity)) {
       std::vector<const OpNode*> ops;
-      for (NodeId op : operands(id)) ops.push_back(&impl_->graph[op]);
-      OpNode copy = n;
-      if (std::string error = detail::apply_shape_rule(copy, ops, false); !error.empty()) fail(id, n, error);
+      for (NodeId op : operands(id)) ops.push_back(&impl_->nodes[op]);
+      // Checking (no inference) leaves the node as it is.
+      if (std::string error = detail::apply_shape_rule(impl_->nodes[id], ops, false); !error.empty()) {
+        fail(id, n, error);
+      }
     }
   }
   (void)topological_order();
@@ -224,27 +367,31 @@ void OpGraph::validate() const {
 void OpGraph::set_operand(NodeId consumer, std::size_t index, NodeId operand) {
   impl_->check(consumer);
   impl_->check(operand);
-  std::vector<Graph::edge_descriptor> doomed;
-  for (auto [it, end] = boost::in_edges(consumer, impl_->graph); it != end; ++it) {
-    if (impl_->graph[*it].operand_index == index) doomed.push_back(*it);
-  }
-  if (doomed.empty()) {
+  const std::vector<Impl::Operand>& in = impl_->vertices[consumer].in;
+  if (std::none_of(in.begin(), in.end(), [&](const Impl::Operand& op) { return op.index == index; })) {
     throw InternalError("tenex: OpGraph: node " + std::to_string(consumer) + " has no operand " +
                         std::to_string(index));
   }
-  for (auto e : doomed) boost::remove_edge(e, impl_->graph);
-  boost::add_edge(operand, consumer, EdgeData{index}, impl_->graph);
+  impl_->disconnect(consumer, [index](std::size_t i) { return i == index; });
+  impl_->connect(operand, consumer, index);
 }
 
 void OpGraph::replace_uses(NodeId from, NodeId to) {
   impl_->check(from);
   impl_->check(to);
   std::vector<std::pair<NodeId, std::size_t>> uses;
-  for (auto [it, end] = boost::out_edges(from, impl_->graph); it != end; ++it) {
-    uses.emplace_back(boost::target(*it, impl_->graph), impl_->graph[*it].operand_index);
+  Impl::Vertex& source = impl_->vertices[from];
+  for (const Impl::Use& use : source.out) {
+    if (use.consumer == npos) continue;
+    Impl::Edge& edge = impl_->edges[use.edge];
+    edge.live = false;
+    uses.emplace_back(use.consumer, edge.index);
+    std::erase_if(impl_->vertices[use.consumer].in, [&](const Impl::Operand& op) { return op.edge == use.edge; });
   }
-  boost::clear_out_edges(from, impl_->graph);
-  for (auto& [consumer, index] : uses) boost::add_edge(to, consumer, EdgeData{index}, impl_->graph);
+  source.out.clear();
+  source.out_live = 0;
+  impl_->order_known = false;
+  for (auto& [consumer, index] : uses) impl_->connect(to, consumer, index);
 }
 
 std::vector<NodeId> OpGraph::prune() {
@@ -265,19 +412,26 @@ std::vector<NodeId> OpGraph::prune() {
   }
   Impl fresh;
   fresh.sparse_maps = std::move(impl_->sparse_maps);
-  fresh.serial = impl_->serial;
   std::vector<NodeId> mapping(n, n);
+  std::size_t kept = 0;
+  for (NodeId id = 0; id < n; ++id) kept += needed[id] ? 1 : 0;
+  fresh.nodes.reserve(kept);
+  fresh.vertices.reserve(kept);
   for (NodeId id : topological_order()) {
     if (!needed[id]) continue;
-    mapping[id] = boost::add_vertex(impl_->graph[id], fresh.graph);
+    mapping[id] = fresh.vertices.size();
+    fresh.nodes.push_back(std::move(impl_->nodes[id]));  // the old graph is dropped below
+    fresh.vertices.emplace_back();
   }
   for (NodeId id = 0; id < n; ++id) {
     if (!needed[id]) continue;
-    for (auto [it, end] = boost::in_edges(id, impl_->graph); it != end; ++it) {
-      boost::add_edge(mapping[boost::source(*it, impl_->graph)], mapping[id], impl_->graph[*it], fresh.graph);
-    }
+    for (const Impl::Operand& op : impl_->vertices[id].in) fresh.connect(mapping[op.source], mapping[id], op.index);
   }
-  *impl_ = std::move(fresh);
+  impl_->nodes = std::move(fresh.nodes);
+  impl_->vertices = std::move(fresh.vertices);
+  impl_->edges = std::move(fresh.edges);
+  impl_->sparse_maps = std::move(fresh.sparse_maps);
+  impl_->order_known = false;
   for (NodeId& m : mapping) {
     if (m >= n) m = size();
   }
@@ -292,10 +446,13 @@ std::size_t OpGraph::add_sparse_map(SparseMapUse use) {
 const std::vector<SparseMapUse>& OpGraph::sparse_maps() const { return impl_->sparse_maps; }
 
 std::string OpGraph::to_dot() const {
-  const Graph& g = impl_->graph;
+  DotGraph g(size());
+  for (const Impl::Edge& e : impl_->edges) {
+    if (e.live) boost::add_edge(e.source, e.target, EdgeData{e.index}, g);
+  }
   const std::vector<std::string> names = detail::tensor_names(*this);
   auto vertex_writer = [&](std::ostream& os, NodeId id) {
-    const OpNode& n = g[id];
+    const OpNode& n = impl_->nodes[id];
     std::string text = std::string(op_kind_name(n.kind)) + describe_params(n.params);
     // An output names the tensor it writes (inputs reading it carry the same name).
     const std::string note = n.kind == OpKind::output && n.note == "target" ? "target " + names[id] : n.note;
@@ -321,7 +478,7 @@ std::string OpGraph::to_dot() const {
     side += detail::format_bytes(detail::node_bytes(*this, id));
     os << "[label=\"" << text << "\", shape=" << shape << ", xlabel=\"" << side << "\"]";
   };
-  auto edge_writer = [&](std::ostream& os, Graph::edge_descriptor e) {
+  auto edge_writer = [&](std::ostream& os, DotGraph::edge_descriptor e) {
     os << "[label=\"" << g[e].operand_index << "\"]";
   };
   std::ostringstream os;

@@ -181,7 +181,7 @@ std::string rule_packed(OpKind kind, OpNode& node, const Operands& operands, boo
   if (operands.size() == 2 && operands[0]->extents != operands[1]->extents) return "operands of different shapes";
   if (operands.empty()) return {};
   if (std::string error = same_as_operand(node, {operands[0]}, infer); !error.empty()) return error;
-  node.elements = packed_size(kind, node.extents[0], node.extents[1]);
+  if (infer) node.elements = packed_size(kind, node.extents[0], node.extents[1]);
   return {};
 }
 std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {

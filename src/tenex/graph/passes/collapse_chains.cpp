@@ -17,7 +17,7 @@ void collapse_chains(OpGraph& graph) {
     if (in.kind != node.kind || !in.sparse_maps.empty() || graph.operands(inner).size() != 1) continue;
     if (node.kind == OpKind::scale) node.get<ScaleParams>().alpha *= in.get<ScaleParams>().alpha;
     graph.set_operand(id, 0, graph.operands(inner)[0]);
-    if (graph.consumers(inner).empty()) graph.detach(inner);
+    if (!graph.has_consumers(inner)) graph.detach(inner);
   }
 }
 

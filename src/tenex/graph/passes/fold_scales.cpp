@@ -65,7 +65,7 @@ void fold_scales(OpGraph& graph) {
           (i == 0 ? p.alpha : p.alpha_b) *= factor;
         }
         graph.set_operand(id, i, graph.operands(operands[i]).at(0));
-        if (graph.consumers(operands[i]).empty()) graph.detach(operands[i]);
+        if (!graph.has_consumers(operands[i])) graph.detach(operands[i]);
       }
     }
   }
@@ -75,7 +75,7 @@ void fold_scales(OpGraph& graph) {
     const NodeId operand = graph.operands(id).at(0);
     OpNode& target = graph.node(operand);
     // Only a value nobody else reads may change its factor; the labels must match too.
-    if (!is_foldable(target.kind) || graph.consumers(operand).size() != 1 || target.labels != scale.labels ||
+    if (!is_foldable(target.kind) || !graph.only_consumer(operand) || target.labels != scale.labels ||
         target.sparse_maps != scale.sparse_maps) {
       continue;
     }

@@ -18,8 +18,7 @@ bool foldable_product(const OpGraph& graph, NodeId id, NodeId consumer) {
   const OpNode& node = graph.node(id);
   if (node.kind != OpKind::contract || !node.sparse_maps.empty() || graph.operands(id).size() != 2) return false;
   if (node.get<ContractParams>().beta != 0.0) return false;
-  const std::vector<NodeId> consumers = graph.consumers(id);
-  if (consumers.size() != 1 || consumers[0] != consumer) return false;
+  if (graph.only_consumer(id) != consumer) return false;
   const std::vector<NodeId> operands = graph.operands(consumer);
   return std::count(operands.begin(), operands.end(), id) == 1;
 }

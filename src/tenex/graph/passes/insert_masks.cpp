@@ -29,7 +29,7 @@ void insert_masks(OpGraph& graph) {
   for (NodeId id : order) {
     const OpNode& node = graph.node(id);
     if (node.sparse_maps.empty() || node.kind == OpKind::mask) continue;
-    if (node.kind != OpKind::output && graph.consumers(id).empty()) continue;  // dead: prune drops it
+    if (node.kind != OpKind::output && !graph.has_consumers(id)) continue;  // dead: prune drops it
     std::vector<SparseMapUse> maps;
     for (std::size_t m : node.sparse_maps) maps.push_back(graph.sparse_maps()[m]);
     if (node.kind != OpKind::output) {

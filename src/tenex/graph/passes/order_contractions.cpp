@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,9 +15,9 @@ namespace {
 
 /// `id` is read by exactly one node, once.
 bool used_once(const OpGraph& graph, NodeId id) {
-  const std::vector<NodeId> consumers = graph.consumers(id);
-  if (consumers.size() != 1) return false;
-  const std::vector<NodeId> operands = graph.operands(consumers[0]);
+  const std::optional<NodeId> consumer = graph.only_consumer(id);
+  if (!consumer) return false;
+  const std::vector<NodeId> operands = graph.operands(*consumer);
   return std::count(operands.begin(), operands.end(), id) == 1;
 }
 
@@ -100,7 +101,7 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     const OpNode& top = graph.node(root);
     if (top.kind != OpKind::contract || !top.sparse_maps.empty() || top.get<ContractParams>().beta != 0.0) continue;
     const std::vector<NodeId> ops = graph.operands(root);
-    if (ops.size() != 2 || graph.consumers(root).empty()) continue;  // detached by an earlier pass: dead
+    if (ops.size() != 2 || !graph.has_consumers(root)) continue;  // detached by an earlier pass: dead
     Chain chain;
     chain.alpha = top.get<ContractParams>().alpha;
     LabelCount outside;

@@ -41,11 +41,10 @@ void plan_sparse_evaluation(OpGraph& graph) {
     if (node.kind == OpKind::mask) {
       const NodeId operand = graph.operands(id).at(0);
       OpNode& source = graph.node(operand);
-      const std::vector<NodeId> readers = graph.consumers(operand);
       const std::vector<NodeId> ops = graph.operands(id);
       const bool absorbable = source.kind != OpKind::input && source.kind != OpKind::mask &&
                               packed_factor_count(source.kind) == 0 && source.kind != OpKind::factor &&
-                              readers.size() == 1 && readers[0] == id && source.labels == node.labels;
+                              graph.only_consumer(operand) == id && source.labels == node.labels;
       if (absorbable) {
         source.holds = node.holds;
         source.pattern = node.pattern;
