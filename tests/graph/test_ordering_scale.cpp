@@ -122,3 +122,37 @@ TEST_CASE("ordering at scale: a chain of 1000 matrices of mixed sizes against fa
   REQUIRE(result.size() == v.size());
   for (std::size_t j = 0; j < v.size(); ++j) CHECK(std::abs(result.at(j) - v[j]) <= 1e-9 * scale);
 }
+
+TEST_CASE("ordering at scale: a Hadamard product of 4000 vectors, every factor holding the one label") {
+  // Every pair of factors shares the label: the greedy ordering must not weigh each pair.
+  constexpr std::size_t n = 4000, d = 3;
+  std::vector<Tensor<double>> x;
+  for (std::size_t k = 0; k < n; ++k) {
+    x.emplace_back(Shape{d});
+    for (std::size_t i = 0; i < d; ++i) x.back().at(i) = 1.0 + 0.001 * std::sin(static_cast<double>(k * d + i));
+  }
+  tenex::Multiplication<Tensor<double>> product = x[0]("i") * x[1]("i");
+  for (std::size_t k = 2; k < n; ++k) product = product * x[k]("i");
+  Tensor<double> result;
+  result("i") = product;
+  for (std::size_t i = 0; i < d; ++i) {
+    double expected = 1;
+    for (std::size_t k = 0; k < n; ++k) expected *= x[k].at(i);
+    CHECK(std::abs(result.at(i) - expected) <= 1e-12 * expected);
+  }
+}
+
+TEST_CASE("ordering at scale: 2000 diagonals of one matrix, summed once over their one label") {
+  // m("i,i") read 2000 times in one product: sum_i prod_k m(i,i) = sum_i m(i,i)^2000.
+  constexpr std::size_t n = 2000, d = 4;
+  Tensor<double> m(Shape{d, d});
+  tenex::fill_random(m, 7);
+  for (std::size_t i = 0; i < d; ++i) m.at(i, i) = 1.0 + 0.0001 * static_cast<double>(i);
+  tenex::Multiplication<Tensor<double>> product = m("i,i") * m("i,i");
+  for (std::size_t k = 2; k < n; ++k) product = product * m("i,i");
+  Tensor<double> result;
+  result("") = product;
+  double expected = 0;
+  for (std::size_t i = 0; i < d; ++i) expected += std::pow(m.at(i, i), static_cast<double>(n));
+  CHECK(std::abs(result.at() - expected) <= 1e-12 * expected);
+}

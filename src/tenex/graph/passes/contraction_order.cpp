@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <queue>
 #include <tuple>
-#include <unordered_set>
 
 #include "tenex/labels.hpp"
 
@@ -133,22 +133,28 @@ bool order_exact(const Numbered& p, double limit, ContractionPath& path) {
   return true;
 }
 
-/// Greedy: a priority queue of candidate pairs (those sharing a label), cheapest first by
-/// (does not fit the limit, flops, result size); pairs made stale by an earlier step are
-/// skipped when popped. A step changes the cost of no pair but those with its result.
+/// Greedy: repeatedly the cheapest pair of live slots that share a label, by (does not fit
+/// the limit, flops, result size), ties to the earliest slots; then outer products.
+///
+/// Slots with one label set form a class, and every pair drawn from two classes (or two
+/// from one) costs the same: the labels a pair keeps are those kept in the end or held by
+/// a third live slot, and a contraction never changes that for a pair whose slots live on
+/// (a label it takes from a third slot it holds again unless the pair holds the last
+/// copies). So the cheapest pair of two classes is their first live members (the first two
+/// of one class), and the queue holds one candidate per pair of classes sharing a label,
+/// renewed when a class's first member changes; candidates whose slots died are skipped
+/// when popped. A product of n factors sharing one label (a Hadamard product, a trace of
+/// a power) orders in O(n log n), not the O(n^2) of a candidate per pair of slots; with
+/// distinct label sets a class is a slot and this is the queue of pairs it always was.
 ContractionPath order_greedy(const Numbered& p, double limit) {
   const std::size_t n = p.operands.size();
   std::vector<Set> slots = p.operands;
   std::vector<char> live(n, 1);
   std::vector<double> sizes;
   for (const Set& s : slots) sizes.push_back(size_of(s, p.extent));
-  std::vector<int> held(p.extent.size(), 0);                       // live slots holding each label
-  std::vector<std::vector<std::size_t>> holders(p.extent.size());  // slots that held it (some dead)
-  for (std::size_t i = 0; i < n; ++i) {
-    for (int l : slots[i]) {
-      ++held[static_cast<std::size_t>(l)];
-      holders[static_cast<std::size_t>(l)].push_back(i);
-    }
+  std::vector<int> held(p.extent.size(), 0);  // live slots holding each label
+  for (const Set& s : slots) {
+    for (int l : s) ++held[static_cast<std::size_t>(l)];
   }
   auto result_of = [&](std::size_t a, std::size_t b) {
     Set out;
@@ -170,16 +176,75 @@ ContractionPath order_greedy(const Numbered& p, double limit) {
     const double flops = size_of(union_of(slots[a], slots[b]), p.extent);
     queue.emplace(fits(out, limit) ? 0 : 1, flops + out * 1e-3, a, b);
   };
-  {
-    std::unordered_set<std::uint64_t> seen;
-    for (const auto& list : holders) {
-      for (std::size_t x = 0; x < list.size(); ++x) {
-        for (std::size_t y = x + 1; y < list.size(); ++y) {
-          if (seen.insert(static_cast<std::uint64_t>(list[x]) << 32 | list[y]).second) consider(list[x], list[y]);
+
+  struct Class {
+    Set labels;
+    std::vector<std::size_t> members;  // in slot order; those before `first` are dead
+    std::size_t first = 0;
+    std::size_t count = 0;       // live members
+    unsigned version = 0;        // bumped each time the class comes back to life
+    std::size_t seen_round = 0;  // the last pairing round that met it
+  };
+  std::vector<Class> classes;
+  std::map<Set, std::size_t> class_ids;
+  std::vector<std::size_t> class_of;  // by slot
+  // The classes holding each label, with the version they were listed under: an entry of a
+  // class that emptied (or came back since) is stale and dropped when met.
+  std::vector<std::vector<std::pair<std::size_t, unsigned>>> holders(p.extent.size());
+  auto join = [&](std::size_t slot) {
+    auto [it, inserted] = class_ids.emplace(slots[slot], classes.size());
+    if (inserted) classes.push_back(Class{slots[slot], {}, 0, 0, 0, 0});
+    const std::size_t id = it->second;
+    Class& k = classes[id];
+    if (k.count == 0) {
+      ++k.version;
+      k.members.clear();
+      k.first = 0;
+      for (int l : k.labels) holders[static_cast<std::size_t>(l)].emplace_back(id, k.version);
+    }
+    k.members.push_back(slot);
+    ++k.count;
+    class_of.resize(slots.size());
+    class_of[slot] = id;
+    return id;
+  };
+  auto leave = [&](std::size_t slot) {
+    Class& k = classes[class_of[slot]];
+    --k.count;
+    while (k.first < k.members.size() && !live[k.members[k.first]]) ++k.first;
+  };
+  // The live member after the first (the second of the class's cheapest pair).
+  auto second = [&](const Class& k) {
+    std::size_t i = k.first + 1;
+    while (!live[k.members[i]]) ++i;
+    return k.members[i];
+  };
+  std::size_t round = 0;
+  // Queues the cheapest pair of class `id` with every class sharing one of its labels.
+  auto pair_up = [&](std::size_t id) {
+    const Class& k = classes[id];
+    if (k.count == 0) return;
+    ++round;
+    for (int l : k.labels) {
+      auto& list = holders[static_cast<std::size_t>(l)];
+      std::erase_if(list, [&](const std::pair<std::size_t, unsigned>& entry) {
+        return classes[entry.first].count == 0 || classes[entry.first].version != entry.second;
+      });
+      for (const auto& [other_id, version] : list) {
+        Class& other = classes[other_id];
+        if (other.seen_round == round) continue;
+        other.seen_round = round;
+        if (other_id != id) {
+          consider(k.members[k.first], other.members[other.first]);
+        } else if (k.count >= 2) {
+          consider(k.members[k.first], second(k));
         }
       }
     }
-  }
+  };
+  for (std::size_t i = 0; i < n; ++i) join(i);
+  for (std::size_t id = 0; id < classes.size(); ++id) pair_up(id);
+
   ContractionPath path;
   auto contract = [&](std::size_t a, std::size_t b) {
     Set out = result_of(a, b);
@@ -187,10 +252,7 @@ ContractionPath order_greedy(const Numbered& p, double limit) {
     for (int l : slots[a]) --held[static_cast<std::size_t>(l)];
     for (int l : slots[b]) --held[static_cast<std::size_t>(l)];
     const std::size_t c = slots.size();
-    for (int l : out) {
-      ++held[static_cast<std::size_t>(l)];
-      holders[static_cast<std::size_t>(l)].push_back(c);
-    }
+    for (int l : out) ++held[static_cast<std::size_t>(l)];
     sizes.push_back(size_of(out, p.extent));
     slots.push_back(std::move(out));
     live.push_back(1);
@@ -202,18 +264,14 @@ ContractionPath order_greedy(const Numbered& p, double limit) {
     queue.pop();
     if (!live[a] || !live[b]) continue;
     const std::size_t c = contract(a, b);
-    // The new slot's partners: the live slots sharing one of its labels.
-    std::unordered_set<std::size_t> partners;
-    for (int l : slots[c]) {
-      auto& list = holders[static_cast<std::size_t>(l)];
-      std::erase_if(list, [&](std::size_t s) { return !live[s]; });
-      for (std::size_t s : list) {
-        if (s != c) partners.insert(s);
-      }
-    }
-    std::vector<std::size_t> sorted(partners.begin(), partners.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (std::size_t s : sorted) consider(s, c);
+    leave(a);
+    leave(b);
+    const std::size_t joined = join(c);
+    // The classes whose first members (or whose own pair) changed.
+    const std::size_t ka = class_of[a], kb = class_of[b];
+    pair_up(ka);
+    if (kb != ka) pair_up(kb);
+    if (joined != ka && joined != kb) pair_up(joined);
   }
   // Nothing shares a label any more: outer products, the two smallest first.
   using BySize = std::pair<double, std::size_t>;
