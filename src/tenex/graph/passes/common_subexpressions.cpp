@@ -1,5 +1,7 @@
-#include <map>
-#include <tuple>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "tenex/graph/passes/passes.hpp"
@@ -8,33 +10,66 @@ namespace tenex::passes {
 
 namespace {
 
-/// Everything but the parameters, ordered; the parameters are compared by their structs'
-/// defaulted operator== (every field, whatever a kind adds later).
-auto signature(const OpGraph& graph, NodeId id) {
-  const OpNode& n = graph.node(id);
-  return std::make_tuple(static_cast<int>(n.kind), static_cast<int>(n.dtype), n.labels, n.extents, graph.operands(id),
-                         n.storage.get(), n.sparse_maps);
+void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); }
+
+/// A hash of everything but the parameters (kind, element type, labels, extents, operands,
+/// storage, sparse maps): nodes of equal hashes are then compared in full, the parameters
+/// by their structs' defaulted operator== (every field, whatever a kind adds later).
+std::size_t signature_hash(const OpNode& n, const std::vector<NodeId>& operands) {
+  std::size_t h = static_cast<std::size_t>(n.kind);
+  mix(h, static_cast<std::size_t>(n.dtype));
+  for (const std::string& l : n.labels) mix(h, std::hash<std::string>{}(l));
+  mix(h, n.labels.size());
+  for (std::size_t e : n.extents) mix(h, e);
+  for (NodeId op : operands) mix(h, op);
+  mix(h, operands.size());
+  mix(h, std::hash<const void*>{}(n.storage.get()));
+  for (std::size_t m : n.sparse_maps) mix(h, m);
+  return h;
+}
+
+bool same_value(const OpGraph& graph, NodeId a, const OpNode& b, const std::vector<NodeId>& b_operands) {
+  const OpNode& n = graph.node(a);
+  return n.kind == b.kind && n.dtype == b.dtype && n.labels == b.labels && n.extents == b.extents &&
+         n.storage == b.storage && n.sparse_maps == b.sparse_maps && graph.operands(a) == b_operands &&
+         n.params == b.params;
 }
 
 }  // namespace
 
 void eliminate_common_subexpressions(OpGraph& graph) {
-  using Signature = decltype(signature(graph, 0));
-  std::map<Signature, std::vector<NodeId>> seen;
-  for (NodeId id : graph.topological_order()) {
+  // Hashed, not ordered: a set of a hundred thousand statements is as many nodes, each
+  // hashed once into a table of node ids chained by bucket (no allocation per node), where
+  // an ordered map compared label lists at every step of every search. A node merges into
+  // the earlier node (in topological order) equal to it; there is at most one, since of two
+  // equal nodes the later one merged into the earlier.
+  const std::vector<NodeId> order = graph.topological_order();
+  constexpr NodeId none = std::numeric_limits<NodeId>::max();
+  std::size_t buckets = 16;
+  while (buckets < 2 * order.size()) buckets *= 2;
+  std::vector<NodeId> head(buckets, none);       // the last node kept in each bucket
+  std::vector<NodeId> next(graph.size(), none);  // the node kept before it in its bucket
+  std::vector<std::size_t> hash(graph.size(), 0);
+  for (NodeId id : order) {
+    const OpNode& node = graph.node(id);
     // Outputs write distinct targets; everything else with equal signatures is one value.
-    if (graph.node(id).kind == OpKind::output) continue;
-    std::vector<NodeId>& same = seen[signature(graph, id)];
+    if (node.kind == OpKind::output) continue;
+    const std::vector<NodeId> operands = graph.operands(id);
+    hash[id] = signature_hash(node, operands);
+    NodeId& bucket = head[hash[id] & (buckets - 1)];
     bool merged = false;
-    for (NodeId other : same) {
-      if (graph.node(other).params == graph.node(id).params) {
+    for (NodeId other = bucket; other != none; other = next[other]) {
+      if (hash[other] == hash[id] && same_value(graph, other, node, operands)) {
         graph.replace_uses(id, other);
         graph.detach(id);  // dead now: let later passes see the true consumer counts
         merged = true;
         break;
       }
     }
-    if (!merged) same.push_back(id);
+    if (!merged) {
+      next[id] = bucket;
+      bucket = id;
+    }
   }
 }
 

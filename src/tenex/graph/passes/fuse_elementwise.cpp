@@ -11,8 +11,7 @@
 // matrix-vector product (one operand's labels contain the other's: memory-bound, nothing for
 // GEMM to reuse) becomes the reduction at the end of the pass.
 #include <algorithm>
-#include <map>
-#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "tenex/graph/passes/passes.hpp"
@@ -34,27 +33,38 @@ bool unique_labels(const std::vector<std::string>& labels) {
   return true;
 }
 
-bool same_label_set(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  for (const std::string& l : a) {
-    if (std::find(b.begin(), b.end(), l) == b.end()) return false;
+/// Whether `labels` has as many labels as the union of the operands' labels and each is in
+/// it. Counts the union instead of building it: this runs for nearly every node of a set.
+bool is_operand_union(const OpGraph& graph, const std::vector<std::string>& labels,
+                      const std::vector<NodeId>& operands) {
+  auto held_before = [&](std::size_t op, std::size_t at) {
+    const std::vector<std::string>& own = graph.node(operands[op]).labels;
+    const auto end = own.begin() + static_cast<std::ptrdiff_t>(at);
+    if (std::find(own.begin(), end, own[at]) != end) return true;
+    for (std::size_t earlier = 0; earlier < op; ++earlier) {
+      const std::vector<std::string>& other = graph.node(operands[earlier]).labels;
+      if (std::find(other.begin(), other.end(), own[at]) != other.end()) return true;
+    }
+    return false;
+  };
+  std::size_t in_union = 0;
+  for (std::size_t op = 0; op < operands.size(); ++op) {
+    for (std::size_t at = 0; at < graph.node(operands[op]).labels.size(); ++at) in_union += held_before(op, at) ? 0 : 1;
+  }
+  if (in_union != labels.size()) return false;
+  for (const std::string& l : labels) {
+    bool found = false;
+    for (NodeId op : operands) {
+      const std::vector<std::string>& other = graph.node(op).labels;
+      found = found || std::find(other.begin(), other.end(), l) != other.end();
+    }
+    if (!found) return false;
   }
   return true;
 }
 
-/// The union of the operands' labels.
-std::vector<std::string> operand_union(const OpGraph& graph, NodeId id) {
-  std::vector<std::string> out;
-  for (NodeId op : graph.operands(id)) {
-    for (const std::string& l : graph.node(op).labels) {
-      if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
-    }
-  }
-  return out;
-}
-
-bool operands_have_unique_labels(const OpGraph& graph, NodeId id) {
-  for (NodeId op : graph.operands(id)) {
+bool operands_have_unique_labels(const OpGraph& graph, const std::vector<NodeId>& operands) {
+  for (NodeId op : operands) {
     if (!unique_labels(graph.node(op).labels)) return false;
   }
   return true;
@@ -63,20 +73,21 @@ bool operands_have_unique_labels(const OpGraph& graph, NodeId id) {
 bool is_float(const OpNode& node) { return node.dtype == DType::f32 || node.dtype == DType::f64; }
 
 /// Element-wise over its operands' labels, reducing nothing: may sit inside a region.
-bool is_pointwise(const OpGraph& graph, NodeId id) {
+/// `operands` are those of `id`.
+bool is_pointwise(const OpGraph& graph, NodeId id, const std::vector<NodeId>& operands) {
   const OpNode& node = graph.node(id);
-  if (!is_float(node) || !node.sparse_maps.empty() || !operands_have_unique_labels(graph, id)) return false;
+  if (!is_float(node) || !node.sparse_maps.empty() || !operands_have_unique_labels(graph, operands)) return false;
   switch (node.kind) {
     case OpKind::add:
     case OpKind::subtract:
     case OpKind::divide:
     case OpKind::contract:  // a product with an addend (GEMM beta) stays a GEMM
-      if (graph.operands(id).size() != 2) return false;
-      return same_label_set(node.labels, operand_union(graph, id));
+      if (operands.size() != 2) return false;
+      return is_operand_union(graph, node.labels, operands);
     case OpKind::scale:
     case OpKind::fused:
     case OpKind::reduce:  // a permutation, when it keeps every label
-      return same_label_set(node.labels, operand_union(graph, id));
+      return is_operand_union(graph, node.labels, operands);
     case OpKind::input:
     case OpKind::output:
     case OpKind::cholesky:
@@ -95,13 +106,12 @@ bool is_pointwise(const OpGraph& graph, NodeId id) {
   return false;
 }
 
-/// May end a region with a reduction over the labels it drops.
-bool is_reducing_root(const OpGraph& graph, NodeId id) {
+/// May end a region with a reduction over the labels it drops. `ops` are those of `id`.
+bool is_reducing_root(const OpGraph& graph, NodeId id, const std::vector<NodeId>& ops) {
   const OpNode& node = graph.node(id);
-  if (!is_float(node) || !operands_have_unique_labels(graph, id)) return false;
+  if (!is_float(node) || !operands_have_unique_labels(graph, ops)) return false;
   if (node.kind == OpKind::fused || node.kind == OpKind::reduce) return true;
   if (node.kind != OpKind::contract) return false;
-  const std::vector<NodeId> ops = graph.operands(id);
   if (ops.size() != 2) return false;
   const auto& a = graph.node(ops[0]).labels;
   const auto& b = graph.node(ops[1]).labels;
@@ -115,7 +125,7 @@ bool is_reducing_root(const OpGraph& graph, NodeId id) {
 /// Builds the program of one region.
 class RegionProgram {
  public:
-  RegionProgram(const OpGraph& graph, const std::set<NodeId>& region) : graph_(graph), region_(region) {}
+  RegionProgram(const OpGraph& graph, const std::vector<NodeId>& region) : graph_(graph), region_(region) {}
 
   /// The value of `id` (a region node or an external operand), emitting what it needs.
   std::uint32_t value(NodeId root) {
@@ -125,7 +135,7 @@ class RegionProgram {
       auto [id, expanded] = stack.back();
       stack.pop_back();
       if (values_.count(id)) continue;
-      if (!region_.count(id)) {
+      if (std::find(region_.begin(), region_.end(), id) == region_.end()) {
         values_[id] = load(id);
         continue;
       }
@@ -228,8 +238,8 @@ class RegionProgram {
   }
 
   const OpGraph& graph_;
-  const std::set<NodeId>& region_;
-  std::map<NodeId, std::uint32_t> values_;
+  const std::vector<NodeId>& region_;  // at most kMaxRegion nodes: a scan
+  std::unordered_map<NodeId, std::uint32_t> values_;
 };
 
 }  // namespace
@@ -239,20 +249,21 @@ void fuse_elementwise(OpGraph& graph) {
   std::vector<bool> absorbed(graph.size(), false);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const NodeId root = *it;
-    if (absorbed[root] || graph.operands(root).empty()) continue;
-    const bool pointwise = is_pointwise(graph, root);
-    if (!pointwise && !is_reducing_root(graph, root)) continue;
+    if (absorbed[root]) continue;
+    const std::vector<NodeId> root_operands = graph.operands(root);
+    if (root_operands.empty()) continue;
+    const bool pointwise = is_pointwise(graph, root, root_operands);
+    if (!pointwise && !is_reducing_root(graph, root, root_operands)) continue;
     // Grow the region from the root through operands that only it reads.
-    std::set<NodeId> region{root};
+    std::vector<NodeId> region{root};
     std::vector<NodeId> frontier{root};
     while (!frontier.empty() && region.size() < kMaxRegion) {
       const NodeId id = frontier.back();
       frontier.pop_back();
       for (NodeId op : graph.operands(id)) {
-        if (region.count(op) || region.size() >= kMaxRegion) continue;
-        const std::vector<NodeId> readers = graph.consumers(op);
-        if (readers.size() != 1 || !is_pointwise(graph, op)) continue;
-        region.insert(op);
+        if (region.size() >= kMaxRegion || std::find(region.begin(), region.end(), op) != region.end()) continue;
+        if (!graph.only_consumer(op) || !is_pointwise(graph, op, graph.operands(op))) continue;
+        region.push_back(op);
         frontier.push_back(op);
       }
     }

@@ -39,8 +39,14 @@ bool carries(const std::vector<std::string>& labels, const SparseMapUse& use) {
 }
 
 bool unique_labels(const std::vector<std::string>& labels) {
-  std::set<std::string> seen(labels.begin(), labels.end());
-  return seen.size() == labels.size();
+  // A node has a few labels: comparing pairs costs less than building a set, for every node.
+  if (labels.size() > 16) return std::set<std::string>(labels.begin(), labels.end()).size() == labels.size();
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (labels[i] == labels[j]) return false;
+    }
+  }
+  return true;
 }
 
 void add_unique(std::vector<SparseMapUse>& list, const SparseMapUse& use) {
