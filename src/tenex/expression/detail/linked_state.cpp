@@ -106,6 +106,7 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
     ra->note_label(rb->label_seen(i).first, rb->label_seen(i).second);
   rb->labels_seen_count_ = 0;
   rb->more_labels_seen_.clear();
+  rb->label_index_.clear();
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
@@ -141,13 +142,22 @@ std::vector<Assignment> LinkedState::recorded() const {
   return top().assignments_;
 }
 
-void LinkedState::note_label(const std::string& label, std::size_t extent) {
+std::size_t LinkedState::find_label_seen(const std::string& label) const {
+  if (labels_seen_count_ > indexed_from) {
+    auto it = label_index_.find(label);
+    return it == label_index_.end() ? labels_seen_count_ : it->second;
+  }
   for (std::size_t i = 0; i < labels_seen_count_; ++i) {
+    if (label_seen(i).first == label) return i;
+  }
+  return labels_seen_count_;
+}
+
+void LinkedState::note_label(const std::string& label, std::size_t extent) {
+  if (const std::size_t i = find_label_seen(label); i < labels_seen_count_) {
     LabelExtent& seen = label_seen(i);
-    if (seen.first == label) {
-      seen.second = std::max(seen.second, extent);
-      return;
-    }
+    seen.second = std::max(seen.second, extent);
+    return;
   }
   if (labels_seen_count_ < labels_seen_.size()) {
     labels_seen_[labels_seen_count_] = {label, extent};
@@ -155,6 +165,11 @@ void LinkedState::note_label(const std::string& label, std::size_t extent) {
     more_labels_seen_.emplace_back(label, extent);
   }
   ++labels_seen_count_;
+  if (labels_seen_count_ == indexed_from + 1) {
+    for (std::size_t i = 0; i < labels_seen_count_; ++i) label_index_.emplace(label_seen(i).first, i);
+  } else if (labels_seen_count_ > indexed_from + 1) {
+    label_index_.emplace(label, labels_seen_count_ - 1);
+  }
 }
 
 void LinkedState::note_labels(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents) {
@@ -166,9 +181,7 @@ void LinkedState::note_labels(const std::vector<std::string>& labels, const std:
 std::optional<std::size_t> LinkedState::label_extent(const std::string& label) const {
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   const LinkedState& t = top();
-  for (std::size_t i = 0; i < t.labels_seen_count_; ++i) {
-    if (t.label_seen(i).first == label) return t.label_seen(i).second;
-  }
+  if (const std::size_t i = t.find_label_seen(label); i < t.labels_seen_count_) return t.label_seen(i).second;
   return std::nullopt;
 }
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -96,11 +97,15 @@ class LinkedState final : public Producer {
   std::vector<Assignment> assignments_;
   std::vector<RegisteredSparseMap> sparse_maps_;
   // A set has a handful of labels: a flat list (a scan), its first few in the state itself,
-  // costs less than a map's node per label, paid by every expression made.
+  // costs less than a map's node per label, paid by every expression made. A set with many
+  // (a product of a thousand matrices, each with its own labels) indexes them too, so that
+  // noting a node's labels costs O(labels), not O(labels x labels seen).
   using LabelExtent = std::pair<std::string, std::size_t>;
+  static constexpr std::size_t indexed_from = 16;  // labels seen
   std::array<LabelExtent, 4> labels_seen_{};
   std::size_t labels_seen_count_ = 0;
-  std::vector<LabelExtent> more_labels_seen_;  // past the first four
+  std::vector<LabelExtent> more_labels_seen_;                 // past the first four
+  std::unordered_map<std::string, std::size_t> label_index_;  // label -> i, past indexed_from
   LabelExtent& label_seen(std::size_t i) {
     return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
   }
@@ -108,6 +113,8 @@ class LinkedState final : public Producer {
     return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
   }
   void note_label(const std::string& label, std::size_t extent);
+  // The index of `label` among the labels seen, or labels_seen_count_.
+  std::size_t find_label_seen(const std::string& label) const;
   // The root, with sets_mutex() held.
   LinkedState& top();
   const LinkedState& top() const;

@@ -45,17 +45,56 @@ std::string ExprNode::text() const { return describe(labels, extents); }
 
 void ExprNode::finish() {
   if (is_product()) {
-    product_labels.clear();
-    for (const NodePtr& c : children) {
-      const std::vector<std::string>& part = c->is_product() ? c->product_labels : c->implicit;
-      product_labels.insert(product_labels.end(), part.begin(), part.end());
+    // The factors' counts added up (a product factor's, or once each of another factor's
+    // implicit labels), starting from the factor with the most: a product built factor by
+    // factor costs its distinct labels per factor, not all the labels of its factors.
+    std::vector<std::pair<std::string, std::size_t>>& counts = factor_label_counts;
+    counts.clear();
+    std::size_t largest = 0, total = 0;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      const ExprNode& c = *children[i];
+      const std::size_t size = c.is_product() ? c.factor_label_counts.size() : c.implicit.size();
+      total += size;
+      const ExprNode& best = *children[largest];
+      if (c.is_product() && (!best.is_product() || size > best.factor_label_counts.size())) largest = i;
     }
-    // Counted once: a product built factor by factor stays linear per factor.
-    std::unordered_map<std::string_view, int> count;
-    for (const std::string& l : product_labels) ++count[l];
+    counts.reserve(total);  // no reallocation: `index` points into the labels
+    if (children[largest]->is_product()) counts = children[largest]->factor_label_counts;
+    std::unordered_map<std::string_view, std::size_t> index;  // into counts, once it is long
+    constexpr std::size_t scanned_up_to = 16;
+    auto find = [&](const std::string& l) {
+      if (counts.size() > scanned_up_to && index.empty()) {
+        for (std::size_t i = 0; i < counts.size(); ++i) index.emplace(counts[i].first, i);
+      }
+      if (!index.empty()) {
+        auto it = index.find(l);
+        return it == index.end() ? counts.size() : it->second;
+      }
+      for (std::size_t i = 0; i < counts.size(); ++i) {
+        if (counts[i].first == l) return i;
+      }
+      return counts.size();
+    };
+    auto add = [&](const std::string& l, std::size_t n) {
+      if (const std::size_t i = find(l); i < counts.size()) {
+        counts[i].second += n;
+        return;
+      }
+      counts.emplace_back(l, n);
+      if (!index.empty()) index.emplace(counts.back().first, counts.size() - 1);
+    };
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      const ExprNode& c = *children[i];
+      if (i == largest && c.is_product()) continue;
+      if (c.is_product()) {
+        for (const auto& [l, n] : c.factor_label_counts) add(l, n);
+      } else {
+        for (const std::string& l : c.implicit) add(l, 1);
+      }
+    }
     implicit.clear();
     for (const std::string& l : labels) {
-      if (count[l] == 1) implicit.push_back(l);
+      if (const std::size_t i = find(l); i < counts.size() && counts[i].second == 1) implicit.push_back(l);
     }
     return;
   }
@@ -85,13 +124,25 @@ void ExprNode::finish() {
 Lowering::Lowering(OpGraph& graph, DType dtype, Memo& memo) : graph_(graph), dtype_(dtype), memo_(memo) {}
 
 const NodeId* Lowering::find(const void* object, const std::string& key) const {
-  auto it = memo_.find({object, key});
-  if (it == memo_.end() || it->second.owner.expired() || it->second.id >= graph_.size()) return nullptr;
-  return &it->second.id;
+  auto it = memo_.find(object);
+  if (it == memo_.end()) return nullptr;
+  for (const auto& [k, entry] : it->second) {
+    if (k != key) continue;
+    if (entry.owner.expired() || entry.id >= graph_.size()) return nullptr;
+    return &entry.id;
+  }
+  return nullptr;
 }
 
 void Lowering::remember(const void* object, const std::string& key, NodeId id, std::weak_ptr<const void> owner) {
-  memo_[{object, key}] = MemoEntry{id, std::move(owner)};
+  auto& entries = memo_[object];
+  for (auto& [k, entry] : entries) {
+    if (k == key) {
+      entry = MemoEntry{id, std::move(owner)};
+      return;
+    }
+  }
+  entries.emplace_back(key, MemoEntry{id, std::move(owner)});
 }
 
 NodeId Lowering::add(OpParams params, std::vector<std::string> labels, std::vector<std::size_t> extents,

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,7 +24,10 @@ class Lowering {
     NodeId id = 0;
     std::weak_ptr<const void> owner;  // the memoized object: an expired entry is stale
   };
-  using Memo = std::map<std::pair<const void*, std::string>, MemoEntry>;
+  // By object, then by key (the labels asked of an expression node, "input:..." and
+  // "output" of a storage): an object has one key or two, and a set of a hundred thousand
+  // statements remembers a few hundred thousand objects, so a hash of pointers first.
+  using Memo = std::unordered_map<const void*, std::vector<std::pair<std::string, MemoEntry>>>;
 
   /// Lowers into `graph`, remembering in `memo` what was built (memo outlives the call
   /// when several add_to_graph calls share one graph).

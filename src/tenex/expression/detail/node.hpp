@@ -54,14 +54,16 @@ struct ExprNode {
                       const std::vector<NodeId>& children) const = 0;
   /// Whether this node is a product (or a scale of one) for the implicit-label rule.
   virtual bool is_product() const { return false; }
-  /// Labels of the product's factors, repeated as often as they occur (products only).
-  std::vector<std::string> product_labels;
+  /// The labels of the product's factors, each with the number of factors holding it
+  /// (products only): a Hadamard product of a thousand vectors holds one entry, not a
+  /// thousand labels, so a product built factor by factor costs O(1) per factor.
+  std::vector<std::pair<std::string, std::size_t>> factor_label_counts;
 
   /// ("i,j") {3, 4}
   virtual std::string text() const;
   /// Throws the error stored when the expression was made unusable as an operand.
   virtual void check_readable() const {}
-  /// Fills `implicit` (and product_labels) from the children; called once by make.
+  /// Fills `implicit` (and factor_label_counts) from the children; called once by make.
   void finish();
 };
 
