@@ -24,14 +24,25 @@ std::string node_text(const OpGraph& graph, NodeId id) {
 
 }  // namespace
 
-bool runs_sparse(const OpGraph& graph, NodeId id) {
+namespace {
+
+// With the operands the schedule already lists.
+bool runs_sparse(const OpGraph& graph, NodeId id, const std::vector<NodeId>& operands) {
   const OpNode& node = graph.node(id);
   if (node.compact) return true;
   if (node.kind == OpKind::input) return false;
-  for (NodeId op : graph.operands(id)) {
+  for (NodeId op : operands) {
     if (graph.node(op).compact) return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool runs_sparse(const OpGraph& graph, NodeId id) {
+  const OpNode& node = graph.node(id);
+  if (node.compact || node.kind == OpKind::input) return node.compact;
+  return runs_sparse(graph, id, graph.operands(id));
 }
 
 template <class T>
@@ -241,7 +252,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     }
   };
   std::vector<char> sparse(graph.size(), 0);
-  for (NodeId id : order) sparse[id] = runs_sparse(graph, id);
+  for (NodeId id : order) sparse[id] = runs_sparse(graph, id, operands[id]);
   // A node the backend declines: its operands copied to `host`'s memory, run there, the
   // result copied back into args.out.
   auto run_on_host = [&](const KernelArgs<T>& args) {

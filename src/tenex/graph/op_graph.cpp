@@ -134,13 +134,18 @@ struct OpGraph::Impl {
   /// Every node after its operands (what topological_order() keeps).
   std::vector<NodeId> sorted() const;
 
+  // Asked on every access: the test inlined, the message out of line.
   void check(NodeId id) const {
-    if (id >= vertices.size()) {
-      throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " does not exist (the graph has " +
-                          std::to_string(vertices.size()) + " nodes)");
-    }
+    if (id >= vertices.size()) [[unlikely]]
+      missing(id);
   }
+  [[noreturn]] void missing(NodeId id) const;
 };
+
+void OpGraph::Impl::missing(NodeId id) const {
+  throw InternalError("tenex: OpGraph: node " + std::to_string(id) + " does not exist (the graph has " +
+                      std::to_string(vertices.size()) + " nodes)");
+}
 
 OpGraph::OpGraph() : impl_(std::make_unique<Impl>()) {}
 OpGraph::~OpGraph() = default;

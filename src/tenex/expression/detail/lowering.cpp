@@ -126,23 +126,33 @@ Lowering::Lowering(OpGraph& graph, DType dtype, Memo& memo) : graph_(graph), dty
 const NodeId* Lowering::find(const void* object, const std::string& key) const {
   auto it = memo_.find(object);
   if (it == memo_.end()) return nullptr;
-  for (const auto& [k, entry] : it->second) {
-    if (k != key) continue;
-    if (entry.owner.expired() || entry.id >= graph_.size()) return nullptr;
-    return &entry.id;
+  const MemoSlots& slots = it->second;
+  const MemoEntry* entry = nullptr;
+  if (slots.key == key) {
+    entry = &slots.entry;
+  } else {
+    for (const auto& [k, e] : slots.more) {
+      if (k == key) entry = &e;
+    }
   }
-  return nullptr;
+  if (!entry || entry->owner.expired() || entry->id >= graph_.size()) return nullptr;
+  return &entry->id;
 }
 
 void Lowering::remember(const void* object, const std::string& key, NodeId id, std::weak_ptr<const void> owner) {
-  auto& entries = memo_[object];
-  for (auto& [k, entry] : entries) {
+  MemoSlots& slots = memo_[object];
+  if (slots.key.empty() || slots.key == key) {
+    slots.key = key;
+    slots.entry = MemoEntry{id, std::move(owner)};
+    return;
+  }
+  for (auto& [k, entry] : slots.more) {
     if (k == key) {
       entry = MemoEntry{id, std::move(owner)};
       return;
     }
   }
-  entries.emplace_back(key, MemoEntry{id, std::move(owner)});
+  slots.more.emplace_back(key, MemoEntry{id, std::move(owner)});
 }
 
 NodeId Lowering::add(OpParams params, std::vector<std::string> labels, std::vector<std::size_t> extents,
@@ -200,6 +210,7 @@ NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<s
 }
 
 void Lowering::set_producers(const std::vector<Assignment>& batch) {
+  producers_.reserve(batch.size());
   for (const Assignment& a : batch) producers_[a.target.get()] = &a;
 }
 

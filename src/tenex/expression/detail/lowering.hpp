@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -25,9 +24,15 @@ class Lowering {
     std::weak_ptr<const void> owner;  // the memoized object: an expired entry is stale
   };
   // By object, then by key (the labels asked of an expression node, "input:..." and
-  // "output" of a storage): an object has one key or two, and a set of a hundred thousand
-  // statements remembers a few hundred thousand objects, so a hash of pointers first.
-  using Memo = std::unordered_map<const void*, std::vector<std::pair<std::string, MemoEntry>>>;
+  // "output" of a storage): a set of a hundred thousand statements remembers a few hundred
+  // thousand objects, so a hash of pointers first; an object has one key, seldom two, so the
+  // first is kept in the table itself (keys are never empty: an empty one is unused).
+  struct MemoSlots {
+    std::string key;
+    MemoEntry entry;
+    std::vector<std::pair<std::string, MemoEntry>> more;
+  };
+  using Memo = std::unordered_map<const void*, MemoSlots>;
 
   /// Lowers into `graph`, remembering in `memo` what was built (memo outlives the call
   /// when several add_to_graph calls share one graph).
@@ -62,7 +67,7 @@ class Lowering {
   OpGraph& graph_;
   DType dtype_;
   Memo& memo_;
-  std::map<const void*, const Assignment*> producers_;
+  std::unordered_map<const void*, const Assignment*> producers_;  // by target storage
 };
 
 /// Expression<T>::add_to_graph of the library's classes: lowers `node` (its natural labels)

@@ -74,6 +74,17 @@ class Propagation {
   explicit Propagation(OpGraph& graph) : graph_(graph) {}
 
   void run() {
+    // Masks are where maps enter (every other node's maps come from its operands'): a graph
+    // without one holds none, and most sets have none.
+    bool masked = false;
+    for (NodeId id = 0; id < graph_.size() && !masked; ++id) masked = graph_.node(id).kind == OpKind::mask;
+    if (!masked) {
+      for (NodeId id = 0; id < graph_.size(); ++id) {
+        graph_.node(id).holds.clear();
+        graph_.node(id).pattern.reset();
+      }
+      return;
+    }
     for (NodeId id : graph_.topological_order()) {
       OpNode& node = graph_.node(id);
       node.holds.clear();
