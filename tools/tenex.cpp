@@ -79,10 +79,12 @@ bool is_label(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 
 Spec parse_spec(std::string_view text) {
   Spec spec;
-  for (char c : text) {
-    if (c != ' ') spec.text += c;
-  }
+  spec.text = text;
   const std::string where = "tenex: bad spec \"" + std::string(text) + "\": ";
+  if (const std::size_t space = text.find_first_of(" \t\n"); space != std::string_view::npos) {
+    throw UsageError(where + "a space at position " + std::to_string(space + 1) +
+                     "; write the spec without spaces, e.g. \"ij,jk->ik\"");
+  }
   if (spec.text.empty())
     throw UsageError(where + "it is empty; write operands then '->' then the result, e.g. \"ij,jk->ik\"");
   const std::size_t arrow = spec.text.find("->");
@@ -144,6 +146,11 @@ void parse_extents(const std::string& text, Spec& spec) {
   }
   std::string spec_letters;
   for (const auto& [c, n] : used) spec_letters += std::string(spec_letters.empty() ? "" : ",") + c;
+  if (!text.empty() && text.back() == ',') {
+    throw UsageError("tenex: --extents: \"" + text +
+                     "\" ends with a comma; write LETTER=EXTENT items separated by "
+                     "commas (e.g. a=30,b=20)");
+  }
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
     if (item.size() < 3 || !is_label(item[0]) || item[1] != '=') {
@@ -346,6 +353,25 @@ std::string format(const char* pattern, double value) {
 
 std::string milliseconds(double seconds) { return format("%.3f ms", seconds * 1e3); }
 
+/// A --dot FILE that cannot be written is a usage error (exit status 2), found before anything
+/// runs where the folder is missing or FILE is a folder.
+void check_dot_path(const std::string& path) {
+  const std::filesystem::path file(path);
+  const std::filesystem::path folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+  std::error_code error;
+  if (!std::filesystem::is_directory(folder, error)) {
+    throw UsageError("tenex: --dot: cannot write " + path + ": the folder " + folder.string() +
+                     " does not exist; name a file in an existing folder");
+  }
+  if (std::filesystem::is_directory(file, error)) {
+    throw UsageError("tenex: --dot: cannot write " + path + ": it is a folder; name a file");
+  }
+}
+
+[[noreturn]] void throw_cannot_write_dot(const std::string& path, const std::string& why) {
+  throw UsageError("tenex: --dot: cannot write " + path + (why.empty() ? "" : ": " + why));
+}
+
 /// Writes the optimized graph of one run of `problem` to `path` (through TENEX_DUMP_GRAPH).
 template <class T>
 void dump_dot(Problem<T>& problem, const std::string& path) {
@@ -362,11 +388,15 @@ void dump_dot(Problem<T>& problem, const std::string& path) {
   }
   unsetenv("TENEX_DUMP_GRAPH");
   bool copied = false;
+  std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::filesystem::copy_file(entry.path(), path, std::filesystem::copy_options::overwrite_existing);
+    if (!std::filesystem::copy_file(entry.path(), path, std::filesystem::copy_options::overwrite_existing, error)) {
+      break;
+    }
     copied = true;
   }
   std::filesystem::remove_all(dir);
+  if (error) throw_cannot_write_dot(path, error.message());
   if (!copied) throw std::runtime_error("tenex: --dot: the run wrote no graph");
 }
 
@@ -403,7 +433,7 @@ int explain_only(const Options& o, const Spec& spec) {
     (void)statement->at(statement->size() - 2)->add_to_graph(graph);
     std::ofstream out(o.dot);
     out << graph.to_dot();
-    if (!out) throw std::runtime_error("tenex: --dot: cannot write " + o.dot);
+    if (!out) throw_cannot_write_dot(o.dot, "");
     std::cout << "graph (as built, before the passes): " << o.dot << "\n";
   }
   std::cout.flush();
@@ -472,11 +502,27 @@ int bench(const Options& o) {
   return 0;
 }
 
+/// The library reads TENEX_PASSES when a set runs, and a bad list fails that set: a set of one
+/// element run now makes a bad --passes a usage error, before anything else runs.
+void check_passes(const std::string& passes) {
+  try {
+    tenex::Tensor<float> x(tenex::Shape{1}), y;
+    y("i") = 2.0 * x("i");
+    y.wait();
+  } catch (const tenex::Error& e) {
+    std::string why = e.what();
+    const std::string prefix = "tenex: TENEX_PASSES=" + passes + ": ";
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+    throw UsageError("tenex: --passes " + passes + ": " + why);
+  }
+}
+
 template <class T>
 int dispatch(const Options& o) {
   if (o.command == "bench") return bench<T>(o);
   Spec spec = parse_spec(o.argument);
   parse_extents(o.extents, spec);
+  if (!o.dot.empty()) check_dot_path(o.dot);
   return o.command == "einsum" ? einsum<T>(o, spec) : explain_only<T>(o, spec);
 }
 
@@ -489,7 +535,10 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    if (o.passes) setenv("TENEX_PASSES", o.passes->c_str(), 1);
+    if (o.passes) {
+      setenv("TENEX_PASSES", o.passes->c_str(), 1);
+      check_passes(*o.passes);
+    }
     return o.dtype == "float" ? dispatch<float>(o) : dispatch<double>(o);
   } catch (const UsageError& e) {
     std::cerr << e.what() << "\n";

@@ -208,3 +208,45 @@ TEST_CASE_TEMPLATE_DEFINE("memory limit: a product whose every order needs a lar
   CHECK_THROWS_AS(impossible.wait(), tenex::BackendError);
 }
 TEST_CASE_TEMPLATE_APPLY(memory_slices, tenex_test::Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("memory limit: batches small enough to fit beside the result and the slices", T,
+                          memory_slices_fit) {
+  LimitGuard guard;
+  // F(i,j) = X(i,a) Z(a,b) Y(j,b), X 60x70, Z 70x80, Y 60x80. Every order holds an
+  // intermediate of 33.6 KB or more (double) beside the 28.8 KB result: over a limit of 60,000
+  // bytes. A batch of 24 values of a (its product under a quarter of the limit) with its slices
+  // and the running sum does not fit either (67 KB); fewer values do, and the set runs.
+  // (Before, the batch size came from the quarter alone and the set failed at planning.)
+  constexpr std::size_t ni = 60, na = 70, nb = 80, nj = 60;
+  auto x = random_tensor<T>({ni, na}, 21), z = random_tensor<T>({na, nb}, 22), y = random_tensor<T>({nj, nb}, 23);
+  std::vector<double> expected(ni * nj, 0.0);
+  for (std::size_t i = 0; i < ni; ++i) {
+    for (std::size_t j = 0; j < nj; ++j) {
+      double sum = 0;
+      for (std::size_t a = 0; a < na; ++a) {
+        for (std::size_t b = 0; b < nb; ++b) {
+          sum += static_cast<double>(x.at(i, a)) * static_cast<double>(z.at(a, b)) * static_cast<double>(y.at(j, b));
+        }
+      }
+      expected[i * nj + j] = sum;
+    }
+  }
+  const std::size_t limit = 60000 * sizeof(T) / sizeof(double);  // 30,000 bytes in float
+  tenex::set_memory_limit(limit);
+  Tensor<T> f;
+  f("i,j") = x("i,a") * z("a,b") * y("j,b");
+  REQUIRE_NOTHROW(f.wait());
+  const tenex::RunStats stats = tenex::last_run_stats();
+  CHECK(stats.peak_bytes <= limit);
+  const std::string plan = tenex::explain();
+  INFO(plan);
+  CHECK(contains(plan, "slice"));
+  const double tolerance = std::is_same_v<T, float> ? 1e-3 : 1e-11;
+  for (std::size_t i = 0; i < ni; ++i) {
+    for (std::size_t j = 0; j < nj; ++j) {
+      const double e = expected[i * nj + j];
+      CHECK(std::abs(static_cast<double>(f.at(i, j)) - e) <= tolerance * (1 + std::abs(e)));
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(memory_slices_fit, tenex_test::Scalars);

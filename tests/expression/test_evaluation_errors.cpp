@@ -1,13 +1,16 @@
 // Errors raised while a set is evaluated: they never leave a destructor; they are stored
-// and rethrown, as tenex::Error, by every read of an affected result.
+// and rethrown, as tenex::Error, by every read of an affected result; what a tenex::map
+// callable throws is rethrown as it is, the callable's own exception object.
 //
 // The only evaluation-time failure a CPU run can be made to raise on purpose is a
 // numerical one: the Cholesky factorisation of a matrix that is not positive definite.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -128,3 +131,67 @@ TEST_CASE_TEMPLATE_DEFINE("evaluation errors: a positive definite matrix factori
   CHECK(lt.at(1, 0) == 0);
 }
 TEST_CASE_TEMPLATE_APPLY(evaluation_ok, Scalars);
+
+namespace {
+// A user's exception type with data of its own, to tell that the object itself arrives.
+struct Picky : std::runtime_error {
+  explicit Picky(double v) : std::runtime_error("picky: " + std::to_string(v) + " is too large"), value(v) {}
+  double value;
+};
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("evaluation errors: a map callable's own exception reaches every read", T, evaluation_map) {
+  // Large enough for the element-wise kernel to run on several threads.
+  const std::size_t n = 1 << 17;
+  Tensor<T> x(Shape{n});
+  for (std::size_t i = 0; i < n; ++i) x.at(i) = static_cast<T>(i % 7) / T(4);  // at most 1.5
+  Tensor<T> y, z;
+  {
+    auto mapped = tenex::map(x("i"), "picky", [](T v) {
+      if (v > T(1)) throw Picky(static_cast<double>(v));
+      return v;
+    });
+    y("i") = mapped;
+    z("i") = 2.0 * mapped + x("i");  // depends on it: the same exception
+  }
+  const Picky* first = nullptr;
+  auto check_read = [&](auto read, const char* how) {
+    CAPTURE(how);
+    try {
+      read();
+      FAIL("no exception");
+    } catch (const tenex::Error& e) {
+      FAIL("a tenex::Error instead of the callable's exception: " << e.what());
+    } catch (const Picky& e) {
+      CHECK(e.value > 1.0);
+      CHECK(std::string(e.what()).find("is too large") != std::string::npos);
+      if (!first) first = &e;
+      CHECK(&e == first);  // the one object, as std::future rethrows it
+    }
+  };
+  check_read([&] { y.wait(); }, "wait");
+  check_read([&] { (void)y.at(0); }, "at");
+  check_read([&] { (void)std::as_const(y).data(); }, "data");
+  check_read([&] { (void)y.to_vector(); }, "to_vector");
+  check_read([&] { z.wait(); }, "a dependent result");
+  // A later set reading the failed result, also through a cast: the same exception.
+  Tensor<T> later;
+  later("i") = 3.0 * y("i");
+  check_read([&] { later.wait(); }, "a later set");
+  using Other = std::conditional_t<std::is_same_v<T, float>, double, float>;
+  Tensor<Other> other;
+  other("i") = tenex::cast<Other>(y("i"));
+  check_read([&] { other.wait(); }, "a cast");
+  // Not a std::exception at all: rethrown as it is too.
+  Tensor<T> w;
+  w("i") = tenex::map(x("i"), "odd", [](T v) -> T {
+    if (v > T(1)) throw 42;
+    return v;
+  });
+  CHECK_THROWS_AS(w.wait(), int);
+  // The library goes on working.
+  Tensor<T> ok;
+  ok("i") = tenex::map(x("i"), "same", [](T v) { return v; });
+  CHECK(ok.at(6) == x.at(6));
+}
+TEST_CASE_TEMPLATE_APPLY(evaluation_map, Scalars);

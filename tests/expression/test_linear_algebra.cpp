@@ -742,6 +742,49 @@ TEST_CASE_TEMPLATE_DEFINE("linear algebra: generalized eigen_solve with b SPD", 
 }
 TEST_CASE_TEMPLATE_APPLY(la_eigen_generalized, Scalars);
 
+TEST_CASE_TEMPLATE_DEFINE("linear algebra: the targets of eigen_solve name the eigenpairs' mode", T, la_eigen_names) {
+  // docs/linear-algebra.md: std::make_pair(C("m,p"), e("p")) = eigen_solve(F("m,n"), S("m,n")),
+  // F C = S C e: the targets' label p names the mode the operands call n.
+  const std::size_t n = 5;
+  const Tensor<T> f = random_symmetric<T>(n, 31);
+  const Tensor<T> s = random_spd<T>(n, 32, static_cast<double>(n));
+  Tensor<T> f_in = f, s_in = s;
+  SUBCASE("generalized, free function") {
+    Tensor<T> c, e;
+    std::make_pair(c("m,p"), e("p")) = tenex::eigen_solve(f_in("m,n"), s_in("m,n"));
+    REQUIRE(c.shape() == Shape{n, n});
+    REQUIRE(e.shape() == Shape{n});
+    check_generalized_eigen(f, s, c, e);
+  }
+  SUBCASE("generalized, member form") {
+    Tensor<T> c, e;
+    std::make_pair(c("m,p"), e("p")) = f_in("m,n").eigen_solve(s_in("m,n"));
+    check_generalized_eigen(f, s, c, e);
+  }
+  SUBCASE("standard, free function and member form") {
+    Tensor<T> v, w, v2, w2;
+    std::make_pair(v("i,k"), w("k")) = tenex::eigen_solve(f_in("i,j"));
+    check_eigen(f, v, w);
+    std::make_pair(v2("i,k"), w2("k")) = f_in("i,j").eigen_solve();
+    check_eigen(f, v2, w2);
+  }
+  SUBCASE("a target in the other order holds the transpose") {
+    Tensor<T> ct, e, c;
+    std::make_pair(ct("p,m"), e("p")) = tenex::eigen_solve(f_in("m,n"), s_in("m,n"));
+    c("m,p") = ct("p,m");
+    check_generalized_eigen(f, s, c, e);
+  }
+  SUBCASE("one factor alone takes any name for the mode") {
+    Tensor<T> c, e, c_ref, e_ref;
+    std::make_pair(c_ref("m,n"), e_ref("n")) = tenex::eigen_solve(f_in("m,n"), s_in("m,n"));
+    c("m,q") = tenex::eigen_solve(f_in("m,n"), s_in("m,n")).first;
+    e("q") = tenex::eigen_solve(f_in("m,n"), s_in("m,n")).second;
+    CHECK(tenex::allclose(c, c_ref));
+    CHECK(tenex::allclose(e, e_ref));
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(la_eigen_names, Scalars);
+
 TEST_CASE("linear algebra: generalized eigen_solve with an ill-conditioned b (Hilbert, n = 6)") {
   const std::size_t n = 6;
   const Tensor<double> a = random_symmetric<double>(n, 101);

@@ -156,17 +156,37 @@ Unary<T> operator/(double s, const Expression<T>& e) {
   return scalar_op(e, FusedOp::divide, s, true);
 }
 
+namespace detail {
+/// Called in a catch block around a tenex::map callable: carries the exception it threw out
+/// of the backend to the set's results, whose every read rethrows that exception object.
+[[noreturn]] TENEX_API void throw_from_callable();
+}  // namespace detail
+
 /// A C++ callable applied element by element: `tenex::map(x("i"), "erf", [](double v) { ... })`.
 /// `f` takes and returns the element type (or something convertible). It runs on the CPU;
 /// a backend that cannot call it evaluates that node on the CPU. Its name shows in plans.
+/// An exception `f` throws is not turned into a tenex::Error: every read of the set's results
+/// (at(), data(), wait(), ...) rethrows the very exception object `f` threw, as std::future does.
 template <class T, class F>
 Unary<T> map(const Expression<T>& e, std::string name, F f) {
   auto function = std::make_shared<ScalarFunction>();
   function->name = std::move(name);
   if constexpr (std::is_same_v<T, Tensor<double>>) {
-    function->f64 = [f](double v) { return static_cast<double>(f(v)); };
+    function->f64 = [f](double v) {
+      try {
+        return static_cast<double>(f(v));
+      } catch (...) {
+        detail::throw_from_callable();
+      }
+    };
   } else if constexpr (std::is_same_v<T, Tensor<float>>) {
-    function->f32 = [f](float v) { return static_cast<float>(f(v)); };
+    function->f32 = [f](float v) {
+      try {
+        return static_cast<float>(f(v));
+      } catch (...) {
+        detail::throw_from_callable();
+      }
+    };
   }
   return Unary<T>(e, std::shared_ptr<const ScalarFunction>(std::move(function)));
 }

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tenex/backend/run_stats.hpp"
+#include "tenex/callable_exception.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/tensor/storage.hpp"
@@ -306,7 +308,14 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     const OpNode& node = graph.node(id);
     if (node.kind == OpKind::input) {
       Storage<T>& storage = storage_of(id, node);
-      storage.resolve(on_host);
+      try {
+        storage.resolve(on_host);
+      } catch (...) {
+        // An operand whose own set failed: its error is this set's, passed on as it is (a
+        // tenex::map callable's exception stays the callable's; see callable_exception.hpp).
+        if (const std::exception_ptr error = storage.error()) throw CallableException{error};
+        throw;
+      }
       value[id] = backend.read(storage);
     } else {
       KernelArgs<T> args{node, {}, {}, {}};

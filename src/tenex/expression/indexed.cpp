@@ -218,7 +218,21 @@ struct TargetPlan {
   std::vector<std::string> target_labels;
   std::vector<std::string> rhs_labels;
   std::vector<std::size_t> extents;
+  std::string eigen_mode;  // the target's label for the mode of the eigenpairs (eigen_mode_label)
 };
+
+/// For a factor of eigen_solve, the mode of the eigenpairs: the eigenvectors' second label,
+/// the eigenvalues' only one (the operand's second label). A target that lacks that label
+/// names the mode itself, as a target names the new mode of QR and SVD:
+/// std::make_pair(C("m,p"), e("p")) = eigen_solve(F("m,n"), S("m,n")). Empty for other sides.
+std::string eigen_mode_label(const ExprNode& rhs) {
+  const auto* factor = dynamic_cast<const FactorNode*>(&rhs);
+  if (!factor || factor->children.empty()) return {};
+  const auto* decomposition = dynamic_cast<const DecompositionNode*>(factor->children[0].get());
+  if (!decomposition || decomposition->op != OpKind::eigen_solve) return {};
+  const std::size_t mode = factor->which == 0 ? 1 : 0;
+  return mode < rhs.labels.size() ? rhs.labels[mode] : std::string();
+}
 
 TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& rhs) {
   if (rhs.dtype != DType::shape && dynamic_cast<const DecompositionNode*>(&rhs)) {
@@ -240,6 +254,8 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
   for (const std::string& l : rhs.labels) {
     if (is_new_mode_label(l)) unnamed.push_back(l);
   }
+  const std::string eigen = eigen_mode_label(rhs);
+  if (!eigen.empty() && !contains_label(target, eigen)) unnamed.push_back(eigen);
   std::size_t next_unnamed = 0;
   for (const std::string& t : target) {
     std::size_t at = find_label(rhs.labels, t);
@@ -252,6 +268,7 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
     }
     plan.rhs_labels.push_back(rhs.labels[at]);
     plan.extents.push_back(rhs.extents[at]);
+    if (!eigen.empty() && rhs.labels[at] == eigen) plan.eigen_mode = t;
   }
   return plan;
 }
@@ -264,12 +281,38 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
 struct LastFactorAssignment {
   const ExprNode* decomposition = nullptr;
   std::weak_ptr<TargetRecord> target;
+  std::size_t which = 0;           // the factor assigned
+  std::string labels, eigen_mode;  // its target's labels, and its name for eigen_solve's mode
 };
 thread_local LastFactorAssignment last_factor_assignment;
 
 const ExprNode* decomposition_of(const ExprNode& rhs) {
   if (const auto* f = dynamic_cast<const FactorNode*>(&rhs)) return f->children[0].get();
   return nullptr;
+}
+
+/// The targets of one statement's eigenvectors and eigenvalues (std::make_pair(C("m,p"), e("p"))
+/// = eigen_solve(...)) name the mode of the eigenpairs alike: the vectors' target's label for
+/// it is the values' target's label. Throws ShapeError when they do not.
+void check_eigen_mode_names(const ExprNode* decomposition, std::size_t which, const std::vector<std::string>& target,
+                            const std::string& eigen_mode) {
+  const LastFactorAssignment& last = last_factor_assignment;
+  if (eigen_mode.empty() || !decomposition || last.decomposition != decomposition || last.which == which ||
+      last.eigen_mode.empty() || last.eigen_mode == eigen_mode || last.target.expired()) {
+    return;
+  }
+  const bool vectors = which == 0;
+  const std::string& vectors_labels = vectors ? join_labels(target) : last.labels;
+  const std::string& values_labels = vectors ? last.labels : join_labels(target);
+  const std::string& vectors_name = vectors ? eigen_mode : last.eigen_mode;
+  const std::string& values_name = vectors ? last.eigen_mode : eigen_mode;
+  throw ShapeError(
+      "tenex: eigen_solve: the targets name the mode of the eigenpairs differently: the eigenvectors' "
+      "target \"" +
+      vectors_labels + "\" names it \"" + vectors_name + "\" but the eigenvalues' target \"" + values_labels +
+      "\" names it \"" + values_name +
+      "\"; label the eigenvalues with the eigenvectors' second label (std::make_pair(v(\"i,k\"), "
+      "w(\"k\")) = eigen_solve(a(\"i,j\")))");
 }
 
 template <class S>
@@ -331,11 +374,15 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       handle.state = LinkedState::merge(handle.state, combined.state);
     }
     TargetPlan plan = plan_target(target.written_labels(), *handle.node);
+    const std::size_t which = decomposition ? static_cast<const FactorNode&>(*value).which : 0;
+    check_eigen_mode_names(decomposition, which, target.written_labels(), plan.eigen_mode);
+    std::string eigen_mode = plan.eigen_mode;
     auto cancelled = std::make_shared<bool>(false);
     std::function<void()> undo = detail::record(object, handle, plan, cancelled);
     record->cancelled = cancelled;
     record->undo = std::move(undo);
-    last_factor_assignment = LastFactorAssignment{decomposition, decomposition ? record : nullptr};
+    last_factor_assignment = LastFactorAssignment{decomposition, decomposition ? record : nullptr, which,
+                                                  join_labels(target.written_labels()), std::move(eigen_mode)};
     return handle;
   } catch (...) {
     const LastFactorAssignment last = last_factor_assignment;

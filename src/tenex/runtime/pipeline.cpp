@@ -28,6 +28,7 @@
 #include "tenex/backend/executor.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
+#include "tenex/callable_exception.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
 #include "tenex/expression/detail/lowering.hpp"
@@ -179,6 +180,8 @@ std::exception_ptr error_of_current_exception(std::size_t statements) noexcept {
   try {
     try {
       throw;
+    } catch (const CallableException& e) {
+      return e.error;  // a tenex::map callable's own exception, for the reader (as std::future)
     } catch (const Error&) {
       return std::current_exception();
     } catch (const std::bad_alloc&) {

@@ -523,7 +523,62 @@ T one_norm_of_transpose(const T* a, std::size_t n) {
                        "); " + operation + " needs an invertible matrix");
 }
 
-// A zero pivot (getrf's info) or a reciprocal condition number below epsilon: singular.
+// The power of two 2^e at or below max |a|: a / 2^e has its largest entry in [1, 2), exactly
+// (a power of two only moves exponents; a power of two on the diagonal becomes 1). LAPACK's
+// LU of a matrix of subnormal entries (1e-310 I) overflows (1 / pivot) and hands NaN to gecon,
+// and gecon gives a condition number of 0 to an identity scaled below 1e-300 or so; the
+// scaled matrix is neither, and its inverse, scaled back, is the inverse of a where that is
+// representable. 0 for a zero matrix.
+template <class T>
+int scale_exponent(const T* a, std::size_t count) {
+  T largest = 0;
+  for (std::size_t k = 0; k < count; ++k) largest = std::max(largest, std::abs(a[k]));
+  int e = 0;
+  if (largest > T(0)) std::frexp(largest, &e);  // largest = f 2^e, f in [0.5, 1)
+  return largest > T(0) ? e - 1 : 0;
+}
+
+template <class T>
+void scale_by_power_of_two(T* a, std::size_t count, int e) {
+  if (e == 0) return;
+  for (std::size_t k = 0; k < count; ++k) a[k] = std::ldexp(a[k], e);
+}
+
+template <class T>
+[[noreturn]] void throw_overflow(const char* operation, std::string_view what, std::size_t n, const char* result_name,
+                                 const std::string& detail) {
+  const char* type = std::is_same_v<T, float> ? "float" : "double";
+  throw NumericalError("tenex: " + std::string(operation) + ": " + result_name + " of " + matrix_text(what, n) +
+                       " overflows: " + detail + ", beyond the largest " + type + " " +
+                       short_number(std::numeric_limits<T>::max()) + "; it cannot be represented in " + type +
+                       " (scale the matrix)");
+}
+
+// Scales `result` (count entries, the result for a / 2^e; row-major with `columns` columns,
+// 0: positions not told) back by 2^-e into the result for a, and throws a NumericalError
+// when an entry is beyond the largest T: a's inverse (or the solution) is not representable,
+// though a is invertible.
+template <class T>
+void unscale_checked(T* result, std::size_t count, std::size_t columns, int e, const char* operation,
+                     std::string_view what, std::size_t n, const char* result_name) {
+  for (std::size_t k = 0; k < count; ++k) {
+    const T x = std::ldexp(result[k], -e);
+    if (!std::isfinite(x)) {
+      const double magnitude = std::log10(std::abs(static_cast<double>(result[k]))) - e * std::log10(2.0);
+      std::ostringstream about;
+      about << "1e+" << static_cast<long long>(std::floor(magnitude));
+      const std::string entry =
+          columns == 0 ? "an entry"
+                       : "its entry (" + std::to_string(k / columns) + ", " + std::to_string(k % columns) + ")";
+      throw_overflow<T>(operation, what, n, result_name, entry + " is about " + about.str());
+    }
+    result[k] = x;
+  }
+}
+
+// A zero pivot (getrf's info), LU factors that overflowed (a pivot so small relative to the
+// entries below it that LAPACK's 1 / pivot is infinite) or a reciprocal condition number
+// below epsilon: singular to working precision.
 template <class T>
 void check_lu(const char* operation, std::string_view what, std::size_t n, lapack_int info, const T* lu, T anorm) {
   if (info > 0) {
@@ -532,6 +587,13 @@ void check_lu(const char* operation, std::string_view what, std::size_t n, lapac
                        ") is exactly zero");
   }
   check_lapack_info(routine_name<T>("getrf").c_str(), info, n);
+  for (std::size_t k = 0; k < n * n; ++k) {
+    if (!std::isfinite(lu[k])) {
+      throw_singular(operation, what, n,
+                     "to working precision: its LU factors overflow, a pivot being too small relative to the "
+                     "entries below it");
+    }
+  }
   T rcond = 0;
   check_lapack_info(routine_name<T>("gecon").c_str(), gecon_cm(static_cast<lapack_int>(n), lu, anorm, &rcond), n);
   if (!(rcond >= std::numeric_limits<T>::epsilon())) {
@@ -570,10 +632,15 @@ KernelCount inverse(const T* a, std::size_t n, T* out, std::string_view what) {
   // Column-major LU of the buffer, i.e. of a^T: getri gives (a^T)^-1 column-major, which
   // is a^-1 row-major.
   if (!copy_checked(a, n * n, out)) throw_non_finite(a, n, n, false, "inverse", "the matrix");
+  // inverse(a) = inverse(a / 2^e) / 2^e (scale_exponent).
+  const int e = scale_exponent(out, n * n);
+  scale_by_power_of_two(out, n * n, -e);
+  const T anorm = one_norm_of_transpose(out, n);
   std::vector<lapack_int> ipiv(n);
   const lapack_int info = getrf_cm(ln, out, ipiv.data());
-  check_lu("inverse", what, n, info, out, one_norm_of_transpose(a, n));
+  check_lu("inverse", what, n, info, out, anorm);
   check_lapack_info(routine_name<T>("getri").c_str(), getri_cm(ln, out, ipiv.data()), n);
+  unscale_checked(out, n * n, n, e, "inverse", what, n, "the inverse");
   const double dn = static_cast<double>(n);
   count.flops = 2 * dn * dn * dn;  // getrf 2n^3/3 + getri 4n^3/3
   count.calls = 3;
@@ -590,6 +657,10 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
   const lapack_int lrhs = to_lapack_int(nrhs, "solve");
   const auto factor = std::make_unique_for_overwrite<T[]>(n * n);
   if (!copy_checked(a, n * n, factor.get())) throw_non_finite(a, n, n, false, "solve", "the matrix a");
+  // (a / 2^e) y = b, x = y / 2^e (scale_exponent).
+  const int e = scale_exponent(factor.get(), n * n);
+  scale_by_power_of_two(factor.get(), n * n, -e);
+  const T anorm = one_norm_of_transpose(factor.get(), n);
   // The right-hand sides as the columns of a column-major n x nrhs matrix; when the solved
   // mode is the last one (inner == 1), b already is one.
   const auto rhs = std::make_unique_for_overwrite<T[]>(n * nrhs);
@@ -616,7 +687,6 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
     count.flops += dn * dn * dn / 3;
     if (info == 0) {
       T rcond = 0;
-      const T anorm = one_norm_of_transpose(a, n);
       check_lapack_info(routine_name<T>("pocon").c_str(), pocon_cm(ln, factor.get(), anorm, &rcond), n);
       if (!(rcond >= std::numeric_limits<T>::epsilon())) {
         throw_singular("solve", what, n,
@@ -631,18 +701,20 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
       check_lapack_info(routine_name<T>("potrf").c_str(), info, n);
     } else {
       std::copy(a, a + n * n, factor.get());  // not positive definite: LU after all
+      scale_by_power_of_two(factor.get(), n * n, -e);
     }
   }
   if (!solved) {
     // LU of the buffer (a^T); getrs with 'T' solves (a^T)^T x = a x = b.
     std::vector<lapack_int> ipiv(n);
     const lapack_int info = getrf_cm(ln, factor.get(), ipiv.data());
-    check_lu("solve", what, n, info, factor.get(), one_norm_of_transpose(a, n));
+    check_lu("solve", what, n, info, factor.get(), anorm);
     check_lapack_info(routine_name<T>("getrs").c_str(), getrs_cm('T', ln, lrhs, factor.get(), ipiv.data(), rhs.get()),
                       n);
     count.calls += 3;
     count.flops += 2 * dn * dn * dn / 3 + 2 * dn * dn * dr;
   }
+  unscale_checked(rhs.get(), n * nrhs, 0, e, "solve", what, n, "the solution x of a x = b for");
   if (inner == 1) {
     std::copy(rhs.get(), rhs.get() + n * nrhs, x);
   } else {
@@ -692,6 +764,15 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
   syrk_cm(ln, vectors.get(), out);
   for (std::size_t j = 0; j < n; ++j) {
     for (std::size_t i = 0; i < j; ++i) out[i * n + j] = out[j * n + i];  // mirror: exactly symmetric
+  }
+  // Finite input, so an entry beyond the range is an overflow (the power -1.5 of 1e-310 I).
+  for (std::size_t k = 0; k < n * n; ++k) {
+    if (!std::isfinite(out[k])) {
+      throw_overflow<T>("pow", what, n, ("the power " + short_number(p)).c_str(),
+                        "its entry (" + std::to_string(k / n) + ", " + std::to_string(k % n) +
+                            ") is out of range (its eigenvalues run from " + short_number(static_cast<double>(w[0])) +
+                            " to " + short_number(static_cast<double>(w[n - 1])) + ")");
+    }
   }
   const double dn = static_cast<double>(n);
   count.flops = 10 * dn * dn * dn;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tenex/backend/dist/scalapack.hpp"
+#include "tenex/callable_exception.hpp"
 #include "tenex/error.hpp"
 
 namespace tenex::dist {
@@ -63,6 +64,16 @@ void agree(const DistContext& context, std::exception_ptr local_error) {
   if (context.rank == first) {
     try {
       std::rethrow_exception(local_error);
+    } catch (const tenex::detail::CallableException& e) {
+      // A tenex::map callable's exception: a tenex::Error with its text on every rank, as any
+      // other failure (the other ranks cannot have the object, and an SPMD program catches alike).
+      try {
+        std::rethrow_exception(e.error);
+      } catch (const std::exception& thrown) {
+        message = std::string("tenex: a tenex::map callable threw: ") + thrown.what();
+      } catch (...) {
+        message = "tenex: a tenex::map callable threw an exception that is not a std::exception";
+      }
     } catch (const NumericalError& e) {
       message = e.what();
       kind = 1;

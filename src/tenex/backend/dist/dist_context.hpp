@@ -45,7 +45,8 @@ void set_current_context(const std::shared_ptr<DistContext>& context);
 
 /// Collective: every rank passes the error it met (null: none). When any rank failed,
 /// every rank throws the error of the lowest failing rank (its message; a tenex::Error
-/// subclass is kept as tenex::Error with that message). Otherwise returns.
+/// subclass is kept as that subclass with that message, a tenex::map callable's exception is a
+/// tenex::Error with its text). Otherwise returns.
 void agree(const DistContext& context, std::exception_ptr local_error);
 
 /// Runs `f` (local work that may throw) and then agrees.

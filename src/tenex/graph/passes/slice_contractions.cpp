@@ -57,6 +57,55 @@ NodeId restrict_to(OpGraph& graph, NodeId id, const std::string& label, std::siz
   return graph.add(std::move(params), {id});
 }
 
+/// The bytes a buffer of `elements` of `dtype` takes: backends hand out whole 64-byte lines.
+std::size_t buffer_bytes(std::size_t elements, DType dtype) { return (elements * element_bytes(dtype) + 63) / 64 * 64; }
+
+/// The most bytes of intermediates held while one batch of `step` values of the product's
+/// mode `mode` runs, in the order the executor runs it under a limit (depth first, the
+/// running sum first, then the consumer's operands in order, each factor's slices just
+/// before the partial product): the running sum, an intermediate that is sliced (held whole
+/// across the batches), the slices and the partial product, then the next running sum,
+/// which takes over the previous one's buffer.
+std::size_t batch_peak(const OpGraph& graph, NodeId product, NodeId consumer, std::size_t mode, std::size_t step) {
+  const OpNode& p = graph.node(product);
+  const std::string& label = p.labels[mode];
+  const DType dtype = p.dtype;
+  const std::vector<NodeId> outer = graph.operands(consumer);
+  const NodeId other = outer[0] == product ? outer[1] : outer[0];
+  // An operand's slice of `step` values (none when it lacks the label), and the operand itself
+  // when it is an intermediate: it stays held while its slices are taken.
+  std::size_t whole = 0;
+  auto slice_of = [&](NodeId id) -> std::size_t {
+    const OpNode& n = graph.node(id);
+    if (n.kind != OpKind::input) whole += buffer_bytes(n.elements, dtype);
+    const std::size_t m = find_label(n.labels, label);
+    if (m == n.labels.size() || n.extents[m] == 0) return 0;
+    return buffer_bytes(n.elements / n.extents[m] * step, dtype);
+  };
+  const std::vector<NodeId> factors = graph.operands(product);
+  const std::size_t factor_slices = slice_of(factors[0]) + slice_of(factors[1]);
+  const std::size_t other_slice = slice_of(other);
+  const std::size_t part = buffer_bytes(p.elements / p.extents[mode] * step, dtype);
+  const std::size_t sum = buffer_bytes(graph.node(consumer).elements, dtype);
+  const std::size_t before_part = outer[0] == product ? 0 : other_slice;  // the other operand first
+  return whole + sum + std::max(before_part + factor_slices + part, part + other_slice);
+}
+
+/// The largest number of values of the product's mode `mode`, at most `most`, whose batch
+/// fits under `limit` (batch_peak); `most` where none does (the set then fails at planning,
+/// naming what does not fit).
+std::size_t fitting_step(const OpGraph& graph, NodeId product, NodeId consumer, std::size_t mode, std::size_t most,
+                         std::size_t limit) {
+  if (batch_peak(graph, product, consumer, mode, most) <= limit) return most;
+  if (batch_peak(graph, product, consumer, mode, 1) > limit) return most;
+  std::size_t fits = 1, too_many = most;  // the peak grows with the step
+  while (too_many - fits > 1) {
+    const std::size_t mid = fits + (too_many - fits) / 2;
+    (batch_peak(graph, product, consumer, mode, mid) <= limit ? fits : too_many) = mid;
+  }
+  return fits;
+}
+
 }  // namespace
 
 void slice_contractions(OpGraph& graph, std::size_t memory_limit) {
@@ -88,13 +137,13 @@ void slice_contractions(OpGraph& graph, std::size_t memory_limit) {
     if (best == product.labels.size()) continue;
     const std::string label = product.labels[best];
     const std::size_t extent = product.extents[best];
-    // Batches of at most a quarter of the limit each (the operands' slices and the running
-    // sum are held beside them).
+    // Batches of at most a quarter of the limit each, and fewer values of the label still
+    // where a batch with the running sum and the slices held beside it would not fit.
     const std::size_t quarter = std::max<std::size_t>(memory_limit / 4, 1);
     const std::size_t wanted = (bytes + quarter - 1) / quarter;
     const std::size_t batches = std::min(extent, wanted);
     if (batches < 2) continue;
-    const std::size_t step = (extent + batches - 1) / batches;
+    const std::size_t step = fitting_step(graph, id, consumer, best, (extent + batches - 1) / batches, memory_limit);
 
     const ContractParams inner = product.get<ContractParams>();
     const ContractParams outer_params = c.get<ContractParams>();
