@@ -16,11 +16,12 @@ class Twice : public tenex::Nary<1, T> {
   }
 };
 
-// 2. A node of its own: the upper-left k x k block of a matrix, through a slice node.
+// 2. A node of its own: the upper-left k x k block of a matrix, through a slice node. Its value
+//    is not labelled like its operand (k x k, not x's extents): the constructor declares it.
 template <class T>
 class LeadingBlock : public tenex::Nary<1, T> {
  public:
-  LeadingBlock(const tenex::Expression<T>& x, std::size_t k) : tenex::Nary<1, T>(x), k_(k) {}
+  LeadingBlock(const tenex::Expression<T>& x, std::size_t k) : tenex::Nary<1, T>(x.labels(), {k, k}, x), k_(k) {}
   std::string_view name() const override { return "LeadingBlock"; }
   tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
     const tenex::NodeId x = this->child(0).add_to_graph(graph);

@@ -60,6 +60,50 @@ class Meaningless : public tenex::Nary<1, T> {
   std::string_view name() const override { return "Meaningless"; }
 };
 
+// Draws the leading 2 x 2 block of its operand, and declares it through Nary's constructor.
+template <class T>
+class Block : public tenex::Nary<1, T> {
+ public:
+  explicit Block(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x.labels(), {2, 2}, x) {}
+  std::string_view name() const override { return "Block"; }
+  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
+    return graph.add(tenex::SliceParams{{0, 0}, {2, 2}}, {this->child(0).add_to_graph(graph)});
+  }
+};
+
+// The same block, undeclared: it claims its operand's extents and draws others.
+template <class T>
+class UndeclaredBlock : public tenex::Nary<1, T> {
+ public:
+  explicit UndeclaredBlock(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
+  std::string_view name() const override { return "UndeclaredBlock"; }
+  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
+    return graph.add(tenex::SliceParams{{0, 0}, {2, 2}}, {this->child(0).add_to_graph(graph)});
+  }
+};
+
+// Draws a tensor of its own with a label the operand lacks.
+template <class T>
+class Stranger : public tenex::Nary<1, T> {
+ public:
+  Stranger(const tenex::Expression<T>& x, T& other) : tenex::Nary<1, T>(x), other_(&other) {}
+  std::string_view name() const override { return "Stranger"; }
+  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override { return graph.add_input(*other_, "q"); }
+
+ private:
+  T* other_;
+};
+
+// Declares its value badly.
+template <class T>
+class Misdeclared : public tenex::Nary<1, T> {
+ public:
+  Misdeclared(const tenex::Expression<T>& x, std::vector<std::string> labels, std::vector<std::size_t> extents)
+      : tenex::Nary<1, T>(std::move(labels), std::move(extents), x) {}
+  std::string_view name() const override { return "Misdeclared"; }
+  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override { return this->child(0).add_to_graph(graph); }
+};
+
 template <class F>
 std::vector<std::string> dumped(F&& statements) {
   return tenex_test::dumped_graphs(statements);
@@ -112,6 +156,49 @@ TEST_CASE("architecture: user classes nest: each object's add_to_graph is honour
   }
   CHECK(d.to_vector() == std::vector<double>{-6, -12});
   CHECK(z.to_vector() == std::vector<double>{16, 64});
+}
+
+TEST_CASE("architecture: a user class must draw the value it declares") {
+  using TD = Tensor<double>;
+  TD a(Shape{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), b, c, d;
+  // Declared: the block, with the extents it draws.
+  const Block<TD> declared(a("i,j"));
+  CHECK(declared.extents() == std::vector<std::size_t>{2, 2});
+  b("i,j") = declared;
+  CHECK(b.shape() == Shape{2, 2});
+  CHECK(b.to_vector() == std::vector<double>{1, 2, 4, 5});
+  // Not declared: it claims (i,j) {3, 3} and draws {2, 2}. Before, b took {2, 2} silently.
+  auto sentinel = TD(Shape{1}, {7});
+  c = sentinel;
+  CHECK_THROWS_WITH_AS(
+      c("i,j") = UndeclaredBlock<TD>(a("i,j")),
+      "tenex: UndeclaredBlock::add_to_graph returned a node (\"i,j\") {2, 2} that is not the value the class "
+      "declares, (\"i,j\") {3, 3} (its labels() and extents()): label \"i\" has extent 2, declared 3; "
+      "draw the declared value, or declare the value's labels and extents through Nary's constructor "
+      "(docs/extending.md)",
+      tenex::ShapeError);
+  CHECK(c.to_vector() == std::vector<double>{7});
+  // Also as an operand of a library expression.
+  CHECK_THROWS_AS(d("i,j") = 2.0 * UndeclaredBlock<TD>(a("i,j")), tenex::ShapeError);
+  // A label the class does not declare.
+  TD q(Shape{4}, {1, 2, 3, 4});
+  CHECK_THROWS_WITH_AS(d("q") = Stranger<TD>(a("i,j"), q),
+                       "tenex: Stranger::add_to_graph returned a node (\"q\") {4} that is not the value the class "
+                       "declares, (\"i,j\") {3, 3} (its labels() and extents()): label \"q\" is not declared; draw "
+                       "the declared value, or declare the value's labels and extents through Nary's constructor "
+                       "(docs/extending.md)",
+                       tenex::ShapeError);
+  // Declared labels the node lacks are summed away: a product declares its summed labels too.
+  TD x(Shape{2, 3}, {1, 2, 3, 4, 5, 6}), y(Shape{3, 2}, {1, 0, 0, 1, 1, 1}), xy;
+  xy("i,j") = Twice<TD>(x("i,k") * y("k,j"));
+  CHECK(xy.to_vector() == std::vector<double>{8, 10, 20, 22});
+  // Declarations that cannot be.
+  CHECK_THROWS_WITH_AS(Misdeclared<TD>(a("i,j"), {"i", "j"}, {2}),
+                       "tenex: Nary: the declared labels \"i,j\" are 2 but the declared extents {2} are 1; declare one "
+                       "extent a label",
+                       tenex::ShapeError);
+  CHECK_THROWS_AS(Misdeclared<TD>(a("i,j"), {"i", "i"}, {2, 2}), tenex::ShapeError);
+  CHECK_THROWS_AS(Misdeclared<TD>(a("i,j"), {"i,j"}, {2}), tenex::Error);
 }
 
 TEST_CASE_TEMPLATE_DEFINE("architecture: a user class adding a node through OpGraph::add", T, arch_0) {

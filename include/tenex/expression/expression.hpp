@@ -98,6 +98,10 @@ namespace detail {
 /// The handle of a user's Nary over `operands` (their sets merged).
 template <class T>
 TENEX_API Handle make_nary(const std::vector<const Expression<T>*>& operands);
+/// The same, declaring the value's labels and extents (checked: one extent a label, each once).
+template <class T>
+TENEX_API Handle make_nary(const std::vector<const Expression<T>*>& operands, std::vector<std::string> labels,
+                           std::vector<std::size_t> extents);
 /// The operands of `handle`'s node, each with the handle's set.
 template <class T>
 TENEX_API std::vector<Operand<T>> operands_of(const Handle& handle);
@@ -126,6 +130,17 @@ class TENEX_API Nary : public Expression<T> {
   const Expression<T>& child(std::size_t i) const { return children_.at(i); }
 
  protected:
+  /// An expression over `operands` whose value is not labelled like their union: `labels` and
+  /// `extents` declare it (labels() and extents() say them), and add_to_graph must draw a
+  /// node with these labels and extents. A block of a matrix:
+  /// `Block(const Expression<T>& x, std::size_t k) : Nary<1, T>(x.labels(), {k, k}, x) {}`.
+  template <class... E>
+  requires(sizeof...(E) == N && (std::is_base_of_v<Expression<T>, E> && ...))
+      Nary(std::vector<std::string> labels, std::vector<std::size_t> extents, const E&... operands)
+      : Expression<T>(detail::make_nary<T>({static_cast<const Expression<T>*>(&operands)...}, std::move(labels),
+                                           std::move(extents))),
+        children_(detail::operands_of<T>(this->handle_)) {}
+
   explicit Nary(detail::Handle handle)
       : Expression<T>(std::move(handle)), children_(detail::operands_of<T>(this->handle_)) {}
 
@@ -133,12 +148,14 @@ class TENEX_API Nary : public Expression<T> {
   std::vector<Operand<T>> children_;
 };
 
-#define TENEX_DECLARE_EXPRESSION(T)                                                                        \
-  extern template class Expression<T>;                                                                     \
-  extern template class Operand<T>;                                                                        \
-  extern template class Nary<1, T>;                                                                        \
-  extern template class Nary<2, T>;                                                                        \
-  extern template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&); \
+#define TENEX_DECLARE_EXPRESSION(T)                                                                                  \
+  extern template class Expression<T>;                                                                               \
+  extern template class Operand<T>;                                                                                  \
+  extern template class Nary<1, T>;                                                                                  \
+  extern template class Nary<2, T>;                                                                                  \
+  extern template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&);           \
+  extern template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&,            \
+                                                                std::vector<std::string>, std::vector<std::size_t>); \
   extern template TENEX_API std::vector<Operand<T>> detail::operands_of<T>(const detail::Handle&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EXPRESSION)
 #undef TENEX_DECLARE_EXPRESSION

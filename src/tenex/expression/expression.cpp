@@ -9,8 +9,12 @@ namespace tenex {
 
 namespace detail {
 
+namespace {
+
+/// A user's Nary over `operands`, labelled like their union, or as `labels` and `extents` declare.
 template <class T>
-Handle make_nary(const std::vector<const Expression<T>*>& operands) {
+Handle nary_handle(const std::vector<const Expression<T>*>& operands, const std::vector<std::string>* labels,
+                   const std::vector<std::size_t>* extents) {
   auto node = std::make_shared<NaryNode>();
   std::vector<const Handle*> parts;
   for (const Expression<T>* e : operands) {
@@ -25,6 +29,27 @@ Handle make_nary(const std::vector<const Expression<T>*>& operands) {
     node->children.push_back(std::move(child));
     parts.push_back(&e->handle());
   }
+  if (labels) {
+    const std::string text = join_labels(*labels);
+    if (parse_labels(text) != *labels) {
+      throw ShapeError("tenex: Nary: the declared labels \"" + text + "\" are not one label each");
+    }
+    if (labels->size() != extents->size()) {
+      throw ShapeError("tenex: Nary: the declared labels \"" + text + "\" are " + std::to_string(labels->size()) +
+                       " but the declared extents " + format_extents(*extents) + " are " +
+                       std::to_string(extents->size()) + "; declare one extent a label");
+    }
+    for (std::size_t i = 0; i < labels->size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if ((*labels)[i] == (*labels)[j]) {
+          throw ShapeError("tenex: Nary: the declared labels \"" + text + "\" repeat \"" + (*labels)[i] +
+                           "\"; an expression's value has each label once");
+        }
+      }
+    }
+    node->labels = *labels;
+    node->extents = *extents;
+  }
   node->finish();
   std::shared_ptr<LinkedState> state;
   for (const Handle* part : parts)
@@ -32,6 +57,19 @@ Handle make_nary(const std::vector<const Expression<T>*>& operands) {
   if (!state) state = std::make_shared<LinkedState>(node->dtype);
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
+}
+
+}  // namespace
+
+template <class T>
+Handle make_nary(const std::vector<const Expression<T>*>& operands) {
+  return nary_handle<T>(operands, nullptr, nullptr);
+}
+
+template <class T>
+Handle make_nary(const std::vector<const Expression<T>*>& operands, std::vector<std::string> labels,
+                 std::vector<std::size_t> extents) {
+  return nary_handle<T>(operands, &labels, &extents);
 }
 
 template <class T>
@@ -156,12 +194,14 @@ const Expression<T>& Expression<T>::set_sparse_map(std::string_view from, std::s
   return *this;
 }
 
-#define TENEX_INSTANTIATE_EXPRESSION(T)                                                             \
-  template class Expression<T>;                                                                     \
-  template class Operand<T>;                                                                        \
-  template class Nary<1, T>;                                                                        \
-  template class Nary<2, T>;                                                                        \
-  template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&); \
+#define TENEX_INSTANTIATE_EXPRESSION(T)                                                                       \
+  template class Expression<T>;                                                                               \
+  template class Operand<T>;                                                                                  \
+  template class Nary<1, T>;                                                                                  \
+  template class Nary<2, T>;                                                                                  \
+  template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&);           \
+  template TENEX_API detail::Handle detail::make_nary<T>(const std::vector<const Expression<T>*>&,            \
+                                                         std::vector<std::string>, std::vector<std::size_t>); \
   template TENEX_API std::vector<Operand<T>> detail::operands_of<T>(const detail::Handle&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_EXPRESSION)
 #undef TENEX_INSTANTIATE_EXPRESSION

@@ -53,6 +53,22 @@ NodePtr operand_node(const Expression<T>& e) {
       }
     }
   }
+  // The node drawn is the value the class declares (its labels() and extents()): each of its
+  // labels declared, with the declared extent. Declared labels it lacks were summed or dropped
+  // (a product declares its summed labels too).
+  for (std::size_t i = 0; i < value.labels.size(); ++i) {
+    const std::size_t d = find_label(node->labels, value.labels[i]);
+    if (d < node->labels.size() && node->extents[d] == value.extents[i]) continue;
+    const std::string drawn = "(\"" + join_labels(value.labels) + "\") " + format_extents(value.extents);
+    throw ShapeError("tenex: " + snapshot->class_name + "::add_to_graph returned a node " + drawn +
+                     " that is not the value the class declares, " + node->text() + " (its labels() and extents()): " +
+                     (d == node->labels.size()
+                          ? "label \"" + value.labels[i] + "\" is not declared"
+                          : "label \"" + value.labels[i] + "\" has extent " + std::to_string(value.extents[i]) +
+                                ", declared " + std::to_string(node->extents[d])) +
+                     "; draw the declared value, or declare the value's labels and extents through Nary's "
+                     "constructor (docs/extending.md)");
+  }
   snapshot->fragment = std::move(fragment);
   snapshot->result = result;
   snapshot->made_by = &typeid(Operand<T>);
