@@ -64,7 +64,7 @@ void check_repeatable(const std::function<void(tenex::Tensor<T>&)>& statement, c
 TEST_CASE("repeatable: a product chain through an element-wise function of a 6-mode operand") {
   using TD = tenex::Tensor<double>;
   TD e = filled<double>({3, 1}, 1), d = filled<double>({4, 3, 1}, 2), x = filled<double>({8}, 3),
-           y = filled<double>({5}, 4);
+     y = filled<double>({5}, 4);
   // B away from zero: its reciprocal stays of the same size as the other factors.
   std::vector<double> bv = filled<double>({8, 5, 3, 11, 3, 13}, 5).to_vector();
   for (double& v : bv) v = v < 0 ? v - 0.5 : v + 0.5;
@@ -126,8 +126,6 @@ TEST_CASE("repeatable: max_over of a function, then a sum (float)") {
         expected[(m * 2 + l) * 3 + j] = s;
       }
   check_repeatable<float>(
-      [&](TF& r) {
-        r("m,l,j") = tenex::max_over(tenex::sqrt(tenex::abs(A("j,i,l,c1,m,c2")) + 0.5f), "c1,c2");
-      },
+      [&](TF& r) { r("m,l,j") = tenex::max_over(tenex::sqrt(tenex::abs(A("j,i,l,c1,m,c2")) + 0.5f), "c1,c2"); },
       expected, 1e-5);
 }

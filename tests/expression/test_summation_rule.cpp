@@ -23,8 +23,9 @@ struct Configuration {
   const char* passes;      // TENEX_PASSES, null: unset (every pass)
   const char* plan_cache;  // TENEX_PLAN_CACHE
 };
-constexpr Configuration kConfigurations[] = {
-    {nullptr, "1"}, {"none", "1"}, {"fuse", "1"}, {"cse,order,fold_scales,gemm_beta", "1"}, {nullptr, "0"}, {"none", "0"}};
+constexpr Configuration kConfigurations[] = {{nullptr, "1"}, {"none", "1"},
+                                             {"fuse", "1"},  {"cse,order,fold_scales,gemm_beta", "1"},
+                                             {nullptr, "0"}, {"none", "0"}};
 
 struct Environment {
   explicit Environment(const Configuration& c) {
@@ -225,4 +226,20 @@ TEST_CASE("summation rule: +=, -= and /= add what the plain assignment would wri
         r("i") *= a("i,j");
       },
       multiplied);
+  // A label of the target stays a Hadamard label of a product on the right.
+  std::vector<double> weighted(I);
+  for (std::size_t i = 0; i < I; ++i) weighted[i] = cv[i] + row_sum[i] * bv[i];
+  check_everywhere(
+      [&](TD& r) {
+        r = c0;
+        r("i") += a("i,j") * b("i");
+      },
+      weighted);
+  for (std::size_t i = 0; i < I; ++i) weighted[i] = cv[i] - 2.0 * row_sum[i] * bv[i];
+  check_everywhere(
+      [&](TD& r) {
+        r = c0;
+        r("i") -= 2.0 * (b("i") * a("i,j"));
+      },
+      weighted);
 }

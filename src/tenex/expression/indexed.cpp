@@ -11,7 +11,6 @@
 #include "tenex/tensor/storage.hpp"
 
 #include <functional>
-#include <optional>
 #include <type_traits>
 
 namespace tenex {
@@ -356,16 +355,14 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       Indexed<T> current(object, join_labels(target.written_labels()));
       // The right side of +=, -= and /= is what `c = e` would write: the labels c lacks are
       // summed out of e first (c("i") += a("i,j") adds sum_j a(i,j) once), not over c + e
-      // (which would count c once per j). A product is linear either way.
-      std::vector<std::string> dropped;
-      if (mode != AssignMode::multiply) {
-        for (const std::string& l : value->implicit) {
-          if (!contains_label(target.written_labels(), l)) dropped.push_back(l);
-        }
+      // (which would count c once per j); a label of c stays a Hadamard label of a product
+      // (c("i") += a("i,j") * y("i") adds sum_j a(i,j) y(i)). A product is linear, so *= reads e.
+      std::vector<std::string> kept;
+      for (const std::string& l : value->labels) {
+        if (contains_label(target.written_labels(), l)) kept.push_back(l);
       }
-      std::optional<Reduction<T>> summed;
-      if (!dropped.empty()) summed.emplace(rhs, join_labels(dropped), ReduceOp::sum);
-      const Expression<T>& e = summed ? static_cast<const Expression<T>&>(*summed) : rhs;
+      const Operand<T> written(Handle{mode == AssignMode::multiply ? value : value_over(value, kept), handle.state});
+      const Expression<T>& e = written;
       Handle combined = mode == AssignMode::add        ? Addition<T>(current, e).handle()
                         : mode == AssignMode::subtract ? Subtraction<T>(current, e).handle()
                         : mode == AssignMode::multiply ? Multiplication<T>(current, e).handle()

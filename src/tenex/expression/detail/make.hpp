@@ -121,18 +121,23 @@ inline void union_labels(const ExprNode& a, const ExprNode& b, ExprNode& out) {
   }
 }
 
-/// `node` with the labels an operation needing definite modes sees (its implicit labels):
-/// `cholesky(s("i,k") * s("j,k"))` factors the matrix (i,j) = sum_k s(i,k) s(j,k).
-inline NodePtr einstein_operand(const NodePtr& node) {
-  if (node->implicit == node->labels) return node;
+/// The value of `node` over `labels` (a subset of its labels), as a statement whose target has
+/// those labels would read it: a product keeps them and contracts the rest, any other node
+/// is summed over the rest after it (Lowering::build). `node` itself when nothing is dropped.
+inline NodePtr value_over(const NodePtr& node, const std::vector<std::string>& labels) {
+  if (labels == node->labels) return node;
   auto out = std::make_shared<PermutationNode>();  // a permutation to a subset of the labels sums the others
   out->dtype = node->dtype;
   out->children = {node};
-  out->labels = node->implicit;
-  for (const std::string& l : node->implicit) out->extents.push_back(node->extents[find_label(node->labels, l)]);
+  out->labels = labels;
+  for (const std::string& l : labels) out->extents.push_back(node->extents[find_label(node->labels, l)]);
   out->made_by = node->made_by;
   out->finish();
   return out;
 }
+
+/// `node` with the labels an operation needing definite modes sees (its implicit labels):
+/// `cholesky(s("i,k") * s("j,k"))` factors the matrix (i,j) = sum_k s(i,k) s(j,k).
+inline NodePtr einstein_operand(const NodePtr& node) { return value_over(node, node->implicit); }
 
 }  // namespace tenex::detail
