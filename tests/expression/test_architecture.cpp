@@ -201,6 +201,34 @@ TEST_CASE("architecture: a user class must draw the value it declares") {
   CHECK_THROWS_AS(Misdeclared<TD>(a("i,j"), {"i,j"}, {2}), tenex::Error);
 }
 
+TEST_CASE("architecture: a user class's product keeps its own summed label under every pass list") {
+  // The fragment of twice() sums its p; the product beside it sums another p. Flattening both
+  // into one chain (the ordering pass) would sum them as one label.
+  using TD = tenex::Tensor<double>;
+  auto twice = [](const tenex::Expression<TD>& e) { return Twice<TD>(e); };
+  TD a(tenex::Shape{2, 3}, {1, 2, 3, 4, 5, 6}), b(tenex::Shape{2}, {1, -1}), c(tenex::Shape{2, 3}, {2, 0, 1, 1, 3, 2}),
+      d(tenex::Shape{2}, {3, 1});
+  // (a b)_j = a_0j - a_1j = -3 each; (c d)_j = 3 c_0j + c_1j = {7, 3, 5}.
+  const std::vector<double> ab_ab{18, 18, 18}, ab_cd{-42, -18, -30};
+  for (const char* passes : {"all", "none", "order", "cse,order", "order,fuse", "fold_scales,order"}) {
+    CAPTURE(std::string(passes));
+    ::setenv("TENEX_PASSES", passes, 1);
+    TD r, s;
+    r("j") = twice(a("p,j") * b("p")) * (a("p,j") * b("p"));
+    s("j") = twice(a("p,j") * b("p")) * (c("p,j") * d("p"));
+    CHECK(r.to_vector() == ab_ab);
+    CHECK(s.to_vector() == ab_cd);
+  }
+  ::unsetenv("TENEX_PASSES");
+}
+
+TEST_CASE("architecture: a user Nary's operands agree on each label's extent where it is written") {
+  using TD = tenex::Tensor<double>;
+  TD x(tenex::Shape{4}), y(tenex::Shape{6});
+  CHECK_THROWS_AS(Difference<TD>(x("i"), y("i")), tenex::ShapeError);
+  CHECK_NOTHROW(Difference<TD>(x("i"), y("j")));
+}
+
 TEST_CASE_TEMPLATE_DEFINE("architecture: a user class adding a node through OpGraph::add", T, arch_0) {
   Tensor<T> a(Shape{3}, {5, 7, 9}), b(Shape{3}, {1, 2, 3}), c, d;
   c("i") = Difference<Tensor<T>>(a("i"), b("i"));

@@ -20,6 +20,8 @@ Handle nary_handle(const std::vector<const Expression<T>*>& operands, const std:
   for (const Expression<T>* e : operands) {
     NodePtr child = operand_node(*e);
     node->dtype = child->dtype;
+    // One label, one extent, checked where the expression is written (as for a + b).
+    for (const NodePtr& before : node->children) check_shared_extents("Nary", *before, *child);
     for (std::size_t i = 0; i < child->labels.size(); ++i) {
       if (!contains_label(node->labels, child->labels[i])) {
         node->labels.push_back(child->labels[i]);

@@ -38,12 +38,15 @@ struct Chain {
   std::vector<NodeId> absorbed;  // the inner contractions and scales flattened into the chain
   double alpha = 1.0;
   bool changed = false;  // an inner contraction or scale was absorbed
+  LabelCount collected;  // the labels of the leaves, counted as they are collected
 };
 
-/// Adds the factors of operand `id` to `chain`. `outside` counts every label the rest of
-/// the chain uses: an inner contraction is flattened only when the labels it sums appear
-/// nowhere else (then summing them inside or in the whole chain is the same). `outside`
-/// is changed and restored, so a chain of N factors is collected in O(N) steps.
+/// Adds the factors of operand `id` to `chain`. `outside` counts the labels of the parts of
+/// the chain not collected yet, `chain.collected` those of the factors collected so far: an
+/// inner contraction is flattened only when the labels it sums appear nowhere else (then
+/// summing them inside or in the whole chain is the same; twice(a("p,j") * b("p")) *
+/// (c("p,j") * d("p")) sums two p's, so only one of them may join the chain). `outside` is
+/// changed and restored, so a chain of N factors is collected in O(N) steps.
 void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain) {
   NodeId f = id;
   double scale = 1.0;
@@ -62,7 +65,9 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
     bool summed_elsewhere = false;
     for (const OpNode* side : {&a, &b}) {
       for (const std::string& l : side->labels) {
-        if (!detail::contains_label(node.labels, l) && counted(outside, l)) summed_elsewhere = true;
+        if (!detail::contains_label(node.labels, l) && (counted(outside, l) || counted(chain.collected, l))) {
+          summed_elsewhere = true;
+        }
       }
     }
     if (!summed_elsewhere) {
@@ -73,9 +78,7 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
       count_labels(outside, b.labels, 1);
       collect(graph, ops[0], outside, chain);
       count_labels(outside, b.labels, -1);
-      count_labels(outside, a.labels, 1);
       collect(graph, ops[1], outside, chain);
-      count_labels(outside, a.labels, -1);
       return;
     }
   }
@@ -85,6 +88,7 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
     chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
   }
   chain.leaves.push_back(f);
+  count_labels(chain.collected, node.labels, 1);
 }
 
 std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? sizeof(float) : sizeof(double); }
@@ -109,7 +113,6 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     count_labels(outside, graph.node(ops[1]).labels, 1);
     collect(graph, ops[0], outside, chain);
     count_labels(outside, graph.node(ops[1]).labels, -1);
-    count_labels(outside, graph.node(ops[0]).labels, 1);
     collect(graph, ops[1], outside, chain);
     for (NodeId inner : chain.absorbed) absorbed[inner] = 1;
     // Two factors as built: nothing to reorder.
