@@ -146,7 +146,10 @@ using Labels = std::vector<int>;  // alphabet indices
 
 inline std::string text(const Labels& labels) {
   std::string s;
-  for (int l : labels) s += (s.empty() ? "" : ",") + std::string(kLabel[l]);
+  for (int l : labels) {
+    if (!s.empty()) s += ',';
+    s += kLabel[l];
+  }
   return s;
 }
 
@@ -655,7 +658,10 @@ class Program {
       } else {
         extent_[l] = limits_.small_extents[in_.below(static_cast<unsigned>(limits_.small_extents.size()))];
       }
-      alphabet += std::string(l ? " " : "") + kLabel[l] + "=" + std::to_string(extent_[l]);
+      if (l) alphabet += ' ';
+      alphabet += kLabel[l];
+      alphabet += '=';
+      alphabet += std::to_string(extent_[l]);
     }
     log(std::string(sizeof(T) == 4 ? "float" : "double") + " program; extents " + alphabet);
     for (int s = 0; s < limits_.slots; ++s) {
@@ -694,8 +700,12 @@ class Program {
 
   static std::string shape_text(const std::vector<std::size_t>& extents) {
     std::string s = "{";
-    for (std::size_t e : extents) s += (s.size() > 1 ? "," : "") + std::to_string(e);
-    return s + "}";
+    for (std::size_t e : extents) {
+      if (s.size() > 1) s += ',';
+      s += std::to_string(e);
+    }
+    s += '}';
+    return s;
   }
 
   void log(const std::string& line) {
