@@ -21,10 +21,6 @@
 #include <system_error>
 
 #include "tenex/backend/cpu/cpu_backend.hpp"
-#include "tenex/config.hpp"
-#if TENEX_HAS_CUDA
-#include "tenex/backend/cuda/cuda_backend.hpp"
-#endif
 #include "tenex/backend/executor.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
@@ -64,14 +60,10 @@ void dump_graph(const OpGraph& graph) {
   }
 }
 
+/// The CPU backend is built in; the others are plugins the registry loads when asked
+/// (backend/plugins.hpp). Every backend enters the registry through register_backend.
 void register_builtin_backends() {
-  static const bool registered = [] {
-    register_backend(cpu_backend_entry());
-#if TENEX_HAS_CUDA
-    register_backend(cuda_backend_entry());
-#endif
-    return true;
-  }();
+  static const bool registered = (register_backend(cpu_backend_entry()), true);
   (void)registered;
 }
 
@@ -228,7 +220,7 @@ void run_set(SetRecord& set) noexcept {
 
 namespace {
 // Installed when the library loads: the linked state runs its sets through run_set, and
-// the registry knows the built-in backends before anyone asks (cuda_available()).
+// the registry knows the built-in CPU backend before anyone asks.
 const bool installed = (install_set_runner(&run_set), register_builtin_backends(), true);
 }  // namespace
 
