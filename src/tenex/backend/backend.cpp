@@ -42,7 +42,6 @@ BackendKind from_environment(bool& valid, std::string& value) {
 }
 
 thread_local RunStats last_stats;
-thread_local std::string last_notes;
 
 // 0: not set by set_memory_limit; TENEX_MEMORY_LIMIT decides.
 std::atomic<std::size_t> chosen_memory_limit{0};
@@ -136,8 +135,6 @@ void set_memory_limit(std::size_t bytes) { chosen_memory_limit.store(bytes); }
 namespace detail {
 
 void set_last_run_stats(const RunStats& stats) { last_stats = stats; }
-void set_last_placement_notes(std::string notes) { last_notes = std::move(notes); }
-const std::string& last_placement_notes() { return last_notes; }
 
 std::size_t memory_limit() {
   const std::size_t chosen = chosen_memory_limit.load();
