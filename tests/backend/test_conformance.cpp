@@ -959,7 +959,7 @@ TEST_CASE_TEMPLATE_DEFINE("conformance: NaN and Inf follow numpy's rules on ever
   if (tenex::cuda_available()) backends.push_back(BackendKind::cuda);
   // Small, and past the CPU kernel's parallel threshold (every strip and thread path).
   for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{3, 7}, {150, 250}}) {
-    const Tensor<T> x = special_tensor<T>(m, n, 0), y = special_tensor<T>(m, n, 1);
+    Tensor<T> x = special_tensor<T>(m, n, 0), y = special_tensor<T>(m, n, 1);
     const std::vector<T> xv = x.to_vector(), yv = y.to_vector();
     // name, statement writing r("i,j"), the reference at element k.
     using Unary = std::function<void(Tensor<T>&)>;

@@ -614,20 +614,20 @@ TEST_CASE("op table: add rejects the repeated result labels validate rejects") {
 TEST_CASE("function table: names, arities and plan text come from each line") {
   using tenex::FusedOp;
   int lines = 0;
-#define TENEX_TEST_FUNCTION_COLUMNS(op, name, values, parameters, keeps_zero, scalar, text, cuda) \
-  {                                                                                               \
-    INFO("function " #op);                                                                        \
-    ++lines;                                                                                      \
-    CHECK(tenex::is_function(FusedOp::op));                                                       \
-    CHECK(tenex::fused_op_name(FusedOp::op) == name);                                             \
-    CHECK(tenex::fused_op_values(FusedOp::op) == values);                                         \
-    CHECK(tenex::fused_op_parameters(FusedOp::op) == parameters);                                 \
-    CHECK(tenex::function_info(FusedOp::op).id == #op);                                           \
-    CHECK(tenex::function_info(FusedOp::op).cuda == cuda);                                        \
+#define TENEX_TEST_FUNCTION_COLUMNS(op, name, values, parameters, keeps_zero, scalar, text, cuda_) \
+  {                                                                                                \
+    INFO("function " #op);                                                                         \
+    ++lines;                                                                                       \
+    CHECK(tenex::is_function(FusedOp::op));                                                        \
+    CHECK(tenex::fused_op_name(FusedOp::op) == name);                                              \
+    CHECK(tenex::fused_op_values(FusedOp::op) == values);                                          \
+    CHECK(tenex::fused_op_parameters(FusedOp::op) == parameters);                                  \
+    CHECK(tenex::function_info(FusedOp::op).id == #op);                                            \
+    CHECK(tenex::function_info(FusedOp::op).cuda == cuda_);                                        \
   }
   TENEX_FOR_EACH_FUNCTION(TENEX_TEST_FUNCTION_COLUMNS)
 #undef TENEX_TEST_FUNCTION_COLUMNS
-  CHECK(lines >= 21);
+  CHECK(lines >= 20);  // the 19 functions before erf, and erf
   CHECK(!tenex::is_function(FusedOp::load));
   CHECK(!tenex::is_function(FusedOp::constant));
   CHECK(!tenex::is_function(FusedOp::call));
@@ -646,7 +646,7 @@ TEST_CASE("function table: names, arities and plan text come from each line") {
 
 TEST_CASE("function table: the sparse rule of each line agrees with its scalar definition at zero") {
   using tenex::FusedOp;
-#define TENEX_TEST_FUNCTION_ZERO(op, name, values, parameters, keeps_zero, scalar, text, cuda)                  \
+#define TENEX_TEST_FUNCTION_ZERO(op, name, values, parameters, keeps_zero_, scalar, text, cuda)                 \
   for (const double x : {-1.0, 2.0}) {                                                                          \
     const double y = 1.0;                                                                                       \
     if (FusedOp::op == FusedOp::clamp && x > 0) continue; /* clamp's bounds: x <= y */                          \
