@@ -691,6 +691,7 @@ struct Conformance<tenex::FusedParams> {
         {"cos", [&] { return tenex::cos(x("i,j")); }, &ax, [](double v) { return std::cos(v); }},
         {"tanh", [&] { return tenex::tanh(x("i,j")); }, &ax, [](double v) { return std::tanh(v); }},
         {"sign", [&] { return tenex::sign(x("i,j")); }, &ax, [](double v) { return double((0 < v) - (v < 0)); }},
+        {"erf", [&] { return tenex::erf(x("i,j")); }, &ax, [](double v) { return std::erf(v); }},
         {"reciprocal", [&] { return tenex::reciprocal(p("i,j")); }, &ap, [](double v) { return 1 / v; }},
         {"power", [&] { return tenex::power(p("i,j"), 1.5); }, &ap, [](double v) { return std::pow(v, 1.5); }},
         {"clamp", [&] { return tenex::clamp(x("i,j"), -0.25, 0.5); }, &ax,
@@ -897,3 +898,150 @@ TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against t
   }
 }
 TEST_CASE_TEMPLATE_APPLY(conformance, Scalars);
+
+// ---- NaN and Inf -------------------------------------------------------------------------------
+
+namespace {
+
+/// numpy's rules, written out here rather than taken from the library's function table: NaN
+/// propagates through maximum, minimum, sign and clip; the rest is IEEE arithmetic.
+double numpy_maximum(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? b : a); }
+double numpy_minimum(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (b < a ? b : a); }
+double numpy_sign(double a) { return std::isnan(a) ? NAN : a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0; }
+double numpy_clip(double a, double lo, double hi) { return std::isnan(a) ? NAN : a < lo ? lo : hi < a ? hi : a; }
+
+/// Element (i, j) of a matrix with NaN, +-Inf, +-0 and finite values; `variant` moves them.
+double special_value(std::size_t i, std::size_t j, int variant) {
+  const std::size_t period = variant == 0 ? 5 : 4;
+  if (j % period == 1 && i % (variant == 0 ? 2 : 3) == 0) return NAN;
+  if (j % 7 == (variant == 0 ? 2u : 3u)) return INFINITY;
+  if (j % 7 == (variant == 0 ? 4u : 5u)) return -INFINITY;
+  if (j % 6 == 3) return 0.0;
+  if (j % 6 == 5) return -0.0;
+  return std::sin(static_cast<double>(i * 31 + j * 7 + static_cast<std::size_t>(variant))) * 3.0;
+}
+
+template <class T>
+Tensor<T> special_tensor(std::size_t m, std::size_t n, int variant) {
+  std::vector<T> v(m * n);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) v[i * n + j] = static_cast<T>(special_value(i, j, variant));
+  }
+  return Tensor<T>(Shape{m, n}, std::move(v));
+}
+
+/// "" when `got` equals `want` element by element: both NaN, the same infinity, or finite
+/// and within 64 eps(T) relative (the functions' rounding in T).
+template <class T>
+std::string nan_mismatch(const Tensor<T>& got, const std::vector<double>& want) {
+  const auto values = got.to_vector();
+  if (values.size() != want.size())
+    return "size " + std::to_string(values.size()) + " != " + std::to_string(want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    const double g = static_cast<double>(values[k]), w = static_cast<double>(static_cast<T>(want[k]));
+    const bool same = std::isnan(w) ? std::isnan(g)
+                      : std::isinf(w)
+                          ? g == w
+                          : std::isfinite(g) && std::abs(g - w) <= 64 * eps<T>() * std::max(1.0, std::abs(w));
+    if (!same) {
+      std::ostringstream text;
+      text << "element " << k << ": got " << g << ", expected " << w;
+      return text.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("conformance: NaN and Inf follow numpy's rules on every backend", T, conformance_ieee) {
+  std::vector<BackendKind> backends = {BackendKind::cpu};
+  if (tenex::cuda_available()) backends.push_back(BackendKind::cuda);
+  // Small, and past the CPU kernel's parallel threshold (every strip and thread path).
+  for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{3, 7}, {150, 250}}) {
+    Tensor<T> x = special_tensor<T>(m, n, 0), y = special_tensor<T>(m, n, 1);
+    const std::vector<T> xv = x.to_vector(), yv = y.to_vector();
+    // name, statement writing r("i,j"), the reference at element k.
+    using Unary = std::function<void(Tensor<T>&)>;
+    using Reference = std::function<double(double, double)>;
+    const std::vector<std::tuple<std::string, Unary, Reference>> cases = {
+        {"max(x, y)", [&](Tensor<T>& r) { r("i,j") = tenex::max(x("i,j"), y("i,j")); }, numpy_maximum},
+        {"max(y, x)", [&](Tensor<T>& r) { r("i,j") = tenex::max(y("i,j"), x("i,j")); },
+         [](double a, double b) { return numpy_maximum(b, a); }},
+        {"min(x, y)", [&](Tensor<T>& r) { r("i,j") = tenex::min(x("i,j"), y("i,j")); }, numpy_minimum},
+        {"min(y, x)", [&](Tensor<T>& r) { r("i,j") = tenex::min(y("i,j"), x("i,j")); },
+         [](double a, double b) { return numpy_minimum(b, a); }},
+        {"sign(x)", [&](Tensor<T>& r) { r("i,j") = tenex::sign(x("i,j")); },
+         [](double a, double) { return numpy_sign(a); }},
+        {"exp(x)", [&](Tensor<T>& r) { r("i,j") = tenex::exp(x("i,j")); },
+         [](double a, double) { return std::exp(a); }},
+        {"log(x)", [&](Tensor<T>& r) { r("i,j") = tenex::log(x("i,j")); },
+         [](double a, double) { return std::log(a); }},
+        {"sqrt(x)", [&](Tensor<T>& r) { r("i,j") = tenex::sqrt(x("i,j")); },
+         [](double a, double) { return std::sqrt(a); }},
+        {"1 / x", [&](Tensor<T>& r) { r("i,j") = 1.0 / x("i,j"); }, [](double a, double) { return 1.0 / a; }},
+        {"reciprocal(x)", [&](Tensor<T>& r) { r("i,j") = tenex::reciprocal(x("i,j")); },
+         [](double a, double) { return 1.0 / a; }},
+        {"x / y", [&](Tensor<T>& r) { r("i,j") = x("i,j") / y("i,j"); }, [](double a, double b) { return a / b; }},
+        {"clamp(x, -1, 1)", [&](Tensor<T>& r) { r("i,j") = tenex::clamp(x("i,j"), -1.0, 1.0); },
+         [](double a, double) { return numpy_clip(a, -1.0, 1.0); }},
+        {"tanh(x)", [&](Tensor<T>& r) { r("i,j") = tenex::tanh(x("i,j")); },
+         [](double a, double) { return std::tanh(a); }},
+        {"erf(x)", [&](Tensor<T>& r) { r("i,j") = tenex::erf(x("i,j")); },
+         [](double a, double) { return std::erf(a); }},
+        {"abs(x)", [&](Tensor<T>& r) { r("i,j") = tenex::abs(x("i,j")); },
+         [](double a, double) { return std::abs(a); }},
+        {"x * y", [&](Tensor<T>& r) { r("i,j") = x("i,j") * y("i,j"); }, [](double a, double b) { return a * b; }},
+        {"x - y", [&](Tensor<T>& r) { r("i,j") = x("i,j") - y("i,j"); }, [](double a, double b) { return a - b; }},
+    };
+    for (const BackendKind backend : backends) {
+      for (const char* passes : {static_cast<const char*>(nullptr), "none"}) {
+        if (passes) {
+          ::setenv("TENEX_PASSES", passes, 1);
+        } else {
+          ::unsetenv("TENEX_PASSES");
+        }
+        const BackendScope scope(backend);
+        INFO("backend ", backend_name(backend), ", TENEX_PASSES=", passes ? passes : "(unset)", ", ", m, " x ", n);
+        for (const auto& [name, statement, reference] : cases) {
+          INFO(name);
+          Tensor<T> r;
+          statement(r);
+          std::vector<double> want(m * n);
+          for (std::size_t k = 0; k < want.size(); ++k) {
+            want[k] = reference(static_cast<double>(xv[k]), static_cast<double>(yv[k]));
+          }
+          const std::string mismatch_ = nan_mismatch(r, want);
+          CHECK_MESSAGE(mismatch_.empty(), mismatch_);
+        }
+        // Reductions: a NaN anywhere reduced gives NaN, on either side of the comparison.
+        Tensor<T> row_max, row_min, col_max, col_min;
+        row_max("i") = tenex::max_over(x("i,j"), "j");
+        row_min("i") = tenex::min_over(x("i,j"), "j");
+        col_max("j") = tenex::max_over(y("i,j"), "i");
+        col_min("j") = tenex::min_over(y("i,j"), "i");
+        std::vector<double> want_row_max(m, -INFINITY), want_row_min(m, INFINITY), want_col_max(n, -INFINITY),
+            want_col_min(n, INFINITY);
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t j = 0; j < n; ++j) {
+            const double a = static_cast<double>(xv[i * n + j]), b = static_cast<double>(yv[i * n + j]);
+            want_row_max[i] = numpy_maximum(want_row_max[i], a);
+            want_row_min[i] = numpy_minimum(want_row_min[i], a);
+            want_col_max[j] = numpy_maximum(want_col_max[j], b);
+            want_col_min[j] = numpy_minimum(want_col_min[j], b);
+          }
+        }
+        std::size_t nan_rows = 0;
+        for (double v : want_row_max) nan_rows += std::isnan(v) ? 1 : 0;
+        CHECK(nan_rows > 0);
+        CHECK(nan_rows < m);  // rows with and without a NaN
+        CHECK_MESSAGE(nan_mismatch(row_max, want_row_max).empty(), "max_over j: ", nan_mismatch(row_max, want_row_max));
+        CHECK_MESSAGE(nan_mismatch(row_min, want_row_min).empty(), "min_over j: ", nan_mismatch(row_min, want_row_min));
+        CHECK_MESSAGE(nan_mismatch(col_max, want_col_max).empty(), "max_over i: ", nan_mismatch(col_max, want_col_max));
+        CHECK_MESSAGE(nan_mismatch(col_min, want_col_min).empty(), "min_over i: ", nan_mismatch(col_min, want_col_min));
+      }
+      ::unsetenv("TENEX_PASSES");
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(conformance_ieee, Scalars);

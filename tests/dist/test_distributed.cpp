@@ -233,6 +233,99 @@ TEST_CASE("dist: element-wise work and reductions match the CPU backend") {
   }
 }
 
+namespace {
+
+/// Elements of this rank's part of `d` that differ from `reference`, NaN equal to NaN.
+std::size_t nan_mismatches(const DT& d, const Tensor<double>& reference) {
+  if (!(d.shape() == reference.shape())) return 1000000;
+  std::size_t bad = 0;
+  d.for_each_local([&](const std::vector<std::size_t>& index, double v) {
+    const double r = reference.data()[offset(reference.shape(), index)];
+    const bool same = std::isnan(r) ? std::isnan(v) : (v == r || std::abs(v - r) <= 1e-12 * (1 + std::abs(r)));
+    if (!same) ++bad;
+  });
+  return bad;
+}
+
+/// f applied to every element of `a` (and `b`): the reference loop.
+template <class F>
+Tensor<double> elementwise(const Tensor<double>& a, const Tensor<double>& b, F f) {
+  Tensor<double> r(a.shape());
+  for (std::size_t k = 0; k < a.size(); ++k) r.data()[k] = f(a.data()[k], b.data()[k]);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("dist: NaN and Inf follow numpy's rules, as on every backend") {
+  // numpy's rules written out: NaN propagates through maximum, minimum, sign, clip and the
+  // max and min reductions, whichever side it is on.
+  auto maximum = [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? b : a); };
+  auto minimum = [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (b < a ? b : a); };
+  const double nan = NAN, inf = INFINITY;
+  Tensor<double> a(Shape{4, 5}, {nan, 1,    -2,   inf, 0,     //
+                                 3,   -inf, nan,  0.5, -0.0,  //
+                                 2,   -1,   4,    -3,  1,     //
+                                 0,   inf,  -inf, nan, 2});
+  Tensor<double> b(Shape{4, 5}, {1,   nan, -3,  -inf, 0,     //
+                                 2,   0,   nan, 1,    inf,   //
+                                 nan, -2,  5,   -4,   0.25,  //
+                                 1,   -5,  3,   2,    -1});
+  const Tensor<double> want_max = elementwise(a, b, maximum), want_min = elementwise(a, b, minimum);
+  const Tensor<double> want_sign = elementwise(a, b, [](double x, double) {
+    return std::isnan(x) ? NAN : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+  });
+  const Tensor<double> want_clamp = elementwise(a, b, [](double x, double) {
+    return std::isnan(x) ? NAN : x < -1 ? -1.0 : 1 < x ? 1.0 : x;
+  });
+  const Tensor<double> want_erf = elementwise(a, b, [](double x, double) { return std::erf(x); });
+  const Tensor<double> want_div = elementwise(a, b, [](double x, double y) { return x / y; });
+  Tensor<double> want_row_max(Shape{4}), want_row_min(Shape{4}), want_all_max(Shape{}), want_all_min(Shape{});
+  want_all_max.data()[0] = -inf;
+  want_all_min.data()[0] = inf;
+  for (std::size_t i = 0; i < 4; ++i) {
+    want_row_max.data()[i] = -inf;
+    want_row_min.data()[i] = inf;
+    for (std::size_t j = 0; j < 5; ++j) {
+      want_row_max.data()[i] = maximum(want_row_max.data()[i], b.at(i, j));
+      want_row_min.data()[i] = minimum(want_row_min.data()[i], b.at(i, j));
+      want_all_max.data()[0] = maximum(want_all_max.data()[0], a.at(i, j));
+      want_all_min.data()[0] = minimum(want_all_min.data()[0], a.at(i, j));
+    }
+  }
+  CHECK(want_row_max.at(3) == 3.0);  // a row of b without NaN, beside rows with one
+  CHECK(std::isnan(want_row_max.at(0)));
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b);
+    DT mx(ctx), mn(ctx), mx_reversed(ctx), sign(ctx), clamp(ctx), erf(ctx), div(ctx), row_max(ctx), row_min(ctx),
+        all_max(ctx), all_min(ctx);
+    mx("i,j") = tenex::max(da("i,j"), db("i,j"));
+    mx_reversed("i,j") = tenex::max(db("i,j"), da("i,j"));
+    mn("i,j") = tenex::min(da("i,j"), db("i,j"));
+    sign("i,j") = tenex::sign(da("i,j"));
+    clamp("i,j") = tenex::clamp(da("i,j"), -1.0, 1.0);
+    erf("i,j") = tenex::erf(da("i,j"));
+    div("i,j") = da("i,j") / db("i,j");
+    row_max("i") = tenex::max_over(db("i,j"), "j");
+    row_min("i") = tenex::min_over(db("i,j"), "j");
+    all_max("") = tenex::max_over(da("i,j"), "i,j");
+    all_min("") = tenex::min_over(da("i,j"), "i,j");
+    CHECK(nan_mismatches(mx, want_max) == 0);
+    CHECK(nan_mismatches(mx_reversed, want_max) == 0);
+    CHECK(nan_mismatches(mn, want_min) == 0);
+    CHECK(nan_mismatches(sign, want_sign) == 0);
+    CHECK(nan_mismatches(clamp, want_clamp) == 0);
+    CHECK(nan_mismatches(erf, want_erf) == 0);
+    CHECK(nan_mismatches(div, want_div) == 0);
+    CHECK(nan_mismatches(row_max, want_row_max) == 0);
+    CHECK(nan_mismatches(row_min, want_row_min) == 0);
+    CHECK(nan_mismatches(all_max, want_all_max) == 0);
+    CHECK(nan_mismatches(all_min, want_all_min) == 0);
+  }
+}
+
 TEST_CASE("dist: decompositions by their residuals") {
   const std::size_t n = 9;
   Tensor<double> a = spd(n, 21), b = spd(n, 22), g = random({11, 7}, 23), w = random({6, 10}, 24);

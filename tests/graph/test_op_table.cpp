@@ -9,7 +9,9 @@
 // checked against the table.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <set>
 #include <string>
 #include <string_view>
@@ -605,4 +607,82 @@ TEST_CASE("op table: add rejects the repeated result labels validate rejects") {
   CHECK_THROWS_AS((void)in.g.add(tenex::ContractParams{}, {in.ij, in.jk}, {"i", "i"}), tenex::ShapeError);
   CHECK_THROWS_AS((void)in.g.add(tenex::ReduceParams{}, {in.ij}, {"j", "j"}), tenex::ShapeError);
   CHECK_NOTHROW(in.g.validate());
+}
+
+// The element-wise functions (TENEX_FOR_EACH_FUNCTION): each line's columns are what the
+// graph layer reports, and its sparse rule agrees with its scalar definition at zero.
+TEST_CASE("function table: names, arities and plan text come from each line") {
+  using tenex::FusedOp;
+  int lines = 0;
+#define TENEX_TEST_FUNCTION_COLUMNS(op, name, values, parameters, keeps_zero, scalar, text, cuda_) \
+  {                                                                                                \
+    INFO("function " #op);                                                                         \
+    ++lines;                                                                                       \
+    CHECK(tenex::is_function(FusedOp::op));                                                        \
+    CHECK(tenex::fused_op_name(FusedOp::op) == name);                                              \
+    CHECK(tenex::fused_op_values(FusedOp::op) == values);                                          \
+    CHECK(tenex::fused_op_parameters(FusedOp::op) == parameters);                                  \
+    CHECK(tenex::function_info(FusedOp::op).id == #op);                                            \
+    CHECK(tenex::function_info(FusedOp::op).cuda == cuda_);                                        \
+  }
+  TENEX_FOR_EACH_FUNCTION(TENEX_TEST_FUNCTION_COLUMNS)
+#undef TENEX_TEST_FUNCTION_COLUMNS
+  CHECK(lines >= 20);  // the 19 functions before erf, and erf
+  CHECK(!tenex::is_function(FusedOp::load));
+  CHECK(!tenex::is_function(FusedOp::constant));
+  CHECK(!tenex::is_function(FusedOp::call));
+  // The plan text fills the text column.
+  tenex::FusedParams p;
+  p.program = {{FusedOp::load, 0},
+               {FusedOp::erf, 0},
+               {FusedOp::load, 1},
+               {FusedOp::maximum, 1, 2},
+               {FusedOp::clamp, 3, 0, -1, 1},
+               {FusedOp::power, 4, 0, 2}};
+  CHECK(tenex::describe_program(p) == "pow(clamp(max(erf(x0), x1), -1, 1), 2)");
+  p.program = {{FusedOp::load, 0}, {FusedOp::load, 1}, {FusedOp::add, 0, 1}, {FusedOp::divide, 2, 0}};
+  CHECK(tenex::describe_program(p) == "(x0 + x1)/x0");
+}
+
+TEST_CASE("function table: the sparse rule of each line agrees with its scalar definition at zero") {
+  using tenex::FusedOp;
+#define TENEX_TEST_FUNCTION_ZERO(op, name, values, parameters, keeps_zero_, scalar, text, cuda)                 \
+  for (const double x : {-1.0, 2.0}) {                                                                          \
+    const double y = 1.0;                                                                                       \
+    if (FusedOp::op == FusedOp::clamp && x > 0) continue; /* clamp's bounds: x <= y */                          \
+    for (const bool a_zero : {true, false}) {                                                                   \
+      for (const bool b_zero : {true, false}) {                                                                 \
+        if (values == 1 && !b_zero) continue;                                                                   \
+        INFO("function " #op ", a zero: ", a_zero, ", b zero: ", b_zero, ", x ", x);                            \
+        const double a = a_zero ? 0.0 : 1.5, b = b_zero ? 0.0 : 1.5;                                            \
+        const double value = tenex::Function<FusedOp::op>::apply(a, b, x, y);                                   \
+        const bool rule = tenex::fused_op_keeps_zero({FusedOp::op, 0, 1, x, y}, a_zero, b_zero);                \
+        CHECK(rule == tenex::Function<FusedOp::op>::keeps_zero(a_zero, b_zero, x, y));                          \
+        /* 0 / 0 counts as zero: a quotient is zero where its numerator's sparse map says so */                 \
+        if (rule && !(FusedOp::op == FusedOp::divide && b_zero)) CHECK(value == 0.0);                           \
+        if (!rule && a_zero && b_zero) CHECK(value != 0.0); /* zero would be kept: the rule is exact at zero */ \
+      }                                                                                                         \
+    }                                                                                                           \
+  }
+  TENEX_FOR_EACH_FUNCTION(TENEX_TEST_FUNCTION_ZERO)
+#undef TENEX_TEST_FUNCTION_ZERO
+}
+
+TEST_CASE("function table: NaN follows numpy's rules in the scalar definitions") {
+  using tenex::Function;
+  using tenex::FusedOp;
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  CHECK(std::isnan(Function<FusedOp::maximum>::apply(nan, 1.0, 0.0, 0.0)));
+  CHECK(std::isnan(Function<FusedOp::maximum>::apply(1.0, nan, 0.0, 0.0)));
+  CHECK(std::isnan(Function<FusedOp::minimum>::apply(nan, 1.0, 0.0, 0.0)));
+  CHECK(std::isnan(Function<FusedOp::minimum>::apply(1.0, nan, 0.0, 0.0)));
+  CHECK(Function<FusedOp::maximum>::apply(-inf, 1.0, 0.0, 0.0) == 1.0);
+  CHECK(std::isnan(Function<FusedOp::sign>::apply(nan, 0.0, 0.0, 0.0)));
+  CHECK(Function<FusedOp::sign>::apply(-inf, 0.0, 0.0, 0.0) == -1.0);
+  CHECK(Function<FusedOp::sign>::apply(-0.0, 0.0, 0.0, 0.0) == 0.0);
+  CHECK(std::isnan(Function<FusedOp::clamp>::apply(nan, 0.0, -1.0, 1.0)));
+  CHECK(Function<FusedOp::clamp>::apply(inf, 0.0, -1.0, 1.0) == 1.0);
+  CHECK(Function<FusedOp::erf>::apply(inf, 0.0, 0.0, 0.0) == 1.0);
+  CHECK(std::isnan(tenex::apply_function(FusedOp::maximum, 2.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f, 0.0f)));
+  CHECK(std::isnan(tenex::apply_function(FusedOp::call, 1.0, 1.0, 0.0, 0.0)));
 }

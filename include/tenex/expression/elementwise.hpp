@@ -3,7 +3,7 @@
 //
 //   r("i,a") = tenex::exp(-beta * e("i,a"));              // Boltzmann factors
 //   d("i,a") = 1.0 / (eo("i") - ev("a"));                 // a denominator, broadcast by label
-//   y("i")   = tenex::map(x("i"), "erf", [](double v) { return std::erf(v); });
+//   y("i")   = tenex::map(x("i"), "expm1", [](double v) { return std::expm1(v); });
 //   m("i")   = tenex::max_over(a("i,j"), "j");            // row maxima
 //   n("")    = tenex::norm2(a("i,j"));                    // Frobenius norm
 //
@@ -34,7 +34,7 @@ class TENEX_API Unary : public Nary<1, T> {
   Unary(const Expression<T>& operand, std::shared_ptr<const ScalarFunction> function);
   std::string_view name() const override { return "Unary"; }
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
-  /// The function as text: "exp(x0)", "pow(x0, 0.5)", "(x0 + 3)", "erf(x0)" for map's "erf".
+  /// The function as text: "exp(x0)", "pow(x0, 0.5)", "(x0 + 3)", "expm1(x0)" for map's "expm1".
   std::string function() const;
 
  protected:
@@ -103,7 +103,13 @@ template <class T>
 Unary<T> tanh(const Expression<T>& e) {
   return Unary<T>(e, FusedOp::tanh);
 }
-/// -1, 0 or 1 element by element.
+/// The error function erf(e) = 2/sqrt(pi) * integral from 0 to e of exp(-t^2) dt, element by
+/// element: `p("i") = 0.5 * (1.0 + tenex::erf(x("i") / std::sqrt(2.0)));` (normal CDF).
+template <class T>
+Unary<T> erf(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::erf);
+}
+/// -1, 0 or 1 element by element; NaN for NaN (numpy's sign).
 template <class T>
 Unary<T> sign(const Expression<T>& e) {
   return Unary<T>(e, FusedOp::sign);
@@ -123,7 +129,8 @@ template <class T>
 Unary<T> clamp(const Expression<T>& e, double lo, double hi) {
   return Unary<T>(e, FusedOp::clamp, lo, hi);
 }
-/// Element-wise maximum and minimum, matching and broadcasting by label like `+`.
+/// Element-wise maximum and minimum, matching and broadcasting by label like `+`. NaN on
+/// either side gives NaN (numpy's maximum and minimum, not std::max or fmax).
 template <class T>
 Binary<T> max(const Expression<T>& a, const Expression<T>& b) {
   return Binary<T>(a, b, FusedOp::maximum);
@@ -162,7 +169,7 @@ namespace detail {
 [[noreturn]] TENEX_API void throw_from_callable();
 }  // namespace detail
 
-/// A C++ callable applied element by element: `tenex::map(x("i"), "erf", [](double v) { ... })`.
+/// A C++ callable applied element by element: `tenex::map(x("i"), "expm1", [](double v) { ... })`.
 /// `f` takes and returns the element type (or something convertible). It runs on the CPU;
 /// a backend that cannot call it evaluates that node on the CPU. Its name shows in plans.
 /// An exception `f` throws is not turned into a tenex::Error: every read of the set's results
@@ -196,7 +203,7 @@ template <class T>
 Reduction<T> sum(const Expression<T>& e, std::string_view labels) {
   return Reduction<T>(e, labels, ReduceOp::sum);
 }
-/// Maximum and minimum over `labels`.
+/// Maximum and minimum over `labels`: NaN when any element reduced is NaN.
 template <class T>
 Reduction<T> max_over(const Expression<T>& e, std::string_view labels) {
   return Reduction<T>(e, labels, ReduceOp::max);

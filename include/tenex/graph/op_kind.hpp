@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tenex/export.hpp"
+#include "tenex/graph/functions.hpp"
 
 namespace tenex {
 
@@ -138,32 +139,9 @@ struct SpdPowParams {
   bool operator==(const SpdPowParams&) const = default;
 };
 
-/// One instruction of a fused element-wise program (FusedParams). Values are numbered by
-/// instruction; an instruction reads only values before it.
-enum class FusedOp : unsigned char {
-  load,      // operand `a`, read at the point of the iteration space (broadcast by label)
-  constant,  // x
-  add,       // a + b (values)
-  subtract,  // a - b
-  multiply,  // a * b
-  divide,    // a / b
-  maximum,   // max(a, b)
-  minimum,   // min(a, b)
-  negate,    // -a
-  exp,
-  log,
-  sqrt,
-  abs,
-  square,
-  sin,
-  cos,
-  tanh,
-  sign,        // -1, 0 or 1
-  reciprocal,  // 1 / a
-  power,       // a^x
-  clamp,       // a limited to [x, y]
-  call         // functions[b](a): a C++ callable of tenex::map
-};
+/// One instruction of a fused program: `op` (tenex/graph/functions.hpp) reads values `a`
+/// (and `b`) and takes the numbers `x` (and `y`); a load reads operand `a`, a call runs
+/// functions[b].
 struct FusedInstr {
   FusedOp op = FusedOp::load;
   std::uint32_t a = 0, b = 0;
@@ -250,13 +228,17 @@ TENEX_API OpParams default_params(OpKind kind);
 TENEX_API std::string describe_params(const OpParams& params);
 /// A fused program as text: "exp(x0) + 2 * x1" (x<k> is operand k).
 TENEX_API std::string describe_program(const FusedParams& params);
-/// "exp", "add", ... the name of a fused instruction.
+/// "exp", "add", "max", ... the name of a fused instruction (the table's name column).
 TENEX_API std::string_view fused_op_name(FusedOp op);
 /// How many earlier values an instruction of `op` reads: 0 (load, constant), 1 (a) or 2 (a, b).
 TENEX_API int fused_op_values(FusedOp op);
+/// How many of the numbers x, y an instruction of `op` uses: 1 for a constant (x), the
+/// table's parameters column for a function (pow: x; clamp: x and y), 0 for load and call.
+TENEX_API int fused_op_parameters(FusedOp op);
 /// Whether instruction `in` is zero wherever the values it reads are zero as `a_zero` and
-/// `b_zero` say (the sparse-map rules: a product with a zero, a sum of two zeros, f(0) = 0
-/// for sqrt, sin, ...). A load answers false: whether its operand is zero is the caller's.
+/// `b_zero` say (the sparse-map rules, the table's keeps_zero column: a product with a zero,
+/// a sum of two zeros, f(0) = 0 for sqrt, sin, ...). A load answers false: whether its
+/// operand is zero is the caller's.
 TENEX_API bool fused_op_keeps_zero(const FusedInstr& in, bool a_zero, bool b_zero);
 
 /// The packed layout of a decomposition of an m x n operand, defined once: number of

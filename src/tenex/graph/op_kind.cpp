@@ -78,88 +78,53 @@ std::string describe(const FusedParams& p) {
 }  // namespace
 
 std::string_view fused_op_name(FusedOp op) {
-  switch (op) {
-    case FusedOp::load: return "load";
-    case FusedOp::constant: return "constant";
-    case FusedOp::add: return "add";
-    case FusedOp::subtract: return "subtract";
-    case FusedOp::multiply: return "multiply";
-    case FusedOp::divide: return "divide";
-    case FusedOp::maximum: return "max";
-    case FusedOp::minimum: return "min";
-    case FusedOp::negate: return "negate";
-    case FusedOp::exp: return "exp";
-    case FusedOp::log: return "log";
-    case FusedOp::sqrt: return "sqrt";
-    case FusedOp::abs: return "abs";
-    case FusedOp::square: return "square";
-    case FusedOp::sin: return "sin";
-    case FusedOp::cos: return "cos";
-    case FusedOp::tanh: return "tanh";
-    case FusedOp::sign: return "sign";
-    case FusedOp::reciprocal: return "reciprocal";
-    case FusedOp::power: return "pow";
-    case FusedOp::clamp: return "clamp";
-    case FusedOp::call: return "call";
-  }
-  return "unknown";
+  if (op == FusedOp::load) return "load";
+  if (op == FusedOp::constant) return "constant";
+  if (op == FusedOp::call) return "call";
+  return is_function(op) ? function_info(op).name : "unknown";
 }
 
 int fused_op_values(FusedOp op) {
-  switch (op) {
-    case FusedOp::load:
-    case FusedOp::constant: return 0;
-    case FusedOp::add:
-    case FusedOp::subtract:
-    case FusedOp::multiply:
-    case FusedOp::divide:
-    case FusedOp::maximum:
-    case FusedOp::minimum: return 2;
-    case FusedOp::negate:
-    case FusedOp::exp:
-    case FusedOp::log:
-    case FusedOp::sqrt:
-    case FusedOp::abs:
-    case FusedOp::square:
-    case FusedOp::sin:
-    case FusedOp::cos:
-    case FusedOp::tanh:
-    case FusedOp::sign:
-    case FusedOp::reciprocal:
-    case FusedOp::power:
-    case FusedOp::clamp:
-    case FusedOp::call: return 1;
-  }
-  return 0;
+  if (op == FusedOp::load || op == FusedOp::constant) return 0;
+  return op == FusedOp::call ? 1 : function_info(op).values;
 }
+
+int fused_op_parameters(FusedOp op) { return op == FusedOp::constant ? 1 : function_info(op).parameters; }
 
 bool fused_op_keeps_zero(const FusedInstr& in, bool a_zero, bool b_zero) {
   switch (in.op) {
     case FusedOp::load: return false;
     case FusedOp::constant: return in.x == 0.0;
-    case FusedOp::add:
-    case FusedOp::subtract:
-    case FusedOp::maximum:
-    case FusedOp::minimum: return a_zero && b_zero;
-    case FusedOp::multiply: return a_zero || b_zero;
-    case FusedOp::divide:
-    case FusedOp::negate:
-    case FusedOp::sqrt:
-    case FusedOp::abs:
-    case FusedOp::square:
-    case FusedOp::sin:
-    case FusedOp::tanh:
-    case FusedOp::sign: return a_zero;
-    case FusedOp::power: return a_zero && in.x > 0.0;
-    case FusedOp::clamp: return a_zero && in.x <= 0.0 && in.y >= 0.0;
-    case FusedOp::exp:
-    case FusedOp::log:
-    case FusedOp::cos:
-    case FusedOp::reciprocal:
-    case FusedOp::call: return false;  // non-zero at zero, or unknown
+    case FusedOp::call: return false;  // unknown
+#define TENEX_FUSED_OP_KEEPS_ZERO(op_, name, values, parameters, keeps_zero_, scalar, text, cuda) \
+  case FusedOp::op_: return Function<FusedOp::op_>::keeps_zero(a_zero, b_zero, in.x, in.y);
+      TENEX_FOR_EACH_FUNCTION(TENEX_FUSED_OP_KEEPS_ZERO)
+#undef TENEX_FUSED_OP_KEEPS_ZERO
   }
   return false;
 }
+
+namespace {
+
+/// A function's text column with {a}, {b}, {x}, {y} replaced.
+std::string fill_text(std::string_view text, const std::string& a, const std::string& b, const std::string& x,
+                      const std::string& y) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{' && i + 2 < text.size() && text[i + 2] == '}') {
+      const char c = text[i + 1];
+      if (c == 'a' || c == 'b' || c == 'x' || c == 'y') {
+        out += c == 'a' ? a : c == 'b' ? b : c == 'x' ? x : y;
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string describe_program(const FusedParams& p) {
   // Values used once are written inline; values used more often get a name (t3 = ...).
@@ -177,33 +142,16 @@ std::string describe_program(const FusedParams& p) {
   for (std::size_t i = 0; i < n; ++i) {
     const FusedInstr& in = p.program[i];
     std::string t;
-    switch (in.op) {
-      case FusedOp::load: t = concat("x", std::to_string(in.a)); break;
-      case FusedOp::constant: t = number(in.x); break;
-      case FusedOp::add: t = concat("(", ref(in.a), " + ", ref(in.b), ")"); break;
-      case FusedOp::subtract: t = concat("(", ref(in.a), " - ", ref(in.b), ")"); break;
-      case FusedOp::multiply: t = concat(ref(in.a), "*", ref(in.b)); break;
-      case FusedOp::divide: t = concat(ref(in.a), "/", ref(in.b)); break;
-      case FusedOp::maximum:
-      case FusedOp::minimum: t = concat(fused_op_name(in.op), "(", ref(in.a), ", ", ref(in.b), ")"); break;
-      case FusedOp::negate: t = concat("-", ref(in.a)); break;
-      case FusedOp::power: t = concat("pow(", ref(in.a), ", ", number(in.x), ")"); break;
-      case FusedOp::clamp: t = concat("clamp(", ref(in.a), ", ", number(in.x), ", ", number(in.y), ")"); break;
-      case FusedOp::call: {
-        const bool named = in.b < p.functions.size() && p.functions[in.b];
-        t = concat(named ? std::string_view(p.functions[in.b]->name) : std::string_view("f"), "(", ref(in.a), ")");
-        break;
-      }
-      case FusedOp::exp:
-      case FusedOp::log:
-      case FusedOp::sqrt:
-      case FusedOp::abs:
-      case FusedOp::square:
-      case FusedOp::sin:
-      case FusedOp::cos:
-      case FusedOp::tanh:
-      case FusedOp::sign:
-      case FusedOp::reciprocal: t = concat(fused_op_name(in.op), "(", ref(in.a), ")"); break;
+    if (in.op == FusedOp::load) {
+      t = concat("x", std::to_string(in.a));
+    } else if (in.op == FusedOp::constant) {
+      t = number(in.x);
+    } else if (in.op == FusedOp::call) {
+      const bool named = in.b < p.functions.size() && p.functions[in.b];
+      t = concat(named ? std::string_view(p.functions[in.b]->name) : std::string_view("f"), "(", ref(in.a), ")");
+    } else {
+      const bool two = fused_op_values(in.op) == 2;
+      t = fill_text(function_info(in.op).text, ref(in.a), two ? ref(in.b) : "?", number(in.x), number(in.y));
     }
     if (uses[i] > 1 && i + 1 < n && in.op != FusedOp::load && in.op != FusedOp::constant) {
       std::string temporary = concat("t", std::to_string(i));

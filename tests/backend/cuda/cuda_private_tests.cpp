@@ -612,17 +612,13 @@ TEST_CASE("cuda codegen: program constants and what cannot run on the device") {
 TEST_CASE("cuda codegen: every generated source compiles with NVRTC (compute_90 PTX)") {
   const auto options = cuda::nvrtc_options("compute_90");
   CHECK(options.front() == "--gpu-architecture=compute_90");
-  // Every instruction of the fused program language, in one program per type.
+  // Every instruction of the fused program language, in one program per type: every function
+  // of the table (tenex/graph/functions.hpp), each on the value before it.
   std::vector<FusedInstr> all = {{FusedOp::load, 0}, {FusedOp::load, 1}, {FusedOp::constant, 0, 0, 0.5}};
-  const FusedOp binary[] = {FusedOp::add,    FusedOp::subtract, FusedOp::multiply,
-                            FusedOp::divide, FusedOp::maximum,  FusedOp::minimum};
-  for (FusedOp op : binary) all.push_back({op, static_cast<std::uint32_t>(all.size() - 1), 1});
-  const FusedOp unary[] = {FusedOp::negate, FusedOp::exp,    FusedOp::log,       FusedOp::sqrt,
-                           FusedOp::abs,    FusedOp::square, FusedOp::sin,       FusedOp::cos,
-                           FusedOp::tanh,   FusedOp::sign,   FusedOp::reciprocal};
-  for (FusedOp op : unary) all.push_back({op, static_cast<std::uint32_t>(all.size() - 1)});
-  all.push_back({FusedOp::power, static_cast<std::uint32_t>(all.size() - 1), 0, 1.5});
-  all.push_back({FusedOp::clamp, static_cast<std::uint32_t>(all.size() - 1), 0, -2.0, 2.0});
+#define TENEX_TEST_EVERY_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda_) \
+  all.push_back({FusedOp::op, static_cast<std::uint32_t>(all.size() - 1), values == 2 ? 1u : 0u, -2.0, 2.0});
+  TENEX_FOR_EACH_FUNCTION(TENEX_TEST_EVERY_FUNCTION)
+#undef TENEX_TEST_EVERY_FUNCTION
   for (bool is_double : {false, true}) {
     CAPTURE(is_double);
     // Each reduction, with and without summed modes, accumulating or not.
@@ -658,6 +654,51 @@ TEST_CASE("cuda codegen: every generated source compiles with NVRTC (compute_90 
       CHECK_MESSAGE(utility.find(std::string(".entry ") + entry) != std::string::npos, entry);
     }
   }
+}
+
+TEST_CASE("cuda codegen: each function of the table is written from its line, and called") {
+  int functions = 0;
+#define TENEX_TEST_FUNCTION_SOURCE(op, name, values, parameters, keeps_zero, scalar, text, cuda_)                     \
+  {                                                                                                                   \
+    INFO("function " #op);                                                                                            \
+    ++functions;                                                                                                      \
+    const std::string definition = cuda::device_function(FusedOp::op);                                                \
+    CHECK(definition ==                                                                                               \
+          std::string("__device__ __forceinline__ T tenex_" #op "(T a, T b, T x, T y) { return ") + cuda_ + "; }\n"); \
+    cuda::StridedSpec spec;                                                                                           \
+    spec.program = {{FusedOp::load, 0}, {FusedOp::load, 1}, {FusedOp::op, 0, 1, 0.25, 0.75}};                         \
+    spec.operands = 2;                                                                                                \
+    spec.out_rank = 1;                                                                                                \
+    const std::string source = cuda::strided_source(spec);                                                            \
+    CHECK(source.find(definition) != std::string::npos);                                                              \
+    /* called on the values it reads and the constants it takes, in StridedArgs::constant order */                    \
+    const std::string call = std::string("tenex_" #op "(v0, ") + (values == 2 ? "v1" : "T(0)") + ", " +               \
+                             (parameters >= 1 ? "T(a.constant[0])" : "T(0)") + ", " +                                 \
+                             (parameters >= 2 ? "T(a.constant[1])" : "T(0)") + ")";                                   \
+    CHECK_MESSAGE(source.find(call) != std::string::npos, call, " in\n", source);                                     \
+    CHECK(cuda::program_constants(spec.program).size() == static_cast<std::size_t>(parameters));                      \
+    /* only the functions the program uses are written */                                                             \
+    CHECK(source.find("(T a, T b, T x, T y)") == source.find(definition) + definition.find("(T a"));                  \
+    CHECK(source.find("(T a, T b, T x, T y)", source.find(definition) + definition.size()) == std::string::npos);     \
+  }
+  TENEX_FOR_EACH_FUNCTION(TENEX_TEST_FUNCTION_SOURCE)
+#undef TENEX_TEST_FUNCTION_SOURCE
+  CHECK(functions >= 20);  // the 19 functions before erf, and erf
+  // max and min reductions combine with the table's maximum and minimum (NaN is kept).
+  for (ReduceOp reduce : {ReduceOp::max, ReduceOp::min}) {
+    const FusedOp op = reduce == ReduceOp::max ? FusedOp::maximum : FusedOp::minimum;
+    cuda::StridedSpec spec;
+    spec.program = {{FusedOp::load, 0}};
+    spec.reduce = reduce;
+    spec.operands = 1;
+    spec.out_rank = 1;
+    spec.red_rank = 1;
+    const std::string source = cuda::strided_source(spec);
+    CHECK(source.find(cuda::device_function(op)) != std::string::npos);
+    CHECK(source.find("{ return " + cuda::device_function_name(op) + "(acc, v, T(0), T(0)); }") != std::string::npos);
+  }
+  CHECK_THROWS_AS(cuda::device_function(FusedOp::call), tenex::InternalError);
+  CHECK_THROWS_AS(cuda::device_function(FusedOp::load), tenex::InternalError);
 }
 
 TEST_CASE("cuda codegen: the source depends on the structure, not on constants") {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/graph/functions.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail::cpu {
@@ -48,22 +49,11 @@ T identity(ReduceOp op) {
   return T(0);
 }
 
-// max and min propagate NaN as IEEE arithmetic does (a NaN operand gives NaN, whichever
-// side it is on), unlike std::max/std::fmax: a NaN in a reduction is never skipped.
-template <class T>
-T nan_max(T x, T y) {
-  return (x < y || y != y) ? y : x;
-}
-
-template <class T>
-T nan_min(T x, T y) {
-  return (y < x || y != y) ? y : x;
-}
-
+// max and min reduce as the table's maximum and minimum compute: a NaN is never skipped.
 template <class T>
 T combine(ReduceOp op, T acc, T v) {
-  if (op == ReduceOp::max) return nan_max(acc, v);
-  if (op == ReduceOp::min) return nan_min(acc, v);
+  if (op == ReduceOp::max) return Function<FusedOp::maximum>::apply(acc, v, T(0), T(0));
+  if (op == ReduceOp::min) return Function<FusedOp::minimum>::apply(acc, v, T(0), T(0));
   return acc + v;
 }
 
@@ -186,6 +176,19 @@ class Evaluator {
     return {dst, false, T(0)};
   }
 
+  /// Function `op` of the table (tenex/graph/functions.hpp) on a strip: a loop over the
+  /// strip calling its scalar definition, which inlines, so the loop vectorizes as a
+  /// hand-written one would.
+  template <FusedOp op, int values>
+  Value function(const FusedInstr& in, T* __restrict dst, std::size_t w) const {
+    const T x = static_cast<T>(in.x), y = static_cast<T>(in.y);
+    if constexpr (values == 2) {
+      return binary([x, y](T a, T b) { return Function<op>::apply(a, b, x, y); }, values_[in.a], values_[in.b], dst, w);
+    } else {
+      return unary([x, y](T a) { return Function<op>::apply(a, T(0), x, y); }, values_[in.a], dst, w);
+    }
+  }
+
   /// The program on `w` points starting at offsets_, written (or reduced) into `out`.
   void strip(T* out, std::size_t w) {
     const std::size_t n = program_.size();
@@ -210,39 +213,10 @@ class Evaluator {
           break;
         }
         case FusedOp::constant: v = {nullptr, true, static_cast<T>(in.x)}; break;
-        case FusedOp::add: v = binary([](T x, T y) { return x + y; }, values_[in.a], values_[in.b], dst, w); break;
-        case FusedOp::subtract: v = binary([](T x, T y) { return x - y; }, values_[in.a], values_[in.b], dst, w); break;
-        case FusedOp::multiply: v = binary([](T x, T y) { return x * y; }, values_[in.a], values_[in.b], dst, w); break;
-        case FusedOp::divide: v = binary([](T x, T y) { return x / y; }, values_[in.a], values_[in.b], dst, w); break;
-        case FusedOp::maximum:
-          v = binary([](T x, T y) { return nan_max(x, y); }, values_[in.a], values_[in.b], dst, w);
-          break;
-        case FusedOp::minimum:
-          v = binary([](T x, T y) { return nan_min(x, y); }, values_[in.a], values_[in.b], dst, w);
-          break;
-        case FusedOp::negate: v = unary([](T x) { return -x; }, values_[in.a], dst, w); break;
-        case FusedOp::exp: v = unary([](T x) { return std::exp(x); }, values_[in.a], dst, w); break;
-        case FusedOp::log: v = unary([](T x) { return std::log(x); }, values_[in.a], dst, w); break;
-        case FusedOp::sqrt: v = unary([](T x) { return std::sqrt(x); }, values_[in.a], dst, w); break;
-        case FusedOp::abs: v = unary([](T x) { return std::abs(x); }, values_[in.a], dst, w); break;
-        case FusedOp::square: v = unary([](T x) { return x * x; }, values_[in.a], dst, w); break;
-        case FusedOp::sin: v = unary([](T x) { return std::sin(x); }, values_[in.a], dst, w); break;
-        case FusedOp::cos: v = unary([](T x) { return std::cos(x); }, values_[in.a], dst, w); break;
-        case FusedOp::tanh: v = unary([](T x) { return std::tanh(x); }, values_[in.a], dst, w); break;
-        case FusedOp::sign:
-          v = unary([](T x) { return x != x ? x : static_cast<T>((T(0) < x) - (x < T(0))); }, values_[in.a], dst, w);
-          break;
-        case FusedOp::reciprocal: v = unary([](T x) { return T(1) / x; }, values_[in.a], dst, w); break;
-        case FusedOp::power: {
-          const T p = static_cast<T>(in.x);
-          v = unary([p](T x) { return std::pow(x, p); }, values_[in.a], dst, w);
-          break;
-        }
-        case FusedOp::clamp: {
-          const T lo = static_cast<T>(in.x), hi = static_cast<T>(in.y);
-          v = unary([lo, hi](T x) { return x < lo ? lo : (hi < x ? hi : x); }, values_[in.a], dst, w);
-          break;
-        }
+#define TENEX_CPU_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda) \
+  case FusedOp::op: v = function<FusedOp::op, values>(in, dst, w); break;
+          TENEX_FOR_EACH_FUNCTION(TENEX_CPU_FUNCTION)
+#undef TENEX_CPU_FUNCTION
         case FusedOp::call: {
           const std::size_t f = in.b;
           v = unary([this, f](T x) { return call(f, x); }, values_[in.a], dst, w);

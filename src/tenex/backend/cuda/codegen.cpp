@@ -10,10 +10,7 @@ namespace tenex::detail::cuda {
 namespace {
 
 /// How many constants an instruction reads from StridedArgs::constant.
-int constants_of(const FusedInstr& in) {
-  if (in.op == FusedOp::constant || in.op == FusedOp::power) return 1;
-  return in.op == FusedOp::clamp ? 2 : 0;
-}
+int constants_of(const FusedInstr& in) { return in.op == FusedOp::constant ? 1 : function_info(in.op).parameters; }
 
 const char* reduce_identity(ReduceOp op) {
   switch (op) {
@@ -24,14 +21,19 @@ const char* reduce_identity(ReduceOp op) {
   return "T(0)";
 }
 
-/// acc = combine(acc, v), as the CPU's fused kernel does it.
+/// acc = combine(acc, v), as the CPU's fused kernel does it: max and min are the table's.
 const char* reduce_combine(ReduceOp op) {
   switch (op) {
     case ReduceOp::sum: return "acc + v";
-    case ReduceOp::max: return "(v > acc ? v : acc)";
-    case ReduceOp::min: return "(v < acc ? v : acc)";
+    case ReduceOp::max: return "tenex_maximum(acc, v, T(0), T(0))";
+    case ReduceOp::min: return "tenex_minimum(acc, v, T(0), T(0))";
   }
   return "acc + v";
+}
+
+/// The function a reduction combines with (none for a sum).
+FusedOp reduce_function(ReduceOp op) {
+  return op == ReduceOp::max ? FusedOp::maximum : op == ReduceOp::min ? FusedOp::minimum : FusedOp::load;
 }
 
 std::string common_prelude(bool is_double) {
@@ -60,47 +62,32 @@ std::string strided_args_struct() {
          "};\n";
 }
 
-/// The body computing `v` from the loads at offsets off[k].
+/// The body computing `v` from the loads at offsets off[k]: each function of the table is
+/// a call of its device function (device_function).
 std::string program_body(const std::vector<FusedInstr>& program) {
   std::string s;
   int constant = 0;
   auto c = [&] { return "T(a.constant[" + std::to_string(constant++) + "])"; };
   for (std::size_t i = 0; i < program.size(); ++i) {
     const FusedInstr& in = program[i];
-    // Appended: "v" + std::to_string(...) inlines into GCC 12's false -Wrestrict (bug 105329).
-    std::string va(1, 'v'), vb(1, 'v');
-    va += std::to_string(in.a);
-    vb += std::to_string(in.b);
     std::string e;
-    switch (in.op) {
-      case FusedOp::load:
-        e = "((const T*)a.in[" + std::to_string(in.a) + "])[off[" + std::to_string(in.a) + "]]";
-        break;
-      case FusedOp::constant: e = c(); break;
-      case FusedOp::add: e = va + " + " + vb; break;
-      case FusedOp::subtract: e = va + " - " + vb; break;
-      case FusedOp::multiply: e = va + " * " + vb; break;
-      case FusedOp::divide: e = va + " / " + vb; break;
-      case FusedOp::maximum: e = "(" + va + " < " + vb + " ? " + vb + " : " + va + ")"; break;
-      case FusedOp::minimum: e = "(" + vb + " < " + va + " ? " + vb + " : " + va + ")"; break;
-      case FusedOp::negate: e = "-" + va; break;
-      case FusedOp::exp: e = "exp(" + va + ")"; break;
-      case FusedOp::log: e = "log(" + va + ")"; break;
-      case FusedOp::sqrt: e = "sqrt(" + va + ")"; break;
-      case FusedOp::abs: e = "fabs(" + va + ")"; break;
-      case FusedOp::square: e = va + " * " + va; break;
-      case FusedOp::sin: e = "sin(" + va + ")"; break;
-      case FusedOp::cos: e = "cos(" + va + ")"; break;
-      case FusedOp::tanh: e = "tanh(" + va + ")"; break;
-      case FusedOp::sign: e = "T((T(0) < " + va + ") - (" + va + " < T(0)))"; break;
-      case FusedOp::reciprocal: e = "T(1) / " + va; break;
-      case FusedOp::power: e = "pow(" + va + ", " + c() + ")"; break;
-      case FusedOp::clamp: {
-        const std::string lo = c(), hi = c();
-        e = "(" + va + " < " + lo + " ? " + lo + " : (" + hi + " < " + va + " ? " + hi + " : " + va + "))";
-        break;
-      }
-      case FusedOp::call: e = "T(0) /* tenex::map callables run on the CPU */"; break;
+    if (in.op == FusedOp::load) {
+      e = "((const T*)a.in[" + std::to_string(in.a) + "])[off[" + std::to_string(in.a) + "]]";
+    } else if (in.op == FusedOp::constant) {
+      e = c();
+    } else if (in.op == FusedOp::call) {
+      e = "T(0) /* tenex::map callables run on the CPU */";
+    } else {
+      // Appended: "v" + std::to_string(...) inlines into GCC 12's false -Wrestrict (bug 105329).
+      std::string va(1, 'v'), vb(1, 'v');
+      va += std::to_string(in.a);
+      vb += std::to_string(in.b);
+      const FunctionInfo f = function_info(in.op);
+      const int parameters = f.parameters;
+      const std::string x = parameters >= 1 ? c() : "T(0)";
+      const std::string y = parameters >= 2 ? c() : "T(0)";
+      e = device_function_name(in.op);
+      e += "(" + va + ", " + (f.values == 2 ? vb : "T(0)") + ", " + x + ", " + y + ")";
     }
     s += "    const T v" + std::to_string(i) + " = " + e + ";\n";
   }
@@ -108,7 +95,40 @@ std::string program_body(const std::vector<FusedInstr>& program) {
   return s;
 }
 
+/// The device functions `program` and the reduction call, each once, in table order.
+std::string device_functions(const std::vector<FusedInstr>& program, ReduceOp reduce) {
+  std::string s;
+  auto used = [&](FusedOp op) {
+    if (op == reduce_function(reduce)) return true;
+    return std::any_of(program.begin(), program.end(), [op](const FusedInstr& in) { return in.op == op; });
+  };
+#define TENEX_CUDA_DEVICE_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda) \
+  if (used(FusedOp::op)) s += device_function(FusedOp::op);
+  TENEX_FOR_EACH_FUNCTION(TENEX_CUDA_DEVICE_FUNCTION)
+#undef TENEX_CUDA_DEVICE_FUNCTION
+  return s;
+}
+
 }  // namespace
+
+std::string device_function_name(FusedOp op) {
+  if (!is_function(op)) {
+    throw InternalError("tenex: cuda: instruction " + std::to_string(static_cast<int>(op)) +
+                        " is not a function of the table");
+  }
+  std::string name = "tenex_";
+  name += function_info(op).id;
+  return name;
+}
+
+std::string device_function(FusedOp op) {
+  std::string s = "__device__ __forceinline__ T ";
+  s += device_function_name(op);
+  s += "(T a, T b, T x, T y) { return ";
+  s += function_info(op).cuda;
+  s += "; }\n";
+  return s;
+}
 
 std::vector<double> program_constants(const std::vector<FusedInstr>& program) {
   std::vector<double> out;
@@ -152,6 +172,7 @@ std::string strided_source(const StridedSpec& spec) {
   s += "#define OPERANDS " + n + "\n#define OUT_RANK " + out_rank + "\n#define RED_RANK " + red_rank + "\n";
   s += "#define ACCUMULATE " + std::string(spec.accumulate ? "1" : "0") + "\n";
   // The value of the program at the reduced point whose offsets are off[].
+  s += device_functions(spec.program, spec.reduce);
   s += "__device__ __forceinline__ T tenex_value(const StridedArgs& a, const long long* off) {\n";
   s += program_body(spec.program);
   s += "  return v;\n}\n";

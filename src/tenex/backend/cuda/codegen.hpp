@@ -64,6 +64,12 @@ std::string unsupported_program(const std::vector<FusedInstr>& program, std::siz
 
 /// Entry points: "tenex_strided_thread" and "tenex_strided_block" (blockDim.x == 256).
 std::string strided_source(const StridedSpec& spec);
+/// The __device__ function of a function of the table (tenex/graph/functions.hpp), its cuda
+/// column as the body: "__device__ __forceinline__ T tenex_exp(T a, T b, T x, T y) { return
+/// exp(a); }". strided_source writes the ones its program and reduction use, and calls them.
+std::string device_function(FusedOp op);
+/// "tenex_exp": the name of that function. Not a function of the table: InternalError.
+std::string device_function_name(FusedOp op);
 
 /// Layout of the tiled permutation's argument. out = alpha * in permuted (+ beta * out).
 /// Mode q of the output is the input's fastest; the output's last mode is its own fastest.

@@ -15,6 +15,7 @@
 #include "tenex/backend/dist/scalapack.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
+#include "tenex/graph/functions.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/tensor/storage.hpp"
 
@@ -141,6 +142,8 @@ std::size_t find_label(const Labels& labels, const std::string& l) {
 }
 bool has(const Labels& labels, const std::string& l) { return find_label(labels, l) < labels.size(); }
 
+/// The program at one point, each function by its scalar definition in the table
+/// (tenex/graph/functions.hpp), as the CPU backend evaluates it.
 template <class T>
 T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vector<T>& values) {
   const auto& program = params.program;
@@ -153,29 +156,6 @@ T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vecto
     switch (in_.op) {
       case FusedOp::load: v = loads[in_.a]; break;
       case FusedOp::constant: v = static_cast<T>(in_.x); break;
-      case FusedOp::add: v = a + b; break;
-      case FusedOp::subtract: v = a - b; break;
-      case FusedOp::multiply: v = a * b; break;
-      case FusedOp::divide: v = a / b; break;
-      case FusedOp::maximum: v = a < b ? b : a; break;
-      case FusedOp::minimum: v = b < a ? b : a; break;
-      case FusedOp::negate: v = -a; break;
-      case FusedOp::exp: v = std::exp(a); break;
-      case FusedOp::log: v = std::log(a); break;
-      case FusedOp::sqrt: v = std::sqrt(a); break;
-      case FusedOp::abs: v = std::abs(a); break;
-      case FusedOp::square: v = a * a; break;
-      case FusedOp::sin: v = std::sin(a); break;
-      case FusedOp::cos: v = std::cos(a); break;
-      case FusedOp::tanh: v = std::tanh(a); break;
-      case FusedOp::sign: v = static_cast<T>((T(0) < a) - (a < T(0))); break;
-      case FusedOp::reciprocal: v = T(1) / a; break;
-      case FusedOp::power: v = std::pow(a, static_cast<T>(in_.x)); break;
-      case FusedOp::clamp: {
-        const T lo = static_cast<T>(in_.x), hi = static_cast<T>(in_.y);
-        v = a < lo ? lo : (hi < a ? hi : a);
-        break;
-      }
       case FusedOp::call: {
         const ScalarFunction& f = *params.functions.at(in_.b);
         if constexpr (std::is_same_v<T, float>) {
@@ -185,10 +165,23 @@ T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vecto
         }
         break;
       }
+#define TENEX_DIST_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda) \
+  case FusedOp::op: v = Function<FusedOp::op>::apply(a, b, static_cast<T>(in_.x), static_cast<T>(in_.y)); break;
+        TENEX_FOR_EACH_FUNCTION(TENEX_DIST_FUNCTION)
+#undef TENEX_DIST_FUNCTION
     }
     values[i] = v;
   }
   return values.back();
+}
+
+/// acc combined with v by a max or min reduction: the table's maximum and minimum, which
+/// keep a NaN (std::max would drop it when it is the second operand).
+template <class T>
+T reduce_combine(Accumulate reduce, T acc, T v) {
+  if (reduce == Accumulate::max) return Function<FusedOp::maximum>::apply(acc, v, T(0), T(0));
+  if (reduce == Accumulate::min) return Function<FusedOp::minimum>::apply(acc, v, T(0), T(0));
+  return acc + v;
 }
 
 template <class T>
@@ -717,20 +710,21 @@ KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArg
                                                              : Accumulate::sum;
   if (args.node.labels.empty()) {
     // A full reduction: locally, then MPI_Allreduce.
-    T local = reduce == Accumulate::sum   ? T(0)
-              : reduce == Accumulate::max ? -std::numeric_limits<T>::infinity()
-                                          : std::numeric_limits<T>::infinity();
-    for (T v : x->local) {
-      local = reduce == Accumulate::sum   ? local + v
-              : reduce == Accumulate::max ? std::max(local, v)
-                                          : std::min(local, v);
-    }
+    const T identity = reduce == Accumulate::sum   ? T(0)
+                       : reduce == Accumulate::max ? -std::numeric_limits<T>::infinity()
+                                                   : std::numeric_limits<T>::infinity();
+    T local = identity;
+    for (T v : x->local) local = reduce_combine(reduce, local, v);
     T total = local;
-    MPI_Allreduce(&local, &total, 1, mpi_type<T>(),
-                  reduce == Accumulate::sum   ? MPI_SUM
-                  : reduce == Accumulate::max ? MPI_MAX
-                                              : MPI_MIN,
-                  ctx.comm);
+    if (reduce == Accumulate::sum) {
+      MPI_Allreduce(&local, &total, 1, mpi_type<T>(), MPI_SUM, ctx.comm);
+    } else {
+      // MPI_MAX and MPI_MIN need not keep a NaN: every rank combines all ranks' values itself.
+      std::vector<T> all(static_cast<std::size_t>(ctx.size));
+      MPI_Allgather(&local, 1, mpi_type<T>(), all.data(), 1, mpi_type<T>(), ctx.comm);
+      total = identity;
+      for (T v : all) total = reduce_combine(reduce, total, v);
+    }
     MatrixPtr<T> s = allocate_canonical<T>(ctx, {});
     if (!s->local.empty()) s->local[0] = total;
     set_out(args, {s});

@@ -9,6 +9,7 @@
 
 #include "tenex/backend/dist/scalapack.hpp"
 #include "tenex/error.hpp"
+#include "tenex/graph/functions.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::dist::detail {
@@ -310,11 +311,15 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
     case Accumulate::sum:
       for (const Entry<T>& e : receive) local[e.index] += e.value;
       break;
-    case Accumulate::max:
-      for (const Entry<T>& e : receive) local[e.index] = local[e.index] < e.value ? e.value : local[e.index];
+    case Accumulate::max:  // the table's maximum and minimum: a NaN is kept
+      for (const Entry<T>& e : receive) {
+        local[e.index] = Function<FusedOp::maximum>::apply(local[e.index], e.value, T(0), T(0));
+      }
       break;
     case Accumulate::min:
-      for (const Entry<T>& e : receive) local[e.index] = e.value < local[e.index] ? e.value : local[e.index];
+      for (const Entry<T>& e : receive) {
+        local[e.index] = Function<FusedOp::minimum>::apply(local[e.index], e.value, T(0), T(0));
+      }
       break;
   }
 }
