@@ -4,7 +4,7 @@
 #   -DTENEX_DIST=ON     the same, and an error when either is missing
 #   -DTENEX_DIST=OFF    not built; TENEX_HAS_DIST is 0
 #
-# Sets TENEX_HAS_DIST (0 or 1) for config.hpp and defines tenex_add_dist_sources(target).
+# Sets TENEX_HAS_DIST (0 or 1) for config.hpp; the plugin library is made in cmake/TenexPlugins.cmake.
 set(TENEX_DIST AUTO CACHE STRING "Distributed backend on ScaLAPACK and MPI: AUTO (when both are found), ON or OFF")
 set_property(CACHE TENEX_DIST PROPERTY STRINGS AUTO ON OFF)
 string(TOUPPER "${TENEX_DIST}" _tenex_dist)
@@ -40,15 +40,3 @@ if(NOT _tenex_dist STREQUAL "OFF")
     message(STATUS "tenex: distributed backend off (MPI or ScaLAPACK not found; TENEX_DIST=AUTO)")
   endif()
 endif()
-
-function(tenex_add_dist_sources target)
-  if(NOT TENEX_HAS_DIST)
-    return()
-  endif()
-  target_sources(${target} PRIVATE
-    src/tenex/backend/dist/dist_context.cpp
-    src/tenex/backend/dist/dist_matrix.cpp
-    src/tenex/backend/dist/dist_backend.cpp
-    src/tenex/backend/dist/distributed_tensor.cpp)
-  target_link_libraries(${target} PRIVATE MPI::MPI_CXX ${TENEX_SCALAPACK_LIBRARY})
-endfunction()

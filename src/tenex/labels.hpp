@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tenex/export.hpp"
+
 namespace tenex::detail {
 
 /// The longest label text accepted (kMaxLabelsLength characters, spaces included).
@@ -21,9 +23,9 @@ std::vector<std::string> parse_labels(std::string_view text);
 /// "i,j"
 std::string join_labels(const std::vector<std::string>& labels);
 /// {3, 4}
-std::string format_extents(const std::vector<std::size_t>& extents);
+TENEX_API std::string format_extents(const std::vector<std::size_t>& extents);
 /// ("i,j") {3, 4}
-std::string describe(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
+TENEX_API std::string describe(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
 
 /// Position of `label` in `labels`, or labels.size().
 std::size_t find_label(const std::vector<std::string>& labels, const std::string& label);

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tenex/backend/plugins.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/config.hpp"
@@ -41,7 +42,6 @@ BackendKind from_environment(bool& valid, std::string& value) {
 }
 
 thread_local RunStats last_stats;
-thread_local std::string last_notes;
 
 // 0: not set by set_memory_limit; TENEX_MEMORY_LIMIT decides.
 std::atomic<std::size_t> chosen_memory_limit{0};
@@ -97,20 +97,14 @@ Registry& registry() {
 
 void set_default_backend(BackendKind kind) {
   if (kind == BackendKind::cuda && !cuda_available()) {
-    throw BackendError(
-        "tenex: set_default_backend(cuda): no CUDA backend is available (this build has "
-        "TENEX_HAS_CUDA=" +
-        std::to_string(TENEX_HAS_CUDA) +
-        " and no device was found); use BackendKind::cpu or "
-        "BackendKind::automatic");
+    throw BackendError("tenex: set_default_backend(cuda): no CUDA backend is available (" +
+                       detail::why_unavailable(BackendKind::cuda) +
+                       "); use BackendKind::cpu or BackendKind::automatic");
   }
   if (kind == BackendKind::distributed) {
-    const detail::BackendEntry* entry = detail::find_backend(kind);
+    const detail::BackendEntry* entry = detail::find_or_load_backend(kind);
     if (!entry || !entry->available || !entry->available()) {
-      throw BackendError("tenex: set_default_backend(distributed): " +
-                         std::string(entry ? "no tenex::dist::Context is alive; make one (on every rank) first"
-                                           : "this build has no distributed backend (TENEX_HAS_DIST=0; configure with "
-                                             "-DTENEX_DIST=ON and install ScaLAPACK and MPI)") +
+      throw BackendError("tenex: set_default_backend(distributed): " + detail::why_unavailable(kind) +
                          "; or use BackendKind::cpu");
     }
   }
@@ -127,7 +121,10 @@ BackendKind default_backend() {
 }
 
 bool cuda_available() {
+  // The driver is asked first: without a device the CUDA plugin (and CUDA's libraries) is
+  // never loaded.
   const detail::BackendEntry* entry = detail::find_backend(BackendKind::cuda);
+  if (!entry && detail::cuda_driver_has_device()) entry = detail::find_or_load_backend(BackendKind::cuda);
   return entry && entry->available && entry->available();
 }
 
@@ -138,8 +135,6 @@ void set_memory_limit(std::size_t bytes) { chosen_memory_limit.store(bytes); }
 namespace detail {
 
 void set_last_run_stats(const RunStats& stats) { last_stats = stats; }
-void set_last_placement_notes(std::string notes) { last_notes = std::move(notes); }
-const std::string& last_placement_notes() { return last_notes; }
 
 std::size_t memory_limit() {
   const std::size_t chosen = chosen_memory_limit.load();
@@ -226,25 +221,43 @@ Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>
 template Backend<float>& thread_backend<float>(const BackendEntry&, std::unique_ptr<Backend<float>>&);
 template Backend<double>& thread_backend<double>(const BackendEntry&, std::unique_ptr<Backend<double>>&);
 
+const BackendEntry* find_or_load_backend(BackendKind kind) {
+  if (const BackendEntry* entry = find_backend(kind)) return entry;
+  if (!load_plugin(kind).empty()) return nullptr;
+  return find_backend(kind);
+}
+
+std::string why_unavailable(BackendKind kind) {
+  const BackendEntry* entry = find_backend(kind);
+  if (kind == BackendKind::cuda) {
+    if (!TENEX_HAS_CUDA) return "this build has no CUDA backend (TENEX_HAS_CUDA=0)";
+    if (!entry) return load_plugin(kind);
+    return "no usable CUDA device was found (the CUDA plugin is loaded)";
+  }
+  if (kind == BackendKind::distributed) {
+    if (!TENEX_HAS_DIST) {
+      return "this build has no distributed backend (TENEX_HAS_DIST=0; configure with -DTENEX_DIST=ON and install "
+             "ScaLAPACK and MPI)";
+    }
+    if (!entry) return load_plugin(kind);
+    return "no tenex::dist::Context is alive; make one (on every rank) first";
+  }
+  return entry ? "it is available" : "no backend of this kind is registered";
+}
+
 const BackendEntry& choose_backend(BackendKind kind) {
   if (kind == BackendKind::automatic) {
-    if (const BackendEntry* cuda = find_backend(BackendKind::cuda); cuda && cuda->available && cuda->available()) {
-      return *cuda;
-    }
+    if (cuda_available()) return *find_backend(BackendKind::cuda);
     kind = BackendKind::cpu;
   }
-  const BackendEntry* entry = find_backend(kind);
+  const BackendEntry* entry = find_or_load_backend(kind);
   if (kind == BackendKind::cuda && (!entry || !entry->available || !entry->available())) {
-    throw BackendError(std::string("tenex: this set asks for the CUDA backend, ") +
-                       (entry ? "which is built (TENEX_HAS_CUDA=1) but found no usable CUDA device"
-                              : "which this build does not have (TENEX_HAS_CUDA=0)") +
+    throw BackendError("tenex: this set asks for the CUDA backend, but " + why_unavailable(kind) +
                        "; use TENEX_BACKEND=cpu or auto");
   }
   if (kind == BackendKind::distributed && (!entry || !entry->available || !entry->available())) {
-    throw BackendError(entry ? "tenex: this set asks for the distributed backend and no tenex::dist::Context is alive; "
-                               "make one (on every rank) before the set runs, or use TENEX_BACKEND=cpu"
-                             : "tenex: this set asks for the distributed backend, which this build does not have "
-                               "(TENEX_HAS_DIST=0); use TENEX_BACKEND=cpu or auto");
+    throw BackendError("tenex: this set asks for the distributed backend, but " + why_unavailable(kind) +
+                       "; use TENEX_BACKEND=cpu or auto");
   }
   if (!entry) throw InternalError("tenex: no backend is registered for this set");
   return *entry;

@@ -48,14 +48,6 @@ bool runs_sparse(const OpGraph& graph, NodeId id) {
 }
 
 template <class T>
-bool accepts_sparse(const OpGraph& graph, const Backend<T>& backend, std::string& why) {
-  for (NodeId id = 0; id < graph.size(); ++id) {
-    if (runs_sparse(graph, id) && !backend.supports_sparse(graph.node(id), why)) return false;
-  }
-  return true;
-}
-
-template <class T>
 std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host) {
   std::string notes;
   for (NodeId id = 0; id < graph.size(); ++id) {
@@ -360,7 +352,6 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
 
 #define TENEX_INSTANTIATE_EXECUTOR(T)                                                                      \
   template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*);           \
-  template bool accepts_sparse<T>(const OpGraph&, const Backend<T>&, std::string&);                        \
   template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                                  \
   template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, \
                                Backend<T>&, Backend<T>*);

@@ -23,10 +23,6 @@ std::string check_supported(const OpGraph& graph, const Backend<T>& backend, con
 /// Whether `node` (read from `graph`) is stored compactly or reads a compact operand: the
 /// backend must evaluate it with run_sparse.
 bool runs_sparse(const OpGraph& graph, NodeId id);
-/// Whether `backend` evaluates every node of `graph` that runs sparse; `why` says what it
-/// declined.
-template <class T>
-bool accepts_sparse(const OpGraph& graph, const Backend<T>& backend, std::string& why);
 
 /// Runs `graph`; fulfils every output's target storage. Throws on the first failure
 /// (tenex::Error; out of memory names the node, its labels, extents and bytes). A node

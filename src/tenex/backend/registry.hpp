@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "tenex/backend/backend.hpp"
@@ -20,8 +21,14 @@ struct BackendEntry {
 
 /// Adds (or replaces) the entry of entry.kind.
 void register_backend(const BackendEntry& entry);
-/// The entry of `kind`, or nullptr when this build has none.
+/// The entry of `kind` registered so far, or nullptr.
 const BackendEntry* find_backend(BackendKind kind);
+/// The entry of `kind`, its plugin loaded first when it is one (plugins.hpp); nullptr when
+/// this build or this machine has none.
+const BackendEntry* find_or_load_backend(BackendKind kind);
+/// Why `kind` cannot run a set now, for error messages ("this build has no CUDA backend",
+/// the plugin loader's message, "no tenex::dist::Context is alive", ...).
+std::string why_unavailable(BackendKind kind);
 
 template <class T>
 std::unique_ptr<Backend<T>> make_backend(const BackendEntry& entry) {

@@ -7,10 +7,6 @@
 
 namespace tenex::detail {
 void set_last_run_stats(const RunStats& stats);
-/// What explain() says about where the last set's nodes ran ("" when all ran on its backend):
-/// one line per node a device backend declined, with the reason.
-void set_last_placement_notes(std::string notes);
-const std::string& last_placement_notes();
 /// The cap on intermediates of a set: set_memory_limit's, else TENEX_MEMORY_LIMIT's, else 0
 /// (none). Throws BackendError when TENEX_MEMORY_LIMIT is malformed.
 std::size_t memory_limit();

@@ -1,15 +1,14 @@
 // tenex::explain: the plan of a set as text (docs/explain.md).
 //
-// explain(e) builds the graph of e's linked set (its recorded statements, then e's value as
-// one more output), optimizes it exactly as the pipeline would and describes it; a second
-// build, optimized without the ordering of products, gives the written-order flops.
-// explain() describes what the pipeline kept of the last set of this thread
-// (keep_last_plan): its optimized graph without the tensors.
+// explain(e) compiles e's linked set (its recorded statements, then e's value as one more
+// output) with the function the pipeline runs sets with (compile.hpp): the same settings, the
+// same backend choice, the same plan. explain() describes the plan the pipeline kept of the
+// last set of this thread (keep_last_plan), without the tensors. One printer serves both:
+// the plan's part of the text is the same, only the title and what a run measured differ.
 #include "tenex/explain.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,8 +25,8 @@
 #include "tenex/expression/detail/make.hpp"
 #include "tenex/expression/expression.hpp"
 #include "tenex/graph/cost.hpp"
-#include "tenex/graph/passes/passes.hpp"
 #include "tenex/labels.hpp"
+#include "tenex/runtime/compile.hpp"
 #include "tenex/runtime/last_plan.hpp"
 #include "tenex/sparse/sparse_pattern.hpp"
 
@@ -40,18 +39,14 @@ namespace {
 struct LastPlan {
   std::shared_ptr<const OpGraph> graph;
   double written_contraction_flops = 0;
-  bool completed = false;  // the set ran to its end (stats are its own)
+  std::string sparse_note, placement_notes, unsupported;  // see Plan
+  bool completed = false;                                 // the set ran to its end (stats are its own)
   RunStats stats;
 };
 
 LastPlan& last_plan() {
   thread_local LastPlan plan;
   return plan;
-}
-
-std::string& last_sparse_note() {
-  thread_local std::string note;
-  return note;
 }
 
 /// "(i=30,k=40)" of a product's result, for the sparse line.
@@ -111,21 +106,6 @@ std::string sparse_summary(const OpGraph& graph, const std::string& declined) {
   return out;
 }
 
-double total_flops(const OpGraph& graph) {
-  double flops = 0;
-  for (NodeId id = 0; id < graph.size(); ++id) flops += node_flops(graph, id);
-  return flops;
-}
-
-/// The passes of passes::optimize without the ordering of products: the graph that
-/// evaluating the products as written would run.
-void optimize_in_written_order(OpGraph& graph) {
-  const char* setting = std::getenv("TENEX_PASSES");
-  std::vector<std::string_view> chosen = passes::selected_passes(setting ? setting : "");
-  std::erase(chosen, std::string_view("order"));
-  passes::optimize(graph, chosen);
-}
-
 /// "(i=30,k=40)"
 std::string with_extents(const OpNode& node) {
   std::string text = "(";
@@ -180,13 +160,15 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
 
 struct Report {
   std::string title;
-  double written_flops = -1;    // total flops of the written order (< 0: unknown)
-  std::string written_note;     // how the written order was counted
   const void* value = nullptr;  // storage of the output that stands for the value asked for
-  std::string extra;            // lines after the totals
-  std::string sparse_note;      // why the backend ran the sparse maps dense and masked
+  // The plan's (see Plan):
+  double written_contraction_flops = -1;
+  std::string_view sparse_note, placement_notes, unsupported;
+  std::string run;  // what running it measured: lines after the plan
 };
 
+/// The text of a plan: the title, then the plan's part, the same whether it is about to run
+/// (explain(e)) or ran (explain()), then report.run.
 std::string describe_plan(const OpGraph& graph, const Report& report) {
   const std::vector<std::string> names = tensor_names(graph);
   const std::vector<NodeId> order = schedule_of(graph).order;  // the executor's order
@@ -242,42 +224,46 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
   } else {
     out += "largest intermediate: none\n";
   }
-  if (report.written_flops >= 0) {
-    out += "written order: " + format_count(report.written_flops) + " flops" + report.written_note;
-    if (flops > 0) {
-      out += "; theoretical speed-up " + format_ratio(report.written_flops / flops);
-    }
-    out += "\n";
-  }
-  out += sparse_summary(graph, report.sparse_note);
-  out += report.extra;
+  // The products as built, before the passes, and everything else as planned.
+  const double written = report.written_contraction_flops < 0
+                             ? flops
+                             : flops - contraction_flops(graph) + report.written_contraction_flops;
+  out += "written order: " + format_count(written) + " flops (products as built, before the passes)";
+  if (flops > 0) out += "; theoretical speed-up " + format_ratio(written / flops);
+  out += "\n";
+  out += sparse_summary(graph, std::string(report.sparse_note));
+  out += report.placement_notes;
+  if (!report.unsupported.empty()) out += "the backend cannot run this plan: " + std::string(report.unsupported) + "\n";
+  out += report.run;
   return out;
 }
 
 }  // namespace
 
-void keep_last_plan(OpGraph& graph, double written_contraction_flops, bool completed) noexcept {
-  // Tensors are told apart by their storage's address only: pointers that own nothing.
-  for (NodeId id = 0; id < graph.size(); ++id) {
-    OpNode& node = graph.node(id);
-    if (node.storage) node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), node.storage.get());
-  }
+void keep_last_plan(Plan&& plan, bool completed) noexcept {
+  LastPlan& last = last_plan();
   std::shared_ptr<const OpGraph> kept;
-  try {
-    kept = std::make_shared<const OpGraph>(std::move(graph));
-  } catch (...) {  // out of memory: explain() shows no plan rather than a wrong one
+  if (plan.cached) {
+    kept = std::shared_ptr<const OpGraph>(plan.cached, &plan.cached->graph);
+  } else if (plan.graph) {
+    // Tensors are told apart by their storage's address only: pointers that own nothing.
+    OpGraph& graph = *plan.graph;
+    for (NodeId id = 0; id < graph.size(); ++id) {
+      OpNode& node = graph.node(id);
+      if (node.storage) node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), node.storage.get());
+    }
+    try {
+      kept = std::make_shared<const OpGraph>(std::move(graph));
+    } catch (...) {  // out of memory: explain() shows no plan rather than a wrong one
+    }
   }
-  keep_last_plan(std::move(kept), written_contraction_flops, completed);
-}
-
-void set_last_sparse_note(std::string note) noexcept { last_sparse_note().swap(note); }
-
-void keep_last_plan(std::shared_ptr<const OpGraph> graph, double written_contraction_flops, bool completed) noexcept {
-  LastPlan& plan = last_plan();
-  plan.completed = completed;
-  plan.stats = plan.completed ? last_run_stats() : RunStats{};
-  plan.written_contraction_flops = written_contraction_flops;
-  plan.graph = std::move(graph);
+  last.completed = completed;
+  last.stats = completed ? last_run_stats() : RunStats{};
+  last.written_contraction_flops = plan.written_contraction_flops;
+  last.sparse_note.swap(plan.sparse_note);
+  last.placement_notes.swap(plan.placement_notes);
+  last.unsupported.swap(plan.unsupported);
+  last.graph = std::move(kept);
 }
 
 }  // namespace detail
@@ -291,27 +277,23 @@ std::string explain() {
   const OpGraph& graph = *plan.graph;
   detail::Report report;
   report.title = "tenex plan of the last set evaluated on this thread";
-  const double total = detail::total_flops(graph);
-  report.written_flops = plan.written_contraction_flops < 0
-                             ? total
-                             : total - detail::contraction_flops(graph) + plan.written_contraction_flops;
-  report.written_note = " (products as built, before the passes)";
-  const std::string& placement = detail::last_placement_notes();
-  report.sparse_note = detail::last_sparse_note();
+  report.written_contraction_flops = plan.written_contraction_flops;
+  report.sparse_note = plan.sparse_note;
+  report.placement_notes = plan.placement_notes;
+  report.unsupported = plan.unsupported;
   if (!plan.completed) {
-    report.extra = "the set failed while running; see the error its results carry\n";
+    report.run = "the set failed while running; see the error its results carry\n";
   } else if (plan.stats.seconds > 0) {
-    report.extra = "measured: " + detail::format_seconds(plan.stats.seconds) + ", " +
-                   detail::format_count(plan.stats.flops) + " flops counted by the backend in " +
-                   std::to_string(plan.stats.kernels) + " kernel calls, peak of intermediates " +
-                   detail::format_bytes(plan.stats.peak_bytes) + "\n";
+    report.run = "measured: " + detail::format_seconds(plan.stats.seconds) + ", " +
+                 detail::format_count(plan.stats.flops) + " flops counted by the backend in " +
+                 std::to_string(plan.stats.kernels) + " kernel calls, peak of intermediates " +
+                 detail::format_bytes(plan.stats.peak_bytes) + "\n";
     if (plan.stats.device_peak_bytes > 0 || plan.stats.host_to_device_bytes > 0) {
-      report.extra += "device: peak " + detail::format_bytes(plan.stats.device_peak_bytes) + ", copied to the device " +
-                      detail::format_bytes(plan.stats.host_to_device_bytes) + ", back during the set " +
-                      detail::format_bytes(plan.stats.device_to_host_bytes) + "\n";
+      report.run += "device: peak " + detail::format_bytes(plan.stats.device_peak_bytes) + ", copied to the device " +
+                    detail::format_bytes(plan.stats.host_to_device_bytes) + ", back during the set " +
+                    detail::format_bytes(plan.stats.device_to_host_bytes) + "\n";
     }
   }
-  report.extra += placement;
   return detail::describe_plan(graph, report);
 }
 
@@ -343,14 +325,29 @@ std::string explain(const Expression<T>& e) {
       batch.push_back(std::move(asked));
     }
 
-    constexpr DType dtype = dtype_of<T>();
-    OpGraph graph = detail::build_set_graph(dtype, batch, root->sparse_maps());
-    passes::optimize(graph);
-    OpGraph written = detail::build_set_graph(dtype, batch, root->sparse_maps());
-    detail::optimize_in_written_order(written);
+    detail::SetRecord set;
+    set.dtype = dtype_of<T>();
+    set.backend = root->backend();
+    set.assignments = std::move(batch);
+    set.sparse_maps = root->sparse_maps();
+    // As the pipeline compiles it (run_typed), without running it or touching the plan cache.
+    detail::CompileSettings settings = detail::compile_settings();
+    settings.env.plan_cache = false;
+    detail::check_backend_environment(settings.env.backend);
+    const detail::BackendEntry& entry = detail::choose_backend(set.backend);
+    detail::Plan plan;
+    if (set.dtype == DType::f32) {
+      detail::SetBackends<float> backends;
+      detail::set_backends(entry, backends);
+      plan = detail::compile(set, backends, settings);
+    } else {
+      detail::SetBackends<double> backends;
+      detail::set_backends(entry, backends);
+      plan = detail::compile(set, backends, settings);
+    }
 
     detail::Report report;
-    const std::size_t statements = statement ? batch.size() : batch.size() - 1;
+    const std::size_t statements = statement ? set.assignments.size() : set.assignments.size() - 1;
     report.title = "tenex plan of " + what;
     if (statement) {
       if (statements > 1) report.title += " and the " + std::to_string(statements - 1) + " others of its set";
@@ -358,9 +355,12 @@ std::string explain(const Expression<T>& e) {
       report.title += " with the " + std::to_string(statements) + (statements == 1 ? " statement" : " statements") +
                       " its set has recorded";
     }
-    report.written_flops = detail::total_flops(written);
     report.value = stand_in.get();
-    return detail::describe_plan(graph, report);
+    report.written_contraction_flops = plan.written_contraction_flops;
+    report.sparse_note = plan.sparse_note;
+    report.placement_notes = plan.placement_notes;
+    report.unsupported = plan.unsupported;
+    return detail::describe_plan(plan.optimized(), report);
   }
 }
 

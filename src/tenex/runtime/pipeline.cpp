@@ -1,10 +1,12 @@
 // The pipeline: how a linked set runs, top to bottom.
 //
-//   build the graph -> passes -> dump if asked -> choose the backend -> check support ->
-//   execute -> fulfil or fail the results
+//   read the settings -> choose the backend -> compile (build the graph, the passes asking
+//   the backend what it supports, check every node) -> dump if asked -> execute -> fulfil
+//   or fail the results
 //
-// A set shaped like one that ran before (a loop body) skips the first three steps: the plan
-// cache (plan_cache.hpp) gives it that set's optimized graph, bound to its own tensors.
+// compile (compile.hpp) is the function explain(e) calls too, so explain shows what runs. A
+// set shaped like one that ran before (a loop body) gets that set's plan from the plan cache
+// (plan_cache.hpp), bound to its own tensors.
 //
 // The expression layer hands its sets here through the SetRunner it is given at load
 // time, so no lower layer includes this one.
@@ -21,19 +23,13 @@
 #include <system_error>
 
 #include "tenex/backend/cpu/cpu_backend.hpp"
-#include "tenex/config.hpp"
-#if TENEX_HAS_CUDA
-#include "tenex/backend/cuda/cuda_backend.hpp"
-#endif
 #include "tenex/backend/executor.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/callable_exception.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
-#include "tenex/expression/detail/lowering.hpp"
-#include "tenex/graph/cost.hpp"
-#include "tenex/graph/passes/passes.hpp"
+#include "tenex/runtime/compile.hpp"
 #include "tenex/runtime/last_plan.hpp"
 #include "tenex/runtime/plan_cache.hpp"
 #include "tenex/tensor/storage.hpp"
@@ -64,82 +60,33 @@ void dump_graph(const OpGraph& graph) {
   }
 }
 
+/// The CPU backend is built in; the others are plugins the registry loads when asked
+/// (backend/plugins.hpp). Every backend enters the registry through register_backend.
 void register_builtin_backends() {
-  static const bool registered = [] {
-    register_backend(cpu_backend_entry());
-#if TENEX_HAS_CUDA
-    register_backend(cuda_backend_entry());
-#endif
-    return true;
-  }();
+  static const bool registered = (register_backend(cpu_backend_entry()), true);
   (void)registered;
 }
 
 template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
-  const PipelineEnvironment env = pipeline_environment();  // TENEX_* read once per set
-  check_backend_environment(env.backend);
-  set_last_placement_notes({});
-  // 0. The plan of a set of the same structure and extents, if one ran (not while dumping).
-  //    What the passes read besides the set is part of the key.
-  const std::size_t limit = memory_limit();
-  std::string with_limit;
-  if (limit != 0) with_limit = std::string(env.passes) + "|memory limit " + std::to_string(limit);
-  const std::string_view settings = limit != 0 ? std::string_view(with_limit) : env.passes;
-  SetKey key;
-  const bool cacheable = env.plan_cache && env.dump_graph.empty() && make_set_key(set, settings, key);
-  std::shared_ptr<const CachedPlan> plan = cacheable ? find_plan(key) : nullptr;
-  const bool reused = plan != nullptr;
-  std::optional<OpGraph> graph;
-  double written_flops = plan ? plan->written_contraction_flops : -1;
-  if (!plan) {
-    graph = build_set_graph(set.dtype, set.assignments, set.sparse_maps);  // 1. build
-    written_flops = chain_contraction_flops(*graph);                       //    (for explain())
-    passes::optimize(*graph, limit);                                       // 2. passes
-    dump_graph(*graph);                                                    // 3. dump if asked
-    if (cacheable && (plan = make_cached_plan(key, *graph, written_flops))) remember_plan(key, plan);
-  }
-  // explain() describes this set from here on, whatever happens next: the cached plan, or
-  // the graph (without its tensors) when this function is left.
+  const CompileSettings settings = compile_settings();  // 1. the settings, read once per set
+  check_backend_environment(settings.env.backend);
+  SetBackends<T> backends;
+  set_backends(choose_backend(set.backend), backends);  // 2. choose the backend
+  Plan plan = compile(set, backends, settings);         // 3. compile (or the plan cache's plan)
+  // explain() describes this plan from here on, whatever happens next.
   struct KeepPlan {
-    const std::shared_ptr<const CachedPlan>& plan;
-    std::optional<OpGraph>& graph;
-    double written_flops;
+    Plan& plan;
     int exceptions = std::uncaught_exceptions();
-    ~KeepPlan() {
-      const bool completed = std::uncaught_exceptions() == exceptions;
-      if (plan) {
-        keep_last_plan(std::shared_ptr<const OpGraph>(plan, &plan->graph), written_flops, completed);
-      } else if (graph) {
-        keep_last_plan(*graph, written_flops, completed);
-      }
-    }
-  } keep{plan, graph, written_flops};
-  const BackendEntry& entry = choose_backend(set.backend);  // 4. choose the backend
-  std::unique_ptr<Backend<T>> made;
-  Backend<T>& backend = thread_backend<T>(entry, made);
-  std::string declined;  // 5. ask what it supports: a backend that cannot evaluate sparse
-  if (!accepts_sparse(plan ? plan->graph : *graph, backend, declined)) {  // maps runs them dense and masked
-    graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
-    written_flops = chain_contraction_flops(*graph);
-    std::vector<std::string_view> chosen =
-        passes::selected_passes(env.passes == std::string_view("\0", 1) ? "" : env.passes);
-    std::erase(chosen, std::string_view("sparse"));
-    passes::optimize(*graph, chosen, limit);
-    plan = nullptr;
-  }
-  set_last_sparse_note(declined);
-  // A device backend hands what it declines (tenex::map's callables) to the CPU backend.
-  std::unique_ptr<Backend<T>> made_host;
-  Backend<T>* host = nullptr;
-  if (backend.device() != Device::host) {
-    if (const BackendEntry* cpu = find_backend(BackendKind::cpu)) host = &thread_backend<T>(*cpu, made_host);
-  }
-  set_last_placement_notes(check_supported(plan ? plan->graph : *graph, backend, host));     // 5. ask what it supports
-  RunStats stats = plan ? execute(plan->graph, plan->schedule, key.storages, backend, host)  // 6. execute
-                        : execute(*graph, backend, host);
-  stats.plan_reused = reused;
+    ~KeepPlan() { keep_last_plan(std::move(plan), std::uncaught_exceptions() == exceptions); }
+  } keep{plan};
+  if (plan.graph) dump_graph(*plan.graph);  // 4. dump if asked (a dump turns the plan cache off)
+  if (!plan.unsupported.empty()) throw BackendError(plan.unsupported);
+  RunStats stats = plan.cached ? execute(plan.cached->graph, plan.cached->schedule, plan.storages,  // 5. execute
+                                         *backends.backend, backends.host)
+                               : execute(*plan.graph, *backends.backend, backends.host);
+  stats.plan_reused = plan.reused;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);
 }
@@ -213,7 +160,7 @@ void run_set(SetRecord& set) noexcept {
   } catch (...) {
     error = error_of_current_exception(set.assignments.size());
   }
-  // 7. Every target still pending gets the error (or, if none occurred, a broken invariant).
+  // 6. Every target still pending gets the error (or, if none occurred, a broken invariant).
   if (!error && !any_pending(set)) return;
   if (!error) error = std::make_exception_ptr(InternalError("tenex: a result of the set was never written"));
   try {
@@ -228,7 +175,7 @@ void run_set(SetRecord& set) noexcept {
 
 namespace {
 // Installed when the library loads: the linked state runs its sets through run_set, and
-// the registry knows the built-in backends before anyone asks (cuda_available()).
+// the registry knows the built-in CPU backend before anyone asks.
 const bool installed = (install_set_runner(&run_set), register_builtin_backends(), true);
 }  // namespace
 

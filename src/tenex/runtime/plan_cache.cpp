@@ -14,229 +14,16 @@
 #include <unistd.h>  // environ
 
 #include "tenex/expression/detail/node.hpp"
+#include "tenex/expression/detail/signature.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 
 namespace tenex::detail {
 
 namespace {
 
-/// Numbers pointers in the order first met: a linear scan of an inline array while few (the
-/// common tiny set, with no allocation), a hash map beyond.
-class Numbering {
- public:
-  static constexpr std::size_t npos = Schedule::unbound;
-  std::size_t find(const void* p) const {
-    if (count_ > inline_.size()) {
-      auto it = map_.find(p);
-      return it == map_.end() ? npos : it->second;
-    }
-    for (std::size_t i = 0; i < count_; ++i) {
-      if (inline_[i] == p) return i;
-    }
-    return npos;
-  }
-  std::size_t add(const void* p) {
-    const std::size_t id = count_++;
-    if (id < inline_.size()) {
-      inline_[id] = p;
-      return id;
-    }
-    if (id == inline_.size()) {
-      for (std::size_t i = 0; i < inline_.size(); ++i) map_.emplace(inline_[i], i);
-    }
-    map_.emplace(p, id);
-    return id;
-  }
-  std::size_t size() const { return count_; }
-
- private:
-  std::array<const void*, 32> inline_{};
-  std::size_t count_ = 0;
-  std::unordered_map<const void*, std::size_t> map_;
-};
-
-/// Appends the signature's fields to a byte string: a cursor into the string's own buffer,
-/// grown by doubling, so that each field costs a bounds check and a copy.
-class Writer {
- public:
-  explicit Writer(std::string& out) : out_(out) { out_.resize(std::max<std::size_t>(out_.capacity(), 512)); }
-  ~Writer() { out_.resize(used_); }
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
-
-  void put(std::uint64_t v) { append(&v, sizeof v); }
-  void put_double(double v) { append(&v, sizeof v); }
-  void put(std::string_view text) {
-    put(text.size());
-    append(text.data(), text.size());
-  }
-  void put(const std::vector<std::string>& labels) {
-    put(labels.size());
-    for (const std::string& l : labels) put(std::string_view(l));
-  }
-  void put(const std::vector<std::size_t>& values) {
-    put(values.size());
-    append(values.data(), values.size() * sizeof(std::size_t));
-  }
-
- private:
-  void append(const void* data, std::size_t n) {
-    if (used_ + n > out_.size()) out_.resize(std::max(2 * out_.size(), used_ + n));
-    if (n) std::memcpy(out_.data() + used_, data, n);
-    used_ += n;
-  }
-
-  std::string& out_;
-  std::size_t used_ = 0;
-};
-
-// Node classes the signature knows; any other (a user class's fragment, a class added
-// later and not listed here) makes the set uncacheable rather than wrong.
-enum Tag : std::uint64_t {
-  indexed = 1,
-  multiplication,
-  elementwise,
-  scale,
-  permutation,
-  cholesky,
-  decomposition,
-  factor,
-  slice,
-  chip,
-  power,
-  inverse,
-  inverse_power,
-  spd_power,
-  solve,
-  map,
-  extremum,
-  reduction,
-};
-
-/// Appends what `node`'s emit() and child_keep() read beyond labels, extents and
-/// children; false for a class the signature does not know.
-bool put_typed(const ExprNode& node, Writer& w, Numbering& storages, std::vector<std::shared_ptr<void>>& bound) {
-  // The library's node classes have one type_info each in this library: comparing their
-  // addresses is exact here and spares a string comparison per class tried (a type_info
-  // from elsewhere compares unequal, and the set is then just not cached).
-  const std::type_info* type = &typeid(node);
-  if (type == &typeid(IndexedNode)) {
-    const auto& n = static_cast<const IndexedNode&>(node);
-    if (!n.unreadable.empty() || !n.storage) return false;
-    w.put(indexed);
-    w.put(n.written);
-    std::size_t slot = storages.find(n.storage.get());
-    if (slot == Numbering::npos) {
-      slot = storages.add(n.storage.get());
-      bound.push_back(n.storage);
-    }
-    w.put(slot);
-    return true;
-  }
-  if (type == &typeid(MultiplicationNode)) {
-    w.put(multiplication);
-    return true;
-  }
-  if (type == &typeid(ElementwiseNode)) {
-    w.put(elementwise);
-    w.put(static_cast<std::uint64_t>(static_cast<const ElementwiseNode&>(node).op));
-    return true;
-  }
-  if (type == &typeid(ScaleNode)) {
-    w.put(scale);
-    w.put_double(static_cast<const ScaleNode&>(node).factor);
-    return true;
-  }
-  if (type == &typeid(PermutationNode)) {
-    w.put(permutation);
-    return true;
-  }
-  if (type == &typeid(CholeskyNode)) {
-    w.put(cholesky);
-    w.put(static_cast<const CholeskyNode&>(node).upper ? 1 : 0);
-    return true;
-  }
-  if (type == &typeid(DecompositionNode)) {
-    w.put(decomposition);
-    w.put(static_cast<std::uint64_t>(static_cast<const DecompositionNode&>(node).op));
-    return true;
-  }
-  if (type == &typeid(FactorNode)) {
-    w.put(factor);
-    w.put(static_cast<const FactorNode&>(node).which);
-    return true;
-  }
-  if (type == &typeid(SliceNode)) {
-    const auto& n = static_cast<const SliceNode&>(node);
-    w.put(slice);
-    w.put(n.lo);
-    w.put(n.hi);
-    return true;
-  }
-  if (type == &typeid(ChipNode)) {
-    const auto& n = static_cast<const ChipNode&>(node);
-    w.put(chip);
-    w.put(n.mode);
-    w.put(n.index);
-    return true;
-  }
-  if (type == &typeid(PowNode)) {
-    w.put(power);
-    w.put(static_cast<const PowNode&>(node).power);
-    return true;
-  }
-  if (type == &typeid(InverseNode)) {
-    w.put(inverse);
-    return true;
-  }
-  if (type == &typeid(InversePowNode)) {
-    w.put(inverse_power);
-    w.put(static_cast<const InversePowNode&>(node).power);
-    return true;
-  }
-  if (type == &typeid(SpdPowNode)) {
-    w.put(spd_power);
-    w.put_double(static_cast<const SpdPowNode&>(node).power);
-    return true;
-  }
-  if (type == &typeid(SolveNode)) {
-    w.put(solve);
-    w.put(static_cast<const SolveNode&>(node).mode);
-    return true;
-  }
-  if (type == &typeid(MapNode)) {
-    const auto& n = static_cast<const MapNode&>(node);
-    if (!n.functions.empty()) return false;  // a user's callable: a new object every statement
-    w.put(map);
-    w.put(n.program.size());
-    for (const FusedInstr& in : n.program) {
-      w.put(static_cast<std::uint64_t>(in.op));
-      w.put(static_cast<std::uint64_t>(in.a));
-      w.put(static_cast<std::uint64_t>(in.b));
-      w.put_double(in.x);
-      w.put_double(in.y);
-    }
-    return true;
-  }
-  if (type == &typeid(ExtremumNode)) {
-    w.put(extremum);
-    w.put(static_cast<std::uint64_t>(static_cast<const ExtremumNode&>(node).op));
-    return true;
-  }
-  if (type == &typeid(ReductionNode)) {
-    const auto& n = static_cast<const ReductionNode&>(node);
-    w.put(reduction);
-    w.put(static_cast<std::uint64_t>(n.op));
-    w.put(n.reduced);
-    return true;
-  }
-  return false;
-}
-
 /// Appends the expression DAG under `root` in post-order, each node once (a shared node is
 /// referred to by its number), iteratively: an expression may be thousands deep.
-bool put_expression(const NodePtr& root, Writer& w, Numbering& nodes, Numbering& storages,
-                    std::vector<std::shared_ptr<void>>& bound) {
+bool put_expression(const NodePtr& root, SignatureWriter& w, Numbering& nodes) {
   struct Frame {
     const ExprNode* node;
     bool expanded;
@@ -261,7 +48,10 @@ bool put_expression(const NodePtr& root, Writer& w, Numbering& nodes, Numbering&
     }
     stack.pop_back();
     if (nodes.size() >= max_signature_nodes) return false;
-    if (!put_typed(*node, w, storages, bound)) return false;
+    // The class, then its own data: the type_info's address is one per class in a process (a
+    // class of another library may have a second one, which only misses the cache).
+    w.put(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&typeid(*node))));
+    if (!node->write_signature(w)) return false;
     w.put(static_cast<std::uint64_t>(node->dtype));
     w.put(node->labels);
     w.put(node->extents);
@@ -322,8 +112,8 @@ bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key)
   key.bytes.clear();
   key.storages.clear();
   key.storages.reserve(8);
-  Writer w(key.bytes);
-  Numbering nodes, storages;
+  SignatureWriter w(key.bytes, key.storages);
+  Numbering nodes;
   w.put(static_cast<std::uint64_t>(set.dtype));
   w.put(static_cast<std::uint64_t>(set.backend));
   w.put(settings);
@@ -334,14 +124,13 @@ bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key)
   std::size_t live = 0;
   for (const Assignment& a : set.assignments) {
     if (a.cancelled && *a.cancelled) return false;
-    if (!a.target || storages.find(a.target.get()) != Numbering::npos) return false;
-    storages.add(a.target.get());
-    key.storages.push_back(a.target);
+    if (!a.target || w.find_storage(a.target.get()) != Numbering::npos) return false;
+    w.bind(a.target);
     ++live;
   }
   w.put(live);
   for (const Assignment& a : set.assignments) {
-    if (!put_expression(a.rhs, w, nodes, storages, key.storages)) return false;
+    if (!put_expression(a.rhs, w, nodes)) return false;
     w.put(a.rhs_labels);
     w.put(a.target_labels);
   }
@@ -366,8 +155,8 @@ bool make_set_key(const SetRecord& set, std::string_view settings, SetKey& key) 
   return true;
 }
 
-std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& graph,
-                                                   double written_contraction_flops) {
+std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& graph, double written_contraction_flops,
+                                                   std::string sparse_note, std::string placement_notes) {
   Schedule schedule = schedule_of(graph);
   Numbering slots;  // the same numbering as the key's: key.storages is in slot order
   for (const auto& storage : key.storages) slots.add(storage.get());
@@ -392,6 +181,8 @@ std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& g
   plan->graph = std::move(graph);
   plan->schedule = std::move(schedule);
   plan->written_contraction_flops = written_contraction_flops;
+  plan->sparse_note = std::move(sparse_note);
+  plan->placement_notes = std::move(placement_notes);
   return plan;
 }
 

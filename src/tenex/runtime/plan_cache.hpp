@@ -12,12 +12,12 @@
 // storage, and each run binds the set's own storages to its inputs and outputs by slot (the order in which the
 // signature met them).
 //
-// Sets the signature cannot describe are not cached (they run as before): a user
-// class's own lowering (a fragment graph), a node class the signature does not know (a new
-// node class misses the cache until put_typed in plan_cache.cpp lists its data), a
-// cancelled statement, and sets of more than `max_signature_nodes` expression nodes.
-// Anything else the passes come to read (an option, a memory limit) must join the
-// `settings` given to make_set_key.
+// Each node class writes its own data (ExprNode::write_signature), after the class itself.
+// Sets the signature cannot describe are not cached (they run as before): a node whose class
+// does not write a signature (the default: a user class's own lowering, a class added
+// without one), a tenex::map callable, a cancelled statement, and sets of more than
+// `max_signature_nodes` expression nodes. Anything else compile() comes to read (an option,
+// a memory limit, the backend chosen) must join the `settings` given to make_set_key.
 //
 // Bounded (least recently used, plan_cache_capacity entries), shared by all threads under one
 // mutex. TENEX_PLAN_CACHE=0 turns it off (read by every set).
@@ -48,6 +48,8 @@ struct CachedPlan {
   OpGraph graph;                          // optimized; its inputs and outputs hold no storage
   Schedule schedule;                      // schedule.slot binds them to a SetKey's storages
   double written_contraction_flops = -1;  // for explain(): see keep_last_plan
+  std::string sparse_note;                // compile()'s decisions for the backend it was made for
+  std::string placement_notes;
 };
 
 inline constexpr std::size_t max_signature_nodes = 4096;
@@ -60,7 +62,8 @@ bool make_set_key(const SetRecord& set, std::string_view settings, SetKey& key);
 /// storages are replaced by slots of key.storages. Null when an input or output reads a
 /// storage the signature did not meet (the set is then run from `graph`, untouched).
 std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& graph,
-                                                   double written_contraction_flops = -1);
+                                                   double written_contraction_flops = -1, std::string sparse_note = {},
+                                                   std::string placement_notes = {});
 
 inline constexpr std::size_t plan_cache_capacity = 256;
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <new>
 
+#include "tenex/export.hpp"
 #include "tenex/tensor/buffer.hpp"
 #include "tenex/tensor/host_memory.hpp"
 #include "tenex/tensor/producer.hpp"
@@ -70,8 +71,8 @@ class Storage {
   enum class Init { zero, uninitialised, deferred };
   /// zero / uninitialised: elements allocated now. deferred: the evaluation that fulfils
   /// a pending storage hands it a buffer (adopt) or asks for one (allocate).
-  Storage(Shape shape, Init init);
-  void allocate();
+  TENEX_API Storage(Shape shape, Init init);
+  TENEX_API void allocate();
   /// Takes `buffer` (host memory of at least shape().size() elements) as the value.
   void adopt(Buffer&& buffer);
 
@@ -91,7 +92,7 @@ class Storage {
   using Download = void (*)(void* host, const void* device, std::size_t bytes);
   /// Takes `buffer` (device memory of at least shape().size() elements) as the value: a result
   /// stays on the device until the host reads it; resolve() then copies it back once.
-  void adopt_device(Buffer&& buffer, Download download);
+  TENEX_API void adopt_device(Buffer&& buffer, Download download);
   /// Whether elements() holds the value (false while it lives on the device only).
   bool host_valid() const { return host_valid_.load(std::memory_order_acquire); }
   /// Copies the device value to the host once, if it lives there only (several threads may
@@ -105,7 +106,7 @@ class Storage {
     return elements();
   }
   /// The lock of device_copy() while a backend fills it (striped by address).
-  std::mutex& residency_mutex() const;
+  TENEX_API std::mutex& residency_mutex() const;
 
   /// True while an evaluation still has to fill this storage.
   bool pending() const { return pending_.load(std::memory_order_acquire); }

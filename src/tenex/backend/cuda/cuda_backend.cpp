@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "tenex/backend/cuda/contraction_layout.hpp"
 #include "tenex/backend/cuda/device.hpp"
 #include "tenex/backend/registry.hpp"
+#include "tenex/config.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
@@ -1003,3 +1005,11 @@ BackendEntry cuda_backend_entry() {
 }
 
 }  // namespace tenex::detail
+
+// The plugin's one export (plugins.hpp): the registry loads libtenex_cuda.so and registers this
+// entry when a set asks for the CUDA backend or automatic choice finds a device.
+extern "C" __attribute__((visibility("default"))) const tenex::detail::BackendEntry* tenex_backend_plugin(
+    const char* tenex_version) {
+  static const tenex::detail::BackendEntry entry = tenex::detail::cuda_backend_entry();
+  return std::string_view(tenex_version) == TENEX_VERSION_STRING ? &entry : nullptr;
+}

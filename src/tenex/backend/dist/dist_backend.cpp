@@ -7,11 +7,13 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_set>
 #include <vector>
 
 #include "tenex/backend/dist/scalapack.hpp"
+#include "tenex/config.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/tensor/storage.hpp"
@@ -1080,9 +1082,13 @@ tenex::detail::BackendEntry dist_backend_entry() {
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
 #undef TENEX_INSTANTIATE_DIST_BACKEND
 
-namespace {
-// Registered when the library loads, like the CPU backend.
-const bool registered = (tenex::detail::register_backend(dist_backend_entry()), true);
-}  // namespace
-
 }  // namespace tenex::dist::detail
+
+// The plugin's one export (plugins.hpp): the registry loads libtenex_dist.so (already loaded
+// in a program that links it for tenex::dist::Context) and registers this entry when a set
+// asks for the distributed backend.
+extern "C" __attribute__((visibility("default"))) const tenex::detail::BackendEntry* tenex_backend_plugin(
+    const char* tenex_version) {
+  static const tenex::detail::BackendEntry entry = tenex::dist::detail::dist_backend_entry();
+  return std::string_view(tenex_version) == TENEX_VERSION_STRING ? &entry : nullptr;
+}

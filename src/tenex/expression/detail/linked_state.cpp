@@ -142,6 +142,11 @@ std::vector<Assignment> LinkedState::recorded() const {
   return top().assignments_;
 }
 
+BackendKind LinkedState::backend() const {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  return top().backend_;
+}
+
 std::size_t LinkedState::find_label_seen(const std::string& label) const {
   if (labels_seen_count_ > indexed_from) {
     auto it = label_index_.find(label);

@@ -87,6 +87,8 @@ class LinkedState final : public Producer {
   void flush() noexcept override;
   /// The statements recorded and not yet run (on the root), for tenex::explain.
   std::vector<Assignment> recorded() const;
+  /// The backend the set asks for (on the root), for tenex::explain.
+  BackendKind backend() const;
 
  private:
   DType dtype_;

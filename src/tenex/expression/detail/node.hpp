@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <typeinfo>
 #include <vector>
 
+#include "tenex/expression/detail/signature.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/scalar.hpp"
 
@@ -63,6 +65,14 @@ struct ExprNode {
   virtual std::string text() const;
   /// Throws the error stored when the expression was made unusable as an operand.
   virtual void check_readable() const {}
+  /// Writes what emit() and child_keep() read beyond labels, extents and children (factor,
+  /// bounds, power...) to the plan cache's signature; the walk writes the class itself.
+  /// False: a set holding this node is not cached. That is the default, so a class that does
+  /// not write its data runs uncached rather than with another set's plan.
+  virtual bool write_signature(SignatureWriter& out) const {
+    (void)out;
+    return false;
+  }
   /// Fills `implicit` (and factor_label_counts) from the children; called once by make.
   void finish();
 };
@@ -79,6 +89,12 @@ struct IndexedNode final : ExprNode {
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
   std::string text() const override;
   void check_readable() const override;
+  bool write_signature(SignatureWriter& out) const override {
+    if (!unreadable.empty() || !storage) return false;
+    out.put(written);
+    out.put_storage(storage);
+    return true;
+  }
 };
 
 /// `a + b`, `a - b`, `a / b`: element-wise by label, broadcasting.
@@ -86,6 +102,10 @@ struct ElementwiseNode final : ExprNode {
   OpKind op = OpKind::add;  // add, subtract, divide
   std::string_view kind_name() const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(static_cast<std::uint64_t>(op));
+    return true;
+  }
 };
 
 /// `a * b`: a generalized Einstein product (contraction, Hadamard, outer).
@@ -94,6 +114,10 @@ struct MultiplicationNode final : ExprNode {
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
   bool is_product() const override { return true; }
+  bool write_signature(SignatureWriter& out) const override {
+    (void)out;
+    return true;
+  }
 };
 
 /// `factor * a`.
@@ -103,12 +127,20 @@ struct ScaleNode final : ExprNode {
   std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>& keep) const override { return keep; }
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
   bool is_product() const override { return children[0]->is_product(); }
+  bool write_signature(SignatureWriter& out) const override {
+    out.put_double(factor);
+    return true;
+  }
 };
 
 /// `permute(a, "j,i")`, and the sum over the labels a product's consumer does not keep.
 struct PermutationNode final : ExprNode {
   std::string_view kind_name() const override { return "permutation"; }
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    (void)out;
+    return true;
+  }
 };
 
 /// `cholesky(a)`: the lower factor.
@@ -117,6 +149,10 @@ struct CholeskyNode final : ExprNode {
   std::string_view kind_name() const override { return "cholesky"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(upper ? 1 : 0);
+    return true;
+  }
 };
 
 /// The packed result of eigen_solve, qr or svd, shared by the factors of one call.
@@ -125,6 +161,10 @@ struct DecompositionNode final : ExprNode {
   std::string_view kind_name() const override { return "decomposition"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(static_cast<std::uint64_t>(op));
+    return true;
+  }
 };
 
 /// Factor `which` of a decomposition (child 0).
@@ -133,6 +173,10 @@ struct FactorNode final : ExprNode {
   std::string_view kind_name() const override { return "factor"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(which);
+    return true;
+  }
 };
 
 /// `slice(a, lo, hi)`.
@@ -141,6 +185,11 @@ struct SliceNode final : ExprNode {
   std::string_view kind_name() const override { return "slice"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(lo);
+    out.put(hi);
+    return true;
+  }
 };
 
 /// `chip(a, label, index)`.
@@ -149,6 +198,11 @@ struct ChipNode final : ExprNode {
   std::string_view kind_name() const override { return "chip"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(mode);
+    out.put(index);
+    return true;
+  }
 };
 
 /// `pow(a, n)`: matrix power.
@@ -157,6 +211,10 @@ struct PowNode final : ExprNode {
   std::string_view kind_name() const override { return "pow"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(power);
+    return true;
+  }
 };
 
 /// What a user class deriving from Nary<N,T> holds: its operands, no semantics of its own
@@ -183,6 +241,10 @@ struct InverseNode final : ExprNode {
   std::string_view kind_name() const override { return "inverse"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    (void)out;
+    return true;
+  }
 };
 
 /// `pow(a, n)` with n < 0: (a^-1)^power, power = -n.
@@ -191,6 +253,10 @@ struct InversePowNode final : ExprNode {
   std::string_view kind_name() const override { return "inverse_pow"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(power);
+    return true;
+  }
 };
 
 /// `pow(a, p)` with p not whole: a symmetric positive (semi)definite.
@@ -199,6 +265,10 @@ struct SpdPowNode final : ExprNode {
   std::string_view kind_name() const override { return "spd_pow"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put_double(power);
+    return true;
+  }
 };
 
 /// `solve(a, b)` (children a, b): x with a x = b, b's mode `mode` solved.
@@ -207,6 +277,10 @@ struct SolveNode final : ExprNode {
   std::string_view kind_name() const override { return "solve"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(mode);
+    return true;
+  }
 };
 
 // Element-wise functions (elementwise.cpp)
@@ -218,6 +292,18 @@ struct MapNode final : ExprNode {
   std::string_view kind_name() const override { return "unary"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    if (!functions.empty()) return false;  // a user's callable: a new object every statement
+    out.put(program.size());
+    for (const FusedInstr& in : program) {
+      out.put(static_cast<std::uint64_t>(in.op));
+      out.put(static_cast<std::uint64_t>(in.a));
+      out.put(static_cast<std::uint64_t>(in.b));
+      out.put_double(in.x);
+      out.put_double(in.y);
+    }
+    return true;
+  }
 };
 
 /// max(a, b) or min(a, b), by label.
@@ -226,6 +312,10 @@ struct ExtremumNode final : ExprNode {
   std::string_view kind_name() const override { return op == FusedOp::maximum ? "max" : "min"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(static_cast<std::uint64_t>(op));
+    return true;
+  }
 };
 
 /// sum / max_over / min_over: the operand without `reduced`.
@@ -235,6 +325,11 @@ struct ReductionNode final : ExprNode {
   std::string_view kind_name() const override { return "reduction"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
+  bool write_signature(SignatureWriter& out) const override {
+    out.put(static_cast<std::uint64_t>(op));
+    out.put(reduced);
+    return true;
+  }
 };
 
 }  // namespace tenex::detail

@@ -67,7 +67,8 @@ std::vector<std::string_view> selected_passes(std::string_view setting) {
   return chosen;
 }
 
-void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit) {
+void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit,
+              const SparseSupport& sparse_support, std::string* declined) {
   bool sparse = false;
   for (const Pass& p : kPasses) {
     for (std::string_view n : chosen) {
@@ -81,7 +82,7 @@ void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::
   insert_masks(graph);
   graph.prune();
   propagate_sparsity(graph);
-  if (sparse) plan_sparse_evaluation(graph);
+  if (sparse) plan_sparse_evaluation(graph, sparse_support, declined);
   graph.validate();
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,10 +37,16 @@ void insert_masks(OpGraph& graph);
 /// Fills every node's `holds` and `pattern`: the sparse maps true of its value, propagated
 /// through the graph and composed, and the elements they allow (propagate_sparsity.cpp).
 void propagate_sparsity(OpGraph& graph);
+/// What a pass asks the backend that will run the graph (ggml's supports_op): whether it
+/// evaluates `node` on per-key blocks of its sparse maps (Backend::supports_sparse); `why`
+/// says why not. Empty: every node is accepted.
+using SparseSupport = std::function<bool(const OpNode& node, std::string& why)>;
 /// Stores the nodes that maps make sparse enough as per-key blocks of their allowed
 /// elements, absorbing masks into their producers (plan_sparse_evaluation.cpp). Named
-/// "sparse" among the passes; without it a set runs dense and masked.
-void plan_sparse_evaluation(OpGraph& graph);
+/// "sparse" among the passes; without it a set runs dense and masked. `supports` is asked
+/// first about every node that would run sparsely: when it declines one, the graph is left
+/// as it was (dense and masked), `declined` says why and the result is false.
+bool plan_sparse_evaluation(OpGraph& graph, const SparseSupport& supports = {}, std::string* declined = nullptr);
 /// Folds a scale of a scale into one factor and a reduction of a reduction (a permutation
 /// of a permutation) into one reading the original operand.
 void collapse_chains(OpGraph& graph);
@@ -52,7 +60,10 @@ std::vector<std::string_view> selected_passes(std::string_view setting);
 /// Runs the chosen passes in their fixed order, then the sparse-map masks, the sparsity
 /// propagation and (when chosen) the sparse evaluation plan, then drops what
 /// no output needs and validates the graph. `memory_limit`: see order_contractions.
-void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit = 0);
+/// `sparse_support`, `declined`: what the backend that will run the graph accepts of the
+/// sparse evaluation plan, and why it declined it (see plan_sparse_evaluation).
+void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::size_t memory_limit = 0,
+              const SparseSupport& sparse_support = {}, std::string* declined = nullptr);
 /// optimize() with the passes TENEX_PASSES chooses (every pass when unset).
 void optimize(OpGraph& graph, std::size_t memory_limit = 0);
 

@@ -7,8 +7,11 @@
 // reads is absorbed into it: the operand then computes the allowed elements only (a
 // product as per-key gathered GEMMs) and the mask disappears. Inputs and results written
 // to tensors stay dense: a result's target receives zeros where the maps exclude.
-// propagate_sparsity must have run. A backend that cannot evaluate compact nodes declines
-// them (Backend::supports_sparse) and the pipeline runs the set without this pass.
+// propagate_sparsity must have run. The backend that will run the graph is asked first,
+// about each node that would run sparsely (compact, or reading a compact operand), as it
+// would be: when it declines one, nothing changes and the set runs dense and masked.
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tenex/graph/passes/passes.hpp"
@@ -31,9 +34,62 @@ void make_compact(OpNode& node) {
   node.elements = node.pattern->allowed;
 }
 
+/// Whether `supports` accepts every node that the plan below would run sparsely, worked out
+/// on copies of the nodes it would change (the graph is not touched). `why`: what it declined.
+bool backend_accepts(const OpGraph& graph, const SparseSupport& supports, std::string& why) {
+  std::unordered_map<NodeId, OpNode> planned;   // the nodes made compact, as they would be
+  std::unordered_map<NodeId, NodeId> absorbed;  // mask -> the operand that absorbs it
+  const auto view = [&](NodeId id) -> const OpNode& {
+    auto it = planned.find(id);
+    return it == planned.end() ? graph.node(id) : it->second;
+  };
+  const std::vector<NodeId> order = graph.topological_order();
+  for (NodeId id : order) {  // the decisions of plan_sparse_evaluation, in its order
+    const OpNode& node = view(id);
+    if (!compactable(node)) continue;
+    if (node.kind == OpKind::mask) {
+      const NodeId operand = graph.operands(id).at(0);
+      const OpNode& source = view(operand);
+      const bool absorbable = source.kind != OpKind::input && source.kind != OpKind::mask &&
+                              packed_factor_count(source.kind) == 0 && source.kind != OpKind::factor &&
+                              graph.only_consumer(operand) == id && source.labels == node.labels;
+      if (absorbable) {
+        OpNode changed = source;
+        changed.holds = node.holds;
+        changed.pattern = node.pattern;
+        make_compact(changed);
+        planned.insert_or_assign(operand, std::move(changed));
+        absorbed.emplace(id, operand);
+        continue;
+      }
+    }
+    OpNode changed = node;
+    make_compact(changed);
+    planned.insert_or_assign(id, std::move(changed));
+  }
+  if (planned.empty()) return true;
+  for (NodeId id : order) {
+    if (absorbed.count(id)) continue;
+    bool sparse = planned.count(id) > 0;
+    for (NodeId operand : graph.operands(id)) {
+      auto it = absorbed.find(operand);
+      sparse = sparse || planned.count(it == absorbed.end() ? operand : it->second) > 0;
+    }
+    if (sparse && !supports(view(id), why)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-void plan_sparse_evaluation(OpGraph& graph) {
+bool plan_sparse_evaluation(OpGraph& graph, const SparseSupport& supports, std::string* declined) {
+  if (supports) {
+    std::string why;
+    if (!backend_accepts(graph, supports, why)) {
+      if (declined) *declined = why;
+      return false;
+    }
+  }
   bool absorbed = false;
   for (NodeId id : graph.topological_order()) {
     OpNode& node = graph.node(id);
@@ -58,6 +114,7 @@ void plan_sparse_evaluation(OpGraph& graph) {
     make_compact(node);
   }
   if (absorbed) graph.prune();
+  return true;
 }
 
 }  // namespace tenex::passes

@@ -1,0 +1,86 @@
+#include "tenex/runtime/compile.hpp"
+
+#include <string>
+#include <utility>
+
+#include "tenex/backend/executor.hpp"
+#include "tenex/backend/run_stats.hpp"
+#include "tenex/error.hpp"
+#include "tenex/expression/detail/lowering.hpp"
+#include "tenex/graph/cost.hpp"
+#include "tenex/graph/passes/passes.hpp"
+
+namespace tenex::detail {
+
+CompileSettings compile_settings() {
+  CompileSettings settings;
+  settings.env = pipeline_environment();
+  settings.memory_limit = memory_limit();
+  return settings;
+}
+
+template <class T>
+void set_backends(const BackendEntry& entry, SetBackends<T>& out) {
+  out.entry = &entry;
+  out.backend = &thread_backend<T>(entry, out.made);
+  out.host = nullptr;
+  if (out.backend->device() != Device::host) {
+    if (const BackendEntry* cpu = find_backend(BackendKind::cpu)) out.host = &thread_backend<T>(*cpu, out.made_host);
+  }
+}
+
+template <class T>
+Plan compile(const SetRecord& set, const SetBackends<T>& backends, const CompileSettings& settings) {
+  Plan plan;
+  plan.backend = backends.entry;
+  const std::string_view passes = settings.env.passes;
+  // What the passes read besides the set joins the plan cache's key. Not while dumping: a
+  // dump shows the graph each set builds.
+  std::string read = std::string(passes) + "|" + std::string(backends.entry->name);
+  if (settings.memory_limit != 0) read += "|memory limit " + std::to_string(settings.memory_limit);
+  SetKey key;
+  const bool cacheable = settings.env.plan_cache && settings.env.dump_graph.empty() && make_set_key(set, read, key);
+  if (cacheable) plan.cached = find_plan(key);
+  if (plan.cached) {
+    plan.reused = true;
+    plan.storages = std::move(key.storages);
+    plan.written_contraction_flops = plan.cached->written_contraction_flops;
+    plan.sparse_note = plan.cached->sparse_note;
+    plan.placement_notes = plan.cached->placement_notes;
+    return plan;
+  }
+
+  // Build, then the passes, asking the backend what it evaluates sparsely.
+  plan.graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
+  OpGraph& graph = *plan.graph;
+  plan.written_contraction_flops = chain_contraction_flops(graph);
+  const Backend<T>& backend = *backends.backend;
+  passes::optimize(
+      graph, passes::selected_passes(passes == std::string_view("\0", 1) ? "" : passes), settings.memory_limit,
+      [&backend](const OpNode& node, std::string& why) { return backend.supports_sparse(node, why); },
+      &plan.sparse_note);
+  // Every node: the backend's, or (a device backend's declined node) the host's.
+  try {
+    plan.placement_notes = check_supported(graph, backend, backends.host);
+  } catch (const BackendError& e) {
+    plan.unsupported = e.what();
+    return plan;
+  }
+  if (cacheable) {
+    plan.cached = make_cached_plan(key, graph, plan.written_contraction_flops, plan.sparse_note, plan.placement_notes);
+    if (plan.cached) {
+      remember_plan(key, plan.cached);
+      plan.storages = std::move(key.storages);
+      plan.graph.reset();
+    }
+  }
+  return plan;
+}
+
+#define TENEX_INSTANTIATE_COMPILE(T)                                   \
+  template void set_backends<T>(const BackendEntry&, SetBackends<T>&); \
+  template Plan compile<T>(const SetRecord&, const SetBackends<T>&, const CompileSettings&);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_COMPILE)
+#undef TENEX_INSTANTIATE_COMPILE
+
+}  // namespace tenex::detail
