@@ -8,6 +8,7 @@
 #pragma once
 
 #include "tenex/backend/backend.hpp"
+#include "tenex/backend_kind.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
 #include "tenex/explain.hpp"

@@ -250,3 +250,21 @@ TEST_CASE_TEMPLATE_DEFINE("memory limit: batches small enough to fit beside the 
   }
 }
 TEST_CASE_TEMPLATE_APPLY(memory_slices_fit, tenex_test::Scalars);
+
+#if !defined(__SANITIZE_ADDRESS__)
+// (AddressSanitizer aborts on an allocation this large instead of failing it.)
+TEST_CASE("memory limit: with no limit, out of memory names the node, its labels, extents and bytes") {
+  Tensor<double> a(Shape{200000}), b(Shape{200000}), c(Shape{200000}), r;
+  // An outer product of three vectors: 8e15 elements, written to a rank-3 target.
+  r("i,j,k") = a("i") * b("j") * c("k");
+  try {
+    r.wait();
+    FAIL("an 8e15-element result was allocated");
+  } catch (const tenex::BackendError& e) {
+    const std::string message = e.what();
+    CHECK_MESSAGE(contains(message, "out of memory"), message);
+    CHECK_MESSAGE(contains(message, "200000"), message);
+    CHECK_MESSAGE(contains(message, "bytes"), message);
+  }
+}
+#endif

@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <tenex/tenex.hpp>
+
+#include "support/scalars.hpp"
 
 namespace {
 
@@ -237,3 +240,25 @@ TEST_CASE("errors: every error is a tenex::Error and a std::runtime_error") {
     CHECK(std::string(e.what()).rfind("tenex: ", 0) == 0);
   }
 }
+
+TEST_CASE_TEMPLATE_DEFINE("errors: a failed multi-target statement changes none of its targets", T,
+                          errors_multi_target) {
+  Tensor<T> a(Shape{3, 3}, {4, 1, 0, 1, 3, 1, 0, 1, 2});
+  Tensor<T> v(Shape{2}, {7, 8}), w(Shape{1}, {9});
+  CHECK_THROWS_AS(std::make_pair(v("i,j"), w("i")) = tenex::eigen_solve(a("i,j")), tenex::ShapeError);
+  CHECK(v.shape() == Shape{2});
+  CHECK(v.to_vector() == std::vector<T>{7, 8});
+  CHECK(w.to_vector() == std::vector<T>{9});
+
+  Tensor<T> q(Shape{1}, {5}), r(Shape{1}, {6});
+  CHECK_THROWS_AS(tenex::tie(q("i,k"), r("k,x")) = tenex::qr(a("i,j")), tenex::ShapeError);
+  CHECK(q.to_vector() == std::vector<T>{5});
+  CHECK(r.to_vector() == std::vector<T>{6});
+
+  // A good statement after the failed one works, and separate statements stay separate.
+  Tensor<T> vv, ww;
+  std::make_pair(vv("i,j"), ww("j")) = tenex::eigen_solve(a("i,j"));
+  CHECK(vv.shape() == Shape{3, 3});
+  CHECK(ww.shape() == Shape{3});
+}
+TEST_CASE_TEMPLATE_APPLY(errors_multi_target, tenex_test::Scalars);

@@ -1461,3 +1461,37 @@ TEST_CASE("linear algebra: a product as the operand sums its repeated labels") {
   // A label on one factor only stays: the operand (i,k,j) of a Hadamard-free product is rank 3.
   CHECK_THROWS_AS(tenex::cholesky(s("i,k") * c("j,l")), tenex::ShapeError);
 }
+
+TEST_CASE_TEMPLATE_DEFINE("linear algebra: cholesky reads the triangle its labels name", T, la_cholesky_triangle) {
+  // SPD in its lower triangle; garbage above, so the storage is not symmetric.
+  const std::size_t n = 3;
+  Tensor<T> a(Shape{n, n}, {4, 100, -50, 2, 5, 70, 1, 1, 6});
+  // The transpose's lower triangle is a's upper one: make that SPD too.
+  Tensor<T> b(Shape{n, n}, {4, 2, 1, -9, 5, 1, 8, 7, 6});
+  auto lower_of = [&](const Tensor<T>& m, bool transpose) {
+    std::vector<double> s(n * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t r = std::max(i, j), c = std::min(i, j);
+        s[i * n + j] = transpose ? m.at(c, r) : m.at(r, c);
+      }
+    }
+    return s;
+  };
+  auto check = [&](const Tensor<T>& l, const std::vector<double>& s) {
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = i + 1; j < n; ++j) CHECK(l.at(i, j) == T(0));
+      for (std::size_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (std::size_t k = 0; k < n; ++k) sum += static_cast<double>(l.at(i, k)) * l.at(j, k);
+        CHECK(sum == doctest::Approx(s[i * n + j]).epsilon(1e-4));
+      }
+    }
+  };
+  Tensor<T> l1, l2;
+  l1("i,j") = tenex::cholesky(a("i,j"));  // a's lower triangle
+  check(l1, lower_of(a, false));
+  l2("j,i") = tenex::cholesky(b("j,i"));  // the transpose of b: b's upper triangle
+  check(l2, lower_of(b, true));
+}
+TEST_CASE_TEMPLATE_APPLY(la_cholesky_triangle, tenex_test::Scalars);

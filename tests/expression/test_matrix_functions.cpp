@@ -531,3 +531,20 @@ TEST_CASE("matrix functions: shape expressions") {
   CHECK_THROWS_AS(bad("i,j") = tenex::inverse(rect("i,j")), tenex::ShapeError);
   CHECK_THROWS_AS(bad("j") = tenex::solve(a("i,j"), rect("i,k")), tenex::ShapeError);
 }
+
+TEST_CASE("matrix functions: pow takes whole powers, negative ones of the inverse, fractional ones of SPD matrices") {
+  Tensor<double> a(Shape{2, 2}, {2, 0, 0, 3}), p;
+  CHECK_THROWS_WITH_AS(p("i,j") = tenex::pow(a("i,j"), std::numeric_limits<double>::infinity()),
+                       doctest::Contains("not finite"), tenex::Error);
+  CHECK_FALSE(p.has_value());
+  p("i,j") = tenex::pow(a("i,j"), -1);
+  CHECK(p.at(0, 0) == doctest::Approx(0.5));
+  CHECK(p.at(1, 1) == doctest::Approx(1.0 / 3.0));
+  p("i,j") = tenex::pow(a("i,j"), 0.5);
+  CHECK(p.at(1, 1) == doctest::Approx(std::sqrt(3.0)));
+  CHECK(p.at(0, 1) == doctest::Approx(0.0));
+  p("i,j") = tenex::pow(a("i,j"), 2.0);
+  CHECK(p.at(1, 1) == 9.0);
+  p("i,j") = tenex::pow(a("i,j"), 3u);
+  CHECK(p.at(0, 0) == 8.0);
+}

@@ -100,3 +100,27 @@ TEST_CASE("scale: a long sum of scaled terms, one of them a product read by ever
   }
   CHECK(r.to_vector() == expected);
 }
+
+TEST_CASE("scale: deep expressions build, evaluate and die without recursion") {
+  Tensor<double> a(Shape{2}, {1, 2}), c;
+  {
+    tenex::Addition<Tensor<double>> sum = a("i") + a("i");
+    for (int n = 2; n < 10000; ++n) sum = sum + a("i");
+    c("i") = sum;
+  }
+  CHECK(c.at(0) == doctest::Approx(10000.0));
+  CHECK(c.at(1) == doctest::Approx(20000.0));
+  // A million-term expression dropped unevaluated.
+  {
+    tenex::Addition<Tensor<double>> sum = a("i") + a("i");
+    for (int n = 2; n < 1000000; ++n) sum = sum + a("i");
+  }
+  CHECK(a.at(1) == 2.0);
+}
+
+TEST_CASE("scale: a set kept open by one handle records many statements") {
+  Tensor<double> a(Shape{4}, {1, 2, 3, 4}), c;
+  auto h = a("i");
+  for (int n = 0; n < 16000; ++n) c("i") = 0.5 * a("i") + h;
+  CHECK(c.at(3) == 6.0);
+}

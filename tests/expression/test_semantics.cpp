@@ -1378,3 +1378,33 @@ TEST_CASE("graph: shape expressions draw into an OpGraph too") {
   CHECK(product.add_to_graph(g) == id);  // memoized: the same handle, the same node
   CHECK(g.size() == size);
 }
+
+TEST_CASE_TEMPLATE_DEFINE("semantics: += and -= through a stored handle read the current value", T,
+                          semantics_stored_handle) {
+  Tensor<T> a(Shape{3}, {1, 2, 3}), b(Shape{3}, {10, 20, 30}), c(Shape{3}, {100, 100, 100});
+  {
+    auto h = c("i");
+    c("i") = a("i");
+    h += b("i");
+  }
+  CHECK(c.to_vector() == std::vector<T>{11, 22, 33});
+  // t = a; t -= a through a handle kept in a vector gives zero.
+  Tensor<T> t;
+  std::vector<tenex::Indexed<Tensor<T>>> handles;
+  handles.push_back(t("i"));
+  handles[0] = a("i");
+  handles[0] -= a("i");
+  handles.clear();
+  CHECK(t.to_vector() == std::vector<T>{0, 0, 0});
+}
+TEST_CASE_TEMPLATE_APPLY(semantics_stored_handle, tenex_test::Scalars);
+
+TEST_CASE("semantics: a moved-from expression is an error") {
+  Tensor<double> a(Shape{2}, {1, 2}), c;
+  auto x = a("i") + a("i");
+  auto y = std::move(x);
+  CHECK_THROWS_WITH_AS(c("i") = x, doctest::Contains("moved from"), tenex::Error);
+  CHECK_THROWS_AS((void)x.labels(), tenex::Error);
+  c("i") = y;
+  CHECK(c.at(1) == 4.0);
+}

@@ -177,3 +177,13 @@ TEST_CASE("passes: the dump holds one file per evaluated set") {
   CHECK(c.at(1, 2) == doctest::Approx(2.0 * a.at(1, 2)));
   CHECK(b.at(2, 1) == a.at(1, 2));
 }
+
+TEST_CASE("passes: a chain of scales folds into one factor") {
+  Tensor<double> x(Shape{2, 2}, {1, 2, 3, 4}), y(Shape{2, 2}, {1, 0, 0, 1}), r;
+  const auto graphs = dumped_graphs([&] { r("i,j") = 2.0 * (x("i,k") * y("k,j")) * 3.0; });
+  REQUIRE(graphs.size() == 1);
+  CHECK_FALSE(contains(graphs[0], "scale"));
+  CHECK(contains(graphs[0], "contract alpha=6"));
+  CHECK(r.at(1, 1) == 24.0);
+  CHECK(tenex::last_run_stats().graph_nodes == 4);  // two inputs, the contraction, the output
+}

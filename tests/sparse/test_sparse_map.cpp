@@ -212,3 +212,16 @@ TEST_CASE("sparse map: the operation graph shows a registered map") {
   CHECK(plain.sparse_maps().empty());
   CHECK(plain.to_dot().find("sparse") == std::string::npos);
 }
+
+TEST_CASE("sparse map: a sparse map after an early read is refused") {
+  Tensor<double> a(Shape{2, 2}, {1, 2, 3, 4}), c, d;
+  tenex::SparseMap map;
+  map.insert({0}, {{0}});
+  map.insert({1}, {{1}});
+  auto h = a("i,j");
+  c("i,j") = h * 2.0;
+  CHECK(c.at(0, 1) == 4.0);  // an early read runs what the set recorded so far
+  CHECK_THROWS_WITH_AS(h.set_sparse_map("i", "j", map), doctest::Contains("already evaluated"), tenex::Error);
+  d("i,j") = h * 1.0;
+  CHECK(d.at(0, 1) == 2.0);
+}

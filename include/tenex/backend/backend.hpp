@@ -1,4 +1,5 @@
-// tenex/backend/backend.hpp — choosing the backend and reading what it did.
+// tenex/backend/backend.hpp — choosing the backend (tenex/backend_kind.hpp) and reading what
+// it did.
 //
 //   tenex::set_default_backend(tenex::BackendKind::cpu);   // or TENEX_BACKEND=cpu
 //   c("i,j") = a("i,k") * b("k,j");
@@ -7,23 +8,12 @@
 
 #include <cstddef>
 
+#include "tenex/backend_kind.hpp"  // BackendKind, set_default_backend, default_backend
 #include "tenex/export.hpp"
 #include "tenex/tensor/memory.hpp"
 
 namespace tenex {
 
-// distributed: ScaLAPACK over MPI (TENEX_HAS_DIST; needs a live tenex::dist::Context, see
-// tenex/dist/context.hpp); never chosen by automatic.
-enum class BackendKind { automatic, cpu, cuda, distributed };
-
-/// Backend of sets created from now on (all threads). Throws tenex::BackendError for
-/// BackendKind::cuda when this build has no CUDA backend or no device exists.
-/// BackendKind::distributed throws it when this build has no distributed backend or no
-/// tenex::dist::Context is alive. BackendKind::automatic undoes an earlier choice: TENEX_BACKEND decides again
-/// (unset: CUDA where a device exists, else the CPU).
-TENEX_API void set_default_backend(BackendKind kind);
-/// The default: set_default_backend's, else TENEX_BACKEND=cpu|cuda|distributed|auto, else automatic.
-TENEX_API BackendKind default_backend();
 /// True when a CUDA device exists at run time (always false without the CUDA backend).
 TENEX_API bool cuda_available();
 

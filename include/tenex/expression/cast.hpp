@@ -11,7 +11,7 @@
 
 namespace tenex {
 
-/// The value of an expression over Tensor<V> as an expression over Tensor<U>.
+/// The value of an expression over `Tensor<V>` as an expression over `Tensor<U>`.
 template <class U, class V>
 class TENEX_API Cast final : public Expression<Tensor<U>> {
  public:

@@ -110,11 +110,13 @@ TENEX_API std::vector<Operand<T>> operands_of(const Handle& handle);
 /// An expression with N operands. The library's classes derive from it; so may a user's,
 /// constructing it from its operands and overriding add_to_graph:
 ///
+/// ```
 ///   template <class T> struct Twice : tenex::Nary<1, T> {
 ///     explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
 ///     std::string_view name() const override { return "Twice"; }
 ///     tenex::NodeId add_to_graph(tenex::OpGraph& g) const override { return (2.0 * this->child(0)).add_to_graph(g); }
 ///   };
+/// ```
 template <std::size_t N, class T>
 class TENEX_API Nary : public Expression<T> {
  public:

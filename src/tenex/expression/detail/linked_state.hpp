@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "tenex/backend/backend.hpp"
+#include "tenex/backend_kind.hpp"
 #include "tenex/expression/detail/node.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/producer.hpp"

@@ -1,5 +1,6 @@
-// SparseMap defects, each pinned by a test that failed before its fix: an insert that
-// throws leaves the map exactly as it was (it used to have set the ranks already).
+// SparseMap::insert's strong guarantee: an insert that throws (a malformed entry, or ranks or
+// lengths that clash with the map's) leaves the map exactly as it was, its ranks included, and
+// the error says which lengths clash.
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -47,7 +48,7 @@ void check_malformed_inserts_change_nothing(SparseMap& m) {
 
 }  // namespace
 
-TEST_CASE("sparse map defects: a throwing insert leaves an empty map empty, ranks 0") {
+TEST_CASE("sparse map insert: a throwing insert leaves an empty map empty, ranks 0") {
   SparseMap m;
   const Observed empty = observe(m);
   REQUIRE(empty.source_rank == 0);
@@ -71,7 +72,7 @@ TEST_CASE("sparse map defects: a throwing insert leaves an empty map empty, rank
   CHECK(m.pair_count() == 1);
 }
 
-TEST_CASE("sparse map defects: a throwing insert leaves a non-empty map as it was") {
+TEST_CASE("sparse map insert: a throwing insert leaves a non-empty map as it was") {
   SparseMap m;
   m.insert({0}, {{0}, {1}});
   m.insert({2}, {{3}});
@@ -91,7 +92,7 @@ TEST_CASE("sparse map defects: a throwing insert leaves a non-empty map as it wa
   CHECK(m.pair_count() == before.pair_count + 1);
 }
 
-TEST_CASE("sparse map defects: a throwing insert keeps a target length not yet fixed unfixed") {
+TEST_CASE("sparse map insert: a throwing insert keeps a target length not yet fixed unfixed") {
   // A source with no targets yet: the map has a source length but no target length.
   SparseMap m;
   m.insert({0}, {});
@@ -111,7 +112,7 @@ TEST_CASE("sparse map defects: a throwing insert keeps a target length not yet f
   CHECK(m.allows({1}, {0, 1}));
 }
 
-TEST_CASE("sparse map defects: the error says which lengths clash") {
+TEST_CASE("sparse map insert: the error says which lengths clash") {
   SparseMap m;
   CHECK_THROWS_WITH_AS(m.insert({0}, {{0}, {0, 1}}),
                        "tenex: SparseMap::insert: target tuples of lengths 1 and 2 in one insertion; all "
