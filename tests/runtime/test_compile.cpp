@@ -15,6 +15,8 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/environment_scope.hpp"
+
 namespace {
 
 using tenex::AssignMode;
@@ -48,27 +50,6 @@ std::string plan_part(const std::string& text) {
   }
   return part;
 }
-
-/// Sets an environment variable for its lifetime, then restores it.
-struct EnvironmentScope {
-  EnvironmentScope(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~EnvironmentScope() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  EnvironmentScope(const EnvironmentScope&) = delete;
-  EnvironmentScope& operator=(const EnvironmentScope&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 /// Restores "no limit" whatever a test case does.
 struct LimitGuard {
