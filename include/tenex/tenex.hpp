@@ -32,8 +32,8 @@
 #include "tenex/expression/solve.hpp"
 #include "tenex/expression/subtraction.hpp"
 #include "tenex/expression/svd.hpp"
-#include "tenex/graph/op_graph.hpp"
-#include "tenex/graph/op_kind.hpp"
+// The IR for extenders (OpGraph, the op and function tables): see tenex/ir.hpp.
+#include "tenex/ir.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/memory.hpp"

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR, for extenders (before tenex.hpp: it stands alone)
 #include <tenex/tenex.hpp>
 
 namespace {
