@@ -76,16 +76,23 @@ std::string load_locked(BackendKind kind) {
 
 }  // namespace
 
+// The SONAME's version, "0.1", as a literal (built by the preprocessor: no string arithmetic).
+#define TENEX_PLUGIN_TEXT(x) #x
+#define TENEX_PLUGIN_VERSION(major, minor) "." TENEX_PLUGIN_TEXT(major) "." TENEX_PLUGIN_TEXT(minor)
+
 std::string plugin_file_name(BackendKind kind) {
-  const std::string version = "." + std::to_string(TENEX_VERSION_MAJOR) + "." + std::to_string(TENEX_VERSION_MINOR);
   switch (kind) {
-    case BackendKind::cuda: return "libtenex_cuda.so" + version;
-    case BackendKind::distributed: return "libtenex_dist.so" + version;
+    case BackendKind::cuda: return "libtenex_cuda.so" TENEX_PLUGIN_VERSION(TENEX_VERSION_MAJOR, TENEX_VERSION_MINOR);
+    case BackendKind::distributed:
+      return "libtenex_dist.so" TENEX_PLUGIN_VERSION(TENEX_VERSION_MAJOR, TENEX_VERSION_MINOR);
     case BackendKind::automatic:
     case BackendKind::cpu: break;
   }
   return {};
 }
+
+#undef TENEX_PLUGIN_VERSION
+#undef TENEX_PLUGIN_TEXT
 
 std::string load_plugin(BackendKind kind) {
   try {
