@@ -35,6 +35,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <tenex/tenex.hpp>
