@@ -6,10 +6,12 @@ update with a gate, the same statements.
 """
 
 import math
+import sys
 
 import numpy as np
 
-from app_common import options, pattern, run_and_report
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from app_common import options, pattern, run_and_report  # noqa: E402
 
 
 def main():
