@@ -1,0 +1,86 @@
+// Benchmark: what a program that runs each contraction a few times pays, under each plan
+// search mode (TENEX_PLAN_SEARCH, docs/performance.md): the time of the 1st, 2nd, 10th and
+// best of calls 1-N of two statements, each in a fresh process per mode (the mode and the
+// planner's state are per process).
+//
+//   bench_first_calls                    # every mode, each in a child process of this one
+//   bench_first_calls --mode amortized [--calls 20]
+//
+//   gemm  c("i,j") = a("i,k") * b("k,j")                   256 x 256 x 256
+//   mp2   V("i,a,j,b") = B("Q,i,a") * B("Q,j,b")           Q = 400, i, j = 20, a, b = 120
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tenex/tenex.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class F>
+std::vector<double> calls_of(int calls, F&& statement) {
+  std::vector<double> ms;
+  for (int call = 0; call < calls; ++call) {
+    const auto start = Clock::now();
+    statement();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  return ms;
+}
+
+void report(const char* mode, const char* name, const std::vector<double>& ms) {
+  std::printf("%-10s %-5s %9.3f %9.3f %9.3f %9.3f %9.3f\n", mode, name, ms[0], ms[1], ms[9],
+              *std::min_element(ms.begin(), ms.end()), ms.back());
+}
+
+int run_mode(const char* mode, int calls) {
+  ::setenv("TENEX_PLAN_SEARCH", mode, 1);
+  using tenex::Tensor;
+  Tensor<double> a({256, 256}), b({256, 256}), c;
+  tenex::fill_random(a, 1);
+  tenex::fill_random(b, 2);
+  const std::vector<double> gemm = calls_of(calls, [&] {
+    c("i,j") = a("i,k") * b("k,j");
+    (void)c.at(0, 0);
+  });
+  Tensor<double> B({400, 20, 120}), V;
+  tenex::fill_random(B, 3);
+  const std::vector<double> mp2 = calls_of(calls, [&] {
+    V("i,a,j,b") = B("Q,i,a") * B("Q,j,b");
+    (void)V.at(0, 0, 0, 0);
+  });
+  report(mode, "gemm", gemm);
+  report(mode, "mp2", mp2);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode;
+  int calls = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--mode" && i + 1 < argc) {
+      mode = argv[++i];
+    } else if (arg == "--calls" && i + 1 < argc) {
+      calls = std::max(10, std::atoi(argv[++i]));
+    } else {
+      std::printf("usage: bench_first_calls [--mode estimate|amortized|measure] [--calls N (>= 10)]\n");
+      return 2;
+    }
+  }
+  if (!mode.empty()) return run_mode(mode.c_str(), calls);
+  std::printf("%-10s %-5s %9s %9s %9s %9s %9s   (ms per call)\n", "mode", "case", "1st", "2nd", "10th", "best", "last");
+  std::fflush(stdout);
+  for (const char* each : {"estimate", "amortized", "measure"}) {
+    const std::string command = std::string("\"") + argv[0] + "\" --mode " + each + " --calls " + std::to_string(calls);
+    if (std::system(command.c_str()) != 0) return 1;
+  }
+  return 0;
+}
