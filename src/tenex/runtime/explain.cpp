@@ -43,7 +43,7 @@ struct LastPlan {
   std::string sparse_note, placement_notes, unsupported;  // see Plan
   bool completed = false;                                 // the set ran to its end (stats are its own)
   RunStats stats;
-  std::vector<std::string> cpu_plans;  // the plan each CPU contraction ran, and why
+  std::vector<cpu::plan_search::Note> cpu_plans;  // the plan each CPU contraction ran, and why
 };
 
 LastPlan& last_plan() {
@@ -301,7 +301,8 @@ std::string explain() {
   // search has settled), loaded (a plan file's), searching k/n (k of n candidates tried).
   constexpr std::size_t kShown = 8;
   for (std::size_t x = 0; x < plan.cpu_plans.size() && x < kShown; ++x) {
-    report.run += "contraction " + std::to_string(x + 1) + " ran: " + plan.cpu_plans[x] + "\n";
+    report.run += "contraction " + std::to_string(x + 1) +
+                  " ran: " + detail::cpu::plan_search::note_text(plan.cpu_plans[x]) + "\n";
   }
   if (plan.cpu_plans.size() > kShown) {
     report.run += "... and " + std::to_string(plan.cpu_plans.size() - kShown) + " more contraction calls\n";

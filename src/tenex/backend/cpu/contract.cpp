@@ -131,7 +131,7 @@ void ran(plan_search::Search& search, const Problem& p, std::size_t x, std::size
   last.tried =
       search.mode == plan_search::Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
   last.chosen = search.chosen;
-  last.plan = *search.ran;
+  last.plan = search.ran;
 }
 
 // contract(), running `forced` (an index into all_plans) when given, else the cheapest plan.

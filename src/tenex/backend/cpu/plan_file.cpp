@@ -183,10 +183,9 @@ std::size_t load_into(Store& shared, const std::string& path) {
   return parsed.plans.size();
 }
 
-void save_from(Store& shared, const std::string& path) {
+void save_from(Store& shared, const std::string& path, const Machine& here) {
   std::ostringstream text;
   text.precision(17);
-  const Machine here;
   text << kMagic << "\nversion " << here.version << "\ncpu " << here.cpu << "\nisa " << here.isa << "\nthreads "
        << here.threads << "\n";
   std::size_t count = 0;
@@ -226,11 +225,13 @@ Store& raw_store() {
 
 // TENEX_PLAN_FILE's writer: destroyed (and the file written) when the process ends normally,
 // before the store it reads (made first). Never throws, never prints.
+// The machine is described when the file is loaded, not while the process ends.
 struct FileWriter {
   std::string path;
+  Machine machine;
   ~FileWriter() {
     try {
-      save_from(raw_store(), path);
+      save_from(raw_store(), path, machine);
     } catch (...) {  // a file that cannot be written is left as it was
     }
   }
@@ -244,7 +245,7 @@ Store& store() {
     const char* path = std::getenv("TENEX_PLAN_FILE");
     if (path && *path) {
       load_into(raw_store(), path);
-      static FileWriter writer{path};
+      static FileWriter writer{path, Machine{}};
     }
     return true;
   }();
@@ -256,7 +257,7 @@ Store& store() {
 
 void save_plans(const std::string& path) {
   if (path.empty()) throw Error("tenex::save_plans: empty path; name the file to write");
-  detail::cpu::plan_search::save_from(detail::cpu::plan_search::store(), path);
+  detail::cpu::plan_search::save_from(detail::cpu::plan_search::store(), path, detail::cpu::plan_search::Machine{});
 }
 
 std::size_t load_plans(const std::string& path) {

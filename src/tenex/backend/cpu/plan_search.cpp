@@ -69,7 +69,7 @@ namespace {
 std::atomic<std::uint64_t> store_generation{1};
 thread_local std::uint64_t thread_epoch = 0;
 thread_local Mode rate_mode = Mode::amortized;
-thread_local std::vector<std::string> notes;
+thread_local std::vector<Note> notes;
 
 }  // namespace
 
@@ -309,22 +309,25 @@ double core_peak(std::size_t element_size, double fallback) {
 
 void note(const Search& search) {
   if (notes.size() >= kNotesKept || !search.ran) return;
-  std::string line = *search.ran + " [";
-  switch (search.origin) {
+  const std::size_t tried =
+      search.mode == Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
+  notes.push_back(Note{search.ran, search.origin, tried, search.candidates.size()});
+}
+
+std::vector<Note> take_notes() { return std::exchange(notes, {}); }
+
+std::string note_text(const Note& note) {
+  std::string line = *note.plan + " [";
+  switch (note.origin) {
     case Origin::model: line += "model"; break;
     case Origin::measured: line += "measured"; break;
     case Origin::loaded: line += "loaded"; break;
-    case Origin::searching: {
-      const std::size_t tried =
-          search.mode == Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
-      line += "searching " + std::to_string(tried) + "/" + std::to_string(search.candidates.size());
+    case Origin::searching:
+      line += "searching " + std::to_string(note.tried) + "/" + std::to_string(note.candidates);
       break;
-    }
   }
-  notes.push_back(line + "]");
+  return line + "]";
 }
-
-std::vector<std::string> take_notes() { return std::exchange(notes, {}); }
 
 double search_share() { return kSearchShare; }
 double trial_limit() { return kTrialLimit; }

@@ -105,10 +105,17 @@ struct RateScope {
   Mode previous;
 };
 
-// What the calls of contractions on this thread ran since the last take_notes(): one line per
-// call (at most kNotesKept), "<plan> [<origin>]".
+// What the calls of contractions on this thread ran since the last take_notes() (at most
+// kNotesKept calls): the plan and why. Kept without building text; note_text writes a line,
+// "<plan> [<origin>]".
+struct Note {
+  std::shared_ptr<const std::string> plan;
+  Origin origin = Origin::model;
+  std::size_t tried = 0, candidates = 0;
+};
 void note(const Search& search);
-std::vector<std::string> take_notes();
+std::vector<Note> take_notes();
+std::string note_text(const Note& note);
 
 // Test hooks: the plan runs of this thread's last contraction call (a search run counts each
 // candidate it ran), and the state of that call's search.
@@ -117,7 +124,7 @@ struct LastCall {
   Origin origin = Origin::model;
   std::size_t tried = 0, candidates = 0;  // candidates run so far (the model's included), listed
   std::optional<std::size_t> chosen;
-  std::string plan;  // identity of the plan that ran last
+  std::shared_ptr<const std::string> plan;  // identity of the plan that ran last
   // amortized, before this call: the search's cost so far, the shape's accumulated seconds and
   // the model plan's best time (a candidate may run only while the first plus kTrialLimit
   // times the last stay within kSearchShare of the second).
