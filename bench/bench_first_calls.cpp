@@ -33,9 +33,12 @@ std::vector<double> calls_of(int calls, F&& statement) {
   return ms;
 }
 
-void report(const char* mode, const char* name, const std::vector<double>& ms) {
+// One line per case, then the plan its last call ran and why (explain()).
+void report(const char* mode, const char* name, const std::vector<double>& ms, const std::string& explained) {
   std::printf("%-10s %-5s %9.3f %9.3f %9.3f %9.3f %9.3f\n", mode, name, ms[0], ms[1], ms[9],
               *std::min_element(ms.begin(), ms.end()), ms.back());
+  const std::size_t at = explained.find("contraction 1 ran: ");
+  if (at != std::string::npos) std::printf("    %s\n", explained.substr(at, explained.find('\n', at) - at).c_str());
 }
 
 int run_mode(const char* mode, int calls) {
@@ -48,14 +51,15 @@ int run_mode(const char* mode, int calls) {
     c("i,j") = a("i,k") * b("k,j");
     (void)c.at(0, 0);
   });
+  const std::string gemm_plan = tenex::explain();
   Tensor<double> B({400, 20, 120}), V;
   tenex::fill_random(B, 3);
   const std::vector<double> mp2 = calls_of(calls, [&] {
     V("i,a,j,b") = B("Q,i,a") * B("Q,j,b");
     (void)V.at(0, 0, 0, 0);
   });
-  report(mode, "gemm", gemm);
-  report(mode, "mp2", mp2);
+  report(mode, "gemm", gemm, gemm_plan);
+  report(mode, "mp2", mp2, tenex::explain());
   return 0;
 }
 

@@ -275,7 +275,7 @@ std::string plan_file_status() {
   search::Store& shared = search::store();
   const std::lock_guard<std::mutex> lock(shared.mutex);
   text += shared.file_status.empty() ? std::string("plan file: none read") : shared.file_status;
-  text += "; " + std::to_string(shared.plans.size()) + " plans held\n";
+  text += "; " + std::to_string(shared.plans.size()) + (shared.plans.size() == 1 ? " plan" : " plans") + " held\n";
   return text;
 }
 
