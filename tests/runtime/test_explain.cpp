@@ -243,7 +243,7 @@ TEST_CASE("explain: explain() names the plan each CPU contraction ran and why") 
   // estimate: the cost model's plan, whatever the suite runs under (read when a thread first
   // meets a shape, so the extents here are this case's own).
   EnvironmentScope estimate("TENEX_PLAN_SEARCH", "estimate");
-  const Tensor<double> a = random_tensor<double>(Shape{37, 41}, 1), b = random_tensor<double>(Shape{41, 43}, 2);
+  Tensor<double> a = random_tensor<double>(Shape{37, 41}, 1), b = random_tensor<double>(Shape{41, 43}, 2);
   Tensor<double> c;
   c("i,j") = a("i,k") * b("k,j");
   const std::string text = tenex::explain();
