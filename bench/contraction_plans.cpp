@@ -173,6 +173,9 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Steady state after the first call's search: TENEX_PLAN_SEARCH=measure unless set (the
+  // default, amortized, spreads the search over many calls; docs/performance.md).
+  ::setenv("TENEX_PLAN_SEARCH", "measure", 0);
   std::string path, filter;
 #ifdef TENEX_TCCG_TSV
   path = TENEX_TCCG_TSV;

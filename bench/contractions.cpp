@@ -36,6 +36,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -359,6 +360,9 @@ void print_summary(std::vector<double> ratios) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Steady state after the first call's search: TENEX_PLAN_SEARCH=measure unless set (the
+  // default, amortized, spreads the search over many calls; docs/performance.md).
+  ::setenv("TENEX_PLAN_SEARCH", "measure", 0);
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
     std::printf(

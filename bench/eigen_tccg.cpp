@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <functional>
@@ -279,6 +280,8 @@ Row bench_case(const Case& c, int repeat, const Eigen::ThreadPoolDevice& device)
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Steady state after the first call's search: TENEX_PLAN_SEARCH=measure unless set.
+  ::setenv("TENEX_PLAN_SEARCH", "measure", 0);
   const std::optional<Options> options = parse_options(argc, argv);
   if (!options) {
     std::printf("usage: bench_eigen_tccg [cases.tsv] [--repeat N] [--filter NAME] [--threads N]\n");

@@ -34,6 +34,7 @@
 #include "tenex/expression/svd.hpp"
 // The IR for extenders (OpGraph, the op and function tables): see tenex/ir.hpp.
 #include "tenex/ir.hpp"
+#include "tenex/plans.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/memory.hpp"

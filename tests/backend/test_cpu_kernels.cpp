@@ -24,6 +24,8 @@
 
 #include <tenex/backend/backend.hpp>
 
+#include "support/environment_scope.hpp"
+
 #include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
@@ -31,6 +33,7 @@
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/plan_execution.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/scalar.hpp"
 
 #if TENEX_OPENMP
@@ -975,6 +978,10 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the measured plan search gives the right
   // fastest; with beta != 0 (c accumulated, which a second run would spoil) the first call
   // runs the model's choice untimed, the next calls each try a candidate, then the fastest
   // runs. Every one of those calls must give the reference result.
+  // TENEX_PLAN_SEARCH=measure (test_plan_search.cpp has the other modes); the mode is read
+  // when a thread meets a shape, so the thread's shapes are forgotten first.
+  const EnvironmentScope measure("TENEX_PLAN_SEARCH", "measure");
+  cpu::plan_search::reset_for_testing(false);
   std::mt19937 rng(31);
   const Problem p = parse("aecf,fbed->abcd", {14, 14, 14, 14, 14, 14});
   const Problem q = parse("aecf,fbed->abcd", {14, 14, 14, 14, 14, 15});  // its own search

@@ -43,7 +43,9 @@ std::string plan_part(const std::string& text) {
     std::size_t end = text.find('\n', at);
     end = end == std::string::npos ? text.size() : end + 1;
     const std::string_view line(text.data() + at, end - at);
-    if (!line.starts_with("measured: ") && !line.starts_with("device: ") && !line.starts_with("the set failed")) {
+    // What the run measured, and the plan each CPU contraction ran (explain() only).
+    if (!line.starts_with("measured: ") && !line.starts_with("device: ") && !line.starts_with("the set failed") &&
+        !line.starts_with("contraction ") && !line.starts_with("... and ")) {
       part.append(line);
     }
     at = end;

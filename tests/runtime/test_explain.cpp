@@ -9,6 +9,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/dumped_graphs.hpp"
+#include "support/environment_scope.hpp"
 #include "support/scalars.hpp"
 
 namespace {
@@ -235,4 +236,23 @@ TEST_CASE("explain: DOT shows each node's flops and bytes and names the targets"
   tenex::OpGraph g;
   (void)(a("i,k") * b("k,j")).add_to_graph(g);
   CHECK(contains(g.to_dot(), "16000 flops"));
+}
+
+TEST_CASE("explain: explain() names the plan each CPU contraction ran and why") {
+  tenex::set_default_backend(tenex::BackendKind::cpu);
+  // estimate: the cost model's plan, whatever the suite runs under (read when a thread first
+  // meets a shape, so the extents here are this case's own).
+  EnvironmentScope estimate("TENEX_PLAN_SEARCH", "estimate");
+  Tensor<double> a = random_tensor<double>(Shape{37, 41}, 1), b = random_tensor<double>(Shape{41, 43}, 2);
+  Tensor<double> c;
+  c("i,j") = a("i,k") * b("k,j");
+  const std::string text = tenex::explain();
+  CHECK(lines_with(text, "contraction 1 ran: ").size() == 1);
+  CHECK(contains(text, "[model]"));
+  CHECK_FALSE(contains(text, "contraction 2 ran: "));
+  // A set without a contraction has no such line.
+  Tensor<double> d;
+  d("i,j") = a("i,j") + a("i,j");
+  CHECK_FALSE(contains(tenex::explain(), " ran: "));
+  tenex::set_default_backend(tenex::BackendKind::automatic);
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tenex/backend/backend.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/executor.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
@@ -42,6 +43,7 @@ struct LastPlan {
   std::string sparse_note, placement_notes, unsupported;  // see Plan
   bool completed = false;                                 // the set ran to its end (stats are its own)
   RunStats stats;
+  std::vector<cpu::plan_search::Note> cpu_plans;  // the plan each CPU contraction ran, and why
 };
 
 LastPlan& last_plan() {
@@ -257,6 +259,7 @@ void keep_last_plan(Plan&& plan, bool completed) noexcept {
     } catch (...) {  // out of memory: explain() shows no plan rather than a wrong one
     }
   }
+  last.cpu_plans = cpu::plan_search::take_notes();
   last.completed = completed;
   last.stats = completed ? last_run_stats() : RunStats{};
   last.written_contraction_flops = plan.written_contraction_flops;
@@ -293,6 +296,16 @@ std::string explain() {
                     detail::format_bytes(plan.stats.host_to_device_bytes) + ", back during the set " +
                     detail::format_bytes(plan.stats.device_to_host_bytes) + "\n";
     }
+  }
+  // The plan each CPU contraction ran and why: model (the cost model's choice), measured (the
+  // search has settled), loaded (a plan file's), searching k/n (k of n candidates tried).
+  constexpr std::size_t kShown = 8;
+  for (std::size_t x = 0; x < plan.cpu_plans.size() && x < kShown; ++x) {
+    report.run += "contraction " + std::to_string(x + 1) +
+                  " ran: " + detail::cpu::plan_search::note_text(plan.cpu_plans[x]) + "\n";
+  }
+  if (plan.cpu_plans.size() > kShown) {
+    report.run += "... and " + std::to_string(plan.cpu_plans.size() - kShown) + " more contraction calls\n";
   }
   return detail::describe_plan(graph, report);
 }

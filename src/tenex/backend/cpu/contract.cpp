@@ -5,6 +5,8 @@
 //   - contraction_problem: the modes and extents checked, and the canonical problem;
 //   - operand_reduction: modes that one operand holds alone summed out of it;
 //   - contraction_plan: the candidate plans, their cost model, and the plan caches;
+//   - plan_search: which candidate runs on each call (TENEX_PLAN_SEARCH), and the plans kept
+//     for every thread and the plan file (plan_file);
 //   - plan_execution: the plain loops, or the chosen plan: operands packed afresh
 //     (operand_layout), the GEMMs of the loop nest (gemm_nest, gemm_call), c written in
 //     place, through a buffer or by tiles;
@@ -20,7 +22,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <cstdlib>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -32,6 +35,7 @@
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/operand_reduction.hpp"
 #include "tenex/backend/cpu/plan_execution.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/scratch.hpp"
 #include "tenex/scalar.hpp"
 
@@ -39,9 +43,7 @@ namespace tenex::detail::cpu {
 namespace {
 
 using contraction::all_plans;
-using contraction::candidate_plans;
 using contraction::describe;
-using contraction::kPlansTried;
 using contraction::Plan;
 using contraction::prepare;
 using contraction::Prepared;
@@ -66,7 +68,8 @@ void scale_c(T beta, T* c, std::size_t n, KernelCount& count) {
 // What a contraction of these modes and extents prepares and plans, kept per thread for the
 // 16 shapes used last: a loop of small contractions (a statement repeated, which the plan
 // cache of the pipeline already spares the graph work) then skips prepare() and the plan
-// search, which cost more than the arithmetic of a 2 x 2 product.
+// search, which cost more than the arithmetic of a 2 x 2 product. The search itself, and the
+// store of plans every thread shares, are plan_search's.
 struct Planned {
   std::size_t element_size;
   bool beta_zero;
@@ -74,92 +77,9 @@ struct Planned {
   Extents a_extents, b_extents;
   Modes a_modes, b_modes, c_modes;
   Prepared prepared;
-  // Chosen by measurement: the model's candidates (candidate_plans) run in turn, one per call,
-  // each timed; from then on the fastest. Empty until first use.
-  std::vector<Plan> candidates;
-  std::vector<double> seconds;  // measured, per candidate tried so far
-  std::size_t calls = 0;        // calls that ran a candidate, the untimed first one included
-  std::optional<std::size_t> chosen;
+  plan_search::Search search;
+  bool started = false;  // search.candidates found (on the first call that runs a plan)
 };
-
-// A contraction tries up to kPlansTried candidates (candidate_plans) before it settles, when
-// the model's choice is predicted to take at least kMeasuredSeconds: below it, clock noise
-// outweighs what a better plan saves. TENEX_PLAN_SEARCH=model keeps the model's choice (the
-// same plan, and the same rounding, on every call).
-//
-// Where the model's choice is predicted to take less than kSearchInCallSeconds and c is only
-// written (beta == 0), the first call of a shape runs the model's choice once untimed (so that
-// operands, c and the BLAS's buffers are as warm for the first candidate timed as for the
-// last: timed cold, the model's choice for tccg21 lost to a plan 10% slower), then every
-// candidate in turn on the whole problem, each overwriting c, and keeps the fastest from the
-// second call on: a loop that repeats the contraction pays the search once, in its first
-// iteration, and every later iteration runs the fastest plan. That call stops early once it has spent kSearchBudget
-// times the fastest candidate's time (a candidate the model misjudged can run several times
-// slower than its prediction). Larger problems, and calls that accumulate into c, run the
-// model's choice untimed first (it pays for first touch of c), then one candidate per call,
-// then the fastest. Before its timer starts, a candidate's scratch is faulted in (and c too,
-// in the first call), so that the time is the plan's, not the page faults'.
-//
-// After that pass, each candidate but the first within kRetimeSpread of the fastest runs
-// twice more in a row, nearest first, each keeping its best time, as long as that adds at
-// most kConfirmShare to the pass's time. A plan's first run right after another's can take
-// half again its time when it repeats (rand110, imgdf,mt->itdgf with c of 78 MB: its GETT
-// plan 13-16 ms right after a GEMM plan, 9 ms run after run; the GEMM plan leaves c in this
-// machine's 480 MB L3, dirty, and the GETT kernel's streaming stores must evict it first),
-// so the pass alone favours the model's choice, which it times right after an untimed run
-// of itself.
-//
-// Small problems get a wider search in that first call: up to kPlansTriedSmall candidates
-// (as many as the model predicts to fit in kSearchFloorSeconds), and the search goes on
-// until it has spent kSearchFloorSeconds, or kSearchFloorCalls times the fastest candidate
-// if that is less, even past kSearchBudget; with time left, the candidates within
-// kRetimeSpread of the fastest run again (kRetimeRounds times at most). A single run of a
-// millisecond problem varies by 10-25%, the first timed run the most (rand029: 1.48 ms, then
-// 1.15-1.21 ms for the same plan), and the model's error on such problems is wider than the
-// spread of the six candidates (see candidate_plans).
-constexpr double kMeasuredSeconds = 50e-6;
-constexpr double kSearchInCallSeconds = 0.25;
-constexpr double kSearchBudget = 8.0;
-constexpr double kSearchFloorSeconds = 20e-3;
-constexpr double kSearchFloorCalls = 40.0;
-constexpr double kRetimeSpread = 1.3;
-constexpr double kConfirmShare = 1.0;
-constexpr int kRetimeRounds = 2;
-
-bool measure_plans() {
-  static const bool measure = [] {
-    const char* mode = std::getenv("TENEX_PLAN_SEARCH");
-    return !(mode && std::string(mode) == "model");
-  }();
-  return measure;
-}
-
-void find_candidates(Planned& memo, const Problem& p, double flops) {
-  if (!memo.candidates.empty()) return;
-  memo.candidates = candidate_plans(p, flops, measure_plans() ? kPlansTried : 1, kSearchFloorSeconds);
-  if (memo.candidates.front().seconds < kMeasuredSeconds) memo.candidates.resize(1);
-  if (memo.candidates.size() == 1) memo.chosen = 0;
-}
-
-// The plan this call runs when the search is spread over calls: the model's choice untimed on
-// the first call, then each candidate timed once, then the fastest. Returns whether to time it.
-std::pair<const Plan*, bool> plan_for_call(Planned& memo) {
-  if (memo.chosen) return {&memo.candidates[*memo.chosen], false};
-  if (memo.calls++ == 0) return {&memo.candidates.front(), false};
-  return {&memo.candidates[memo.seconds.size()], true};
-}
-
-// Keeps the fastest of the candidates timed so far; the others are dropped.
-void settle(Planned& memo) {
-  memo.candidates.resize(memo.seconds.size());
-  memo.chosen =
-      static_cast<std::size_t>(std::min_element(memo.seconds.begin(), memo.seconds.end()) - memo.seconds.begin());
-}
-
-void record_time(Planned& memo, double seconds) {
-  memo.seconds.push_back(seconds);
-  if (memo.seconds.size() == memo.candidates.size()) settle(memo);
-}
 
 template <class T>
 double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
@@ -173,6 +93,8 @@ double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const 
 Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
                  const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
   thread_local std::vector<Planned> recent;  // most recently used last
+  thread_local std::uint64_t seen = 0;
+  if (plan_search::shapes_stale(seen)) recent.clear();  // plans were loaded: meet every shape afresh
   const int threads = omp_get_max_threads();
   for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
     if (it->element_size == element_size && it->beta_zero == beta_zero && it->threads == threads &&
@@ -183,22 +105,33 @@ Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_exte
     }
   }
   Prepared prepared = prepare(element_size, beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  plan_search::Search search;
+  search.mode = plan_search::read_settings().mode;
+  search.key =
+      plan_search::shape_key(element_size, beta_zero, threads, a_modes, a_extents, b_modes, b_extents, c_modes);
   constexpr std::size_t kKept = 16;
   if (recent.size() >= kKept) recent.erase(recent.begin());
-  recent.push_back(Planned{element_size,
-                           beta_zero,
-                           threads,
-                           a_extents,
-                           b_extents,
-                           a_modes,
-                           b_modes,
-                           c_modes,
-                           std::move(prepared),
-                           {},
-                           {},
-                           0,
-                           std::nullopt});
+  recent.push_back(Planned{element_size, beta_zero, threads, a_extents, b_extents, a_modes, b_modes, c_modes,
+                           std::move(prepared), std::move(search), false});
   return recent.back();
+}
+
+// Records, for explain() and the tests, that `x` of the search's candidates ran (`runs`
+// plans in this call).
+void ran(plan_search::Search& search, const Problem& p, std::size_t x, std::size_t runs) {
+  if (search.ran_index != x || !search.ran) {
+    search.ran = std::make_shared<const std::string>(plan_search::plan_identity(p, search.candidates[x]));
+    search.ran_index = x;
+  }
+  plan_search::note(search);
+  plan_search::LastCall& last = plan_search::last_call();
+  last.plan_runs = runs;
+  last.origin = search.origin;
+  last.candidates = search.candidates.size();
+  last.tried =
+      search.mode == plan_search::Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
+  last.chosen = search.chosen;
+  last.plan = search.ran;
 }
 
 // contract(), running `forced` (an index into all_plans) when given, else the cheapest plan.
@@ -234,63 +167,75 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
     }
     chosen = &plans[*forced];
   } else {
-    find_candidates(memo, p, prepared.flops);
-    if (!memo.chosen && memo.calls == 0 && beta == T(0) && memo.candidates.front().seconds < kSearchInCallSeconds) {
+    plan_search::Search& search = memo.search;
+    if (!memo.started) {
+      plan_search::start(search, p, prepared.flops);
+      memo.started = true;
+    }
+    std::size_t calls = 0;
+    if (search.mode == plan_search::Mode::measure && plan_search::search_in_call(search, beta == T(0))) {
       // The whole search now; the last candidate's c stands (each run overwrites it whole).
       contraction::touch_pages(c, prepared.c_size);  // c is only written: no candidate pays its first touch
-      memo.calls = 1;
-      std::size_t calls = 0;
-      double spent = 0;
-      // The model's choice once untimed first: the operands, c and the BLAS's buffers are then
-      // warm for every candidate alike, not only for the ones timed after the first.
-      contraction::prefault_scratch<T>(p, memo.candidates.front());
-      calls = run_plan(p, memo.candidates.front(), alpha, a, b, beta, c);
-      auto fastest = [&] { return *std::min_element(memo.seconds.begin(), memo.seconds.end()); };
-      auto search_floor = [&] { return std::min(kSearchFloorSeconds, kSearchFloorCalls * fastest()); };
-      while (!memo.chosen) {
-        const double seconds = timed_run(p, memo.candidates[memo.seconds.size()], alpha, a, b, beta, c, calls);
-        spent += seconds;
-        record_time(memo, seconds);
-        if (!memo.chosen && spent > std::max(kSearchBudget * fastest(), search_floor())) settle(memo);
+      std::size_t runs = 0, last = 0;
+      plan_search::run_search_in_call(
+          search,
+          [&](std::size_t x) {
+            contraction::prefault_scratch<T>(p, search.candidates[x]);
+            calls = run_plan(p, search.candidates[x], alpha, a, b, beta, c);
+            ++runs;
+            last = x;
+          },
+          [&](std::size_t x) {
+            ++runs;
+            last = x;
+            return timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls);
+          });
+      plan_search::publish(search, p, prepared.flops);
+      ran(search, p, std::min(last, search.candidates.size() - 1), runs);
+      counted.calls += calls;
+      return counted;
+    }
+    if (search.mode == plan_search::Mode::measure && !search.chosen) {
+      const auto [x, timed] = plan_search::measure_step(search);
+      if (timed) {
+        plan_search::measure_record(search, timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls));
+        if (search.chosen) plan_search::publish(search, p, prepared.flops);
+        ran(search, p, std::min(x, search.candidates.size() - 1), 1);
+        counted.calls += calls;
+        return counted;
       }
-      // Then the close ones in their own steady state: each candidate but the first (which ran
-      // right after itself) within kRetimeSpread of the fastest, nearest first, twice in a row,
-      // keeping its best time, while that adds at most kConfirmShare of the pass's time.
-      auto time_again = [&](std::size_t x) {
-        const double seconds = timed_run(p, memo.candidates[x], alpha, a, b, beta, c, calls);
-        spent += seconds;
-        memo.seconds[x] = std::min(memo.seconds[x], seconds);
-      };
-      const double pass = spent;
-      std::vector<std::size_t> close;
-      for (std::size_t x = 1; x < memo.seconds.size(); ++x) {
-        if (memo.seconds[x] <= kRetimeSpread * fastest()) close.push_back(x);
-      }
-      std::sort(close.begin(), close.end(),
-                [&](std::size_t l, std::size_t r) { return memo.seconds[l] < memo.seconds[r]; });
-      for (const std::size_t x : close) {
-        if (spent + 2 * memo.seconds[x] > (1 + kConfirmShare) * pass) break;
-        time_again(x);
-        time_again(x);
-      }
-      for (int round = 0; round < kRetimeRounds && spent < search_floor(); ++round) {
-        const double limit = kRetimeSpread * fastest();
-        for (std::size_t x = 0; x < memo.seconds.size() && spent < search_floor(); ++x) {
-          if (memo.seconds[x] <= limit) time_again(x);
+      chosen = &search.candidates[x];
+      ran(search, p, x, 1);
+    } else if (search.mode == plan_search::Mode::amortized && !search.chosen) {
+      plan_search::LastCall& last = plan_search::last_call();
+      last.spent = search.spent;
+      last.accumulated = search.accumulated;
+      last.model_seconds = search.model_seconds;
+      const plan_search::Step step = plan_search::next_step(search);
+      if (step.timed) {
+        const Plan& plan = search.candidates[step.candidate];
+        // A candidate's scratch is faulted in before its timer starts (the model's choice runs
+        // on every call until the search is paid for: it pays its first touch once).
+        double seconds = 0;
+        if (step.candidate == 0) {
+          const auto start = std::chrono::steady_clock::now();
+          calls = run_plan(p, plan, alpha, a, b, beta, c);
+          seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        } else {
+          seconds = timed_run(p, plan, alpha, a, b, beta, c, calls);
         }
+        plan_search::record(search, step, seconds);
+        if (search.chosen) plan_search::publish(search, p, prepared.flops);
+        ran(search, p, step.candidate, 1);
+        counted.calls += calls;
+        return counted;
       }
-      settle(memo);
-      counted.calls += calls;
-      return counted;
+      chosen = &search.candidates[step.candidate];
+      ran(search, p, step.candidate, 1);
+    } else {
+      chosen = &search.candidates[*search.chosen];
+      ran(search, p, *search.chosen, 1);
     }
-    const auto [plan, timed] = plan_for_call(memo);
-    if (timed) {
-      std::size_t calls = 0;
-      record_time(memo, timed_run(p, *plan, alpha, a, b, beta, c, calls));
-      counted.calls += calls;
-      return counted;
-    }
-    chosen = plan;
   }
   counted.calls += chosen->naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, *chosen, alpha, a, b, beta, c);
   return counted;

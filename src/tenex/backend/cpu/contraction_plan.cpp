@@ -82,7 +82,7 @@ constexpr double kRepackBytes = 2.0 * 1024 * 1024;
 constexpr double kPermuteBandwidth = 7e9;
 
 // Bytes of one chunk of an operand packed chunk by chunk along a k mode (Plan::k_chunk):
-// measured on tccg13 (acd,dbc->ab, b of 35 MB packed along c), chunks of 1.75 MB ran at
+// measured on acd,dbc->ab (b of 35 MB packed along c), chunks of 1.75 MB ran at
 // 0.75 of GEMM, 3.5 MB at 0.85, 7 MB at 0.80; packed whole, 0.65.
 constexpr double kChunkBytes = 4.0 * 1024 * 1024;
 // Bytes each chunk reads in one run from the operand as it is, at least (two cache lines).
@@ -327,7 +327,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   seconds += calls * rows * kFarRowSeconds / workers;
   // Every GEMM call packs its parts of both operands. The flop rate (measured in cache) covers
   // one packing; a part larger than the L2 is streamed again from the outer cache on every
-  // further call: the operand a batched loop does not index (tccg25 with a loop over a: 30
+  // further call: the operand a batched loop does not index (a 3-index contraction looping over one m mode: 30
   // GEMMs of 30 x 900 x 900 repack the same 6.5 MB of b, 37 ms against 18 ms for one GEMM
   // on a buffered c, where the model without this term predicted 24 ms for both).
   double repacked = 0;
@@ -579,11 +579,11 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   if (best.naive) return plans;
   // The best plan's twin with c's buffer in the other order comes next, whatever the model
   // predicts for it: which order the GEMM writes c in decides how OpenBLAS orients its
-  // kernel, which the model does not see (tccg05 in float: the model's tiled plan, predicted
+  // kernel, which the model does not see (a 3-index c from 3-index operands in float: the model's tiled plan, predicted
   // 11 ms, runs 29 ms; its twin, predicted 24.5 ms, runs 22 ms). A second pass over the plans,
   // only for buffered and tiled choices worth timing. Where no plan differs from the best in
   // c's order alone, the cheapest with c in the other order and the same GEMM groups stands in
-  // (rand156, khg,ekha->gae: the model's buffered plan permutes a, flipped, predicted 5 ms,
+  // (khg,ekha->gae: the model's buffered plan permutes a, flipped, predicted 5 ms,
   // and runs 18 ms; no plan writes the other buffer with a flipped; the stand-in, a as is,
   // runs 13.5 ms).
   constexpr double kTwinSeconds = 50e-6;
@@ -611,7 +611,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
   // the model overstates what one large GEMM and a permutation of c cost against many
-  // smaller GEMMs that write c in place (tccg15, acd,db->abc: 170 GEMMs of 161 x 161 x 170
+  // smaller GEMMs that write c in place (acd,db->abc: 170 GEMMs of 161 x 161 x 170
   // direct, predicted 23 ms, run 30 ms; one GEMM of 27370 x 161 x 170 into a buffer,
   // predicted 33 ms, runs 25 ms).
   double points = 1;  // the product of every extent
@@ -651,14 +651,14 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   }
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
   // What a plan does to memory. Permuting even an operand that fits the L2 counts: it can
-  // turn a transposed GEMM operand into a plain one, which the model hardly sees (rand100,
-  // zwr,puz->urwp: permuting b, 200 KB, as well as a runs 2.0 ms against 4.3 ms in
+  // turn a transposed GEMM operand into a plain one, which the model hardly sees
+  // (zwr,puz->urwp: permuting b, 200 KB, as well as a runs 2.0 ms against 4.3 ms in
   // bench_contraction_plans).
   //
   // And whether the part of c one GEMM writes fits the L2: a GEMM of short K over a c larger
   // than that goes through c in memory more than once (OpenBLAS scales c by beta in a pass of
-  // its own, then adds the products), which the model does not see (tccg39,
-  // efgc,gdab->abcdef, K = 23: one GEMM of 5888 x 5888 into c direct, predicted 23 ms, runs
+  // its own, then adds the products), which the model does not see
+  // (efgc,gdab->abcdef, K = 23: one GEMM of 5888 x 5888 into c direct, predicted 23 ms, runs
   // 58 ms; GEMMs of 368 x 16 per value of two modes, predicted 29 ms, run 35 ms).
   auto part_fits = [&](const Plan& x) {
     const auto part =

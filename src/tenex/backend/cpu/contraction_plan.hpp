@@ -56,22 +56,24 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // (see contract.cpp). Then, where the model predicts the cheapest to take so little that
 // more of them together run within `search_seconds`, the cheapest others within
 // kOutputSpread not yet among them, up to kPlansTriedSmall in all: on problems of a
-// millisecond the model's error is wider than its spread (rand029, mwg,psmwdy->sydgp: the
-// six candidates run 1.15-1.3 ms; a plan predicted 1.1x the cheapest, packing a chunk by
-// chunk, runs 0.89 ms). Only the cheapest when the plain loops win.
+// millisecond the model's error is wider than its spread (a 6-index contraction of a
+// millisecond: six candidates ran 1.15-1.3 ms; a plan predicted 1.1x the cheapest, packing a
+// chunk by chunk, ran 0.89 ms). Only the cheapest when the plain loops win.
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds = 0);
 
-// How many candidates a contraction times before it settles (contract.cpp)...
+// How many candidates a contraction times before it settles (plan_search.cpp)...
 constexpr std::size_t kPlansTried = 6;
-// ...and at most, on problems small enough that many fit in its search time.
+// ...and the most candidates candidate_plans lists for problems small enough that many fit in the
+// search time it is given.
 constexpr std::size_t kPlansTriedSmall = 24;
 
 // Plans the model ranks further than this behind the cheapest are not worth a try...
 constexpr double kCandidateSpread = 1.5;
 // ...except the cheapest of each way to write c (direct, or buffered or tiled in either
-// order), which the model ranks least reliably against each other (rand181, piov,iovd->pd:
-// buffered and flipped, predicted 3.9 ms against 2.5 ms direct, runs 4.3 ms against 6.9 ms;
-// rand154: direct, predicted 15.5 ms against 12.9 ms tiled, runs 10.0 ms against 15.4 ms).
+// order), which the model ranks least reliably against each other (a 4-index a and b summed
+// into a 2-index c: buffered and flipped, predicted 3.9 ms against 2.5 ms direct, ran 4.3 ms
+// against 6.9 ms; a 4-index c from two 3-index operands: direct, predicted 15.5 ms against
+// 12.9 ms tiled, ran 10.0 ms against 15.4 ms).
 constexpr double kOutputSpread = 2.0;
 
 // One line: what the plan does (operands permuted or packed per tile, how c is written, the

@@ -11,13 +11,12 @@
 #include <chrono>
 #include <climits>
 #include <cstddef>
-#include <cstdlib>
 #include <limits>
 #include <optional>
-#include <string>
 #include <utility>
 #include <vector>
 
+#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/single_threaded_blas.hpp"
 #include "tenex/scalar.hpp"
 
@@ -142,20 +141,14 @@ double time_core_peak() {
   return 2.0 * kSize * kSize * kSize / best;
 }
 
-bool model_only() {
-  const char* mode = std::getenv("TENEX_PLAN_SEARCH");
-  return mode && std::string(mode) == "model";
-}
-
 }  // namespace
 
+double probe_core_peak(std::size_t element_size) {
+  return element_size == 4 ? time_core_peak<float>() : time_core_peak<double>();
+}
+
 double measured_core_peak(std::size_t element_size, double fallback) {
-  static const bool fixed = model_only();
-  if (fixed) return fallback;
-  static const double single = time_core_peak<float>(), twice = time_core_peak<double>();
-  const double measured = element_size == 4 ? single : twice;
-  if (!(measured > 0)) return fallback;
-  return std::clamp(measured, fallback / 4, fallback * 4);
+  return plan_search::core_peak(element_size, fallback);
 }
 
 template <class T>

@@ -26,11 +26,13 @@ bool blas_accepts(const Geometry& g);
 double blas_pack_seconds(const Geometry& g, std::size_t element_size);
 
 // GEMM flops per second of one core on this machine (element_size 4: sgemm, 8: dgemm), at
-// dimensions large enough that the model's small-dimension factor is near 1: measured once per
-// process and element size, on first use, with a 256 x 256 x 256 GEMM on the calling thread
-// (the best of three, about a millisecond), kept within a factor of 4 of `fallback`, and
-// `fallback` under TENEX_PLAN_SEARCH=model (whose plans must not depend on timing).
+// dimensions large enough that the model's small-dimension factor is near 1, kept within a
+// factor of 4 of `fallback` (plan_search::core_peak: `fallback` under TENEX_PLAN_SEARCH=estimate,
+// else a rate loaded from a plan file or probed once per process under measure).
 double measured_core_peak(std::size_t element_size, double fallback);
+// Times a 256 x 256 x 256 GEMM on the calling thread, on one core (the best of three, about a
+// millisecond): the probe behind measured_core_peak.
+double probe_core_peak(std::size_t element_size);
 
 // c = alpha a b + beta c on strided matrices (beta == 0: c is not read). Plans only produce
 // geometries blas_accepts; the plain loop behind it is a safety net that keeps this function

@@ -1,0 +1,282 @@
+// The plan store shared by every thread, and the plan file (tenex/plans.hpp): save_plans,
+// load_plans, plan_file_status, TENEX_PLAN_FILE.
+//
+// The file is text, one item a line:
+//   tenex-plans 1                 the format and its version
+//   version 0.9.0                 the tenex that wrote it
+//   cpu <model name>              /proc/cpuinfo's
+//   isa avx512f|avx2|baseline
+//   threads 2                     OpenMP threads of the process that wrote it
+//   rate float|double <flops/s>   GEMM rate of one core, probed (zero or more)
+//   plan <shape key> <index> <plan identity>   (zero or more)
+//   end <plans>                   a truncated file lacks it
+// A file written for another CPU, instruction set, thread count or version is foreign: it is
+// not read. A plan's index is its place in all_plans; its identity (its description without the
+// model's time) is checked when the plan is first used, and a plan that no longer matches is
+// dropped.
+#if !defined(TENEX_OPENMP) || TENEX_OPENMP
+#include <omp.h>
+#else
+#include "tenex/backend/cpu/serial_openmp.hpp"
+#endif
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "tenex/backend/cpu/plan_search.hpp"
+#include "tenex/config.hpp"
+#include "tenex/error.hpp"
+#include "tenex/plans.hpp"
+
+namespace tenex {
+namespace detail::cpu::plan_search {
+namespace {
+
+constexpr const char* kMagic = "tenex-plans 1";
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::string name = line.substr(colon + 1);
+    const std::size_t first = name.find_first_not_of(" \t");
+    return first == std::string::npos ? "unknown" : name.substr(first);
+  }
+  return "unknown";
+}
+
+std::string instruction_set() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f")) return "avx512f";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
+#endif
+  return "baseline";
+}
+
+struct Machine {
+  std::string version = TENEX_VERSION_STRING, cpu = cpu_model(), isa = instruction_set();
+  int threads = omp_get_max_threads();
+};
+
+struct Parsed {
+  Machine machine;
+  double rates[2] = {0, 0};
+  std::vector<std::pair<std::string, StoredPlan>> plans;
+};
+
+// The whole file, or the reason it is not read ("corrupt at line L: ...").
+std::string parse(std::istream& in, Parsed& out) {
+  std::string line;
+  std::size_t number = 0;
+  auto corrupt = [&](const std::string& why) { return "corrupt at line " + std::to_string(number) + " (" + why + ")"; };
+  auto next = [&] {
+    ++number;
+    return static_cast<bool>(std::getline(in, line));
+  };
+  if (!next()) return corrupt("empty file");
+  if (line != kMagic) {
+    if (line.rfind("tenex-plans ", 0) == 0) return "foreign (format " + line.substr(12) + "; this tenex reads 1)";
+    return corrupt("not a tenex plan file");
+  }
+  const char* header[] = {"version ", "cpu ", "isa ", "threads "};
+  std::string values[4];
+  for (int x = 0; x < 4; ++x) {
+    if (!next()) return corrupt("truncated");
+    if (line.rfind(header[x], 0) != 0) return corrupt(std::string("expected '") + header[x] + "...'");
+    values[x] = line.substr(std::strlen(header[x]));
+  }
+  out.machine.version = values[0];
+  out.machine.cpu = values[1];
+  out.machine.isa = values[2];
+  try {
+    std::size_t used = 0;
+    out.machine.threads = std::stoi(values[3], &used);
+    if (used != values[3].size()) return corrupt("bad thread count");
+  } catch (const std::exception&) {
+    number = 5;
+    return corrupt("bad thread count");
+  }
+  while (next()) {
+    std::istringstream fields(line);
+    std::string word;
+    fields >> word;
+    if (word == "rate") {
+      std::string type;
+      double rate = 0;
+      fields >> type >> rate;
+      if (!fields || (type != "float" && type != "double") || !std::isfinite(rate) || !(rate > 0)) {
+        return corrupt("bad rate");
+      }
+      out.rates[type == "float" ? 0 : 1] = rate;
+    } else if (word == "plan") {
+      std::string key;
+      long long index = -1;
+      fields >> key >> index;
+      std::string identity;
+      std::getline(fields >> std::ws, identity);
+      if (!fields || key.empty() || index < 0 || identity.empty()) return corrupt("bad plan");
+      out.plans.push_back({key, StoredPlan{static_cast<std::size_t>(index), identity, Origin::loaded}});
+    } else if (word == "end") {
+      long long count = -1;
+      fields >> count;
+      if (!fields || count != static_cast<long long>(out.plans.size())) return corrupt("plan count does not match");
+      if (next()) return corrupt("text after the end");
+      return "";
+    } else {
+      return corrupt("unknown line '" + word + "'");
+    }
+  }
+  return corrupt("truncated: no end line");
+}
+
+std::string foreign(const Machine& file, const Machine& here) {
+  if (file.version != here.version) return "tenex " + file.version + ", this is " + here.version;
+  if (file.cpu != here.cpu) return "CPU '" + file.cpu + "', this is '" + here.cpu + "'";
+  if (file.isa != here.isa) return "instruction set " + file.isa + ", this is " + here.isa;
+  if (file.threads != here.threads) {
+    return std::to_string(file.threads) + " threads, this process runs " + std::to_string(here.threads);
+  }
+  return "";
+}
+
+std::size_t load_into(Store& shared, const std::string& path) {
+  auto fail = [&](const std::string& why) {
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    shared.file_status = "plan file " + path + ": " + why + "; nothing loaded";
+    return std::size_t{0};
+  };
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found) return fail("missing");
+  if (status.type() == std::filesystem::file_type::directory) return fail("unreadable (a directory)");
+  std::ifstream in(path);
+  if (!in) return fail(std::string("unreadable (") + std::strerror(errno) + ")");
+  Parsed parsed;
+  const std::string problem = parse(in, parsed);
+  if (!problem.empty()) return fail(problem);
+  const std::string other = foreign(parsed.machine, Machine{});
+  if (!other.empty()) return fail("foreign (written for " + other + ")");
+  {
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    for (int x = 0; x < 2; ++x) {
+      if (parsed.rates[x] > 0) shared.rates[x] = parsed.rates[x];
+    }
+    for (auto& [key, plan] : parsed.plans) shared.plans[key] = std::move(plan);
+    shared.file_status = "plan file " + path + ": loaded " + std::to_string(parsed.plans.size()) +
+                         (parsed.plans.size() == 1 ? " plan" : " plans");
+  }
+  store_changed();
+  return parsed.plans.size();
+}
+
+void save_from(Store& shared, const std::string& path, const Machine& here) {
+  std::ostringstream text;
+  text.precision(17);
+  text << kMagic << "\nversion " << here.version << "\ncpu " << here.cpu << "\nisa " << here.isa << "\nthreads "
+       << here.threads << "\n";
+  std::size_t count = 0;
+  {
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    if (shared.rates[0] > 0) text << "rate float " << shared.rates[0] << "\n";
+    if (shared.rates[1] > 0) text << "rate double " << shared.rates[1] << "\n";
+    for (const auto& [key, plan] : shared.plans) {
+      text << "plan " << key << " " << plan.index << " " << plan.identity << "\n";
+      ++count;
+    }
+  }
+  text << "end " << count << "\n";
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text.str();
+    out.flush();
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      out.close();
+      std::remove(temporary.c_str());
+      throw Error("tenex::save_plans: cannot write " + temporary + " (" + why + "); name a file in a writable folder");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    throw Error("tenex::save_plans: cannot replace " + path + " (" + why + "); name a file in a writable folder");
+  }
+}
+
+Store& raw_store() {
+  static Store shared;
+  return shared;
+}
+
+// TENEX_PLAN_FILE's writer: destroyed (and the file written) when the process ends normally,
+// before the store it reads (made first). Never throws, never prints.
+// The machine is described when the file is loaded, not while the process ends.
+struct FileWriter {
+  std::string path;
+  Machine machine;
+  ~FileWriter() {
+    try {
+      save_from(raw_store(), path, machine);
+    } catch (...) {  // a file that cannot be written is left as it was
+    }
+  }
+};
+
+}  // namespace
+
+Store& store() {
+  Store& shared = raw_store();
+  static const bool loaded = [] {
+    const char* path = std::getenv("TENEX_PLAN_FILE");
+    if (path && *path) {
+      load_into(raw_store(), path);
+      static FileWriter writer{path, Machine{}};
+    }
+    return true;
+  }();
+  (void)loaded;
+  return shared;
+}
+
+}  // namespace detail::cpu::plan_search
+
+void save_plans(const std::string& path) {
+  if (path.empty()) throw Error("tenex::save_plans: empty path; name the file to write");
+  detail::cpu::plan_search::save_from(detail::cpu::plan_search::store(), path, detail::cpu::plan_search::Machine{});
+}
+
+std::size_t load_plans(const std::string& path) {
+  return detail::cpu::plan_search::load_into(detail::cpu::plan_search::store(), path);
+}
+
+std::string plan_file_status() {
+  namespace search = detail::cpu::plan_search;
+  const search::Settings settings = search::read_settings();
+  std::string text = std::string("plan search: ") + search::mode_name(settings.mode);
+  if (!settings.unknown.empty()) {
+    text += " (TENEX_PLAN_SEARCH=" + settings.unknown + " names no mode: estimate, amortized or measure)";
+  }
+  text += "\n";
+  search::Store& shared = search::store();
+  const std::lock_guard<std::mutex> lock(shared.mutex);
+  text += shared.file_status.empty() ? std::string("plan file: none read") : shared.file_status;
+  text += "; " + std::to_string(shared.plans.size()) + (shared.plans.size() == 1 ? " plan" : " plans") + " held\n";
+  return text;
+}
+
+}  // namespace tenex

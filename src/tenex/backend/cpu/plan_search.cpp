@@ -1,0 +1,361 @@
+// The plan search of contractions (plan_search.hpp): FFTW's planner levels.
+//
+//   - estimate: the cost model's plan, always; the model's constant GEMM rates, nothing timed.
+//   - amortized (the default): the model's plan runs at once, each call timed by one clock
+//     read. Another candidate runs (one per call, never several) only once the search has cost
+//     at most kSearchShare of the shape's accumulated time, and only one the model predicts
+//     within kTrialLimit of the model plan's measured time; a candidate that runs slower than
+//     that is discarded. With every candidate tried, the fastest is kept.
+//   - measure: the first call of a small problem whose c is only written times every candidate
+//     in that call; larger problems, and calls that accumulate into c, time one per call.
+//     Steady-state benchmarks use it: the first call pays for the whole search.
+#include "tenex/backend/cpu/plan_search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "tenex/backend/cpu/gemm_call.hpp"
+
+namespace tenex::detail::cpu::plan_search {
+
+// ---------------------------------------------------------------------------------------
+// The search's constants, each with one meaning.
+
+// How many candidates a contraction times before it settles: contraction::kPlansTried
+// (estimate: one, the model's).
+using contraction::kPlansTried;
+// A model plan predicted under this is kept untimed: below it, clock noise outweighs what a
+// better plan saves.
+constexpr double kMeasuredSeconds = 50e-6;
+// amortized: the share of a shape's accumulated time its search may have cost, at most...
+constexpr double kSearchShare = 0.05;
+// ...and how much slower than the model plan's measured time a candidate may be predicted (to
+// be tried) or run (to be kept): no call is slowed by more than this.
+constexpr double kTrialLimit = 1.25;
+// measure: problems predicted under this, whose c is only written, search in their first
+// call; larger ones time one candidate per call.
+constexpr double kSearchInCallSeconds = 0.25;
+// measure, in-call search: it stops once it has spent this many times the fastest candidate's
+// time (a candidate the model misjudged can run several times slower than predicted)...
+constexpr double kSearchBudget = 8.0;
+// ...but small problems search on until kSearchFloorSeconds, or kSearchFloorCalls times the
+// fastest candidate if that is less: a single run of a millisecond problem varies by 10-25%,
+// the first timed run the most, and the model's error on such problems is wider than the
+// spread of the candidates. They also get up to kPlansTriedSmall candidates (as many as the
+// model predicts to fit in kSearchFloorSeconds).
+constexpr double kSearchFloorSeconds = 20e-3;
+constexpr double kSearchFloorCalls = 40.0;
+// measure: candidates within this factor of the fastest are timed again, twice in a row,
+// nearest first, while that adds at most kConfirmShare of the first pass's time: a plan's first
+// run right after another's can take half again its time when it repeats (a 6-index
+// contraction whose c is 78 MB: its GETT plan 13-16 ms right after a GEMM plan, 9 ms run after
+// run; the GEMM plan leaves c dirty in the L3, and the GETT kernel's streaming stores must
+// evict it first), so a single pass favours the model's choice, timed right after an untimed
+// run of itself. With time left under the floor, up to kRetimeRounds more rounds.
+constexpr double kRetimeSpread = 1.3;
+constexpr double kConfirmShare = 1.0;
+constexpr int kRetimeRounds = 2;
+// Notes kept for explain() between two sets.
+constexpr std::size_t kNotesKept = 64;
+
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+std::atomic<std::uint64_t> store_generation{1};
+thread_local std::uint64_t thread_epoch = 0;
+thread_local Mode rate_mode = Mode::amortized;
+thread_local std::vector<Note> notes;
+
+}  // namespace
+
+Settings read_settings() {
+  Settings settings;
+  const char* value = std::getenv("TENEX_PLAN_SEARCH");
+  const std::string mode = value ? value : "";
+  if (mode == "estimate" || mode == "model") {
+    settings.mode = Mode::estimate;
+  } else if (mode == "measure") {
+    settings.mode = Mode::measure;
+  } else if (!mode.empty() && mode != "amortized") {
+    settings.unknown = mode;
+  }
+  return settings;
+}
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::estimate: return "estimate";
+    case Mode::amortized: return "amortized";
+    case Mode::measure: return "measure";
+  }
+  return "amortized";
+}
+
+std::string shape_key(std::size_t element_size, bool beta_zero, int threads, const std::vector<int>& a_modes,
+                      const std::vector<std::size_t>& a_extents, const std::vector<int>& b_modes,
+                      const std::vector<std::size_t>& b_extents, const std::vector<int>& c_modes) {
+  std::string key = (element_size == 4 ? "f" : "d") + std::to_string(element_size) + (beta_zero ? ";b0" : ";b1") +
+                    ";t" + std::to_string(threads);
+  auto list = [&](char name, const auto& values) {
+    key += ';';
+    key += name;
+    key += ':';
+    for (std::size_t x = 0; x < values.size(); ++x) {
+      if (x > 0) key += ',';
+      key += std::to_string(values[x]);
+    }
+  };
+  list('a', a_modes);
+  list('A', a_extents);
+  list('b', b_modes);
+  list('B', b_extents);
+  list('c', c_modes);
+  return key;
+}
+
+std::string plan_identity(const contraction::Problem& p, const contraction::Plan& plan) {
+  std::string text = contraction::describe(p, plan);
+  const std::size_t model = text.rfind("; model ");
+  if (model != std::string::npos) text.resize(model);
+  return text;
+}
+
+Store& store();
+
+void start(Search& search, const contraction::Problem& p, double flops) {
+  const RateScope rates(search.mode);
+  if (search.mode != Mode::estimate) {
+    std::optional<StoredPlan> stored;
+    Store& shared = store();
+    {
+      const std::lock_guard<std::mutex> lock(shared.mutex);
+      const auto it = shared.plans.find(search.key);
+      if (it != shared.plans.end()) stored = it->second;
+    }
+    if (stored) {
+      const std::vector<contraction::Plan>& plans = contraction::all_plans(p, flops);
+      if (stored->index < plans.size() && plan_identity(p, plans[stored->index]) == stored->identity) {
+        search.candidates = {plans[stored->index]};
+        search.chosen = 0;
+        search.origin = stored->origin;
+        return;
+      }
+      // Another build or machine made it: never a wrong plan.
+      const std::lock_guard<std::mutex> lock(shared.mutex);
+      shared.plans.erase(search.key);
+    }
+  }
+  const std::size_t count = search.mode == Mode::estimate ? 1 : kPlansTried;
+  search.candidates =
+      contraction::candidate_plans(p, flops, count, search.mode == Mode::measure ? kSearchFloorSeconds : 0.0);
+  if (search.candidates.front().seconds < kMeasuredSeconds) search.candidates.resize(1);
+  if (search.candidates.size() == 1) search.chosen = 0;
+  search.origin = search.chosen ? Origin::model : Origin::searching;
+}
+
+namespace {
+
+void keep_fastest(Search& search) {
+  search.chosen =
+      static_cast<std::size_t>(std::min_element(search.seconds.begin(), search.seconds.end()) - search.seconds.begin());
+  search.origin = Origin::measured;
+}
+
+}  // namespace
+
+Step next_step(Search& search) {
+  if (search.chosen) return {*search.chosen, false};
+  // Not yet timed, or not yet paid for: the model's plan, timed.
+  const double trial = kTrialLimit * search.model_seconds;
+  if (search.calls == 0 || search.spent + trial > kSearchShare * search.accumulated) return {0, true};
+  while (search.next < search.candidates.size() && search.candidates[search.next].seconds > trial) {
+    search.seconds[search.next++] = std::numeric_limits<double>::infinity();  // predicted too slow
+  }
+  if (search.next == search.candidates.size()) {
+    search.seconds[0] = search.model_seconds;
+    keep_fastest(search);
+    return {*search.chosen, false};
+  }
+  return {search.next, true};
+}
+
+void record(Search& search, const Step& step, double seconds) {
+  if (!step.timed) return;
+  if (search.seconds.size() != search.candidates.size()) {
+    search.seconds.assign(search.candidates.size(), std::numeric_limits<double>::infinity());
+  }
+  ++search.calls;
+  search.accumulated += seconds;
+  if (step.candidate == 0) {
+    search.model_seconds = std::min(search.model_seconds, seconds);
+    return;
+  }
+  search.spent += seconds;
+  ++search.trials;
+  search.seconds[step.candidate] =
+      seconds > kTrialLimit * search.model_seconds ? std::numeric_limits<double>::infinity() : seconds;
+  search.next = step.candidate + 1;
+  if (search.next == search.candidates.size()) {
+    search.seconds[0] = search.model_seconds;
+    keep_fastest(search);
+  }
+}
+
+std::pair<std::size_t, bool> measure_step(Search& search) {
+  if (search.chosen) return {*search.chosen, false};
+  if (search.calls++ == 0) return {0, false};
+  return {search.seconds.size(), true};
+}
+
+void settle(Search& search) {
+  search.candidates.resize(search.seconds.size());
+  keep_fastest(search);
+}
+
+void measure_record(Search& search, double seconds) {
+  search.seconds.push_back(seconds);
+  if (search.seconds.size() == search.candidates.size()) settle(search);
+}
+
+bool search_in_call(const Search& search, bool beta_zero) {
+  return !search.chosen && search.calls == 0 && beta_zero && search.candidates.front().seconds < kSearchInCallSeconds;
+}
+
+void run_search_in_call(Search& search, const std::function<void(std::size_t)>& warm,
+                        const std::function<double(std::size_t)>& timed) {
+  search.calls = 1;
+  double spent = 0;
+  // The model's choice once untimed first: the operands, c and the BLAS's buffers are then
+  // warm for every candidate alike, not only for the ones timed after the first.
+  warm(0);
+  auto fastest = [&] { return *std::min_element(search.seconds.begin(), search.seconds.end()); };
+  auto search_floor = [&] { return std::min(kSearchFloorSeconds, kSearchFloorCalls * fastest()); };
+  while (!search.chosen) {
+    const double seconds = timed(search.seconds.size());
+    spent += seconds;
+    measure_record(search, seconds);
+    if (!search.chosen && spent > std::max(kSearchBudget * fastest(), search_floor())) settle(search);
+  }
+  auto time_again = [&](std::size_t x) {
+    const double seconds = timed(x);
+    spent += seconds;
+    search.seconds[x] = std::min(search.seconds[x], seconds);
+  };
+  const double pass = spent;
+  std::vector<std::size_t> close;
+  for (std::size_t x = 1; x < search.seconds.size(); ++x) {
+    if (search.seconds[x] <= kRetimeSpread * fastest()) close.push_back(x);
+  }
+  std::sort(close.begin(), close.end(),
+            [&](std::size_t l, std::size_t r) { return search.seconds[l] < search.seconds[r]; });
+  for (const std::size_t x : close) {
+    if (spent + 2 * search.seconds[x] > (1 + kConfirmShare) * pass) break;
+    time_again(x);
+    time_again(x);
+  }
+  for (int round = 0; round < kRetimeRounds && spent < search_floor(); ++round) {
+    const double limit = kRetimeSpread * fastest();
+    for (std::size_t x = 0; x < search.seconds.size() && spent < search_floor(); ++x) {
+      if (search.seconds[x] <= limit) time_again(x);
+    }
+  }
+  settle(search);
+}
+
+void publish(const Search& search, const contraction::Problem& p, double flops) {
+  if (!search.chosen || search.origin != Origin::measured) return;
+  const contraction::Plan& plan = search.candidates[*search.chosen];
+  const std::string identity = plan_identity(p, plan);
+  const std::vector<contraction::Plan>& plans = contraction::all_plans(p, flops);
+  for (std::size_t x = 0; x < plans.size(); ++x) {
+    if (plan_identity(p, plans[x]) != identity) continue;
+    Store& shared = store();
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    shared.plans[search.key] = StoredPlan{x, identity, Origin::measured};
+    return;
+  }
+}
+
+RateScope::RateScope(Mode mode) : previous(rate_mode) { rate_mode = mode; }
+RateScope::~RateScope() { rate_mode = previous; }
+
+double core_peak(std::size_t element_size, double fallback) {
+  if (rate_mode == Mode::estimate) return fallback;
+  const std::size_t slot = element_size == 4 ? 0 : 1;
+  Store& shared = store();
+  double rate = 0;
+  {
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    rate = shared.rates[slot];
+  }
+  if (!(rate > 0) && rate_mode == Mode::measure) {
+    // Probed once per process (or never, with a plan file that holds the rates).
+    rate = contraction::probe_core_peak(element_size);
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    if (shared.rates[slot] > 0) {
+      rate = shared.rates[slot];
+    } else {
+      shared.rates[slot] = rate;
+    }
+  }
+  if (!(rate > 0)) return fallback;
+  return std::clamp(rate, fallback / 4, fallback * 4);
+}
+
+void note(const Search& search) {
+  if (notes.size() >= kNotesKept || !search.ran) return;
+  const std::size_t tried =
+      search.mode == Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
+  notes.push_back(Note{search.ran, search.origin, tried, search.candidates.size()});
+}
+
+std::vector<Note> take_notes() { return std::exchange(notes, {}); }
+
+std::string note_text(const Note& note) {
+  std::string line = *note.plan + " [";
+  switch (note.origin) {
+    case Origin::model: line += "model"; break;
+    case Origin::measured: line += "measured"; break;
+    case Origin::loaded: line += "loaded"; break;
+    case Origin::searching:
+      line += "searching " + std::to_string(note.tried) + "/" + std::to_string(note.candidates);
+      break;
+  }
+  return line + "]";
+}
+
+double search_share() { return kSearchShare; }
+double trial_limit() { return kTrialLimit; }
+
+LastCall& last_call() {
+  thread_local LastCall call;
+  return call;
+}
+
+bool shapes_stale(std::uint64_t& seen) {
+  const std::uint64_t now = store_generation.load(std::memory_order_acquire) + thread_epoch;
+  if (seen == now) return false;
+  seen = now;
+  return true;
+}
+
+void store_changed() { store_generation.fetch_add(1, std::memory_order_acq_rel); }
+
+void reset_for_testing(bool clear_store) {
+  thread_epoch += 1000003;
+  notes.clear();
+  last_call() = LastCall{};
+  if (clear_store) {
+    Store& shared = store();
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    shared.plans.clear();
+    shared.rates[0] = shared.rates[1] = 0;
+  }
+}
+
+}  // namespace tenex::detail::cpu::plan_search

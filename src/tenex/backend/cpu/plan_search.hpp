@@ -1,0 +1,161 @@
+// How a contraction's plan is chosen (FFTW's planner levels): the mode (TENEX_PLAN_SEARCH, read
+// here and nowhere else), the search state of one shape and its steps, and the store of plans
+// measured or loaded from a plan file (plan_file.cpp), shared by every thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tenex/backend/cpu/contraction_plan.hpp"
+
+namespace tenex::detail::cpu::plan_search {
+
+enum class Mode : unsigned char { estimate, amortized, measure };
+
+struct Settings {
+  Mode mode = Mode::amortized;
+  // TENEX_PLAN_SEARCH's value when it names no mode (then amortized is used), else empty.
+  std::string unknown;
+};
+
+// TENEX_PLAN_SEARCH: estimate (or model), amortized (unset, empty or unknown), measure. Read
+// each time a thread meets a shape it has no plan for.
+Settings read_settings();
+const char* mode_name(Mode mode);
+
+// Why the plan that ran was chosen (explain()).
+enum class Origin : unsigned char { model, measured, loaded, searching };
+
+// The plan search of one contraction shape on one thread.
+struct Search {
+  Mode mode = Mode::amortized;
+  std::string key;                            // the shape key of the plan store (shape_key)
+  std::vector<contraction::Plan> candidates;  // the model's choice first
+  // Seconds per candidate tried (infinity: discarded); measure fills it in order.
+  std::vector<double> seconds;
+  std::size_t calls = 0;  // calls that ran a candidate (measure: the untimed first one too)
+  std::optional<std::size_t> chosen;
+  Origin origin = Origin::model;
+  // amortized: every call's seconds, the seconds spent on candidates other than the model's,
+  // the model's choice's best time, and the next candidate to try.
+  double accumulated = 0, spent = 0, model_seconds = std::numeric_limits<double>::infinity();
+  std::size_t next = 1, trials = 0;
+  // The description of the plan that ran last, for explain() (built when the plan changes).
+  std::shared_ptr<const std::string> ran;
+  std::optional<std::size_t> ran_index;
+};
+
+// The key of a shape in the plan store and the plan file: element size, beta zero or not,
+// threads, and each operand's modes and extents (no spaces).
+std::string shape_key(std::size_t element_size, bool beta_zero, int threads, const std::vector<int>& a_modes,
+                      const std::vector<std::size_t>& a_extents, const std::vector<int>& b_modes,
+                      const std::vector<std::size_t>& b_extents, const std::vector<int>& c_modes);
+
+// A plan's identity across processes: its description without the model's predicted time.
+std::string plan_identity(const contraction::Problem& p, const contraction::Plan& plan);
+
+// The candidates of a new shape (or the plan the store holds for it, checked against
+// all_plans: an entry that no longer matches is dropped).
+void start(Search& search, const contraction::Problem& p, double flops);
+
+// amortized: the candidate this call runs, and whether to time it.
+struct Step {
+  std::size_t candidate = 0;
+  bool timed = false;
+};
+Step next_step(Search& search);
+// amortized: what the call of `step` took.
+void record(Search& search, const Step& step, double seconds);
+
+// measure: the per-call steps of the search spread over calls (larger problems, beta != 0).
+std::pair<std::size_t, bool> measure_step(Search& search);
+void measure_record(Search& search, double seconds);
+// measure: keeps the fastest candidate timed so far.
+void settle(Search& search);
+// measure: whether this call runs the whole search (a problem predicted under
+// kSearchInCallSeconds whose c is only written, on its first call)...
+bool search_in_call(const Search& search, bool beta_zero);
+// ...and that search: `warm(x)` runs candidate x untimed, `timed(x)` runs it and returns its
+// seconds. Each run overwrites c whole; the last one's c stands.
+void run_search_in_call(Search& search, const std::function<void(std::size_t)>& warm,
+                        const std::function<double(std::size_t)>& timed);
+
+// After the search settles: the plan kept for the shape in the shared store (saved with the
+// plan file).
+void publish(const Search& search, const contraction::Problem& p, double flops);
+
+// The GEMM rate (flops per second of one core) the model uses, for element size 4 or 8:
+// estimate: `fallback` (the model's constant); otherwise a rate loaded from a plan file or
+// probed under measure, else `fallback`. The mode is the calling thread's current search's
+// (RateScope), amortized outside one.
+double core_peak(std::size_t element_size, double fallback);
+struct RateScope {
+  explicit RateScope(Mode mode);
+  ~RateScope();
+  RateScope(const RateScope&) = delete;
+  RateScope& operator=(const RateScope&) = delete;
+  Mode previous;
+};
+
+// What the calls of contractions on this thread ran since the last take_notes() (at most
+// kNotesKept calls): the plan and why. Kept without building text; note_text writes a line,
+// "<plan> [<origin>]".
+struct Note {
+  std::shared_ptr<const std::string> plan;
+  Origin origin = Origin::model;
+  std::size_t tried = 0, candidates = 0;
+};
+void note(const Search& search);
+std::vector<Note> take_notes();
+std::string note_text(const Note& note);
+
+// Test hooks: the plan runs of this thread's last contraction call (a search run counts each
+// candidate it ran), and the state of that call's search.
+struct LastCall {
+  std::size_t plan_runs = 0;
+  Origin origin = Origin::model;
+  std::size_t tried = 0, candidates = 0;  // candidates run so far (the model's included), listed
+  std::optional<std::size_t> chosen;
+  std::shared_ptr<const std::string> plan;  // identity of the plan that ran last
+  // amortized, before this call: the search's cost so far, the shape's accumulated seconds and
+  // the model plan's best time (a candidate may run only while the first plus kTrialLimit
+  // times the last stay within kSearchShare of the second).
+  double spent = 0, accumulated = 0, model_seconds = 0;
+};
+// amortized: kSearchShare and kTrialLimit, for the tests.
+double search_share();
+double trial_limit();
+LastCall& last_call();
+// Forgets this thread's planner state (the shapes it has met) and, with `store`, the shared
+// store's plans and rates too: as a fresh process would start.
+void reset_for_testing(bool store);
+// Whether the shapes this thread holds (contract.cpp) are out of date: a plan file was
+// loaded, or the test hook reset them, since `seen` (updated).
+bool shapes_stale(std::uint64_t& seen);
+
+// The plans measured or loaded, and the machine's rates, shared by every thread. The first
+// use loads TENEX_PLAN_FILE and arranges for it to be written when the process ends.
+struct StoredPlan {
+  std::size_t index = 0;  // in all_plans
+  std::string identity;   // plan_identity, checked on use
+  Origin origin = Origin::measured;
+};
+struct Store {
+  std::mutex mutex;
+  std::map<std::string, StoredPlan> plans;
+  double rates[2] = {0, 0};  // GEMM flops per second of one core, float and double; 0: unknown
+  std::string file_status;   // the last plan file's fate (plan_file_status)
+};
+Store& store();
+// Bumps the generation that shapes_stale compares with (after plans are loaded).
+void store_changed();
+
+}  // namespace tenex::detail::cpu::plan_search

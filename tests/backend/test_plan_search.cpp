@@ -1,0 +1,482 @@
+// The plan search of contractions (backend/cpu/plan_search.hpp) and the plan file
+// (tenex/plans.hpp): results that do not depend on the mode or the thread count, the amortized
+// search's one plan per call, and plan files saved, loaded, and refused when bad.
+//
+// Every contraction is checked against plain loops in double, with a tolerance relative to the
+// magnitude of what it sums. When beta == 0 the output starts as NaN: a plan that reads it fails.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include <tenex/error.hpp>
+#include <tenex/plans.hpp>
+
+#include "support/environment_scope.hpp"
+#include "tenex/backend/cpu/contraction_plan.hpp"
+#include "tenex/backend/cpu/contraction_problem.hpp"
+#include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
+
+#if TENEX_OPENMP
+#include <omp.h>
+#endif
+
+namespace cpu = tenex::detail::cpu;
+namespace search = tenex::detail::cpu::plan_search;
+
+namespace {
+
+/// One contraction: modes (ints) and the extent of each mode id.
+struct Shape {
+  const char* name;
+  cpu::Modes a, b, c;
+  std::vector<std::size_t> extent;  // by mode id
+  cpu::Extents of(const cpu::Modes& modes) const {
+    cpu::Extents e;
+    for (int m : modes) e.push_back(extent[static_cast<std::size_t>(m)]);
+    return e;
+  }
+};
+
+// A GEMM-like product, a batched one (a Hadamard mode) and one of many small modes.
+std::vector<Shape> shapes() {
+  return {
+      {"gemm-like i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {96, 80, 72}},
+      {"batched b,i,k * b,k,j", {0, 1, 3}, {0, 3, 2}, {0, 1, 2}, {6, 40, 36, 44}},
+      {"many small modes a,c,d,e * d,b,e,f", {0, 2, 3, 4}, {3, 1, 4, 5}, {5, 0, 1, 2}, {5, 6, 7, 6, 5, 4}},
+  };
+}
+
+std::size_t volume(const cpu::Extents& e) {
+  std::size_t n = 1;
+  for (std::size_t x : e) n *= x;
+  return n;
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  std::vector<T> out(n);
+  for (T& x : out) x = static_cast<T>(value(rng));
+  return out;
+}
+
+/// Plain loops over every mode: c = alpha a b + beta c0, and the sum of |terms| per element.
+template <class T>
+void reference(const Shape& s, double alpha, const std::vector<T>& a, const std::vector<T>& b, double beta,
+               const std::vector<T>& c0, std::vector<double>& c, std::vector<double>& magnitude) {
+  const std::size_t modes = s.extent.size();
+  auto offset = [&](const cpu::Modes& m, const std::vector<std::size_t>& at) {
+    std::size_t o = 0;
+    for (int d : m) o = o * s.extent[static_cast<std::size_t>(d)] + at[static_cast<std::size_t>(d)];
+    return o;
+  };
+  const std::size_t n = volume(s.of(s.c));
+  c.assign(n, 0.0);
+  magnitude.assign(n, 0.0);
+  std::vector<std::size_t> at(modes, 0);
+  for (;;) {
+    const std::size_t o = offset(s.c, at);
+    const double term = alpha * static_cast<double>(a[offset(s.a, at)]) * static_cast<double>(b[offset(s.b, at)]);
+    c[o] += term;
+    magnitude[o] += std::abs(term);
+    std::size_t d = modes;
+    while (d > 0 && ++at[d - 1] == s.extent[d - 1]) at[--d] = 0;
+    if (d == 0) break;
+  }
+  if (beta != 0) {
+    for (std::size_t x = 0; x < n; ++x) {
+      c[x] += beta * static_cast<double>(c0[x]);
+      magnitude[x] += std::abs(beta * static_cast<double>(c0[x]));
+    }
+  }
+}
+
+template <class T>
+std::size_t mismatches(const std::vector<T>& got, const std::vector<double>& want,
+                       const std::vector<double>& magnitude) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  std::size_t bad = 0;
+  for (std::size_t x = 0; x < got.size(); ++x) {
+    const double error = std::abs(static_cast<double>(got[x]) - want[x]);
+    if (!(error <= 64 * eps * (magnitude[x] + 1e-30))) ++bad;
+  }
+  return bad;
+}
+
+/// Operands, c's starting values and the expected result of one shape.
+template <class T>
+struct Operands {
+  std::vector<T> a, b, c0;
+  std::vector<double> want, magnitude;
+  T alpha, beta;
+  Operands(const Shape& s, std::mt19937& rng, T alpha_, T beta_) : alpha(alpha_), beta(beta_) {
+    a = random_values<T>(volume(s.of(s.a)), rng);
+    b = random_values<T>(volume(s.of(s.b)), rng);
+    const std::size_t n = volume(s.of(s.c));
+    c0 = beta == T(0) ? std::vector<T>(n, std::numeric_limits<T>::quiet_NaN()) : random_values<T>(n, rng);
+    reference(s, static_cast<double>(alpha), a, b, static_cast<double>(beta), c0, want, magnitude);
+  }
+  /// One call of contract on a fresh copy of c0: the number of wrong elements.
+  std::size_t run(const Shape& s) const {
+    std::vector<T> c = c0;
+    cpu::contract(alpha, a.data(), s.of(s.a), s.a, b.data(), s.of(s.b), s.b, beta, c.data(), s.c);
+    return mismatches(c, want, magnitude);
+  }
+};
+
+/// Holds the OpenMP thread count for a scope.
+struct Threads {
+#if TENEX_OPENMP
+  int before = omp_get_max_threads();
+  explicit Threads(int n) { omp_set_num_threads(n); }
+  ~Threads() { omp_set_num_threads(before); }
+#else
+  explicit Threads(int) {}
+#endif
+};
+
+/// A fresh planner (this thread's shapes and, with `store`, the shared plans and rates).
+struct FreshPlanner {
+  explicit FreshPlanner(bool store = true) { search::reset_for_testing(store); }
+  ~FreshPlanner() { search::reset_for_testing(true); }
+};
+
+/// The model's plan for a shape, as plan_identity names it.
+std::string model_plan(const Shape& s, std::size_t element_size, bool beta_zero) {
+  const cpu::contraction::Prepared prepared =
+      cpu::contraction::prepare(element_size, beta_zero, s.of(s.a), s.a, s.of(s.b), s.b, s.c);
+  const std::vector<cpu::contraction::Plan> plans =
+      cpu::contraction::candidate_plans(prepared.problem, prepared.flops, 1);
+  return search::plan_identity(prepared.problem, plans.front());
+}
+
+/// The plan this thread's last contraction call ran.
+std::string ran_plan() {
+  const auto& plan = search::last_call().plan;
+  return plan ? *plan : std::string();
+}
+
+/// A temporary folder, removed with its contents.
+struct Folder {
+  std::filesystem::path path;
+  Folder() {
+    static std::atomic<int> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           ("tenex-plan-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~Folder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::string file(const char* name) const { return (path / name).string(); }
+};
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+/// Runs the GEMM-like shape under measure until its search settles (one call: a small problem
+/// whose c is only written searches in its first call), so that the store holds its plan.
+std::string measured_plan(const Shape& s, std::mt19937& rng) {
+  const EnvironmentScope mode("TENEX_PLAN_SEARCH", "measure");
+  const Operands<double> ops(s, rng, 1.0, 0.0);
+  for (int call = 0; call < 8 && !search::last_call().chosen; ++call) CHECK(ops.run(s) == 0);
+  REQUIRE(search::last_call().chosen);
+  CHECK(ops.run(s) == 0);  // the kept plan (the search's call ended with the last candidate)
+  CHECK(search::last_call().plan_runs == 1);
+  return ran_plan();
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("plan search: results do not depend on the mode or the thread count", T, float, double) {
+  std::mt19937 rng(31);
+  for (const char* mode : {"estimate", "amortized", "measure", "model", "no-such-mode"}) {
+    const EnvironmentScope scope("TENEX_PLAN_SEARCH", mode);
+    for (int threads : {1, 2}) {
+      const FreshPlanner fresh;
+      const Threads held(threads);
+      for (const Shape& s : shapes()) {
+        for (const T beta : {T(0), T(0.5)}) {
+          const Operands<T> ops(s, rng, T(-1.5), beta);
+          // Enough calls for the amortized search to try candidates on the larger shapes.
+          for (int call = 0; call < 60; ++call) {
+            INFO(mode, ", ", threads, " threads, ", s.name, ", beta ", static_cast<double>(beta), ", call ", call);
+            REQUIRE(ops.run(s) == 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("plan search: amortized runs one plan per call, the model's first, and settles on a candidate") {
+  const EnvironmentScope scope("TENEX_PLAN_SEARCH", "amortized");
+  const FreshPlanner fresh;
+  const Threads held(2);
+  std::mt19937 rng(5);
+  // Large enough (a model plan over 50 us) to be searched.
+  const Shape s{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  for (const double beta : {0.0, 1.0}) {
+    const Operands<double> ops(s, rng, 1.0, beta);
+    std::size_t tried = 0, calls = 0;
+    REQUIRE(ops.run(s) == 0);
+    const search::LastCall first = search::last_call();
+    CHECK(*first.plan == model_plan(s, 8, beta == 0.0));
+    CHECK(first.plan_runs == 1);
+    REQUIRE(first.candidates > 1);
+    CHECK(first.origin == search::Origin::searching);
+    // The search is paid for by the calls before it: a candidate other than the model's runs
+    // only while what the search has cost, plus kTrialLimit times the model plan's time, is
+    // within kSearchShare of the shape's accumulated time.
+    std::size_t trials = 0;
+    tried = first.tried;
+    while (!search::last_call().chosen && calls < 5000) {
+      REQUIRE(ops.run(s) == 0);
+      ++calls;
+      const search::LastCall& last = search::last_call();
+      CHECK(last.plan_runs == 1);
+      CHECK(last.tried >= tried);
+      CHECK(last.tried <= tried + 1);  // one candidate per call at most
+      if (last.tried > tried) {
+        ++trials;
+        CHECK(last.spent + search::trial_limit() * last.model_seconds <= search::search_share() * last.accumulated);
+      }
+      tried = last.tried;
+    }
+    CHECK(trials >= 1);
+    const search::LastCall settled = search::last_call();
+    REQUIRE(settled.chosen);
+    CHECK(*settled.chosen < settled.candidates);
+    CHECK(settled.origin == search::Origin::measured);
+    // From then on, the kept plan.
+    REQUIRE(ops.run(s) == 0);
+    const std::string kept = ran_plan();
+    for (int call = 0; call < 3; ++call) {
+      REQUIRE(ops.run(s) == 0);
+      CHECK(ran_plan() == kept);
+      CHECK(search::last_call().chosen == settled.chosen);
+      CHECK(search::last_call().origin == search::Origin::measured);
+    }
+  }
+}
+
+TEST_CASE("plan search: estimate runs the model's plan, untimed; measure searches in the first call") {
+  const FreshPlanner fresh;
+  const Threads held(2);
+  std::mt19937 rng(6);
+  const Shape s{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  {
+    const EnvironmentScope scope("TENEX_PLAN_SEARCH", "estimate");
+    const Operands<double> ops(s, rng, 1.0, 0.0);
+    for (int call = 0; call < 5; ++call) {
+      REQUIRE(ops.run(s) == 0);
+      CHECK(search::last_call().origin == search::Origin::model);
+      CHECK(search::last_call().candidates == 1);
+      CHECK(ran_plan() == model_plan(s, 8, true));
+    }
+  }
+  search::reset_for_testing(true);
+  {
+    // The counter of plan runs can fail: measure's first call runs several.
+    const EnvironmentScope scope("TENEX_PLAN_SEARCH", "measure");
+    const Operands<double> ops(s, rng, 1.0, 0.0);
+    REQUIRE(ops.run(s) == 0);
+    CHECK(search::last_call().plan_runs > 1);
+    CHECK(search::last_call().chosen);
+  }
+}
+
+TEST_CASE("plan search: the mode is read from TENEX_PLAN_SEARCH, model naming estimate") {
+  const auto mode_of = [](const char* value) {
+    const EnvironmentScope scope("TENEX_PLAN_SEARCH", value);
+    return search::read_settings();
+  };
+  CHECK(mode_of("estimate").mode == search::Mode::estimate);
+  CHECK(mode_of("model").mode == search::Mode::estimate);
+  CHECK(mode_of("measure").mode == search::Mode::measure);
+  CHECK(mode_of("amortized").mode == search::Mode::amortized);
+  CHECK(mode_of("").mode == search::Mode::amortized);
+  CHECK(mode_of("fast").mode == search::Mode::amortized);
+  CHECK(mode_of("fast").unknown == "fast");
+  const EnvironmentScope scope("TENEX_PLAN_SEARCH", "fast");
+  CHECK(tenex::plan_file_status().find("TENEX_PLAN_SEARCH=fast names no mode") != std::string::npos);
+}
+
+TEST_CASE("plan file: a saved plan is loaded and used at once, with the rates, and no search") {
+  const FreshPlanner fresh;
+  const Threads held(2);
+  std::mt19937 rng(7);
+  const Folder folder;
+  const Shape s{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  const std::string plan = measured_plan(s, rng);
+  const std::string path = folder.file("plans.txt");
+  tenex::save_plans(path);
+  const std::string text = read(path);
+  CHECK(text.rfind("tenex-plans 1\nversion ", 0) == 0);
+  CHECK(text.find("\nrate double ") != std::string::npos);  // measure probed the GEMM rate
+  CHECK(text.find("\nend 1\n") != std::string::npos);
+
+  search::reset_for_testing(true);  // as a fresh process
+  CHECK(tenex::load_plans(path) == 1);
+  CHECK(tenex::plan_file_status().find("loaded 1 plan") != std::string::npos);
+  const EnvironmentScope scope("TENEX_PLAN_SEARCH", "amortized");
+  const Operands<double> ops(s, rng, 1.0, 0.0);
+  REQUIRE(ops.run(s) == 0);
+  CHECK(search::last_call().origin == search::Origin::loaded);
+  CHECK(ran_plan() == plan);
+  CHECK(search::last_call().plan_runs == 1);
+  CHECK(search::last_call().chosen);
+
+  // The rates come from the file: a rate written there is the one the model uses, unprobed.
+  std::string edited = text;
+  const std::size_t at = edited.find("\nrate double ");
+  edited.replace(at, edited.find('\n', at + 1) - at, "\nrate double 25000000000");
+  write(path, edited);
+  search::reset_for_testing(true);
+  CHECK(tenex::load_plans(path) == 1);
+  const search::RateScope measure(search::Mode::measure);
+  CHECK(search::core_peak(8, 45e9) == 25e9);
+}
+
+TEST_CASE("plan file: missing, unreadable, corrupt, truncated and foreign files are ignored, and say why") {
+  const FreshPlanner fresh;
+  const Threads held(2);
+  std::mt19937 rng(8);
+  const Folder folder;
+  const Shape s{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  measured_plan(s, rng);
+  const std::string good = folder.file("good.txt");
+  tenex::save_plans(good);
+  const std::string text = read(good);
+  search::reset_for_testing(true);
+
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    std::string out = text;
+    const std::size_t at = out.find(from);
+    REQUIRE(at != std::string::npos);
+    return out.replace(at, from.size(), to);
+  };
+  const auto line_starting = [&](const std::string& prefix) {
+    const std::size_t at = text.find("\n" + prefix) + 1;
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  struct Bad {
+    const char* what;
+    std::string path, contents, status;
+  };
+  const std::vector<Bad> bad{
+      {"missing", folder.file("absent.txt"), "", "missing"},
+      // A folder stands for an unreadable file: chmod 000 does not stop root, who runs the suite.
+      {"a folder", folder.path.string(), "", "unreadable"},
+      {"not a plan file", folder.file("junk.txt"), "hello\n", "corrupt at line 1"},
+      {"empty", folder.file("empty.txt"), "", "corrupt at line 1"},
+      {"truncated", folder.file("cut.txt"), text.substr(0, text.rfind("end ")), "truncated"},
+      {"a bad plan line", folder.file("plan.txt"), edited("\nplan ", "\nplan\n"), "bad plan"},
+      {"a bad rate", folder.file("rate.txt"), edited("\nrate double ", "\nrate double -"), "bad rate"},
+      {"another format", folder.file("format.txt"), edited("tenex-plans 1", "tenex-plans 2"), "foreign (format 2"},
+      {"another CPU", folder.file("cpu.txt"), edited(line_starting("cpu "), "cpu Imaginary 9000"), "foreign"},
+      {"another ISA", folder.file("isa.txt"), edited(line_starting("isa "), "isa vliw"), "instruction set vliw"},
+      {"another thread count", folder.file("threads.txt"), edited(line_starting("threads "), "threads 77"),
+       "77 threads"},
+      {"another version", folder.file("version.txt"), edited(line_starting("version "), "version 0.0.1"),
+       "tenex 0.0.1"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    if (b.path != folder.path.string() && b.what != std::string("missing")) write(b.path, b.contents);
+    CHECK(tenex::load_plans(b.path) == 0);
+    const std::string status = tenex::plan_file_status();
+    CHECK(status.find(b.status) != std::string::npos);
+    CHECK(status.find("nothing loaded") != std::string::npos);
+    CHECK(status.find("0 plans held") != std::string::npos);
+  }
+  // A plan that does not match what this build enumerates for its shape is dropped on use:
+  // never a wrong plan.
+  const std::string plan = line_starting("plan ");
+  const std::string key = plan.substr(5, plan.find(' ', 5) - 5);
+  for (const std::string& wrong : {"plan " + key + " 0 not a plan of this build", "plan " + key + " 999999 a plan"}) {
+    INFO(wrong);
+    const std::string path = folder.file("wrong.txt");
+    write(path, edited(plan, wrong));
+    search::reset_for_testing(true);
+    CHECK(tenex::load_plans(path) == 1);
+    const EnvironmentScope scope("TENEX_PLAN_SEARCH", "amortized");
+    const Operands<double> ops(s, rng, 1.0, 0.0);
+    REQUIRE(ops.run(s) == 0);
+    CHECK(search::last_call().origin != search::Origin::loaded);
+    CHECK(tenex::plan_file_status().find("0 plans held") != std::string::npos);
+  }
+}
+
+TEST_CASE("plan file: written whole, by rename, or not at all") {
+  const FreshPlanner fresh;
+  const Folder folder;
+  const std::string path = folder.file("plans.txt");
+  write(path, "an older file, much longer than the new one will be: " + std::string(10000, 'x') + "\n");
+  tenex::save_plans(path);
+  const std::string text = read(path);
+  CHECK(text.rfind("tenex-plans 1\n", 0) == 0);
+  CHECK(text.find("older") == std::string::npos);
+  CHECK(text.size() < 1000);
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder.path)) {
+    CHECK(entry.path().filename() == "plans.txt");  // no temporary file left
+    ++files;
+  }
+  CHECK(files == 1);
+  const std::string nowhere = folder.file("no-such-folder/plans.txt");
+  CHECK_THROWS_AS(tenex::save_plans(nowhere), tenex::Error);
+  CHECK_FALSE(std::filesystem::exists(folder.path / "no-such-folder"));
+}
+
+TEST_CASE("plan file: threads plan and run contractions while plans are loaded and saved") {
+  const FreshPlanner fresh;
+  std::mt19937 rng(9);
+  const Folder folder;
+  const Shape s{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  measured_plan(s, rng);
+  const std::string path = folder.file("plans.txt");
+  tenex::save_plans(path);
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> wrong{0}, runs{0};
+  const EnvironmentScope scope("TENEX_PLAN_SEARCH", "amortized");
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 2; ++w) {
+    workers.emplace_back([&, w] {
+      std::mt19937 own(100 + static_cast<unsigned>(w));
+      const Shape mine = w == 0 ? s : shapes()[1];
+      const Operands<double> ops(mine, own, 0.5, w == 0 ? 0.0 : 1.0);
+      while (!stop || runs < 40) {
+        wrong += ops.run(mine);
+        ++runs;
+      }
+    });
+  }
+  for (int round = 0; round < 30; ++round) {
+    CHECK(tenex::load_plans(path) == 1);
+    tenex::save_plans(folder.file("copy.txt"));
+  }
+  stop = true;
+  for (std::thread& t : workers) t.join();
+  CHECK(wrong == 0);
+  CHECK(runs >= 40);
+}
