@@ -1014,7 +1014,9 @@ class Program {
 
   template <class X>
   static EP keep(const X& x) {
-    return std::make_shared<const tenex::Operand<Tensor<T>>>(x.handle());
+    using tenex::detail::Access;
+    return std::make_shared<const tenex::Operand<Tensor<T>>>(
+        Access::make<tenex::Operand<Tensor<T>>>(Access::handle(static_cast<const tenex::Expression<Tensor<T>>&>(x))));
   }
 
   EP build_tenex(const std::vector<Node>& nodes, int i, std::vector<EP>& memo) {

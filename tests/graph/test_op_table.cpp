@@ -110,7 +110,7 @@ struct Rejects<tenex::OutputParams> {
     CHECK(in.g.node(same).extents == tenex_test::Extents{2, 3});
     // An output must have a target to write.
     CHECK_THROWS_AS(in.g.validate(), tenex::InternalError);
-    in.g.node(same).storage = in.rect.storage();
+    in.g.node(same).storage = tenex::detail::Access::storage(in.rect);
     CHECK_NOTHROW(in.g.validate());
   }
 };

@@ -77,8 +77,8 @@ void check_identical_nodes_merge() {
     CHECK_NOTHROW(in.g.validate());
     return;
   }
-  const NodeId o1 = write(in.g, n1, targets.first.storage());
-  const NodeId o2 = write(in.g, n2, targets.second.storage());
+  const NodeId o1 = write(in.g, n1, tenex::detail::Access::storage(targets.first));
+  const NodeId o2 = write(in.g, n2, tenex::detail::Access::storage(targets.second));
   REQUIRE(count_like(in.g, kind, Case::sample(), Case::labels()) >= 2);
 
   tenex::passes::eliminate_common_subexpressions(in.g);
@@ -124,8 +124,8 @@ void check_one_field_apart_stay_apart() {
       CHECK(in.g.operands(n2) == in.g.operands(n1));
       continue;
     }
-    const NodeId o1 = write(in.g, n1, targets.first.storage());
-    const NodeId o2 = write(in.g, n2, targets.second.storage());
+    const NodeId o1 = write(in.g, n1, tenex::detail::Access::storage(targets.first));
+    const NodeId o2 = write(in.g, n2, tenex::detail::Access::storage(targets.second));
     const std::vector<NodeId> operands = in.g.operands(n1);
 
     tenex::passes::eliminate_common_subexpressions(in.g);
@@ -179,10 +179,10 @@ TEST_CASE("cse: the same parameters on another operand, or another kind, stay ap
   const NodeId on_other = in.g.add(tenex::ScaleParams{2.0}, {in.sq_b});
   const NodeId add = in.g.add(tenex::AddParams{}, {in.sq, in.sq_b});
   const NodeId subtract = in.g.add(tenex::SubtractParams{}, {in.sq, in.sq_b});
-  const NodeId o1 = write(in.g, on_rect, targets.first.storage());
-  const NodeId o2 = write(in.g, on_other, targets.second.storage());
-  const NodeId o3 = write(in.g, add, targets.first.storage());
-  const NodeId o4 = write(in.g, subtract, targets.second.storage());
+  const NodeId o1 = write(in.g, on_rect, tenex::detail::Access::storage(targets.first));
+  const NodeId o2 = write(in.g, on_other, tenex::detail::Access::storage(targets.second));
+  const NodeId o3 = write(in.g, add, tenex::detail::Access::storage(targets.first));
+  const NodeId o4 = write(in.g, subtract, tenex::detail::Access::storage(targets.second));
   tenex::passes::eliminate_common_subexpressions(in.g);
   CHECK(in.g.operands(o1) == std::vector<NodeId>{on_rect});
   CHECK(in.g.operands(o2) == std::vector<NodeId>{on_other});

@@ -22,6 +22,11 @@ using tenex::Operand;
 using tenex::Tensor;
 using E = Operand<Tensor<T>>;
 
+/// `x` as an Operand: a handle onto the same node and set, of one type whatever x's class.
+E as_operand(const tenex::Expression<Tensor<T>>& x) {
+  return tenex::detail::Access::make<E>(tenex::detail::Access::handle(x));
+}
+
 /// A small deterministic generator (splitmix64).
 struct Rng {
   std::uint64_t state;
@@ -83,7 +88,7 @@ class Program {
     // An earlier target (a pending result of this set, read back) or a fresh tensor.
     if (!targets_.empty() && rng_.chance(0.25)) {
       const std::size_t t = rng_.below(targets_.size());
-      return E((*targets_[t])(target_labels_[t]).handle());
+      return as_operand((*targets_[t])(target_labels_[t]));
     }
     const std::vector<std::string> labels = random_labels(rng_.below(4));
     std::vector<std::size_t> extents;
@@ -91,7 +96,7 @@ class Program {
     auto t = std::make_shared<Tensor<T>>(tenex::Shape(extents));
     tenex::fill_random(*t, rng_.next());
     leaves_.push_back(t);
-    return E((*t)(join(labels)).handle());
+    return as_operand((*t)(join(labels)));
   }
 
   E expr(int depth) {
@@ -102,23 +107,23 @@ class Program {
     E a = expr(depth - 1);
     E result = [&]() -> E {
       switch (rng_.below(13)) {
-        case 0: return E((a + expr(depth - 1)).handle());
-        case 1: return E((a - expr(depth - 1)).handle());
-        case 2: return E((a * expr(depth - 1)).handle());
-        case 3: return E((a / (2.0 + tenex::square(expr(depth - 1)))).handle());
-        case 4: return E((1.5 * a).handle());
-        case 5: return E(tenex::tanh(a).handle());
-        case 6: return E(tenex::max(a, expr(depth - 1)).handle());
-        case 7: return E(tenex::min(a, expr(depth - 1)).handle());
-        case 8: return E((a + 0.5).handle());
-        case 9: return E((2.0 - a).handle());
+        case 0: return as_operand((a + expr(depth - 1)));
+        case 1: return as_operand((a - expr(depth - 1)));
+        case 2: return as_operand((a * expr(depth - 1)));
+        case 3: return as_operand((a / (2.0 + tenex::square(expr(depth - 1)))));
+        case 4: return as_operand((1.5 * a));
+        case 5: return as_operand(tenex::tanh(a));
+        case 6: return as_operand(tenex::max(a, expr(depth - 1)));
+        case 7: return as_operand(tenex::min(a, expr(depth - 1)));
+        case 8: return as_operand((a + 0.5));
+        case 9: return as_operand((2.0 - a));
         case 10: {
           E l = leaf();
-          if (l.labels().empty()) return E((l * a).handle());
-          return E(tenex::sum(l, l.labels()[rng_.below(l.labels().size())]).handle());
+          if (l.labels().empty()) return as_operand((l * a));
+          return as_operand(tenex::sum(l, l.labels()[rng_.below(l.labels().size())]));
         }
-        case 11: return E(tenex::clamp(a, -0.5, 0.5).handle());
-        default: return E((-a).handle());
+        case 11: return as_operand(tenex::clamp(a, -0.5, 0.5));
+        default: return as_operand((-a));
       }
     }();
     if (rng_.chance(0.25)) shared_.push_back(result);  // a named intermediate, used again

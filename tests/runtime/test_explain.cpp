@@ -162,7 +162,7 @@ TEST_CASE("explain: the last plan keeps no tensor alive") {
     auto a = random_tensor<double>(Shape{30, 40}, 7), b = random_tensor<double>(Shape{40, 20}, 8);
     Tensor<double> c;
     c("i,j") = a("i,k") * b("k,j");
-    watched = a.storage();
+    watched = tenex::detail::Access::storage(a);
     REQUIRE_FALSE(watched.expired());
   }
   CHECK(watched.expired());

@@ -128,7 +128,7 @@ struct OpCase<tenex::OutputParams> {
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
     const tenex::NodeId id = in.g.add(sample(), {in.ij}, {"q", "p"});
-    in.g.node(id).storage = in.target.storage();
+    in.g.node(id).storage = tenex::detail::Access::storage(in.target);
     return id;
   }
   static Labels labels() { return {"q", "p"}; }

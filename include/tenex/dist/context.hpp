@@ -19,6 +19,7 @@
 #include <string>
 
 #include "tenex/config.hpp"
+#include "tenex/detail/access.hpp"
 #include "tenex/export.hpp"
 
 namespace tenex::dist {
@@ -59,10 +60,9 @@ class TENEX_API Context {
   /// "2 x 2 grid, blocks of 64": for messages and logs.
   std::string describe() const;
 
-  /// For the library's own layers.
-  const std::shared_ptr<detail::DistContext>& impl() const { return impl_; }
-
  private:
+  // The library's own layers reach the state through detail::Access::dist_context.
+  friend struct tenex::detail::Access;
   Context(const void* communicator, std::size_t communicator_bytes, ContextOptions options);
   std::shared_ptr<detail::DistContext> impl_;
 };

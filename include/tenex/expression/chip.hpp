@@ -16,13 +16,16 @@ namespace tenex {
 template <class T>
 class TENEX_API Chip : public Nary<1, T> {
  public:
-  explicit Chip(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "Chip"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
   /// The operand's mode fixed, and the index it is fixed at.
   std::size_t mode() const;
   std::size_t index() const;
+
+ private:
+  friend struct detail::Access;
+  explicit Chip(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 /// `label` must be one of a's labels and index < its extent (ShapeError otherwise).

@@ -18,10 +18,13 @@ namespace tenex {
 template <class T>
 class TENEX_API CholeskyVectors : public Nary<1, T> {
  public:
-  explicit CholeskyVectors(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "CholeskyVectors"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+
+ private:
+  friend struct detail::Access;
+  explicit CholeskyVectors(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 /// Throws ShapeError unless `a` is a square matrix (rank 2).

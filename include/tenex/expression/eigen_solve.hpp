@@ -21,19 +21,25 @@ namespace tenex {
 template <class T>
 class TENEX_API EigenVectors : public Nary<1, T> {
  public:
-  explicit EigenVectors(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "EigenVectors"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+
+ private:
+  friend struct detail::Access;
+  explicit EigenVectors(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 template <class T>
 class TENEX_API EigenValues : public Nary<1, T> {
  public:
-  explicit EigenValues(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "EigenValues"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+
+ private:
+  friend struct detail::Access;
+  explicit EigenValues(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 /// Symmetric a (square, rank 2): a v = w v.

@@ -37,10 +37,9 @@ class TENEX_API Unary : public Nary<1, T> {
   /// The function as text: "exp(x0)", "pow(x0, 0.5)", "(x0 + 3)", "expm1(x0)" for map's "expm1".
   std::string function() const;
 
- protected:
+ private:
+  friend struct detail::Access;
   explicit Unary(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
-  template <class U>
-  friend Unary<U> scalar_op(const Expression<U>&, FusedOp, double, bool);
 };
 
 /// Element-wise max or min of two operands, broadcasting by label like `+`.

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tenex/detail/access.hpp"
 #include "tenex/export.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/scalar.hpp"
@@ -68,14 +69,14 @@ class TENEX_API Expression {
   /// `a("i,j").set_sparse_map("i", "j", L)`. Labels are comma-separated.
   const Expression& set_sparse_map(std::string_view from, std::string_view to, const SparseMap& map) const;
 
-  /// The library's view of the handle.
-  const detail::Handle& handle() const { return handle_; }
-
+  // The handle is the library's own (detail::Access::handle): no public member names a
+  // detail:: type (docs/extending.md, "What is public").
  protected:
   /// Lowers the node this handle holds into `graph` through the node's own typed lowering
   /// (what every library class's add_to_graph does).
   NodeId lower_own_node(OpGraph& graph) const;
 
+  /// For the library's classes: an expression over a handle the library made.
   explicit Expression(detail::Handle handle);
   Expression(const Expression&);
   Expression(Expression&&) noexcept;
@@ -83,6 +84,9 @@ class TENEX_API Expression {
   Expression& operator=(Expression&&) noexcept;
 
   detail::Handle handle_;
+
+ private:
+  friend struct detail::Access;
 };
 
 /// An operand of an expression as Nary::child(i) hands it out: the operand's value and
@@ -90,8 +94,11 @@ class TENEX_API Expression {
 template <class T>
 class TENEX_API Operand final : public Expression<T> {
  public:
-  explicit Operand(detail::Handle handle) : Expression<T>(std::move(handle)) {}
   std::string_view name() const override { return "Operand"; }
+
+ private:
+  friend struct detail::Access;
+  explicit Operand(detail::Handle handle) : Expression<T>(std::move(handle)) {}
 };
 
 namespace detail {
@@ -143,6 +150,7 @@ class TENEX_API Nary : public Expression<T> {
                                            std::move(extents))),
         children_(detail::operands_of<T>(this->handle_)) {}
 
+  /// For the library's classes: an expression over a handle the library made.
   explicit Nary(detail::Handle handle)
       : Expression<T>(std::move(handle)), children_(detail::operands_of<T>(this->handle_)) {}
 

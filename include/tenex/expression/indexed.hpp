@@ -60,9 +60,6 @@ class TENEX_API Indexed : public Expression<T> {
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
   /// The labels as written ("i,i" keeps both).
   const std::vector<std::string>& written_labels() const { return written_; }
-  /// What this target object (copies have their own) remembers of its last assignment, so
-  /// a failed multi-target statement can undo the targets it already assigned.
-  const std::shared_ptr<detail::TargetRecord>& target_record() const { return record_; }
 
   // Matrix functions, the member forms of the seed design: the same as the free functions
   // tenex::eigen_solve(*this), tenex::eigen_solve(*this, b) and tenex::cholesky(*this).
@@ -76,9 +73,14 @@ class TENEX_API Indexed : public Expression<T> {
   // The target object, checked against its lifetime token before every write.
   T& target() const;
 
+  friend struct detail::Access;
+
   T* object_;
   std::weak_ptr<const void> alive_;  // expires with the Tensor (empty for a Shape)
   std::vector<std::string> written_;
+  // What this target object (copies have their own) remembers of its last assignment, so a
+  // failed multi-target statement can undo the targets it already assigned
+  // (detail::Access::target_record).
   std::shared_ptr<detail::TargetRecord> record_;
 };
 

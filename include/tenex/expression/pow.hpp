@@ -22,12 +22,15 @@ namespace tenex {
 template <class T>
 class TENEX_API Pow : public Nary<1, T> {
  public:
-  explicit Pow(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "Pow"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
   /// The power as given: n of pow(a, n) (negative: of the inverse), p of pow(a, p).
   double power() const;
+
+ private:
+  friend struct detail::Access;
+  explicit Pow(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 /// Throws ShapeError unless `a` is a square matrix. n < 0 is the power -n of the inverse

@@ -16,13 +16,16 @@ namespace tenex {
 template <class T>
 class TENEX_API Slice : public Nary<1, T> {
  public:
-  explicit Slice(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "Slice"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
   /// The half-open bounds of every mode of the operand.
   const std::vector<std::size_t>& lo() const;
   const std::vector<std::size_t>& hi() const;
+
+ private:
+  friend struct detail::Access;
+  explicit Slice(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 /// lo and hi per mode, lo <= hi <= extent (ShapeError otherwise); labels are kept.

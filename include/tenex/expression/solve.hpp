@@ -27,10 +27,13 @@ namespace tenex {
 template <class T>
 class TENEX_API Solve : public Nary<2, T> {
  public:
-  explicit Solve(detail::Handle handle) : Nary<2, T>(std::move(handle)) {}
   std::string_view name() const override { return "Solve"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+
+ private:
+  friend struct detail::Access;
+  explicit Solve(detail::Handle handle) : Nary<2, T>(std::move(handle)) {}
 };
 
 /// Throws ShapeError unless `a` is a square matrix and b shares one of a's labels, with

@@ -20,10 +20,13 @@ namespace tenex {
 template <class T>
 class TENEX_API SVDFactor : public Nary<1, T> {
  public:
-  explicit SVDFactor(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
   std::string_view name() const override { return "SVDFactor"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
+
+ private:
+  friend struct detail::Access;
+  explicit SVDFactor(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
 template <class T>

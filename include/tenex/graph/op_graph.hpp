@@ -147,7 +147,7 @@ class TENEX_API OpGraph {
 
 template <class T>
 NodeId OpGraph::add_input(const Tensor<T>& tensor, std::string_view labels) {
-  return add_input_storage(tensor.storage(), dtype_of<Tensor<T>>(), tensor.shape().extents(), labels);
+  return add_input_storage(detail::Access::storage(tensor), dtype_of<Tensor<T>>(), tensor.shape().extents(), labels);
 }
 
 }  // namespace tenex

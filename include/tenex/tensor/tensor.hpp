@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tenex/detail/access.hpp"
 #include "tenex/export.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/tensor/shape.hpp"
@@ -33,11 +34,6 @@ namespace tenex {
 
 template <class Object>
 class Indexed;
-
-namespace detail {
-template <class T>
-class Storage;
-}
 
 template <class T>
 class TENEX_API Tensor {
@@ -110,16 +106,19 @@ class TENEX_API Tensor {
   /// Labels this tensor's modes: `a("i,j")` is an operand, or a target when assigned to.
   Indexed<Tensor<T>> operator()(std::string_view labels);
 
-  /// The shared storage (for the library's own layers). Taking it counts as sharing it: the next
-  /// non-const data() copies first if someone still holds it.
-  std::shared_ptr<detail::Storage<T>> storage() const;
-  /// Replaces the value (a write: no other thread may use the tensor meanwhile).
-  void set_storage(std::shared_ptr<detail::Storage<T>> storage);
   /// A token that expires when this object is destroyed: an Indexed target checks it before
   /// writing, so a handle that outlived its tensor throws instead of writing to freed memory.
   std::weak_ptr<const void> lifetime() const;
 
  private:
+  // The library's layers reach the storage through detail::Access::storage and set_storage.
+  friend struct detail::Access;
+  // The shared storage. Taking it counts as sharing it: the next non-const data() copies first
+  // if someone still holds it.
+  std::shared_ptr<detail::Storage<T>> storage() const;
+  // Replaces the value (a write: no other thread may use the tensor meanwhile).
+  void set_storage(std::shared_ptr<detail::Storage<T>> storage);
+
   // An index of at() as the caller gave it: every value of a signed or an unsigned type up to
   // 64 bits keeps its meaning (converting all to long long showed SIZE_MAX as -1).
   struct AtIndex {

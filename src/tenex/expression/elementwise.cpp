@@ -23,7 +23,7 @@ Handle make_map(const Expression<T>& operand, std::vector<FusedInstr> program,
   node->extents = a->extents;
   node->program = std::move(program);
   node->functions = std::move(functions);
-  return make_handle(made_by<C>(std::move(node)), {&operand.handle()});
+  return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(operand)});
 }
 
 const char* reduce_name(ReduceOp op) {
@@ -100,7 +100,7 @@ template <class T>
 Unary<T> scalar_op(const Expression<T>& e, FusedOp op, double scalar, bool scalar_first) {
   // x0 is the operand, value 1 the scalar.
   const std::uint32_t lhs = scalar_first ? 1 : 0, rhs = scalar_first ? 0 : 1;
-  return Unary<T>(
+  return detail::Access::make<Unary<T>>(
       detail::make_map<Unary<T>>(e, {{FusedOp::load, 0}, {FusedOp::constant, 0, 0, scalar}, {op, lhs, rhs}}));
 }
 
@@ -119,7 +119,8 @@ Binary<T>::Binary(const Expression<T>& lhs, const Expression<T>& rhs, FusedOp op
         node->dtype = a->dtype;
         node->children = {a, b};
         detail::union_labels(*a, *b, *node);
-        return detail::make_handle(detail::made_by<Binary<T>>(std::move(node)), {&lhs.handle(), &rhs.handle()});
+        return detail::make_handle(detail::made_by<Binary<T>>(std::move(node)),
+                                   {&detail::Access::handle(lhs), &detail::Access::handle(rhs)});
       }()) {}
 
 template <class T>
@@ -151,7 +152,7 @@ Reduction<T>::Reduction(const Expression<T>& operand, std::string_view labels, R
           }
         }
         node->reduced = std::move(reduced);
-        return detail::make_handle(detail::made_by<Reduction<T>>(std::move(node)), {&operand.handle()});
+        return detail::make_handle(detail::made_by<Reduction<T>>(std::move(node)), {&detail::Access::handle(operand)});
       }()) {}
 
 template <class T>

@@ -29,7 +29,7 @@ Handle nary_handle(const std::vector<const Expression<T>*>& operands, const std:
       }
     }
     node->children.push_back(std::move(child));
-    parts.push_back(&e->handle());
+    parts.push_back(&Access::handle(*e));
   }
   if (labels) {
     const std::string text = join_labels(*labels);
@@ -78,7 +78,8 @@ template <class T>
 std::vector<Operand<T>> operands_of(const Handle& handle) {
   std::vector<Operand<T>> out;
   if (!handle.node) return out;
-  for (const NodePtr& child : handle.node->children) out.emplace_back(Handle{child, handle.state});
+  for (const NodePtr& child : handle.node->children)
+    out.push_back(Access::make<Operand<T>>(Handle{child, handle.state}));
   return out;
 }
 

@@ -55,7 +55,7 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
   node->dtype = dtype_of<Tensor<S>>();
   node->written = std::move(written);
   auto state = std::make_shared<LinkedState>(node->dtype);
-  const auto& storage = tensor.storage();
+  const auto storage = Access::storage(tensor);
   if (!storage) {
     node->unreadable = "tenex: the tensor labelled \"" + join_labels(node->written) +
                        "\" has no value: give it a shape or assign to it first";
@@ -321,12 +321,12 @@ std::function<void()> record(Tensor<S>& object, Handle& handle, TargetPlan& plan
   // The plan is not used after this: its labels move into the recorded statement.
   LinkedState::record(handle.state, Assignment{handle.node, std::move(plan.rhs_labels), std::move(plan.target_labels),
                                                storage, cancelled});
-  auto previous = object.storage();
-  object.set_storage(storage);
+  auto previous = Access::storage(object);
+  Access::set_storage(object, storage);
   Tensor<S>* target = &object;
   std::weak_ptr<const void> alive = object.lifetime();
   return [target, alive, previous, storage]() {
-    if (!alive.expired() && target->storage() == storage) target->set_storage(previous);
+    if (!alive.expired() && Access::storage(*target) == storage) Access::set_storage(*target, previous);
     storage->fulfil(nullptr);  // never evaluated: nothing waits for it
   };
 }
@@ -344,11 +344,11 @@ std::function<void()> record(Shape& object, Handle&, TargetPlan& plan, const std
 template <class T>
 Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode,
                        const std::shared_ptr<TargetRecord>& record) {
-  require_handle(target.handle());
+  require_handle(Access::handle(target));
   NodePtr value = operand_node(rhs);
   const ExprNode* decomposition = decomposition_of(*value);
   try {
-    Handle handle = make_handle(value, {&rhs.handle(), &target.handle()});
+    Handle handle = make_handle(value, {&detail::Access::handle(rhs), &detail::Access::handle(target)});
     if (mode != AssignMode::replace) {
       // c += e is c = c + e, the right side reading the value c has now (not when the target
       // handle was made: `auto h = c("i"); c("i") = a("i"); h += b("i");` adds to a).
@@ -361,12 +361,13 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       for (const std::string& l : value->labels) {
         if (contains_label(target.written_labels(), l)) kept.push_back(l);
       }
-      const Operand<T> written(Handle{mode == AssignMode::multiply ? value : value_over(value, kept), handle.state});
+      const Operand<T> written = Access::make<Operand<T>>(
+          Handle{mode == AssignMode::multiply ? value : value_over(value, kept), handle.state});
       const Expression<T>& e = written;
-      Handle combined = mode == AssignMode::add        ? Addition<T>(current, e).handle()
-                        : mode == AssignMode::subtract ? Subtraction<T>(current, e).handle()
-                        : mode == AssignMode::multiply ? Multiplication<T>(current, e).handle()
-                                                       : Division<T>(current, e).handle();
+      Handle combined = mode == AssignMode::add        ? Access::handle(Addition<T>(current, e))
+                        : mode == AssignMode::subtract ? Access::handle(Subtraction<T>(current, e))
+                        : mode == AssignMode::multiply ? Access::handle(Multiplication<T>(current, e))
+                                                       : Access::handle(Division<T>(current, e));
       handle.node = combined.node;
       handle.state = LinkedState::merge(handle.state, combined.state);
     }
@@ -398,7 +399,7 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
 
 template <class T>
 AssignTo<T>::AssignTo(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode)
-    : Nary<1, T>(detail::make_assignment(target, object, rhs, mode, target.target_record())) {}
+    : Nary<1, T>(detail::make_assignment(target, object, rhs, mode, detail::Access::target_record(target))) {}
 
 // Defined here, not in tensor/: the tensor layer knows nothing of expressions.
 Indexed<Shape> Shape::operator()(std::string_view labels) { return Indexed<Shape>(*this, labels); }

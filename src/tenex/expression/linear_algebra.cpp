@@ -175,6 +175,7 @@ NodeId SolveNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
 
 }  // namespace detail
 
+using detail::Access;
 using detail::Handle;
 using detail::make_handle;
 using detail::operand_node;
@@ -190,7 +191,8 @@ CholeskyVectors<T> cholesky(const Expression<T>& a) {
   out->labels = node->labels;
   out->extents = node->extents;
   out->upper = node->labels[1] < node->labels[0];
-  return CholeskyVectors<T>(make_handle(detail::made_by<CholeskyVectors<T>>(std::move(out)), {&a.handle()}));
+  return Access::make<CholeskyVectors<T>>(
+      make_handle(detail::made_by<CholeskyVectors<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
 template <class T>
@@ -199,9 +201,9 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a) {
   auto decomp = detail::decomposition(OpKind::eigen_solve, {node});
   const auto& l = node->labels;
   const std::size_t n = node->extents[0];
-  Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&a.handle()});
-  Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&a.handle()});
-  return {EigenVectors<T>(std::move(vectors)), EigenValues<T>(std::move(values))};
+  Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&Access::handle(a)});
+  Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&Access::handle(a)});
+  return {Access::make<EigenVectors<T>>(std::move(vectors)), Access::make<EigenValues<T>>(std::move(values))};
 }
 
 template <class T>
@@ -214,9 +216,10 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, c
   auto decomp = detail::decomposition(OpKind::eigen_solve, {node_a, node_b});
   const auto& l = node_a->labels;
   const std::size_t n = node_a->extents[0];
-  Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&a.handle(), &b.handle()});
+  Handle vectors =
+      make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&Access::handle(a), &Access::handle(b)});
   Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&vectors});
-  return {EigenVectors<T>(std::move(vectors)), EigenValues<T>(std::move(values))};
+  return {Access::make<EigenVectors<T>>(std::move(vectors)), Access::make<EigenValues<T>>(std::move(values))};
 }
 
 template <class T>
@@ -226,9 +229,9 @@ std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
   const std::string inner = detail::make_new_mode_label();
-  Handle q = make_handle(detail::factor<QRFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
-  Handle r = make_handle(detail::factor<QRFactor<T>>(decomp, 1, {inner, l[1]}, {k, n}), {&a.handle()});
-  return {QRFactor<T>(std::move(q)), QRFactor<T>(std::move(r))};
+  Handle q = make_handle(detail::factor<QRFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&Access::handle(a)});
+  Handle r = make_handle(detail::factor<QRFactor<T>>(decomp, 1, {inner, l[1]}, {k, n}), {&Access::handle(a)});
+  return {Access::make<QRFactor<T>>(std::move(q)), Access::make<QRFactor<T>>(std::move(r))};
 }
 
 template <class T>
@@ -238,10 +241,11 @@ std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a)
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
   const std::string inner = detail::make_new_mode_label();
-  Handle u = make_handle(detail::factor<SVDFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&a.handle()});
-  Handle s = make_handle(detail::factor<SVDFactor<T>>(decomp, 1, {inner}, {k}), {&a.handle()});
-  Handle vt = make_handle(detail::factor<SVDFactor<T>>(decomp, 2, {inner, l[1]}, {k, n}), {&a.handle()});
-  return {SVDFactor<T>(std::move(u)), SVDFactor<T>(std::move(s)), SVDFactor<T>(std::move(vt))};
+  Handle u = make_handle(detail::factor<SVDFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&Access::handle(a)});
+  Handle s = make_handle(detail::factor<SVDFactor<T>>(decomp, 1, {inner}, {k}), {&Access::handle(a)});
+  Handle vt = make_handle(detail::factor<SVDFactor<T>>(decomp, 2, {inner, l[1]}, {k, n}), {&Access::handle(a)});
+  return {Access::make<SVDFactor<T>>(std::move(u)), Access::make<SVDFactor<T>>(std::move(s)),
+          Access::make<SVDFactor<T>>(std::move(vt))};
 }
 
 template <class T>
@@ -267,7 +271,7 @@ Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<
   }
   out->lo = std::move(lo);
   out->hi = std::move(hi);
-  return Slice<T>(make_handle(detail::made_by<Slice<T>>(std::move(out)), {&a.handle()}));
+  return Access::make<Slice<T>>(make_handle(detail::made_by<Slice<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
 template <class T>
@@ -290,7 +294,7 @@ Chip<T> chip(const Expression<T>& a, std::string_view label, std::size_t index) 
   }
   out->mode = mode;
   out->index = index;
-  return Chip<T>(make_handle(detail::made_by<Chip<T>>(std::move(out)), {&a.handle()}));
+  return Access::make<Chip<T>>(make_handle(detail::made_by<Chip<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
 template <class T>
@@ -302,13 +306,13 @@ Pow<T> pow(const Expression<T>& a, int n) {
     out->labels = node->labels;
     out->extents = node->extents;
     out->power = static_cast<unsigned>(-static_cast<long long>(n));
-    return Pow<T>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&a.handle()}));
+    return Access::make<Pow<T>>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&Access::handle(a)}));
   }
   auto out = detail::unary<detail::PowNode>(node);
   out->labels = node->labels;
   out->extents = node->extents;
   out->power = static_cast<unsigned>(n);
-  return Pow<T>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&a.handle()}));
+  return Access::make<Pow<T>>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
 template <class T>
@@ -328,7 +332,7 @@ Pow<T> pow(const Expression<T>& a, double p) {
   out->labels = node->labels;
   out->extents = node->extents;
   out->power = p;
-  return Pow<T>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&a.handle()}));
+  return Access::make<Pow<T>>(make_handle(detail::made_by<Pow<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
 template <class T>
@@ -337,7 +341,7 @@ Inverse<T> inverse(const Expression<T>& a) {
   auto out = detail::unary<detail::InverseNode>(node);
   out->labels = node->labels;
   out->extents = node->extents;
-  return Inverse<T>(make_handle(detail::made_by<Inverse<T>>(std::move(out)), {&a.handle()}));
+  return Access::make<Inverse<T>>(make_handle(detail::made_by<Inverse<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
 template <class T>
@@ -370,7 +374,8 @@ Solve<T> solve(const Expression<T>& a, const Expression<T>& b) {
     out->mode = at_second;
     out->labels[at_second] = first;
   }
-  return Solve<T>(make_handle(detail::made_by<Solve<T>>(std::move(out)), {&a.handle(), &b.handle()}));
+  return Access::make<Solve<T>>(
+      make_handle(detail::made_by<Solve<T>>(std::move(out)), {&Access::handle(a), &Access::handle(b)}));
 }
 
 template <class T>

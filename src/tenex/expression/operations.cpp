@@ -30,7 +30,7 @@ Handle make_binary(std::shared_ptr<ExprNode> node, const char* operation, const 
   node->dtype = a->dtype;
   node->children = {a, b};
   union_labels(*a, *b, *node);
-  return make_handle(made_by<C>(std::move(node)), {&lhs.handle(), &rhs.handle()});
+  return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(lhs), &detail::Access::handle(rhs)});
 }
 
 template <class C, class T>
@@ -55,7 +55,7 @@ Handle make_scale(const Expression<T>& operand, double factor) {
   node->labels = a->labels;
   node->extents = a->extents;
   node->factor = factor;
-  return make_handle(made_by<Scale<T>>(std::move(node)), {&operand.handle()});
+  return make_handle(made_by<Scale<T>>(std::move(node)), {&detail::Access::handle(operand)});
 }
 
 template <class T>
@@ -76,7 +76,7 @@ Handle make_permutation(const Expression<T>& operand, std::string_view text) {
   node->children = {a};
   node->labels = labels;
   node->extents = extents_of(*a, labels);
-  return make_handle(made_by<Permutation<T>>(std::move(node)), {&operand.handle()});
+  return make_handle(made_by<Permutation<T>>(std::move(node)), {&detail::Access::handle(operand)});
 }
 
 }  // namespace

@@ -312,7 +312,7 @@ std::string explain() {
 
 template <class T>
 std::string explain(const Expression<T>& e) {
-  const detail::Handle& handle = detail::require_handle(e.handle());
+  const detail::Handle& handle = detail::require_handle(detail::Access::handle(e));
   if constexpr (std::is_same_v<T, Shape>) {
     return "tenex plan: a Shape expression computes shapes only and runs nothing; its result is " + e.to_string() +
            "\n";

@@ -330,7 +330,7 @@ bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol, double atol) 
   // Owned while compared (see to_vector).
   a.wait();
   b.wait();
-  const auto sa = a.storage(), sb = b.storage();
+  const auto sa = detail::Access::storage(a), sb = detail::Access::storage(b);
   const T* pa = sa->elements();
   const T* pb = sb->elements();
   for (std::size_t i = 0, n = a.size(); i < n; ++i) {

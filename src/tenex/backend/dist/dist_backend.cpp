@@ -308,7 +308,7 @@ template <class T>
 bool is_proxy_storage(const Storage<T>& storage) {
   std::lock_guard<std::mutex> lock(proxies_mutex);
   for (const Tensor<T>* p : proxies<T>()) {
-    if (p->storage().get() == &storage) return true;
+    if (tenex::detail::Access::storage(*p).get() == &storage) return true;
   }
   return false;
 }

@@ -12,6 +12,8 @@
 
 namespace tenex::dist {
 
+using tenex::detail::Access;
+
 namespace {
 
 using detail::DistContext;
@@ -23,7 +25,7 @@ std::shared_ptr<Tensor<T>> proxy_holding(std::shared_ptr<DistMatrix<T>> m, const
   storage->device_copy() = detail::make_value_buffer<T>(std::move(m));
   storage->set_device_copy_valid(true);
   auto proxy = std::make_shared<Tensor<T>>();
-  proxy->set_storage(std::move(storage));
+  Access::set_storage(*proxy, std::move(storage));
   return proxy;
 }
 
@@ -54,7 +56,7 @@ DistributedTensor<T>::DistributedTensor(const Context& context, Shape shape)
 template <class T>
 DistributedTensor<T>::DistributedTensor(const Context& context, Shape shape, const std::function<T(const Index&)>& f)
     : context_(context) {
-  const DistContext& ctx = *context.impl();
+  const DistContext& ctx = *Access::dist_context(context);
   std::shared_ptr<DistMatrix<T>> m;
   detail::agreed(ctx, [&] {
     m = detail::make_canonical<T>(ctx, shape.extents());
@@ -73,7 +75,7 @@ DistributedTensor<T>::DistributedTensor(const Context& context, Shape shape, con
 
 template <class T>
 DistributedTensor<T> DistributedTensor<T>::from_local(const Context& context, Shape shape, std::vector<T> local) {
-  const DistContext& ctx = *context.impl();
+  const DistContext& ctx = *Access::dist_context(context);
   std::shared_ptr<DistMatrix<T>> m;
   detail::agreed(ctx, [&] {
     m = detail::make_canonical<T>(ctx, shape.extents());
@@ -91,7 +93,7 @@ DistributedTensor<T> DistributedTensor<T>::from_local(const Context& context, Sh
 
 template <class T>
 DistributedTensor<T> DistributedTensor<T>::from_replicated(const Context& context, const Tensor<T>& full) {
-  const DistContext& ctx = *context.impl();
+  const DistContext& ctx = *Access::dist_context(context);
   std::shared_ptr<DistMatrix<T>> m;
   detail::agreed(ctx, [&] {
     m = detail::make_canonical<T>(ctx, full.shape().extents());
@@ -147,9 +149,9 @@ template <class T>
 std::shared_ptr<DistMatrix<T>> matrix_of(const Context& context, const std::shared_ptr<Tensor<T>>& proxy) {
   check_alive(proxy);
   proxy->wait();
-  auto storage = proxy->storage();
+  auto storage = Access::storage(*proxy);
   if (const auto* value = detail::distributed_value<T>(*storage)) return value->parts.at(0);
-  const DistContext& ctx = *context.impl();
+  const DistContext& ctx = *Access::dist_context(context);
   std::shared_ptr<DistMatrix<T>> m;
   detail::agreed(ctx, [&] {
     if (!storage->elements() && storage->shape().size() != 0) {
@@ -186,7 +188,7 @@ typename DistributedTensor<T>::Index DistributedTensor<T>::global_index(std::siz
                 std::to_string(m->local_cols) + " part");
   }
   Index index;
-  const DistContext& ctx = *context_.impl();
+  const DistContext& ctx = *Access::dist_context(context_);
   m->tensor_index(m->global_row(ctx, static_cast<int>(local_row)), m->global_col(ctx, static_cast<int>(local_col)),
                   index);
   return index;
@@ -195,7 +197,7 @@ typename DistributedTensor<T>::Index DistributedTensor<T>::global_index(std::siz
 template <class T>
 void DistributedTensor<T>::for_each_local(const std::function<void(const Index&, T)>& f) const {
   auto m = matrix_of(context_, proxy_);
-  const DistContext& ctx = *context_.impl();
+  const DistContext& ctx = *Access::dist_context(context_);
   Index index;
   for (int c = 0; c < m->local_cols; ++c) {
     const auto gc = m->global_col(ctx, c);
@@ -209,7 +211,7 @@ void DistributedTensor<T>::for_each_local(const std::function<void(const Index&,
 template <class T>
 Tensor<T> DistributedTensor<T>::gather(int root) const {
   auto m = matrix_of(context_, proxy_);
-  const DistContext& ctx = *context_.impl();
+  const DistContext& ctx = *Access::dist_context(context_);
   if (root < 0 || root >= ctx.size) {
     throw Error("tenex: DistributedTensor::gather: root " + std::to_string(root) + " is not a rank of the " +
                 std::to_string(ctx.size) + "-rank context");
@@ -222,7 +224,7 @@ Tensor<T> DistributedTensor<T>::gather(int root) const {
 template <class T>
 Tensor<T> DistributedTensor<T>::gather_all() const {
   auto m = matrix_of(context_, proxy_);
-  std::vector<T> full = detail::gather(*context_.impl(), *m, -1);
+  std::vector<T> full = detail::gather(*Access::dist_context(context_), *m, -1);
   return Tensor<T>(Shape(m->extents), std::move(full));
 }
 
@@ -240,11 +242,11 @@ Indexed<Tensor<T>> DistributedTensor<T>::operator()(std::string_view labels) {
 
 template <class T>
 std::size_t DistributedTensor<T>::local_rows_of(const Context& context, const Shape& shape) {
-  return static_cast<std::size_t>(local_count(*context.impl(), shape, true));
+  return static_cast<std::size_t>(local_count(*Access::dist_context(context), shape, true));
 }
 template <class T>
 std::size_t DistributedTensor<T>::local_cols_of(const Context& context, const Shape& shape) {
-  return static_cast<std::size_t>(local_count(*context.impl(), shape, false));
+  return static_cast<std::size_t>(local_count(*Access::dist_context(context), shape, false));
 }
 
 #define TENEX_INSTANTIATE_DISTRIBUTED_TENSOR(T) template class DistributedTensor<T>;

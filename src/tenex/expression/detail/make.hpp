@@ -31,7 +31,7 @@ inline const Handle& require_handle(const Handle& handle) {
 /// fragment that every later use splices in.
 template <class T>
 NodePtr operand_node(const Expression<T>& e) {
-  const NodePtr& node = require_handle(e.handle()).node;
+  const NodePtr& node = require_handle(Access::handle(e)).node;
   node->check_readable();
   const std::type_info& type = typeid(e);
   if (type == typeid(Operand<T>) || (node->made_by && type == *node->made_by)) return node;
