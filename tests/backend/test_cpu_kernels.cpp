@@ -27,6 +27,7 @@
 #include "support/environment_scope.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
+#include "tenex/backend/cpu/gather_kernel.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
@@ -967,6 +968,53 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT and narrow kernels at the edges
   });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_simd_edges, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the sparse gather and streamed copy on every SIMD target", T,
+                          cpu_kernels_simd_gather) {
+  // gather_axpy_simd: c[y] += a b[index[y]] against the plain loop, for lengths around a
+  // vector's lanes (the rest after whole vectors) and offsets anywhere in b. stream_bytes:
+  // copies and zeros from unaligned starts, lengths past a line and short of one.
+  std::mt19937 rng(59);
+  for_each_simd_target([&] {
+    const std::size_t lanes = cpu::simd_lanes<T>();
+    const auto b = random_values<T>(1000, rng);
+    std::uniform_int_distribution<std::int32_t> offset(0, 999);
+    for (const std::size_t n :
+         {std::size_t{0}, std::size_t{1}, lanes - 1, lanes, lanes + 1, 3 * lanes + 2, std::size_t{37}}) {
+      std::vector<std::int32_t> index(n);
+      for (auto& x : index) x = offset(rng);
+      const auto c0 = random_values<T>(n, rng);
+      std::vector<T> c = c0;
+      cpu::gather_axpy_simd(c.data(), T(-1.5), b.data(), index.data(), n);
+      std::size_t bad = 0;
+      for (std::size_t y = 0; y < n; ++y) {
+        const double want =
+            static_cast<double>(c0[y]) - 1.5 * static_cast<double>(b[static_cast<std::size_t>(index[y])]);
+        if (!(std::abs(static_cast<double>(c[y]) - want) <= 8 * eps<T>() * (std::abs(want) + 2.0))) ++bad;
+      }
+      INFO("n ", n);
+      CHECK(bad == 0);
+    }
+    std::vector<char> from(700), to(800);
+    for (std::size_t x = 0; x < from.size(); ++x) from[x] = static_cast<char>(x * 7 + 1);
+    for (const std::size_t start : {std::size_t{0}, std::size_t{3}, std::size_t{61}}) {
+      for (const std::size_t bytes :
+           {std::size_t{0}, std::size_t{5}, std::size_t{64}, std::size_t{200}, std::size_t{699}}) {
+        std::fill(to.begin(), to.end(), char(-1));
+        cpu::stream_bytes(to.data() + start, from.data(), bytes);
+        CHECK(std::equal(from.begin(), from.begin() + static_cast<std::ptrdiff_t>(bytes),
+                         to.begin() + static_cast<std::ptrdiff_t>(start)));
+        CHECK(to[start + bytes] == char(-1));
+        cpu::stream_bytes(to.data() + start, nullptr, bytes);
+        CHECK(std::count(to.begin() + static_cast<std::ptrdiff_t>(start),
+                         to.begin() + static_cast<std::ptrdiff_t>(start + bytes),
+                         char(0)) == static_cast<std::ptrdiff_t>(bytes));
+        if (start > 0) CHECK(to[start - 1] == char(-1));
+      }
+    }
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_simd_gather, Scalars);
 
 TEST_CASE("cpu kernels: TENEX_SIMD caps the SIMD target") {
   // Each target this CPU has, named in TENEX_SIMD, is the one the kernels run, with its

@@ -35,8 +35,8 @@ namespace {
 // ([kc][2 vectors], 32 KB of doubles) stays in the L1 while each of the few panels runs over it.
 constexpr std::size_t kBlockK = 256;
 // The same where neither side is skinny: the sums of a tile run over all of K up to this, so
-// that c is read and written once per tile rather than once per 256 values of K (tccg27,
-// aefc,fbed->abcd, K = 900: 20.1 ms in blocks of 256, 19.1 ms in one block; dgemm 18.5 ms).
+// that c is read and written once per tile rather than once per 256 values of K
+// (aefc,fbed->abcd, K = 900: 20.1 ms in blocks of 256, 19.1 ms in one block; dgemm 18.5 ms).
 // Strip and panel then both stream from the L2.
 constexpr std::size_t kWideBlockK = 1024;
 // Strips of N one block holds at most, and bytes at most (a block stays in the L2).
@@ -58,7 +58,7 @@ constexpr std::size_t kStagedBytes = std::size_t{16} << 10;
 constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
 // Where c is only written (beta 0) and larger than this, whole vectors of sums that land on
 // a 64-byte line of c go past the caches (a store that does not read the line first, and
-// does not push the operands out): tccg37, efga,gdbc->abcdef, K = 23, c of 277 MB: 51 ms
+// does not push the operands out): efga,gdbc->abcdef, K = 23, c of 277 MB: 51 ms
 // stored through the caches, 39 ms past them.
 constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers of AVX-512
@@ -139,7 +139,7 @@ Roles roles(const Problem& p) {
     // Where the strip operand holds c's stride-1 mode but slower than the modes a block of N
     // spans, that mode is numbered next to the innermost: a block then fills whole lines of c
     // rather than one value of each, to come back for the rest only after the whole operand
-    // (tccg06, efbad,cf->abcde: a's e slowest, c's fastest; 567 ms against 72 ms for dgemm).
+    // (efbad,cf->abcde: a's e slowest, c's fastest; 567 ms against 72 ms for dgemm).
     const int c_last = p.last(kC);
     if (c_last >= 0 && p.has(r.strip, c_last) && r.strip_free.size() > 2 && !block_spans(p, r.strip_free, c_last)) {
       r.strip_free.erase(std::find(r.strip_free.begin(), r.strip_free.end(), c_last));
@@ -149,8 +149,8 @@ Roles roles(const Problem& p) {
     // vector of sums would go to c a lane at a time, the innermost's values apart in c.
     // Instead the sums of a few values of that mode (rows of c_step values of N, the modes
     // numbered after it) go to c through a buffer, turned in the registers, so that c is
-    // written a vector at a time (tccg07, ecbfa,fd->abcde: rows of e, 39 values of a each;
-    // tccg06, efbad,cf->abcde: rows of 26 values of d, 39 apart in c, in float 65 ms a lane at
+    // written a vector at a time (ecbfa,fd->abcde: rows of e, 39 values of a each;
+    // efbad,cf->abcde: rows of 26 values of d, 39 apart in c, in float 65 ms a lane at
     // a time, 17 ms turned and staged, against 20 ms for sgemm).
     // Where a row lies together in the strip operand (its modes dense, the innermost of
     // stride 1), the kernel reads it there (K is in one block).
@@ -173,7 +173,7 @@ Roles roles(const Problem& p) {
       }
     }
     // Else not where K is short and that order scatters c: c is then about as large as the
-    // operand, and written a value at a time, each far from the last (tccg03, dbea,ec->abcd:
+    // operand, and written a value at a time, each far from the last (dbea,ec->abcd:
     // K = 72, a's a innermost, 373248 apart in c: 136 ms against 45 ms for dgemm; numbered in
     // c's order instead, the packing gathers a value at a time from 200 MB: 350 ms).
     const bool scatters =
@@ -193,7 +193,7 @@ Roles roles(const Problem& p) {
   // Only where a block of N still reads the strip operand in runs: its stride-1 mode among
   // the modes one block spans, or a k mode (each column's values then lie together down K).
   // Else the packing gathers a value at a time across the whole operand: cheap only from an
-  // operand the caches hold (tccg37, efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a
+  // operand the caches hold (efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a
   // innermost in memory).
   const bool runs = last_is_k(p, r.strip) ||
                     p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes ||
@@ -228,8 +228,8 @@ struct Blocking {
 
 // Where c's runs of the strip operand's columns are shorter than a strip (c's modes interleave
 // the operands' from its innermost on), the sums written from the registers go to c a few
-// lanes at a time, each store on lines the neighbouring strips and panels also write (rand185,
-// iramc,dprc->admpi: runs of 7 values of i, then p of the panel operand; 1.5 ms of arithmetic,
+// lanes at a time, each store on lines the neighbouring strips and panels also write
+// (iramc,dprc->admpi: runs of 7 values of i, then p of the panel operand; 1.5 ms of arithmetic,
 // 7.4 ms in all). There, where K is short, a block of N is a box of c's modes instead: whole
 // values of the strip operand's innermost modes (in c's order) and a range of the next, with
 // every panel's rows. Its sums, in a buffer the L2 holds, then go to c in c's order, a
@@ -241,11 +241,11 @@ void boxed_blocks(const Problem& p, Blocking& g, std::size_t threads) {
   const std::vector<int>& f = g.roles.strip_free;
   auto extent = [&](std::size_t x) { return p.extent[static_cast<std::size_t>(f[x])]; };
   // Not where each run is a vector: its lanes are whole lines of c, which the direct path
-  // streams (rand154, ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
+  // streams (ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
   const std::size_t run = g.c_run;
   if (f.empty() || run >= g.strip || run == g.strip / 2 || p.order[kC].size() > kBoxModes) return;
   // Only where c is only written and past kStreamBytes: a c the L3 holds takes the direct
-  // path's stores as fast (rand074, nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
+  // path's stores as fast (nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
   // direct, 1.1-1.4 ms boxed).
   if (!p.beta_zero || p.size[kC] * p.element_size <= kStreamBytes) return;
   const std::size_t most = kBlockBytes / (g.rows * g.panels * p.element_size);  // columns
@@ -487,9 +487,9 @@ HWY_INLINE void accumulate(typename Vec<T>::V (&acc)[R][2], const T* strip, cons
 
 // As accumulate, the sums coming from `sums` (rows `ld` apart) unless `first`, and going
 // back there. This kernel and strip_to_c are never inlined: inlined into block_task, GCC kept
-// one of the sums on the stack inside the loop over K (rand161, yhqam,ea->yehqm: 0.66 ms,
+// one of the sums on the stack inside the loop over K (yhqam,ea->yehqm: 0.66 ms,
 // 0.85 ms so). in_place_kernel always is: out of line, GCC stored all its sums to the stack
-// at every k (tccg07 in float: 18 ms, 31 ms so).
+// at every k (ecbfa,fd->abcde in float: 18 ms, 31 ms so).
 template <class T, std::size_t R>
 HWY_NOINLINE void strip_kernel(const T* strip, const T* panel, std::size_t kc, T* sums, std::size_t ld, bool first) {
   using X = Vec<T>;
@@ -620,7 +620,7 @@ void store_range(const T* from, std::size_t count, T* to, T alpha, T beta, bool 
 // A staged block's sums (Blocking::staged: c_extent rows, which fill one range of c per panel
 // row) to c: each panel row's tiles turned in the registers into `staging` in c's order, then
 // the range written in order, whole lines past the caches where c is only written and large
-// (tccg06, efbad,cf->abcde: a tile's 16 stores land 156 bytes apart, two lines each; written
+// (efbad,cf->abcde: a tile's 16 stores land 156 bytes apart, two lines each; written
 // so, c took 8 of the kernel's 21 ms).
 template <class T>
 void write_staged(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n, const T* sums, T* staging) {
@@ -654,7 +654,7 @@ void write_staged(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n
 // `modes`, side by side into `stage` in order. Whole vectors only: a run shorter than a vector
 // writes past its end, which the next run overwrites (the last into the stage's slack); a
 // longer one writes its last vector over the end of its first. Masked, the stores stalled the
-// loads that read the stage next (rand074, nqal,gialw->winqg: runs of 10 values of g).
+// loads that read the stage next (nqal,gialw->winqg: runs of 10 values of g).
 template <class T>
 void gather_runs(const T* from, const BoxMode* modes, std::size_t count, std::size_t run, T* stage) {
   using X = Vec<T>;
@@ -721,7 +721,7 @@ void write_c_order(const Work<T>& w, std::size_t n0, std::size_t count, const st
 // The sums of R rows and V vectors of a row of the strip operand read where it lies
 // (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart); where
 // `next` is given, every line its first `next_bytes` touch at each k from `fetch_from`, for
-// `fetch_count` values of K, is fetched into the caches meanwhile (tccg06, efbad,cf->abcde in
+// `fetch_count` values of K, is fetched into the caches meanwhile (efbad,cf->abcde in
 // float: rows of 104 bytes, which span three lines from most of their starts; with two lines
 // fetched a row, 42 ms, with all, 21 ms).
 template <class T, std::size_t R, std::size_t V>
@@ -766,7 +766,7 @@ void rows_in_place(const Work<T>& w, std::size_t count, const std::ptrdiff_t* st
   const std::size_t step = g.roles.c_step;
   // The next row's lines are fetched while this one runs, each of its calls (a part of the
   // row against a panel) fetching an equal share of K: all at once, the next row's lines
-  // (tccg04, deca,be->abcd in float: 72 values of K, 5 lines each) outran the caches' misses
+  // (deca,be->abcd in float: 72 values of K, 5 lines each) outran the caches' misses
   // in flight, and the row after came late (18.4 ms; spread, 15.3 ms).
   const std::size_t calls = ceil_div(step, 2 * W) * g.panels, share = ceil_div(g.k, calls);
   for (std::size_t j = 0; j < count; j += step) {
@@ -863,9 +863,9 @@ void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists
     const std::size_t kc = std::min(g.kc, g.k - k0);
     if (short_runs) {
       // Runs of one or two values: each vector of a strip gathered at once from its columns'
-      // offsets (tccg21, aebf,fdec->abcd: b's strips numbered in c's order d, c run 900 apart
+      // offsets (aebf,fdec->abcd: b's strips numbered in c's order d, c run 900 apart
       // in b; copied a run at a time in memory order, its packing took 14% of the kernel's
-      // time, gathered 9%; tccg25, aedf,fbec->abcd, a's f innermost: 8% copied down K a
+      // time, gathered 9%; aedf,fbec->abcd, a's f innermost: 8% copied down K a
       // column at a time, 4% gathered).
       // Each vector's lanes within N, once per block (the lanes past N stay zero).
       const std::ptrdiff_t* index = lists.index.data();
@@ -898,15 +898,15 @@ void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists
       };
       if (kc < kPanelOuterK && !w.panel_outer) {
         // A strip against every panel in turn: its part of c is written in runs down the
-        // panel operand's modes, rather than a line here and there (rand185,
-        // iramc,dprc->admpi: the strips' columns run 7 together in c, the panels' rows 70).
+        // panel operand's modes, rather than a line here and there
+        // (iramc,dprc->admpi: the strips' columns run 7 together in c, the panels' rows 70).
         for (std::size_t s = 0; s < strips; ++s) {
           for (std::size_t q = p0; q < p1; ++q) tile(s, q);
         }
       } else {
         // A panel against every strip of the block: the panels are read once per block, and
         // where a strip's columns run together in c, each row of c is written in one run
-        // (tccg37, efga,gdbc->abcdef, K = 23: 100 ms a strip at a time, 51 ms a panel).
+        // (efga,gdbc->abcdef, K = 23: 100 ms a strip at a time, 51 ms a panel).
         for (std::size_t q = p0; q < p1; ++q) {
           for (std::size_t s = 0; s < strips; ++s) tile(s, q);
         }
@@ -987,7 +987,7 @@ void pack_panels(const T* small, const Offsets& small_k, const Offsets& small_m,
     std::fill(std::begin(index), std::end(index), 0);
     std::copy(small_m.begin() + static_cast<std::ptrdiff_t>(q * g.rows),
               small_m.begin() + static_cast<std::ptrdiff_t>(q * g.rows + valid), index);
-    // The rows side by side in memory: loaded, not gathered (tccg27, aefc,fbed->abcd: a's c).
+    // The rows side by side in memory: loaded, not gathered (aefc,fbed->abcd: a's c).
     bool together = true;
     for (std::size_t r = 1; r < valid; ++r)
       together = together && index[r] == index[0] + static_cast<std::ptrdiff_t>(r);
