@@ -25,15 +25,15 @@
 #include <tenex/backend/backend.hpp>
 
 #include "support/environment_scope.hpp"
-
-#include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
+#include "tenex/backend/cpu/gather_kernel.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/plan_execution.hpp"
 #include "tenex/backend/cpu/plan_search.hpp"
+#include "tenex/backend/cpu/simd.hpp"
 #include "tenex/scalar.hpp"
 
 #if TENEX_OPENMP
@@ -58,6 +58,26 @@ struct TwoThreads {
   bool held = false;
 #endif
 };
+
+// Runs `check` once per SIMD target this CPU has (simd.hpp: AVX-512, AVX2, SSE4 and the
+// scalar emulation on an AVX-512 machine), the kernels capped to it, so that every target's
+// kernels are tested wherever the CPU runs them; then back to the default target.
+struct SimdTargetScope {
+  explicit SimdTargetScope(const std::string& name) { cpu::set_simd_target_for_test(name); }
+  ~SimdTargetScope() { cpu::set_simd_target_for_test(""); }
+  SimdTargetScope(const SimdTargetScope&) = delete;
+  SimdTargetScope& operator=(const SimdTargetScope&) = delete;
+};
+
+template <class F>
+void for_each_simd_target(F check) {
+  for (const std::string& target : cpu::simd_targets_available()) {
+    const SimdTargetScope scope(target);
+    INFO("SIMD target ", target);
+    CHECK(std::string(cpu::simd_target_name()) == target);
+    check();
+  }
+}
 
 #define TENEX_TEST_TUPLE_OF(T) \
   , std::tuple<T> {}
@@ -584,12 +604,12 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_contract_threaded_plans, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_kernels_narrow) {
   // One operand with few free values (at most kNarrowMost), the other's stride-1 mode a k
-  // mode: the narrow kernel packs the small one and reads the other as it lies (plan 0 where
-  // the CPU has AVX-512). The shapes put k modes before the large operand's last free mode,
-  // so that K runs in blocks whose sums go to memory and back; free values within one vector
-  // and past two (four vectors of doubles); rows past a whole task. Every plan runs against
-  // the reference, with beta 0 and 0.5. Where the large operand's stride-1 mode is free, the
-  // kernel is not offered.
+  // mode: the narrow kernel packs the small one and reads the other as it lies (plan 0). The
+  // shapes put k modes before the large operand's last free mode, so that K runs in blocks
+  // whose sums go to memory and back; free values within one vector and past two (four
+  // vectors of doubles); rows past a whole task. Every plan runs against the reference, with
+  // beta 0 and 0.5, and the narrow kernel on every SIMD target. Where the large operand's
+  // stride-1 mode is free, the kernel is not offered.
   std::mt19937 rng(31);
   struct Shape {
     const char* einsum;
@@ -607,9 +627,23 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the narrow kernel, K in blocks", T, cpu_
     INFO(shape.einsum);
     const std::string first =
         cpu::contract_plan_description<T>(0, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
-    CHECK((first.find("narrow kernel") == 0) == (shape.narrow && cpu::contraction::avx512_available()));
+    CHECK((first.find("narrow kernel") == 0) == shape.narrow);
     CHECK(check_contract<T>(p, rng, T(-0.75), T(0), true, 5) > 1);
     CHECK(check_contract<T>(p, rng, T(1), T(0.5), true, 5) > 1);
+    if (!shape.narrow) continue;
+    const auto a = random_values<T>(volume(p.a_ext), rng);
+    const auto b = random_values<T>(volume(p.b_ext), rng);
+    const auto c0 = random_values<T>(volume(c_extents(p)), rng);
+    for (const T beta : {T(0), T(0.5)}) {
+      const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes,
+                                                   static_cast<double>(beta), c0, p.c_modes);
+      for_each_simd_target([&] {
+        std::vector<T> c = c0;
+        cpu::contract_with_plan(0, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta, c.data(),
+                                p.c_modes);
+        CHECK(mismatches(c, expected) == 0);
+      });
+    }
   }
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_narrow, Scalars);
@@ -625,18 +659,18 @@ std::optional<std::size_t> gett_plan_of(const Problem& p) {
   return std::nullopt;
 }
 
-// The same, checked to be offered exactly where the CPU has AVX-512.
+// The same, checked to be offered (on every SIMD target).
 template <class T>
 std::optional<std::size_t> offered_gett_plan(const Problem& p) {
   const std::optional<std::size_t> gett = gett_plan_of<T>(p);
-  CHECK(gett.has_value() == cpu::contraction::avx512_available());
+  CHECK(gett.has_value());
   return gett;
 }
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, cpu_kernels_gett) {
   // The GETT kernel packs one operand into panels and the other, whatever its layout, a
-  // block at a time from its own strides (plan 0 or 1, after the narrow kernel, where the CPU
-  // has AVX-512). The shapes: skinny, K in blocks of 256 with the sums in a buffer and N past
+  // block at a time from its own strides (plan 0 or 1, after the narrow kernel, on every
+  // SIMD target). The shapes: skinny, K in blocks of 256 with the sums in a buffer and N past
   // several blocks, runs of the large operand's stride-1 mode across strips; the small
   // operand's free values over three panels, padded, with c's small modes innermost; a single
   // free value; the large operand's stride-1 mode a k mode; c's stride-1 mode the large
@@ -699,10 +733,12 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel, K and N in blocks", T, 
       const auto c0 = beta == T(0) ? std::vector<T>(n, std::numeric_limits<T>::quiet_NaN()) : random_values<T>(n, rng);
       const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes,
                                                    static_cast<double>(beta), c0, p.c_modes);
-      std::vector<T> c = c0;
-      cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta,
-                              c.data(), p.c_modes);
-      CHECK(mismatches(c, expected) == 0);
+      for_each_simd_target([&] {
+        std::vector<T> c = c0;
+        cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta,
+                                c.data(), p.c_modes);
+        CHECK(mismatches(c, expected) == 0);
+      });
     }
     CHECK(check_contract<T>(p, rng, T(1), T(0), false) == 1);
   }
@@ -711,52 +747,54 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel streams a large c past the caches", T,
                           cpu_kernels_gett_stream) {
-  // tccg37's shape, efga,gdbc->abcdef, with K = 3 and c of 9 M values (36 MB in float, 72 MB
-  // in double: past kStreamBytes), only written (beta 0): whole lines of c go past the
-  // caches. The strip operand a (12 K values) is gathered (its stride-1 mode a is c's
-  // slowest), and each panel runs against every strip (c's e, f run together). c is 64-byte
-  // aligned, as the streaming stores need, and starts as NaN; checked against plain loops.
-  constexpr std::size_t A = 16, B = 13, C = 13, D = 13, E = 16, F = 16, G = 3;
-  std::vector<std::size_t> extent_of(26, 1);
-  const std::size_t extents[] = {A, B, C, D, E, F, G};
-  for (std::size_t x = 0; x < 7; ++x) extent_of[x] = extents[x];
-  const Problem p = parse("efga,gdbc->abcdef", extent_of);
-  const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
-  if (!gett) return;
-  std::mt19937 rng(41);
-  const auto a = random_values<T>(E * F * G * A, rng);
-  const auto b = random_values<T>(G * D * B * C, rng);
-  const std::size_t n = A * B * C * D * E * F;
-  std::vector<T> raw(n + 64 / sizeof(T));
-  T* c = raw.data();
-  while (reinterpret_cast<std::uintptr_t>(c) % 64 != 0) ++c;
-  std::fill(c, c + n, std::numeric_limits<T>::quiet_NaN());
-  cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c,
-                          p.c_modes);
-  const double rtol = 4.0 * eps<T>() * (G + 4.0);
-  std::size_t bad = 0, at = 0;
-  for (std::size_t ia = 0; ia < A; ++ia) {
-    for (std::size_t ib = 0; ib < B; ++ib) {
-      for (std::size_t ic = 0; ic < C; ++ic) {
-        for (std::size_t id = 0; id < D; ++id) {
-          for (std::size_t ie = 0; ie < E; ++ie) {
-            for (std::size_t jf = 0; jf < F; ++jf, ++at) {
-              double sum = 0, magnitude = 0;
-              for (std::size_t ig = 0; ig < G; ++ig) {
-                const double term = static_cast<double>(a[((ie * F + jf) * G + ig) * A + ia]) *
-                                    static_cast<double>(b[((ig * D + id) * B + ib) * C + ic]);
-                sum += term;
-                magnitude += std::abs(term);
+  for_each_simd_target([&] {
+    // tccg37's shape, efga,gdbc->abcdef, with K = 3 and c of 9 M values (36 MB in float, 72 MB
+    // in double: past kStreamBytes), only written (beta 0): whole lines of c go past the
+    // caches. The strip operand a (12 K values) is gathered (its stride-1 mode a is c's
+    // slowest), and each panel runs against every strip (c's e, f run together). c is 64-byte
+    // aligned, as the streaming stores need, and starts as NaN; checked against plain loops.
+    constexpr std::size_t A = 16, B = 13, C = 13, D = 13, E = 16, F = 16, G = 3;
+    std::vector<std::size_t> extent_of(26, 1);
+    const std::size_t extents[] = {A, B, C, D, E, F, G};
+    for (std::size_t x = 0; x < 7; ++x) extent_of[x] = extents[x];
+    const Problem p = parse("efga,gdbc->abcdef", extent_of);
+    const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
+    if (!gett) return;
+    std::mt19937 rng(41);
+    const auto a = random_values<T>(E * F * G * A, rng);
+    const auto b = random_values<T>(G * D * B * C, rng);
+    const std::size_t n = A * B * C * D * E * F;
+    std::vector<T> raw(n + 64 / sizeof(T));
+    T* c = raw.data();
+    while (reinterpret_cast<std::uintptr_t>(c) % 64 != 0) ++c;
+    std::fill(c, c + n, std::numeric_limits<T>::quiet_NaN());
+    cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c,
+                            p.c_modes);
+    const double rtol = 4.0 * eps<T>() * (G + 4.0);
+    std::size_t bad = 0, at = 0;
+    for (std::size_t ia = 0; ia < A; ++ia) {
+      for (std::size_t ib = 0; ib < B; ++ib) {
+        for (std::size_t ic = 0; ic < C; ++ic) {
+          for (std::size_t id = 0; id < D; ++id) {
+            for (std::size_t ie = 0; ie < E; ++ie) {
+              for (std::size_t jf = 0; jf < F; ++jf, ++at) {
+                double sum = 0, magnitude = 0;
+                for (std::size_t ig = 0; ig < G; ++ig) {
+                  const double term = static_cast<double>(a[((ie * F + jf) * G + ig) * A + ia]) *
+                                      static_cast<double>(b[((ig * D + id) * B + ib) * C + ic]);
+                  sum += term;
+                  magnitude += std::abs(term);
+                }
+                const double got = static_cast<double>(c[at]);
+                if (!(std::abs(got + 0.75 * sum) <= rtol * 0.75 * magnitude + 1e-300)) ++bad;
               }
-              const double got = static_cast<double>(c[at]);
-              if (!(std::abs(got + 0.75 * sum) <= rtol * 0.75 * magnitude + 1e-300)) ++bad;
             }
           }
         }
       }
     }
-  }
-  CHECK(bad == 0);
+    CHECK(bad == 0);
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_stream, Scalars);
 
@@ -774,10 +812,12 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel's staged rows stream a l
   const auto b = random_values<T>(volume(p.b_ext), rng);
   const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
   const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
-  std::vector<T> c = c0;
-  cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(),
-                          p.c_modes);
-  CHECK(mismatches(c, expected) == 0);
+  for_each_simd_target([&] {
+    std::vector<T> c = c0;
+    cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(),
+                            p.c_modes);
+    CHECK(mismatches(c, expected) == 0);
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_staged_stream, Scalars);
 
@@ -795,23 +835,33 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel writes a large c in boxe
       {"iramc,dprc->admpi", {{'i', 7}, {'r', 2}, {'a', 19}, {'m', 17}, {'c', 3}, {'d', 221}, {'p', 20}}},
       {"nqal,gialw->winqg", {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}}},
   };
+  const std::size_t runs[] = {7, 12};  // of c's stride-1 mode: i, g
+  std::size_t shape = 0;
+  // Boxes where a run is shorter than a strip (two vectors of the target) and not one vector:
+  // the direct path writes runs of whole vectors as fast. Every SIMD target against one
+  // reference.
   for (const auto& [einsum, extents] : shapes) {
+    const std::size_t run = runs[shape++];
     const Problem p = parse(einsum, extents);
     INFO(std::string(einsum));
     const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
     if (!gett) continue;
-    const std::string text =
-        cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
-    CHECK(text.find("c written in boxes") != std::string::npos);
     const auto a = random_values<T>(volume(p.a_ext), rng);
     const auto b = random_values<T>(volume(p.b_ext), rng);
     const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
     const Expected expected =
         reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
-    std::vector<T> c = c0;
-    cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(),
-                            p.c_modes);
-    CHECK(mismatches(c, expected) == 0);
+    for_each_simd_target([&] {
+      const std::size_t lanes = cpu::simd_lanes<T>();
+      const bool boxed = run < 2 * lanes && run != lanes;
+      const std::string text =
+          cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+      CHECK((text.find("c written in boxes") != std::string::npos) == boxed);
+      std::vector<T> c = c0;
+      cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
+                              c.data(), p.c_modes);
+      CHECK(mismatches(c, expected) == 0);
+    });
   }
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_boxed, Scalars);
@@ -836,6 +886,164 @@ TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") 
       CHECK(text.find("GETT kernel") == std::string::npos);
     }
   }
+}
+
+// The plans of the kernels written over portable vectors (GETT, narrow) among the first two.
+template <class T>
+std::vector<std::size_t> simd_kernel_plans(const Problem& p) {
+  std::vector<std::size_t> plans;
+  for (std::size_t plan = 0; plan < 2; ++plan) {
+    const std::string text =
+        cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    if (text.find("GETT kernel") == 0 || text.find("narrow kernel") == 0) plans.push_back(plan);
+  }
+  return plans;
+}
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT and narrow kernels at the edges of the target's tiles", T,
+                          cpu_kernels_simd_edges) {
+  // On every SIMD target, free extents of 1, a vector's lanes less one and plus one, and
+  // primes, so that strips, panels and the narrow kernel's vectors end part-way; K prime.
+  // Shapes: the small operand's free values in panels or the narrow kernel's panel (its
+  // stride-1 mode k), and a shape whose c interleaves the operands' modes. Each kernel's plan
+  // against the reference with beta 0 (c NaN), 1 and -0.5, at one thread and at two, on a
+  // problem past the threshold for threads.
+  std::mt19937 rng(53);
+  for_each_simd_target([&] {
+    const std::size_t lanes = cpu::simd_lanes<T>();
+    std::size_t runs = 0;
+    for (const std::size_t m : {std::size_t{1}, lanes > 1 ? lanes - 1 : 2, lanes + 1, std::size_t{13}}) {
+      for (const std::size_t n : {std::size_t{1}, lanes + 1, std::size_t{37}, std::size_t{67}}) {
+        const std::vector<Problem> problems{
+            parse("mk,kn->mn", {{'m', m}, {'k', 7}, {'n', n}}),
+            parse("km,nk->nm", {{'k', 31}, {'m', m}, {'n', n}}),
+            parse("amk,kbn->mbna", {{'a', 3}, {'m', m}, {'k', 5}, {'b', 2}, {'n', n}}),
+        };
+        for (const Problem& p : problems) {
+          for (const std::size_t plan : simd_kernel_plans<T>(p)) {
+            for (const T beta : {T(0), T(1), T(-0.5)}) {
+              const auto a = random_values<T>(volume(p.a_ext), rng);
+              const auto b = random_values<T>(volume(p.b_ext), rng);
+              const std::size_t size = volume(c_extents(p));
+              const auto c0 = beta == T(0) ? std::vector<T>(size, std::numeric_limits<T>::quiet_NaN())
+                                           : random_values<T>(size, rng);
+              const Expected expected = reference_contract(1.25, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes,
+                                                           static_cast<double>(beta), c0, p.c_modes);
+              std::vector<T> c = c0;
+              cpu::contract_with_plan(plan, T(1.25), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, beta,
+                                      c.data(), p.c_modes);
+              INFO(describe(p), " plan ", plan, " beta ", static_cast<double>(beta));
+              CHECK(mismatches(c, expected) == 0);
+              ++runs;
+            }
+          }
+        }
+      }
+    }
+    CHECK(runs > 48);
+    // Past the threshold for threads (4 Mflop): one thread, then two.
+    const Problem large = parse("mk,kn->mn", {{'m', 700}, {'k', 301}, {'n', lanes + 1}});
+    const std::vector<std::size_t> plans = simd_kernel_plans<T>(large);
+    CHECK(!plans.empty());
+    for (const int threads : {1, 2}) {
+#if TENEX_OPENMP
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(threads);
+#endif
+      for (const std::size_t plan : plans) {
+        const auto a = random_values<T>(volume(large.a_ext), rng);
+        const auto b = random_values<T>(volume(large.b_ext), rng);
+        const auto c0 = random_values<T>(volume(c_extents(large)), rng);
+        const Expected expected = reference_contract(-1.0, a, large.a_ext, large.a_modes, b, large.b_ext, large.b_modes,
+                                                     0.5, c0, large.c_modes);
+        std::vector<T> c = c0;
+        cpu::contract_with_plan(plan, T(-1), a.data(), large.a_ext, large.a_modes, b.data(), large.b_ext, large.b_modes,
+                                T(0.5), c.data(), large.c_modes);
+        INFO("threads ", threads, " plan ", plan);
+        CHECK(mismatches(c, expected) == 0);
+      }
+#if TENEX_OPENMP
+      omp_set_num_threads(before);
+#endif
+    }
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_simd_edges, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the sparse gather and streamed copy on every SIMD target", T,
+                          cpu_kernels_simd_gather) {
+  // gather_axpy_simd: c[y] += a b[index[y]] against the plain loop, for lengths around a
+  // vector's lanes (the rest after whole vectors) and offsets anywhere in b. stream_bytes:
+  // copies and zeros from unaligned starts, lengths past a line and short of one.
+  std::mt19937 rng(59);
+  for_each_simd_target([&] {
+    const std::size_t lanes = cpu::simd_lanes<T>();
+    const auto b = random_values<T>(1000, rng);
+    std::uniform_int_distribution<std::int32_t> offset(0, 999);
+    for (const std::size_t n :
+         {std::size_t{0}, std::size_t{1}, lanes - 1, lanes, lanes + 1, 3 * lanes + 2, std::size_t{37}}) {
+      std::vector<std::int32_t> index(n);
+      for (auto& x : index) x = offset(rng);
+      const auto c0 = random_values<T>(n, rng);
+      std::vector<T> c = c0;
+      cpu::gather_axpy_simd(c.data(), T(-1.5), b.data(), index.data(), n);
+      std::size_t bad = 0;
+      for (std::size_t y = 0; y < n; ++y) {
+        const double want =
+            static_cast<double>(c0[y]) - 1.5 * static_cast<double>(b[static_cast<std::size_t>(index[y])]);
+        if (!(std::abs(static_cast<double>(c[y]) - want) <= 8 * eps<T>() * (std::abs(want) + 2.0))) ++bad;
+      }
+      INFO("n ", n);
+      CHECK(bad == 0);
+    }
+    std::vector<char> from(700), to(800);
+    for (std::size_t x = 0; x < from.size(); ++x) from[x] = static_cast<char>(x * 7 + 1);
+    for (const std::size_t start : {std::size_t{0}, std::size_t{3}, std::size_t{61}}) {
+      for (const std::size_t bytes :
+           {std::size_t{0}, std::size_t{5}, std::size_t{64}, std::size_t{200}, std::size_t{699}}) {
+        std::fill(to.begin(), to.end(), char(-1));
+        cpu::stream_bytes(to.data() + start, from.data(), bytes);
+        CHECK(std::equal(from.begin(), from.begin() + static_cast<std::ptrdiff_t>(bytes),
+                         to.begin() + static_cast<std::ptrdiff_t>(start)));
+        CHECK(to[start + bytes] == char(-1));
+        cpu::stream_bytes(to.data() + start, nullptr, bytes);
+        CHECK(std::count(to.begin() + static_cast<std::ptrdiff_t>(start),
+                         to.begin() + static_cast<std::ptrdiff_t>(start + bytes),
+                         char(0)) == static_cast<std::ptrdiff_t>(bytes));
+        if (start > 0) CHECK(to[start - 1] == char(-1));
+      }
+    }
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_simd_gather, Scalars);
+
+TEST_CASE("cpu kernels: TENEX_SIMD caps the SIMD target") {
+  // Each target this CPU has, named in TENEX_SIMD, is the one the kernels run, with its
+  // vector's lanes (a vector of 64, 32 or 16 bytes; one value for the scalar code); an unknown
+  // name leaves the best target, as does no value. Targets are listed best first.
+  const std::vector<std::string> targets = cpu::simd_targets_available();
+  REQUIRE(!targets.empty());
+  CHECK(targets.back() == "scalar");
+  for (const std::string& target : targets) {
+    EnvironmentScope simd("TENEX_SIMD", target.c_str());
+    cpu::set_simd_target_for_test("");  // reads TENEX_SIMD again
+    INFO(target);
+    CHECK(std::string(cpu::simd_target_name()) == target);
+    const std::size_t bytes = target == "avx512" ? 64 : target == "avx2" ? 32 : target == "scalar" ? 0 : 16;
+    if (bytes > 0) {
+      CHECK(cpu::simd_lanes<float>() == bytes / sizeof(float));
+      CHECK(cpu::simd_lanes<double>() == bytes / sizeof(double));
+    } else {
+      CHECK(cpu::simd_lanes<double>() >= 1);
+    }
+  }
+  for (const char* value : {"", "avx1024", "AVX2", "none"}) {
+    EnvironmentScope simd("TENEX_SIMD", value);
+    cpu::set_simd_target_for_test("");
+    INFO(value);
+    CHECK(std::string(cpu::simd_target_name()) == targets.front());
+  }
+  cpu::set_simd_target_for_test("");
 }
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: contract, larger shapes run the cheapest plan", T, cpu_kernels_contract_large) {

@@ -26,7 +26,6 @@
 #include <utility>
 #include <vector>
 
-#include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/gett_kernel.hpp"
 #include "tenex/backend/cpu/narrow_kernel.hpp"
@@ -223,7 +222,7 @@ Plan kernel_plan(bool Plan::*kernel, double seconds) {
 // visits: the model's guess at it is rough (kNarrowEfficiency), so it never ranks the plans,
 // and is only timed (candidate_plans).
 std::optional<Plan> narrow_plan(const Problem& p) {
-  if (!avx512_available() || narrow_small_operand(p) < 0) return std::nullopt;
+  if (narrow_small_operand(p) < 0) return std::nullopt;
   return kernel_plan(&Plan::narrow, narrow_seconds(p));
 }
 
@@ -245,7 +244,7 @@ double gett_seconds(const Problem& p) {
 
 // The GETT kernel's plan, where it can run; like the narrow kernel's, only timed.
 std::optional<Plan> gett_plan(const Problem& p) {
-  if (!avx512_available() || gett_panel_operand(p) < 0) return std::nullopt;
+  if (gett_panel_operand(p) < 0) return std::nullopt;
   return kernel_plan(&Plan::gett, gett_seconds(p));
 }
 

@@ -1,5 +1,11 @@
 // The GETT kernel (gett_kernel.hpp): c[M, N] = sum over K of small[M, K] big[K, N] for
-// M <= kGettMost, on AVX-512, the large operand packed from its own strides a block at a time.
+// M <= kGettMost, the large operand packed from its own strides a block at a time. Written
+// over Highway's portable vectors (simd_vector_inl.hpp): this file compiles itself once per
+// SIMD target (hwy/foreach_target.h), the kernels in each target's namespace, and run_gett
+// calls the target simd.hpp picks. The blocking is the target's: its vector's lanes and its
+// registers size the strips and panels.
+#ifndef TENEX_GETT_KERNEL_CPP_ONCE
+#define TENEX_GETT_KERNEL_CPP_ONCE
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
@@ -9,24 +15,28 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "tenex/backend/cpu/avx512_vec.hpp"
 #include "tenex/backend/cpu/gett_kernel.hpp"
 #include "tenex/backend/cpu/operand_offsets.hpp"
 #include "tenex/backend/cpu/scratch.hpp"
+#include "tenex/backend/cpu/simd.hpp"
 #include "tenex/backend/cpu/thread_partition.hpp"
 
 namespace tenex::detail::cpu::contraction {
 namespace {
 
+
 // Values of K one block of the strip operand holds at most on skinny shapes: a strip of it
 // ([kc][2 vectors], 32 KB of doubles) stays in the L1 while each of the few panels runs over it.
 constexpr std::size_t kBlockK = 256;
 // The same where neither side is skinny: the sums of a tile run over all of K up to this, so
-// that c is read and written once per tile rather than once per 256 values of K (tccg27,
-// aefc,fbed->abcd, K = 900: 20.1 ms in blocks of 256, 19.1 ms in one block; dgemm 18.5 ms).
+// that c is read and written once per tile rather than once per 256 values of K
+// (aefc,fbed->abcd, K = 900: 20.1 ms in blocks of 256, 19.1 ms in one block; dgemm 18.5 ms).
 // Strip and panel then both stream from the L2.
 constexpr std::size_t kWideBlockK = 1024;
 // Strips of N one block holds at most, and bytes at most (a block stays in the L2).
@@ -48,11 +58,13 @@ constexpr std::size_t kStagedBytes = std::size_t{16} << 10;
 constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
 // Where c is only written (beta 0) and larger than this, whole vectors of sums that land on
 // a 64-byte line of c go past the caches (a store that does not read the line first, and
-// does not push the operands out): tccg37, efga,gdbc->abcdef, K = 23, c of 277 MB: 51 ms
+// does not push the operands out): efga,gdbc->abcdef, K = 23, c of 277 MB: 51 ms
 // stored through the caches, 39 ms past them.
 constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
-// Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers.
+// Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers of AVX-512
+// or NEON; 6 (12 of 16) on targets of 16 registers (AVX2, SSE4), so that no sum spills.
 constexpr std::size_t kPanelRows = 12;
+constexpr std::size_t kNarrowPanelRows = 6;
 // Bytes of a boxed block's staging range at most (see write_boxed): it stays in the L1.
 constexpr std::size_t kBoxStageBytes = std::size_t{32} << 10;
 // Modes of a box at most (its odometers' digits live on the stack).
@@ -113,6 +125,10 @@ Roles roles(const Problem& p) {
     has_k = has_k || x == Role::k;
   }
   if (!has_k || (p.element_size != sizeof(float) && p.element_size != sizeof(double))) return r;
+  // Gathers of floats take 32-bit offsets.
+  if (p.element_size == sizeof(float) &&
+      std::max(p.size[kA], p.size[kB]) > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    return r;
   const std::size_t ma = free_size(p, kA), nb = free_size(p, kB), k = k_size(p);
   if (std::min(ma, nb) <= kGettMost) {
     // Skinny: the large operand in strips, numbered in its own order (runs of its memory).
@@ -123,7 +139,7 @@ Roles roles(const Problem& p) {
     // Where the strip operand holds c's stride-1 mode but slower than the modes a block of N
     // spans, that mode is numbered next to the innermost: a block then fills whole lines of c
     // rather than one value of each, to come back for the rest only after the whole operand
-    // (tccg06, efbad,cf->abcde: a's e slowest, c's fastest; 567 ms against 72 ms for dgemm).
+    // (efbad,cf->abcde: a's e slowest, c's fastest; 567 ms against 72 ms for dgemm).
     const int c_last = p.last(kC);
     if (c_last >= 0 && p.has(r.strip, c_last) && r.strip_free.size() > 2 && !block_spans(p, r.strip_free, c_last)) {
       r.strip_free.erase(std::find(r.strip_free.begin(), r.strip_free.end(), c_last));
@@ -133,8 +149,8 @@ Roles roles(const Problem& p) {
     // vector of sums would go to c a lane at a time, the innermost's values apart in c.
     // Instead the sums of a few values of that mode (rows of c_step values of N, the modes
     // numbered after it) go to c through a buffer, turned in the registers, so that c is
-    // written a vector at a time (tccg07, ecbfa,fd->abcde: rows of e, 39 values of a each;
-    // tccg06, efbad,cf->abcde: rows of 26 values of d, 39 apart in c, in float 65 ms a lane at
+    // written a vector at a time (ecbfa,fd->abcde: rows of e, 39 values of a each;
+    // efbad,cf->abcde: rows of 26 values of d, 39 apart in c, in float 65 ms a lane at
     // a time, 17 ms turned and staged, against 20 ms for sgemm).
     // Where a row lies together in the strip operand (its modes dense, the innermost of
     // stride 1), the kernel reads it there (K is in one block).
@@ -157,7 +173,7 @@ Roles roles(const Problem& p) {
       }
     }
     // Else not where K is short and that order scatters c: c is then about as large as the
-    // operand, and written a value at a time, each far from the last (tccg03, dbea,ec->abcd:
+    // operand, and written a value at a time, each far from the last (dbea,ec->abcd:
     // K = 72, a's a innermost, 373248 apart in c: 136 ms against 45 ms for dgemm; numbered in
     // c's order instead, the packing gathers a value at a time from 200 MB: 350 ms).
     const bool scatters =
@@ -177,7 +193,7 @@ Roles roles(const Problem& p) {
   // Only where a block of N still reads the strip operand in runs: its stride-1 mode among
   // the modes one block spans, or a k mode (each column's values then lie together down K).
   // Else the packing gathers a value at a time across the whole operand: cheap only from an
-  // operand the caches hold (tccg37, efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a
+  // operand the caches hold (efga,gdbc->abcdef: a, 1.5 MB, numbered a, e, f with a
   // innermost in memory).
   const bool runs = last_is_k(p, r.strip) ||
                     p.size[static_cast<std::size_t>(r.strip)] * p.element_size <= kCachedStripBytes ||
@@ -212,8 +228,8 @@ struct Blocking {
 
 // Where c's runs of the strip operand's columns are shorter than a strip (c's modes interleave
 // the operands' from its innermost on), the sums written from the registers go to c a few
-// lanes at a time, each store on lines the neighbouring strips and panels also write (rand185,
-// iramc,dprc->admpi: runs of 7 values of i, then p of the panel operand; 1.5 ms of arithmetic,
+// lanes at a time, each store on lines the neighbouring strips and panels also write
+// (iramc,dprc->admpi: runs of 7 values of i, then p of the panel operand; 1.5 ms of arithmetic,
 // 7.4 ms in all). There, where K is short, a block of N is a box of c's modes instead: whole
 // values of the strip operand's innermost modes (in c's order) and a range of the next, with
 // every panel's rows. Its sums, in a buffer the L2 holds, then go to c in c's order, a
@@ -225,11 +241,11 @@ void boxed_blocks(const Problem& p, Blocking& g, std::size_t threads) {
   const std::vector<int>& f = g.roles.strip_free;
   auto extent = [&](std::size_t x) { return p.extent[static_cast<std::size_t>(f[x])]; };
   // Not where each run is a vector: its lanes are whole lines of c, which the direct path
-  // streams (rand154, ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
+  // streams (ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
   const std::size_t run = g.c_run;
   if (f.empty() || run >= g.strip || run == g.strip / 2 || p.order[kC].size() > kBoxModes) return;
   // Only where c is only written and past kStreamBytes: a c the L3 holds takes the direct
-  // path's stores as fast (rand074, nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
+  // path's stores as fast (nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
   // direct, 1.1-1.4 ms boxed).
   if (!p.beta_zero || p.size[kC] * p.element_size <= kStreamBytes) return;
   const std::size_t most = kBlockBytes / (g.rows * g.panels * p.element_size);  // columns
@@ -266,13 +282,26 @@ void boxed_blocks(const Problem& p, Blocking& g, std::size_t threads) {
   g.n_blocks = outer * g.box_per_outer;
 }
 
-Blocking blocking(const Problem& p, std::size_t threads) {
+// The SIMD target's tile: values of the problem's type per vector, and rows of a panel at most.
+struct Tile {
+  std::size_t lanes = 0, rows = 0;
+};
+
+std::size_t panel_rows_for(std::size_t registers) { return registers >= 32 ? kPanelRows : kNarrowPanelRows; }
+
+// The tile of the target the kernels run now (simd.hpp).
+Tile chosen_tile(const Problem& p) {
+  return Tile{p.element_size == sizeof(float) ? simd_lanes<float>() : simd_lanes<double>(),
+              panel_rows_for(simd_vector_registers())};
+}
+
+Blocking blocking(const Problem& p, std::size_t threads, Tile tile) {
   Blocking g;
   g.roles = roles(p);
   g.m = free_size(p, g.roles.panel);
   g.n = free_size(p, g.roles.strip);
   g.k = k_size(p);
-  g.panels = ceil_div(g.m, kPanelRows);
+  g.panels = ceil_div(g.m, tile.rows);
   g.rows = round_up(ceil_div(g.m, g.panels), 2);
   // The sums go from the registers to c, the first block of K scaling c by beta and the later
   // ones adding to it; except on skinny shapes with K in several blocks, whose strips are
@@ -282,7 +311,7 @@ Blocking blocking(const Problem& p, std::size_t threads) {
   g.direct = (!g.roles.skinny || g.k <= kBlockK) && !g.roles.c_order;
   const std::size_t most_k = g.roles.skinny ? kBlockK : kWideBlockK;
   g.kc = ceil_div(g.k, ceil_div(g.k, most_k));
-  g.strip = 2 * (p.element_size == sizeof(float) ? Vec<float>::width : Vec<double>::width);
+  g.strip = 2 * tile.lanes;
   const std::size_t strips = ceil_div(g.n, g.strip);
   const std::size_t strip_bytes = g.kc * g.strip * p.element_size;
   std::size_t per_block = std::min({kBlockStrips, strips, std::max<std::size_t>(1, kBlockBytes / strip_bytes)});
@@ -342,93 +371,6 @@ struct Span {
   std::size_t first = 0, length = 0;
 };
 
-template <class T>
-__attribute__((target("avx512f"))) void copy_run(const T* from, T* to, std::size_t length) {
-  using X = Vec<T>;
-  if (length >= X::width) {
-    X::store(to, X::load(from));
-    if (length > X::width) {
-      const auto rest = lanes<T>(length - X::width);
-      X::store(rest, to + X::width, X::load(rest, from + X::width));
-    }
-    return;
-  }
-  const auto part = lanes<T>(length);
-  X::store(part, to, X::load(part, from));
-}
-
-// The sums of R rows and one strip over kc values of K, added to `acc`: `strip` is
-// [kc][2 vectors], `panel` [kc][R].
-template <class T, std::size_t R>
-__attribute__((target("avx512f"), always_inline)) inline void accumulate(typename Vec<T>::V (&acc)[R][2],
-                                                                         const T* strip, const T* panel,
-                                                                         std::size_t kc) {
-  using X = Vec<T>;
-  constexpr std::size_t W = X::width;
-  for (std::size_t k = 0; k < kc; ++k) {
-    const typename X::V b0 = X::load(strip + k * 2 * W), b1 = X::load(strip + k * 2 * W + W);
-    const T* row = panel + k * R;
-    for (std::size_t r = 0; r < R; ++r) {
-      const typename X::V x = X::set1(row[r]);
-      acc[r][0] = X::fma(x, b0, acc[r][0]);
-      acc[r][1] = X::fma(x, b1, acc[r][1]);
-    }
-  }
-}
-
-// As accumulate, the sums coming from `sums` (rows `ld` apart) unless `first`, and going
-// back there. This kernel and strip_to_c are never inlined: inlined into block_task, GCC kept
-// one of the sums on the stack inside the loop over K (rand161, yhqam,ea->yehqm: 0.66 ms,
-// 0.85 ms so). in_place_kernel always is: out of line, GCC stored all its sums to the stack
-// at every k (tccg07 in float: 18 ms, 31 ms so).
-template <class T, std::size_t R>
-__attribute__((target("avx512f"), noinline)) void strip_kernel(const T* strip, const T* panel, std::size_t kc, T* sums,
-                                                               std::size_t ld, bool first) {
-  using X = Vec<T>;
-  constexpr std::size_t W = X::width;
-  typename X::V acc[R][2];
-  for (std::size_t r = 0; r < R; ++r) {
-    acc[r][0] = first ? X::zero() : X::load(sums + r * ld);
-    acc[r][1] = first ? X::zero() : X::load(sums + r * ld + W);
-  }
-  accumulate<T, R>(acc, strip, panel, kc);
-  for (std::size_t r = 0; r < R; ++r) {
-    X::store(sums + r * ld, acc[r][0]);
-    X::store(sums + r * ld + W, acc[r][1]);
-  }
-}
-
-// As accumulate over all of K, the sums scaled into c: rows `c_rows` (`count` of them, at
-// most R), the lanes of vector v by spans[v] (spans[2] ends them).
-template <class T, std::size_t R>
-__attribute__((target("avx512f"), noinline)) void strip_to_c(const T* strip, const T* panel, std::size_t kk,
-                                                             const std::ptrdiff_t* c_rows, std::size_t count,
-                                                             const Span* const (&spans)[3], T alpha, T beta, T* c,
-                                                             bool stream) {
-  using X = Vec<T>;
-  typename X::V acc[R][2];
-  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = X::zero();
-  accumulate<T, R>(acc, strip, panel, kk);
-  const typename X::V va = X::set1(alpha), vb = X::set1(beta);
-  for (std::size_t r = 0; r < count; ++r) {
-    // Each span's lanes stored where they lie in c: the vector's base moved back by `first`
-    // (lanes outside the mask are neither read nor written).
-    const auto base = reinterpret_cast<std::uintptr_t>(c + c_rows[r]);
-    for (std::size_t v = 0; v < 2; ++v) {
-      const typename X::V scaled = X::mul(va, acc[r][v]);
-      for (const Span* sp = spans[v]; sp != spans[v + 1]; ++sp) {
-        T* to = reinterpret_cast<T*>(
-            base + static_cast<std::uintptr_t>(sp->to - static_cast<std::ptrdiff_t>(sp->first)) * sizeof(T));
-        if (stream && sp->length == X::width && reinterpret_cast<std::uintptr_t>(to) % 64 == 0) {
-          X::stream(to, scaled);
-          continue;
-        }
-        const auto mask = lanes<T>(sp->length, sp->first);
-        X::store(mask, to, beta == T(0) ? scaled : X::fma(vb, X::load(mask, to), scaled));
-      }
-    }
-  }
-}
 
 // A mode of a boxed block (Blocking::boxed): its values in the block, its stride in the sums
 // and in c. The cut mode's extent is the block's own.
@@ -465,121 +407,6 @@ struct Lists {
   std::vector<BoxMode> box;               // write_boxed's
 };
 
-// A tile of sums turned in the registers: `tall` rows `step` apart from `from`, `wide` values
-// each (the rest zero), so that tile[u] holds value u of every row.
-template <class T>
-__attribute__((target("avx512f"), always_inline)) inline void turned_tile(const T* from, std::size_t step,
-                                                                          std::size_t tall, std::size_t wide,
-                                                                          typename Vec<T>::V (&tile)[Vec<T>::width]) {
-  using X = Vec<T>;
-  const auto in_row = lanes<T>(wide);
-#pragma GCC unroll 16
-  for (std::size_t t = 0; t < X::width; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
-  transpose<T>(tile);
-}
-
-// A c_order block's sums ([rows * panels][ld]) to c: tiles of up to a vector of rows (c_step
-// values of N each, whose values lie side by side in c) by a vector of values of a row, each
-// turned in the registers, so that a vector of the tile's rows goes to c in one store.
-template <class T>
-__attribute__((target("avx512f"))) void write_in_c_order(const Work<T>& w, std::size_t n0, std::size_t count,
-                                                         const std::ptrdiff_t* c_n, const T* sums) {
-  using X = Vec<T>;
-  constexpr std::size_t W = X::width;
-  const Blocking& g = w.g;
-  const std::size_t step = g.roles.c_step, rows = count / step, extent = g.roles.c_extent;
-  const typename X::V va = X::set1(w.alpha), vb = X::set1(w.beta);
-  for (std::size_t r = 0; r < rows;) {
-    // Rows r .. r + tall - 1 lie side by side in c: up to a vector of them, not across a
-    // value of the modes outside c's stride-1 mode.
-    const std::size_t tall = std::min({W, rows - r, extent - (n0 / step + r) % extent});
-    const auto in_c = lanes<T>(tall);
-    for (std::size_t v0 = 0; v0 < step; v0 += W) {
-      const std::size_t wide = std::min(W, step - v0);
-      const std::size_t j0 = r * step + v0;
-      for (std::size_t i = 0; i < g.m; ++i) {
-        typename X::V tile[W];
-        turned_tile<T>(sums + i * g.ld + j0, step, tall, wide, tile);
-        T* out = w.c + w.c_m[i];
-#pragma GCC unroll 16
-        for (std::size_t u = 0; u < W; ++u) {
-          if (u >= wide) break;
-          T* to = out + c_n[j0 + u];
-          const typename X::V x = X::mul(va, tile[u]);
-          X::store(in_c, to, w.beta == T(0) ? x : X::fma(vb, X::load(in_c, to), x));
-        }
-      }
-    }
-    r += tall;
-  }
-}
-
-// `length` values of `from` (at most a vector), scaled into c at `to`.
-template <class T>
-__attribute__((target("avx512f"), always_inline)) inline void store_part(const T* from, std::size_t length, T* to,
-                                                                         typename Vec<T>::V va, typename Vec<T>::V vb,
-                                                                         bool only_written) {
-  using X = Vec<T>;
-  const typename X::Mask mask = lanes<T>(length);
-  const typename X::V x = X::mul(va, X::load(mask, from));
-  X::store(mask, to, only_written ? x : X::fma(vb, X::load(mask, to), x));
-}
-
-// `count` values of `from`, scaled into c at `to` in order: the lines `to` covers whole stored
-// past the caches where `stream` (the first and last parts masked).
-template <class T>
-__attribute__((target("avx512f"))) void store_range(const T* from, std::size_t count, T* to, T alpha, T beta,
-                                                    bool stream) {
-  using X = Vec<T>;
-  constexpr std::size_t W = X::width;
-  const typename X::V va = X::set1(alpha), vb = X::set1(beta);
-  // Up to the first 64-byte line of c, then whole vectors, then the rest.
-  const std::size_t head = std::min(count, (64 - reinterpret_cast<std::uintptr_t>(to) % 64) % 64 / sizeof(T));
-  const bool streamed = stream && beta == T(0) && reinterpret_cast<std::uintptr_t>(to + head) % 64 == 0;
-  if (head > 0) store_part(from, head, to, va, vb, beta == T(0));
-  std::size_t j = head;
-  if (streamed) {
-    for (; j + W <= count; j += W) X::stream(to + j, X::mul(va, X::load(from + j)));
-  } else if (beta == T(0)) {
-    for (; j + W <= count; j += W) X::store(to + j, X::mul(va, X::load(from + j)));
-  } else {
-    for (; j + W <= count; j += W) X::store(to + j, X::fma(vb, X::load(to + j), X::mul(va, X::load(from + j))));
-  }
-  if (j < count) store_part(from + j, count - j, to + j, va, vb, beta == T(0));
-}
-
-// A staged block's sums (Blocking::staged: c_extent rows, which fill one range of c per panel
-// row) to c: each panel row's tiles turned in the registers into `staging` in c's order, then
-// the range written in order, whole lines past the caches where c is only written and large
-// (tccg06, efbad,cf->abcde: a tile's 16 stores land 156 bytes apart, two lines each; written
-// so, c took 8 of the kernel's 21 ms).
-template <class T>
-__attribute__((target("avx512f"))) void write_staged(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n,
-                                                     const T* sums, T* staging) {
-  using X = Vec<T>;
-  constexpr std::size_t W = X::width;
-  const Blocking& g = w.g;
-  const std::size_t step = g.roles.c_step, rows = count / step;
-  const std::ptrdiff_t first = c_n[0];  // the range's start: the first row's first value
-  for (std::size_t i = 0; i < g.m; ++i) {
-    for (std::size_t r = 0; r < rows; r += W) {
-      const std::size_t tall = std::min(W, rows - r);
-      const auto in_c = lanes<T>(tall);
-      for (std::size_t v0 = 0; v0 < step; v0 += W) {
-        const std::size_t wide = std::min(W, step - v0);
-        const std::size_t j0 = r * step + v0;
-        typename X::V tile[W];
-        turned_tile<T>(sums + i * g.ld + j0, step, tall, wide, tile);
-#pragma GCC unroll 16
-        for (std::size_t u = 0; u < W; ++u) {
-          if (u >= wide) break;
-          X::store(in_c, staging + (c_n[j0 + u] - first), tile[u]);
-        }
-      }
-    }
-    store_range(staging, count, w.c + w.c_m[i] + first, w.alpha, w.beta, w.stream);
-  }
-}
 
 // The values of some of a box's modes (slowest first) in order, with their offsets in the
 // sums and in c.
@@ -607,14 +434,229 @@ struct BoxWalk {
   }
 };
 
+}  // namespace
+}  // namespace tenex::detail::cpu::contraction
+#endif  // TENEX_GETT_KERNEL_CPP_ONCE
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tenex/backend/cpu/gett_kernel.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include "tenex/backend/cpu/simd_vector_inl.hpp"
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace tenex::detail::cpu::contraction::HWY_NAMESPACE {
+using cpu::HWY_NAMESPACE::kVectorRegisters;
+using cpu::HWY_NAMESPACE::transpose;
+using cpu::HWY_NAMESPACE::Vec;
+// Internal linkage: each kernel file compiles itself per target into the same namespaces.
+namespace {
+
+template <class T>
+void copy_run(const T* from, T* to, std::size_t length) {
+  using X = Vec<T>;
+  if (length >= X::width) {
+    X::store(to, X::load(from));
+    if (length > X::width) {
+      const auto rest = Vec<T>::lanes(length - X::width);
+      X::store(rest, to + X::width, X::load(rest, from + X::width));
+    }
+    return;
+  }
+  const auto part = Vec<T>::lanes(length);
+  X::store(part, to, X::load(part, from));
+}
+
+// The sums of R rows and one strip over kc values of K, added to `acc`: `strip` is
+// [kc][2 vectors], `panel` [kc][R].
+template <class T, std::size_t R>
+HWY_INLINE void accumulate(typename Vec<T>::V (&acc)[R][2], const T* strip, const T* panel, std::size_t kc) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  for (std::size_t k = 0; k < kc; ++k) {
+    const typename X::V b0 = X::load(strip + k * 2 * W), b1 = X::load(strip + k * 2 * W + W);
+    const T* row = panel + k * R;
+    for (std::size_t r = 0; r < R; ++r) {
+      const typename X::V x = X::set1(row[r]);
+      acc[r][0] = X::fma(x, b0, acc[r][0]);
+      acc[r][1] = X::fma(x, b1, acc[r][1]);
+    }
+  }
+}
+
+// As accumulate, the sums coming from `sums` (rows `ld` apart) unless `first`, and going
+// back there. This kernel and strip_to_c are never inlined: inlined into block_task, GCC kept
+// one of the sums on the stack inside the loop over K (yhqam,ea->yehqm: 0.66 ms,
+// 0.85 ms so). in_place_kernel always is: out of line, GCC stored all its sums to the stack
+// at every k (ecbfa,fd->abcde in float: 18 ms, 31 ms so).
+template <class T, std::size_t R>
+HWY_NOINLINE void strip_kernel(const T* strip, const T* panel, std::size_t kc, T* sums, std::size_t ld, bool first) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  typename X::V acc[R][2];
+  for (std::size_t r = 0; r < R; ++r) {
+    acc[r][0] = first ? X::zero() : X::load(sums + r * ld);
+    acc[r][1] = first ? X::zero() : X::load(sums + r * ld + W);
+  }
+  accumulate<T, R>(acc, strip, panel, kc);
+  for (std::size_t r = 0; r < R; ++r) {
+    X::store(sums + r * ld, acc[r][0]);
+    X::store(sums + r * ld + W, acc[r][1]);
+  }
+}
+
+// As accumulate over all of K, the sums scaled into c: rows `c_rows` (`count` of them, at
+// most R), the lanes of vector v by spans[v] (spans[2] ends them).
+template <class T, std::size_t R>
+HWY_NOINLINE void strip_to_c(const T* strip, const T* panel, std::size_t kk, const std::ptrdiff_t* c_rows,
+                             std::size_t count, const Span* const (&spans)[3], T alpha, T beta, T* c, bool stream) {
+  using X = Vec<T>;
+  typename X::V acc[R][2];
+  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = X::zero();
+  accumulate<T, R>(acc, strip, panel, kk);
+  const typename X::V va = X::set1(alpha), vb = X::set1(beta);
+  for (std::size_t r = 0; r < count; ++r) {
+    // Each span's lanes stored where they lie in c: the vector's base moved back by `first`
+    // (lanes outside the mask are neither read nor written).
+    const auto base = reinterpret_cast<std::uintptr_t>(c + c_rows[r]);
+    for (std::size_t v = 0; v < 2; ++v) {
+      const typename X::V scaled = X::mul(va, acc[r][v]);
+      for (const Span* sp = spans[v]; sp != spans[v + 1]; ++sp) {
+        T* to = reinterpret_cast<T*>(
+            base + static_cast<std::uintptr_t>(sp->to - static_cast<std::ptrdiff_t>(sp->first)) * sizeof(T));
+        if (stream && sp->length == X::width && reinterpret_cast<std::uintptr_t>(to) % (X::width * sizeof(T)) == 0) {
+          X::stream(to, scaled);
+          continue;
+        }
+        const auto mask = Vec<T>::lanes(sp->length, sp->first);
+        X::store(mask, to, beta == T(0) ? scaled : X::fma(vb, X::load(mask, to), scaled));
+      }
+    }
+  }
+}
+
+
+// A tile of sums turned in the registers: `tall` rows `step` apart from `from`, `wide` values
+// each (the rest zero), so that tile[u] holds value u of every row.
+template <class T>
+HWY_INLINE void turned_tile(const T* from, std::size_t step, std::size_t tall, std::size_t wide,
+                            typename Vec<T>::V (&tile)[Vec<T>::width]) {
+  using X = Vec<T>;
+  const auto in_row = Vec<T>::lanes(wide);
+#pragma GCC unroll 16
+  for (std::size_t t = 0; t < X::width; ++t) tile[t] = t < tall ? X::load(in_row, from + t * step) : X::zero();
+  transpose<T>(tile);
+}
+
+// A c_order block's sums ([rows * panels][ld]) to c: tiles of up to a vector of rows (c_step
+// values of N each, whose values lie side by side in c) by a vector of values of a row, each
+// turned in the registers, so that a vector of the tile's rows goes to c in one store.
+template <class T>
+void write_in_c_order(const Work<T>& w, std::size_t n0, std::size_t count, const std::ptrdiff_t* c_n, const T* sums) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const Blocking& g = w.g;
+  const std::size_t step = g.roles.c_step, rows = count / step, extent = g.roles.c_extent;
+  const typename X::V va = X::set1(w.alpha), vb = X::set1(w.beta);
+  for (std::size_t r = 0; r < rows;) {
+    // Rows r .. r + tall - 1 lie side by side in c: up to a vector of them, not across a
+    // value of the modes outside c's stride-1 mode.
+    const std::size_t tall = std::min({W, rows - r, extent - (n0 / step + r) % extent});
+    const auto in_c = Vec<T>::lanes(tall);
+    for (std::size_t v0 = 0; v0 < step; v0 += W) {
+      const std::size_t wide = std::min(W, step - v0);
+      const std::size_t j0 = r * step + v0;
+      for (std::size_t i = 0; i < g.m; ++i) {
+        typename X::V tile[W];
+        turned_tile<T>(sums + i * g.ld + j0, step, tall, wide, tile);
+        T* out = w.c + w.c_m[i];
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < W; ++u) {
+          if (u >= wide) break;
+          T* to = out + c_n[j0 + u];
+          const typename X::V x = X::mul(va, tile[u]);
+          X::store(in_c, to, w.beta == T(0) ? x : X::fma(vb, X::load(in_c, to), x));
+        }
+      }
+    }
+    r += tall;
+  }
+}
+
+// `length` values of `from` (at most a vector), scaled into c at `to`.
+template <class T>
+HWY_INLINE void store_part(const T* from, std::size_t length, T* to, typename Vec<T>::V va, typename Vec<T>::V vb,
+                           bool only_written) {
+  using X = Vec<T>;
+  const typename X::Mask mask = Vec<T>::lanes(length);
+  const typename X::V x = X::mul(va, X::load(mask, from));
+  X::store(mask, to, only_written ? x : X::fma(vb, X::load(mask, to), x));
+}
+
+// `count` values of `from`, scaled into c at `to` in order: the lines `to` covers whole stored
+// past the caches where `stream` (the first and last parts masked).
+template <class T>
+void store_range(const T* from, std::size_t count, T* to, T alpha, T beta, bool stream) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const typename X::V va = X::set1(alpha), vb = X::set1(beta);
+  // Up to the first 64-byte line of c, then whole vectors, then the rest.
+  const std::size_t head = std::min(count, (64 - reinterpret_cast<std::uintptr_t>(to) % 64) % 64 / sizeof(T));
+  const bool streamed = stream && beta == T(0) && reinterpret_cast<std::uintptr_t>(to + head) % 64 == 0;
+  // The head spans more than a vector where a vector is narrower than a line.
+  for (std::size_t h = 0; h < head; h += W) store_part(from + h, std::min(W, head - h), to + h, va, vb, beta == T(0));
+  std::size_t j = head;
+  if (streamed) {
+    for (; j + W <= count; j += W) X::stream(to + j, X::mul(va, X::load(from + j)));
+  } else if (beta == T(0)) {
+    for (; j + W <= count; j += W) X::store(to + j, X::mul(va, X::load(from + j)));
+  } else {
+    for (; j + W <= count; j += W) X::store(to + j, X::fma(vb, X::load(to + j), X::mul(va, X::load(from + j))));
+  }
+  if (j < count) store_part(from + j, count - j, to + j, va, vb, beta == T(0));
+}
+
+// A staged block's sums (Blocking::staged: c_extent rows, which fill one range of c per panel
+// row) to c: each panel row's tiles turned in the registers into `staging` in c's order, then
+// the range written in order, whole lines past the caches where c is only written and large
+// (efbad,cf->abcde: a tile's 16 stores land 156 bytes apart, two lines each; written
+// so, c took 8 of the kernel's 21 ms).
+template <class T>
+void write_staged(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n, const T* sums, T* staging) {
+  using X = Vec<T>;
+  constexpr std::size_t W = X::width;
+  const Blocking& g = w.g;
+  const std::size_t step = g.roles.c_step, rows = count / step;
+  const std::ptrdiff_t first = c_n[0];  // the range's start: the first row's first value
+  for (std::size_t i = 0; i < g.m; ++i) {
+    for (std::size_t r = 0; r < rows; r += W) {
+      const std::size_t tall = std::min(W, rows - r);
+      const auto in_c = Vec<T>::lanes(tall);
+      for (std::size_t v0 = 0; v0 < step; v0 += W) {
+        const std::size_t wide = std::min(W, step - v0);
+        const std::size_t j0 = r * step + v0;
+        typename X::V tile[W];
+        turned_tile<T>(sums + i * g.ld + j0, step, tall, wide, tile);
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < W; ++u) {
+          if (u >= wide) break;
+          X::store(in_c, staging + (c_n[j0 + u] - first), tile[u]);
+        }
+      }
+    }
+    store_range(staging, count, w.c + w.c_m[i] + first, w.alpha, w.beta, w.stream);
+  }
+}
+
+
 // Runs of `run` values (fewer than two vectors) of the sums from `from` at each value of
 // `modes`, side by side into `stage` in order. Whole vectors only: a run shorter than a vector
 // writes past its end, which the next run overwrites (the last into the stage's slack); a
 // longer one writes its last vector over the end of its first. Masked, the stores stalled the
-// loads that read the stage next (rand074, nqal,gialw->winqg: runs of 10 values of g).
+// loads that read the stage next (nqal,gialw->winqg: runs of 10 values of g).
 template <class T>
-__attribute__((target("avx512f"))) void gather_runs(const T* from, const BoxMode* modes, std::size_t count,
-                                                    std::size_t run, T* stage) {
+void gather_runs(const T* from, const BoxMode* modes, std::size_t count, std::size_t run, T* stage) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
   // The innermost of `modes` in a loop of its own, the others walked.
@@ -637,8 +679,8 @@ __attribute__((target("avx512f"))) void gather_runs(const T* from, const BoxMode
 // and large; and so for every value of the modes outside them. Two stages in turn: one is
 // written to c while the next is gathered, so that its loads come long after its stores.
 template <class T>
-__attribute__((target("avx512f"))) void write_boxed(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n,
-                                                    const T* sums, T* stage, std::vector<BoxMode>& modes) {
+void write_boxed(const Work<T>& w, std::size_t count, const std::ptrdiff_t* c_n, const T* sums, T* stage,
+                 std::vector<BoxMode>& modes) {
   const Blocking& g = w.g;
   modes = w.box;
   for (BoxMode& m : modes) {
@@ -679,16 +721,16 @@ void write_c_order(const Work<T>& w, std::size_t n0, std::size_t count, const st
 // The sums of R rows and V vectors of a row of the strip operand read where it lies
 // (`strip` + strip_k[k], the first `length` values), into `sums` (rows `ld` apart); where
 // `next` is given, every line its first `next_bytes` touch at each k from `fetch_from`, for
-// `fetch_count` values of K, is fetched into the caches meanwhile (tccg06, efbad,cf->abcde in
+// `fetch_count` values of K, is fetched into the caches meanwhile (efbad,cf->abcde in
 // float: rows of 104 bytes, which span three lines from most of their starts; with two lines
 // fetched a row, 42 ms, with all, 21 ms).
 template <class T, std::size_t R, std::size_t V>
-__attribute__((target("avx512f"), always_inline)) inline void in_place_kernel(
-    const T* strip, const std::ptrdiff_t* strip_k, const T* panel, std::size_t kc, std::size_t length, T* sums,
-    std::size_t ld, const T* next, std::size_t next_bytes, std::size_t fetch_from, std::size_t fetch_count) {
+HWY_INLINE void in_place_kernel(const T* strip, const std::ptrdiff_t* strip_k, const T* panel, std::size_t kc,
+                                std::size_t length, T* sums, std::size_t ld, const T* next, std::size_t next_bytes,
+                                std::size_t fetch_from, std::size_t fetch_count) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
-  const typename X::Mask m0 = lanes<T>(std::min(W, length)), m1 = lanes<T>(length > W ? length - W : 0);
+  const typename X::Mask m0 = Vec<T>::lanes(std::min(W, length)), m1 = Vec<T>::lanes(length > W ? length - W : 0);
   typename X::V acc[R][V];
   for (std::size_t r = 0; r < R; ++r) {
     for (std::size_t v = 0; v < V; ++v) acc[r][v] = X::zero();
@@ -698,7 +740,7 @@ __attribute__((target("avx512f"), always_inline)) inline void in_place_kernel(
     if (next != nullptr && k - fetch_from < fetch_count) {
       const auto ahead = reinterpret_cast<std::uintptr_t>(next + strip_k[k]);
       for (std::uintptr_t line = ahead & ~std::uintptr_t{63}; line < ahead + next_bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+        hwy::Prefetch(reinterpret_cast<const char*>(line));
     }
     typename X::V b[V];
     b[0] = X::load(m0, from);
@@ -718,14 +760,13 @@ __attribute__((target("avx512f"), always_inline)) inline void in_place_kernel(
 // A c_order block whose rows lie together in the strip operand (Roles::rows_in_place): each row
 // multiplied by the panels where it lies, unpacked, two vectors at a time, into the sums.
 template <class T, std::size_t R>
-__attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::size_t count,
-                                                      const std::ptrdiff_t* strip_n, T* sums) {
+void rows_in_place(const Work<T>& w, std::size_t count, const std::ptrdiff_t* strip_n, T* sums) {
   constexpr std::size_t W = Vec<T>::width;
   const Blocking& g = w.g;
   const std::size_t step = g.roles.c_step;
   // The next row's lines are fetched while this one runs, each of its calls (a part of the
   // row against a panel) fetching an equal share of K: all at once, the next row's lines
-  // (tccg04, deca,be->abcd in float: 72 values of K, 5 lines each) outran the caches' misses
+  // (deca,be->abcd in float: 72 values of K, 5 lines each) outran the caches' misses
   // in flight, and the row after came late (18.4 ms; spread, 15.3 ms).
   const std::size_t calls = ceil_div(step, 2 * W) * g.panels, share = ceil_div(g.k, calls);
   for (std::size_t j = 0; j < count; j += step) {
@@ -754,7 +795,7 @@ __attribute__((target("avx512f"))) void rows_in_place(const Work<T>& w, std::siz
 // registers (direct) or through `sums` ([rows * panels][ld]); a block whose rows lie
 // together in the strip operand is not packed (rows_in_place).
 template <class T, std::size_t R>
-__attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists) {
+void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists) {
   const Blocking& g = w.g;
   std::size_t n0 = t / g.m_parts * g.nc, count = std::min(g.nc, g.n - n0);
   if (g.boxed) {  // values chunk * box_q on of the cut mode, at value `outer` of the modes outside it
@@ -822,15 +863,16 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
     const std::size_t kc = std::min(g.kc, g.k - k0);
     if (short_runs) {
       // Runs of one or two values: each vector of a strip gathered at once from its columns'
-      // offsets (tccg21, aebf,fdec->abcd: b's strips numbered in c's order d, c run 900 apart
+      // offsets (aebf,fdec->abcd: b's strips numbered in c's order d, c run 900 apart
       // in b; copied a run at a time in memory order, its packing took 14% of the kernel's
-      // time, gathered 9%; tccg25, aedf,fbec->abcd, a's f innermost: 8% copied down K a
+      // time, gathered 9%; aedf,fbec->abcd, a's f innermost: 8% copied down K a
       // column at a time, 4% gathered).
       // Each vector's lanes within N, once per block (the lanes past N stay zero).
       const std::ptrdiff_t* index = lists.index.data();
       const std::size_t vectors = 2 * strips;
       typename Vec<T>::Mask masks[2 * kMostStrips];
-      for (std::size_t v = 0; v < vectors; ++v) masks[v] = lanes<T>(std::min(W, count > v * W ? count - v * W : 0));
+      for (std::size_t v = 0; v < vectors; ++v)
+        masks[v] = Vec<T>::lanes(std::min(W, count > v * W ? count - v * W : 0));
       for (std::size_t k = 0; k < kc; ++k) {
         const T* from = w.strip + w.strip_k[k0 + k];
         T* to = block + k * g.strip;
@@ -856,15 +898,15 @@ __attribute__((target("avx512f"))) void block_task(const Work<T>& w, std::size_t
       };
       if (kc < kPanelOuterK && !w.panel_outer) {
         // A strip against every panel in turn: its part of c is written in runs down the
-        // panel operand's modes, rather than a line here and there (rand185,
-        // iramc,dprc->admpi: the strips' columns run 7 together in c, the panels' rows 70).
+        // panel operand's modes, rather than a line here and there
+        // (iramc,dprc->admpi: the strips' columns run 7 together in c, the panels' rows 70).
         for (std::size_t s = 0; s < strips; ++s) {
           for (std::size_t q = p0; q < p1; ++q) tile(s, q);
         }
       } else {
         // A panel against every strip of the block: the panels are read once per block, and
         // where a strip's columns run together in c, each row of c is written in one run
-        // (tccg37, efga,gdbc->abcdef, K = 23: 100 ms a strip at a time, 51 ms a panel).
+        // (efga,gdbc->abcdef, K = 23: 100 ms a strip at a time, 51 ms a panel).
         for (std::size_t q = p0; q < p1; ++q) {
           for (std::size_t s = 0; s < strips; ++s) tile(s, q);
         }
@@ -924,28 +966,28 @@ void run_blocks(const Work<T>& w, T* scratch, std::size_t threads) {
     T* sums = block + g.packed;
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tasks; ++t) block_task<T, R>(w, t, block, sums, lists[me]);
-    if (w.stream) _mm_sfence();  // the streamed stores ordered before whatever reads c next
+    if (w.stream) hwy::FlushStream();  // the streamed stores ordered before whatever reads c next
   }
 }
 
 // The panels: the panel operand's values at small_k[k] + small_m[i], [K][rows] each, zero
 // past M; each k's rows gathered at once, the panels shared among `threads`.
 template <class T>
-__attribute__((target("avx512f"))) void pack_panels(const T* small, const Offsets& small_k, const Offsets& small_m,
-                                                    const Blocking& g, T* panel, [[maybe_unused]] std::size_t threads) {
+void pack_panels(const T* small, const Offsets& small_k, const Offsets& small_m, const Blocking& g, T* panel,
+                 [[maybe_unused]] std::size_t threads) {
   using X = Vec<T>;
   constexpr std::size_t W = X::width;
-  static_assert(kPanelRows <= 2 * W);
+
   const auto panels = static_cast<std::ptrdiff_t>(g.panels);
 #pragma omp parallel for num_threads(static_cast <int>(threads)) if (threads > 1) schedule(static)
   for (std::ptrdiff_t pq = 0; pq < panels; ++pq) {
     const auto q = static_cast<std::size_t>(pq);
-    std::ptrdiff_t index[2 * W];
+    std::ptrdiff_t index[kPanelRows + W];
     const std::size_t valid = std::min(g.rows, g.m - q * g.rows);
-    std::fill(index, index + 2 * W, 0);
+    std::fill(std::begin(index), std::end(index), 0);
     std::copy(small_m.begin() + static_cast<std::ptrdiff_t>(q * g.rows),
               small_m.begin() + static_cast<std::ptrdiff_t>(q * g.rows + valid), index);
-    // The rows side by side in memory: loaded, not gathered (tccg27, aefc,fbed->abcd: a's c).
+    // The rows side by side in memory: loaded, not gathered (aefc,fbed->abcd: a's c).
     bool together = true;
     for (std::size_t r = 1; r < valid; ++r)
       together = together && index[r] == index[0] + static_cast<std::ptrdiff_t>(r);
@@ -953,28 +995,19 @@ __attribute__((target("avx512f"))) void pack_panels(const T* small, const Offset
       const T* from = small + small_k[k];
       T* to = panel + (q * g.k + k) * g.rows;
       for (std::size_t j = 0; j < g.rows; j += W) {
-        const auto in = lanes<T>(std::min(W, valid > j ? valid - j : 0));
+        const auto in = Vec<T>::lanes(std::min(W, valid > j ? valid - j : 0));
         X::store(
-            lanes<T>(std::min(W, g.rows - j)), to + j,
+            Vec<T>::lanes(std::min(W, g.rows - j)), to + j,
             together ? X::load(in, from + index[0] + static_cast<std::ptrdiff_t>(j)) : X::gather(in, from, index + j));
       }
     }
   }
 }
 
-}  // namespace
-
-int gett_panel_operand(const Problem& p) { return roles(p).panel; }
-
-bool gett_boxed(const Problem& p, std::size_t threads) { return blocking(p, threads).boxed; }
-
-std::size_t gett_scratch_elements(const Problem& p, std::size_t threads) {
-  return scratch_elements(blocking(p, threads), threads);
-}
 
 template <class T>
-std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
-  const Blocking g = blocking(p, p.threads);
+std::size_t run(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
+  const Blocking g = blocking(p, p.threads, Tile{Vec<T>::width, panel_rows_for(kVectorRegisters)});
   // Threads where the work pays for waking them (as the GEMM plans judge it).
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   const bool par = omp_get_max_threads() > 1 && !omp_in_parallel() && flops >= kParallelFlops;
@@ -1027,14 +1060,55 @@ std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, 
     case 2: run_blocks<T, 2>(w, rest, used); break;
     case 4: run_blocks<T, 4>(w, rest, used); break;
     case 6: run_blocks<T, 6>(w, rest, used); break;
-    case 8: run_blocks<T, 8>(w, rest, used); break;
-    case 10: run_blocks<T, 10>(w, rest, used); break;
-    default: run_blocks<T, 12>(w, rest, used); break;
+    default:
+      if constexpr (kVectorRegisters >= 32) {
+        switch (g.rows) {
+          case 8: run_blocks<T, 8>(w, rest, used); break;
+          case 10: run_blocks<T, 10>(w, rest, used); break;
+          default: run_blocks<T, 12>(w, rest, used); break;
+        }
+      }
+      break;
   }
   return 1;
+}
+
+std::size_t gett_float(const Problem& p, float alpha, const float* a, const float* b, float beta, float* c) {
+  return run<float>(p, alpha, a, b, beta, c);
+}
+std::size_t gett_double(const Problem& p, double alpha, const double* a, const double* b, double beta, double* c) {
+  return run<double>(p, alpha, a, b, beta, c);
+}
+
+}  // namespace
+}  // namespace tenex::detail::cpu::contraction::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tenex::detail::cpu::contraction {
+
+HWY_EXPORT(gett_float);
+HWY_EXPORT(gett_double);
+
+int gett_panel_operand(const Problem& p) { return roles(p).panel; }
+
+bool gett_boxed(const Problem& p, std::size_t threads) { return blocking(p, threads, chosen_tile(p)).boxed; }
+
+std::size_t gett_scratch_elements(const Problem& p, std::size_t threads) {
+  return scratch_elements(blocking(p, threads, chosen_tile(p)), threads);
+}
+
+template <class T>
+std::size_t run_gett(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
+  if constexpr (std::is_same_v<T, float>) {
+    return TENEX_SIMD_DISPATCH(gett_float)(p, alpha, a, b, beta, c);
+  } else {
+    return TENEX_SIMD_DISPATCH(gett_double)(p, alpha, a, b, beta, c);
+  }
 }
 
 template std::size_t run_gett<float>(const Problem&, float, const float*, const float*, float, float*);
 template std::size_t run_gett<double>(const Problem&, double, const double*, const double*, double, double*);
 
 }  // namespace tenex::detail::cpu::contraction
+#endif  // HWY_ONCE

@@ -3,10 +3,11 @@
 // tensors' own strides).
 //
 // c[M, N] = sum over K of panel[M, K] strip[K, N]. The panel operand is packed once into
-// panels of R rows ([K][R] each, R <= 12; gathered a k at a time). The strip operand is
-// packed a block at a time (N in blocks of up to 256 values and 1 MB, K in blocks of up to
-// 256 on skinny shapes, 1024 on others) from its own strides into strips of two AVX-512
-// vectors ([k][16] doubles), in cache: a contiguous run of its memory at a time, or, where
+// panels of R rows ([K][R] each, R <= 12 on SIMD targets of 32 vector registers, 6 on those
+// of 16; gathered a k at a time). The strip operand is packed a block at a time (N in blocks
+// of up to 256 values and 1 MB, K in blocks of up to 256 on skinny shapes, 1024 on others)
+// from its own strides into strips of two vectors of the SIMD target ([k][16] doubles on
+// AVX-512, [k][8] on AVX2), in cache: a contiguous run of its memory at a time, or, where
 // its runs are of one or two values, a vector at a time by gathers. Each strip is multiplied
 // by the panels (R x 2 vector sums, the panel's values broadcast).
 //
@@ -41,8 +42,9 @@
 //   box of c's modes go to a buffer instead, then to c in c's order, whole lines past the
 //   caches (iramc,dprc->admpi, runs of 7: 7.4 ms direct, 2.9 ms in boxes; dgemm 3.6 ms).
 //
-// Only offered where the CPU has AVX-512 (avx512_available()), without batch modes, and
-// always timed, never chosen by the model.
+// Offered on every CPU (the kernel is compiled for each SIMD target, simd.hpp; the timings
+// above are of its AVX-512 target), without batch modes, and always timed, never chosen by
+// the model.
 #pragma once
 
 #include <cstddef>

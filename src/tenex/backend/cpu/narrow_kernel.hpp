@@ -3,7 +3,7 @@
 //
 // c[M, N] = sum over K of big[M, K] small[K, N], with N (the small operand's free values) at
 // most kNarrowMost and the large operand's stride-1 mode a k mode: the small operand is
-// packed once into a [K][N] panel (N padded to whole AVX-512 vectors), and the large one is
+// packed once into a [K][N] panel (N padded to whole vectors of the SIMD target), and the large one is
 // read as it lies, a few rows of M at once, each value broadcast against the panel's row in
 // fused multiply-adds. K runs in blocks (the large operand's k modes after its last free
 // one), each swept over every row, so that the large operand streams through memory; the
@@ -11,9 +11,9 @@
 //
 // OpenBLAS serves some such shapes poorly (qngje,egkrj->qnkr, N = 21: 1.6 ms against 2.5 ms
 // for dgemm of the same m, n, k on one core here), and a GEMM form of them needs a
-// permutation of the large operand whenever its modes interleave. Only offered where the CPU
-// has AVX-512 (avx512_available()), without batch modes, and always timed, never chosen by
-// the model. Large operands whose stride-1 mode is a free one are left to the GEMM plans:
+// permutation of the large operand whenever its modes interleave. Offered on every CPU (the
+// kernel is compiled for each SIMD target, simd.hpp), without batch modes, and always timed,
+// never chosen by the model. Large operands whose stride-1 mode is a free one are left to the GEMM plans:
 // vectors along that mode, tried, ran 2-6x slower than them (a strided read per k).
 #pragma once
 

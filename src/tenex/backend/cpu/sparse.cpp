@@ -19,10 +19,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
+#include "tenex/backend/cpu/gather_kernel.hpp"
 #include "tenex/backend/cpu/gemm_call.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/single_threaded_blas.hpp"
@@ -42,33 +39,6 @@ std::vector<std::size_t> dense_strides(const std::vector<std::size_t>& extents) 
   return strides;
 }
 
-#if defined(__x86_64__)
-bool have_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
-  return yes;
-}
-
-/// Copies `bytes` to `to` with non-temporal stores (a dense result written once is not read
-/// back soon: no read for ownership, no cache pollution); `from` null: zeros.
-__attribute__((target("avx512f"))) void stream_bytes(char* to, const char* from, std::size_t bytes) {
-  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(to) % 64) % 64);
-  if (from) {
-    std::memcpy(to, from, head);
-  } else {
-    std::memset(to, 0, head);
-  }
-  std::size_t x = head;
-  for (; x + 64 <= bytes; x += 64) {
-    const __m512i v = from ? _mm512_loadu_si512(from + x) : _mm512_setzero_si512();
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(to + x), v);
-  }
-  if (from) {
-    std::memcpy(to + x, from + x, bytes - x);
-  } else {
-    std::memset(to + x, 0, bytes - x);
-  }
-}
-#endif
 
 /// How a pattern's allowed elements lie in the dense layout: strides, and whether the free
 /// modes are trailing (a row's free block is then contiguous).
@@ -180,12 +150,8 @@ void expand(const SparsePattern& p, const T* compact, T* dense) {
     for (std::size_t d = 0; d < p.key_modes.size(); ++d) s += p.keys[k].index[d] * lay.strides[d];
     return s;
   };
-#if defined(__x86_64__)
   // Slabs of a few KiB and more are built in a buffer in cache and streamed out.
-  const bool stream = have_avx512() && slab * sizeof(T) >= 4096 && slab * sizeof(T) <= (std::size_t{1} << 20);
-#else
-  const bool stream = false;
-#endif
+  const bool stream = streams_past_caches() && slab * sizeof(T) >= 4096 && slab * sizeof(T) <= (std::size_t{1} << 20);
 #pragma omp parallel if (par)
   {
     std::vector<std::size_t> pos, fidx;
@@ -201,7 +167,6 @@ void expand(const SparsePattern& p, const T* compact, T* dense) {
                             [&](std::size_t d, std::size_t c, std::size_t n) { copy_run(dense + d, compact + c, n); });
         continue;
       }
-#if defined(__x86_64__)
       std::fill(buffer.begin(), buffer.end(), T(0));
       for_each_run_of_key(p, lay, p.keys[k], pos, fidx, [&](std::size_t d, std::size_t c, std::size_t n) {
         copy_run(buffer.data() + (d - begin), compact + c, n);
@@ -210,11 +175,7 @@ void expand(const SparsePattern& p, const T* compact, T* dense) {
       stream_bytes(bytes(dense + from), nullptr, (begin - from) * sizeof(T));
       stream_bytes(bytes(dense + begin), reinterpret_cast<const char*>(buffer.data()), slab * sizeof(T));
       stream_bytes(bytes(dense + begin + slab), nullptr, (to - begin - slab) * sizeof(T));
-#endif
     }
-#if defined(__x86_64__)
-    if (stream) _mm_sfence();
-#endif
   }
 }
 
@@ -538,58 +499,13 @@ void gather_axpy_scalar(T* __restrict c, T a, const T* __restrict b, const std::
   for (std::size_t y = 0; y < n; ++y) c[y] += a * b[idx[y]];
 }
 
-#if defined(__x86_64__)
-// AVX-512 gathers, where the processor has them (checked once): 8 doubles or 16 floats of
-// the row of b per instruction, the tail under a mask.
-__attribute__((target("avx512f,avx512vl"))) void gather_axpy_avx512(double* __restrict c, double a,
-                                                                    const double* __restrict b,
-                                                                    const std::int32_t* __restrict idx, std::size_t n) {
-  const __m512d s = _mm512_set1_pd(a);
-  std::size_t y = 0;
-  for (; y + 8 <= n; y += 8) {
-    const __m256i i = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + y));
-    const __m512d g = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xff, i, b, 8);
-    _mm512_storeu_pd(c + y, _mm512_fmadd_pd(s, g, _mm512_loadu_pd(c + y)));
-  }
-  if (y < n) {
-    const auto m = static_cast<__mmask8>((1u << (n - y)) - 1);
-    const __m256i i = _mm256_maskz_loadu_epi32(m, idx + y);
-    const __m512d g = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m, i, b, 8);
-    _mm512_mask_storeu_pd(c + y, m, _mm512_fmadd_pd(s, g, _mm512_maskz_loadu_pd(m, c + y)));
-  }
-}
-
-__attribute__((target("avx512f,avx512vl"))) void gather_axpy_avx512(float* __restrict c, float a,
-                                                                    const float* __restrict b,
-                                                                    const std::int32_t* __restrict idx, std::size_t n) {
-  const __m512 s = _mm512_set1_ps(a);
-  std::size_t y = 0;
-  for (; y + 16 <= n; y += 16) {
-    const __m512i i = _mm512_loadu_si512(idx + y);
-    const __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xffff, i, b, 4);
-    _mm512_storeu_ps(c + y, _mm512_fmadd_ps(s, g, _mm512_loadu_ps(c + y)));
-  }
-  if (y < n) {
-    const auto m = static_cast<__mmask16>((1u << (n - y)) - 1);
-    const __m512i i = _mm512_maskz_loadu_epi32(m, idx + y);
-    const __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, i, b, 4);
-    _mm512_mask_storeu_ps(c + y, m, _mm512_fmadd_ps(s, g, _mm512_maskz_loadu_ps(m, c + y)));
-  }
-}
-
-#endif
-
 template <class T>
 void gather_axpy(T* c, T a, const T* b, const std::int32_t* idx, std::size_t n) {
-#if defined(__x86_64__)
   if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>) {
-    if (have_avx512()) {
-      gather_axpy_avx512(c, a, b, idx, n);
-      return;
-    }
+    gather_axpy_simd(c, a, b, idx, n);  // the row of b gathered a vector at a time
+  } else {
+    gather_axpy_scalar(c, a, b, idx, n);
   }
-#endif
-  gather_axpy_scalar(c, a, b, idx, n);
 }
 
 /// The per-key loop's buffers of the calling thread, kept between calls (OpenMP's threads
