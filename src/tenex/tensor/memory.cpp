@@ -24,8 +24,8 @@ namespace {
 
 // Blocks below min_cached_bytes are left to malloc, which keeps them cheaply itself; from
 // 64 KiB on, glibc's malloc maps and unmaps them (or trims its heap), so a result of a few
-// hundred KiB written in a loop faulted in every page afresh on every statement (rand126's
-// 553 KB c: 120 page faults a call, 0.04 ms of 0.7). Blocks
+// hundred KiB written in a loop faulted in every page afresh on every statement (a contraction
+// writing a 553 KB c: 120 page faults a call, 0.04 ms of 0.7). Blocks
 // of at least huge_block_bytes are made of whole 2 MiB pages where the system offers them
 // (transparent huge pages on request, Linux's "madvise" mode): a page fault then maps 2 MiB
 // instead of 4 KiB, so first touch of a fresh block costs a fraction of the faults, and the
