@@ -9,6 +9,7 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/environment_scope.hpp"
 #include "support/scalars.hpp"
 
 namespace {
@@ -175,6 +176,8 @@ TEST_CASE("elementwise: shapes compose through the functions") {
 }
 
 TEST_CASE_TEMPLATE_DEFINE("elementwise: a region is one kernel and allocates no intermediate", T, elementwise_fused) {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   const std::size_t n = 64, m = 48;
   auto a = random<T>(Shape{n, m}, 9), b = random<T>(Shape{m, n}, 10), c = random<T>(Shape{n, m}, 11);
   Tensor<T> d(Shape{n});

@@ -12,6 +12,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/scalars.hpp"
+#include "support/user_classes.hpp"
 
 namespace {
 
@@ -19,16 +20,6 @@ using tenex::Shape;
 using tenex::Tensor;
 
 bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
-
-template <class T>
-class Twice : public tenex::Nary<1, T> {
- public:
-  explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
-  std::string_view name() const override { return "Twice"; }
-  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
-    return (2.0 * this->child(0)).add_to_graph(graph);
-  }
-};
 
 // A user class that adds its node directly through the op table's typed parameters.
 template <class T>

@@ -14,6 +14,8 @@
 #include <tenex/dist/context.hpp>
 #include <tenex/tenex.hpp>
 
+#include "support/user_classes.hpp"
+
 namespace {
 
 using tenex::Shape;
@@ -63,16 +65,6 @@ concept CallsDescribe = requires(const C& c) {
 // Every library class whose constructor takes a handle: user code cannot call it.
 template <class C>
 constexpr bool made_from_handle = std::is_constructible_v<C, tenex::detail::Handle>;
-
-template <class T>
-class Twice : public tenex::Nary<1, T> {
- public:
-  explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
-  std::string_view name() const override { return "Twice"; }
-  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
-    return (2.0 * this->child(0)).add_to_graph(graph);
-  }
-};
 
 X filled(Shape shape, std::uint64_t seed) {
   X t(std::move(shape));

@@ -16,6 +16,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/scalars.hpp"
+#include "support/tensors.hpp"
 
 namespace {
 
@@ -37,12 +38,7 @@ constexpr int kRounds = 300;
 constexpr int kRounds = 300;
 #endif
 
-template <class T>
-Tensor<T> iota_tensor(const Shape& shape) {
-  std::vector<T> values(shape.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(i);
-  return Tensor<T>(shape, std::move(values));
-}
+using tenex_test::iota_tensor;
 
 template <class T>
 Indexed<Tensor<T>> labelled_temporary() {

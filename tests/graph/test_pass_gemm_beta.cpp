@@ -13,6 +13,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/dumped_graphs.hpp"
+#include "support/environment_scope.hpp"
 #include "support/scalars.hpp"
 
 namespace {
@@ -77,6 +78,8 @@ constexpr std::size_t m = 5, k = 7, n = 6;
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("gemm beta: sums with a product match naive loops", T, gemm_beta_values) {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   auto a = random_tensor<T>({m, k}, 1), b = random_tensor<T>({k, n}, 2);
   auto c0 = random_tensor<T>({m, n}, 3), d = random_tensor<T>({m, n}, 4), dt = random_tensor<T>({n, m}, 5);
   const std::vector<double> ab = matmul(a, b);
@@ -140,6 +143,8 @@ TEST_CASE_TEMPLATE_DEFINE("gemm beta: sums with a product match naive loops", T,
 TEST_CASE_TEMPLATE_APPLY(gemm_beta_values, tenex_test::Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("gemm beta: c += a*b is one contraction with beta, no temporary", T, gemm_beta_graph) {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   auto a = random_tensor<T>({m, k}, 11), b = random_tensor<T>({k, n}, 12), c0 = random_tensor<T>({m, n}, 13);
   Tensor<T> plain = c0, accumulated = c0;
   plain("i,j") = a("i,k") * b("k,j");

@@ -19,6 +19,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/dumped_graphs.hpp"
+#include "support/environment_scope.hpp"
 
 namespace {
 
@@ -73,6 +74,8 @@ void check_values(const Tensor<double>& got, const Shape& shape, const std::vect
 }  // namespace
 
 TEST_CASE("passes: a factor outside a product folds into the contraction") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   auto a = random_tensor({4, 6}, 1), b = random_tensor({6, 5}, 2);
   Tensor<double> c;
   const auto graphs = dumped_graphs([&] { c("i,j") = 2.0 * (a("i,k") * b("k,j")); });
@@ -87,6 +90,8 @@ TEST_CASE("passes: a factor outside a product folds into the contraction") {
 }
 
 TEST_CASE("passes: a factor on an operand of a product folds into the contraction") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   auto a = random_tensor({4, 6}, 3), b = random_tensor({6, 5}, 4);
   Tensor<double> c;
   const auto graphs = dumped_graphs([&] { c("i,j") = a("i,k") * (3.0 * b("k,j")); });
@@ -101,6 +106,8 @@ TEST_CASE("passes: a factor on an operand of a product folds into the contractio
 }
 
 TEST_CASE("passes: a scaled term folds into the element-wise node") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   auto a = random_tensor({3, 7}, 5), b = random_tensor({3, 7}, 6);
   Tensor<double> d;
   const auto graphs = dumped_graphs([&] { d("i,j") = a("i,j") - 2.0 * b("i,j"); });
@@ -119,6 +126,8 @@ TEST_CASE("passes: a scaled term folds into the element-wise node") {
 }
 
 TEST_CASE("passes: a common subexpression is computed once") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   auto a = random_tensor({5, 4}, 7), b = random_tensor({4, 6}, 8);
   Tensor<double> c;
   const auto graphs = dumped_graphs([&] { c("i,j") = a("i,k") * b("k,j") + a("i,k") * b("k,j"); });
@@ -132,6 +141,8 @@ TEST_CASE("passes: a common subexpression is computed once") {
 }
 
 TEST_CASE("passes: a product chain is evaluated in its cheaper order") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   // (p q) r costs 2*2*50*40 + 2*2*40*30 = 12800 flops; p (q r) costs
   // 2*50*40*30 + 2*2*50*30 = 126000.
   auto p = random_tensor({2, 50}, 9), q = random_tensor({50, 40}, 10), r = random_tensor({40, 30}, 11);
@@ -179,6 +190,8 @@ TEST_CASE("passes: the dump holds one file per evaluated set") {
 }
 
 TEST_CASE("passes: a chain of scales folds into one factor") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   Tensor<double> x(Shape{2, 2}, {1, 2, 3, 4}), y(Shape{2, 2}, {1, 0, 0, 1}), r;
   const auto graphs = dumped_graphs([&] { r("i,j") = 2.0 * (x("i,k") * y("k,j")) * 3.0; });
   REQUIRE(graphs.size() == 1);

@@ -16,6 +16,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/environment_scope.hpp"
+#include "support/user_classes.hpp"
 
 namespace {
 
@@ -218,18 +219,8 @@ TEST_CASE("compile: with sparse maps explain(e) says how they run, as they run")
 
 namespace {
 
-// Two user classes of the same shape and the same operands, with other meanings. Neither
-// writes a plan cache signature.
-template <class T>
-class Twice : public tenex::Nary<1, T> {
- public:
-  explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
-  std::string_view name() const override { return "Twice"; }
-  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
-    return (2.0 * this->child(0)).add_to_graph(graph);
-  }
-};
-
+// Thrice: a user class of the same shape as Twice (support/user_classes.hpp), on the same
+// operands, with another meaning. Neither writes a plan cache signature.
 template <class T>
 class Thrice : public tenex::Nary<1, T> {
  public:

@@ -23,6 +23,7 @@
 
 #include "support/reference.hpp"
 #include "support/scalars.hpp"
+#include "support/user_classes.hpp"
 
 namespace {
 
@@ -306,20 +307,6 @@ TEST_CASE("plan cache: more shapes than it holds") {
     }
   }
 }
-
-namespace {
-
-template <class T>
-class Twice : public tenex::Nary<1, T> {
- public:
-  explicit Twice(const tenex::Expression<T>& x) : tenex::Nary<1, T>(x) {}
-  std::string_view name() const override { return "Twice"; }
-  tenex::NodeId add_to_graph(tenex::OpGraph& graph) const override {
-    return (2.0 * this->child(0)).add_to_graph(graph);
-  }
-};
-
-}  // namespace
 
 TEST_CASE("plan cache: a user class's own lowering is not cached, and stays right") {
   PlanCacheSwitch cache(true);

@@ -15,6 +15,8 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/environment_scope.hpp"
+
 namespace {
 
 using tenex::SparseMap;
@@ -98,6 +100,8 @@ void check_equal(const Tensor<double>& got, const Tensor<double>& want) {
 }  // namespace
 
 TEST_CASE("sparse evaluation: a product with maps i->k and i->j equals the dense product masked") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   const std::size_t n = 60;
   for (double density : {0.01, 0.02, 0.05, 0.1, 0.25, 0.5}) {
     CAPTURE(density);
@@ -298,6 +302,8 @@ TEST_CASE("sparse evaluation: maps propagate and compose; explain and DOT show t
 }
 
 TEST_CASE("sparse evaluation: a sparse intermediate takes less memory than dense") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   const std::size_t n = 200;
   auto a = random_tensor({n, n}, 51), b = random_tensor({n, n}, 52), d = random_tensor({n, n}, 53);
   const SparseMap ik = random_map(n, n, 0.05, 54), ij = random_map(n, n, 0.05, 55);
@@ -424,6 +430,8 @@ Tensor<T> product_with_maps(Tensor<T>& a, Tensor<T>& b, const SparseMap& ik, con
 }  // namespace
 
 TEST_CASE("sparse evaluation: keys with equal domains run as one GEMM per group, dense-masked agrees") {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   const std::size_t n = 60, m = 50;
   auto a = random_tensor({n, m}, 71), b = random_tensor({m, n}, 72);
   for (int scattered = 0; scattered < 2; ++scattered) {
@@ -453,6 +461,8 @@ TEST_CASE("sparse evaluation: keys with equal domains run as one GEMM per group,
 
 TEST_CASE_TEMPLATE("sparse evaluation: where the maps allow much, the product runs as one dense GEMM, masked", T, float,
                    double) {
+  // What the passes make of the statements is the subject: every pass, whatever the suite runs under.
+  EnvironmentScope all_passes("TENEX_PASSES", "all");
   // n = 200: at 50% the per-key products are estimated slower than one dense GEMM and the
   // dense one is chosen; at 2% (and at any density of a small product) the per-key ones.
   const std::size_t n = 200;

@@ -14,6 +14,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/scalars.hpp"
+#include "support/tensors.hpp"
 
 namespace {
 
@@ -22,13 +23,7 @@ using tenex::Tensor;
 
 using tenex_test::Scalars;
 
-// 0, 1, 2, ... in row-major order.
-template <class T>
-Tensor<T> iota_tensor(const Shape& shape) {
-  std::vector<T> values(shape.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(i);
-  return Tensor<T>(shape, std::move(values));
-}
+using tenex_test::iota_tensor;
 
 // The message of what `f` throws, prefixed with the exception's type unless it is
 // tenex::Error itself (at() throws tenex::Error, not one of its subclasses).

@@ -19,6 +19,7 @@
 #include <tenex/tenex.hpp>
 
 #include "support/scalars.hpp"
+#include "support/tensors.hpp"
 
 namespace {
 
@@ -39,12 +40,7 @@ constexpr int kRounds = 3000;
 constexpr int kRounds = 3000;
 #endif
 
-template <class T>
-Tensor<T> iota_tensor(const Shape& shape) {
-  std::vector<T> values(shape.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(i);
-  return Tensor<T>(shape, std::move(values));
-}
+using tenex_test::iota_tensor;
 
 // Runs `rounds` rounds: `prepare` on this thread, then every reader at once (released together by
 // a barrier), then `check` on this thread. Readers count what they saw wrong in `bad`.
