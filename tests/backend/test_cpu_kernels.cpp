@@ -1,7 +1,8 @@
 // CPU kernels (backend/cpu/kernels.hpp) against naive nested loops: permutation, strided
 // copy, reduction, contraction (every candidate plan, the TCCG cases at small extents,
 // degenerate shapes, beta != 0, scratch from the block cache), broadcasting element-wise
-// operations and scaling.
+// operations and scaling, the fused element-wise kernel (every function of the table, NaN,
+// Inf and signed zeros, reductions). The SIMD kernels' cases run once per SIMD target.
 //
 // References are computed in double from the same inputs; a contraction is compared with
 // a tolerance relative to the magnitude of what it sums (sum of |a||b|), so an element
@@ -20,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <tenex/backend/backend.hpp>
@@ -34,6 +36,7 @@
 #include "tenex/backend/cpu/plan_execution.hpp"
 #include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/simd.hpp"
+#include "tenex/graph/functions.hpp"
 #include "tenex/scalar.hpp"
 
 #if TENEX_OPENMP
@@ -368,48 +371,50 @@ const char* const kTccg[] = {"bda,dc->abc",       "dbea,ec->abcd",     "ebad,ce-
 // permute, strided_copy
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute matches index arithmetic", T, cpu_kernels_permute) {
-  std::mt19937 rng(11);
-  std::vector<Extents> shapes{{},
-                              {1},
-                              {7},
-                              {3, 4},
-                              {37, 45},
-                              {64, 3, 33},
-                              {2, 1, 3, 1, 2},
-                              {5, 6, 7, 4},
-                              {3, 4, 2, 5, 3},
-                              {40, 1, 70},
-                              {130, 257},
-                              {9, 2, 65, 2}};
-  std::uniform_int_distribution<std::size_t> rank(0, 5), extent(1, 6);
-  for (int x = 0; x < 40; ++x) {
-    Extents e(rank(rng));
-    for (auto& v : e) v = extent(rng);
-    shapes.push_back(e);
-  }
-  for (const Extents& in_ext : shapes) {
-    std::vector<std::size_t> perm(in_ext.size());
-    std::iota(perm.begin(), perm.end(), 0);
-    for (int trial = 0; trial < 3; ++trial) {
-      if (trial > 0) std::shuffle(perm.begin(), perm.end(), rng);
-      const auto in = random_values<T>(volume(in_ext), rng);
-      std::vector<T> out(in.size(), std::numeric_limits<T>::quiet_NaN());
-      const T alpha = trial == 1 ? T(1) : T(-1.5);
-      cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
-      // Reference: walk the input, write where the permutation sends each element.
-      IndexSpace space;
-      Modes in_modes(in_ext.size()), out_modes;
-      std::iota(in_modes.begin(), in_modes.end(), 0);
-      for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
-      space.add(in_modes, in_ext);
-      std::size_t bad = 0;
-      space.for_each([&](const std::vector<std::size_t>& v) {
-        if (out[space.offset(out_modes, v)] != alpha * in[space.offset(in_modes, v)]) ++bad;
-      });
-      INFO("extents ", describe(in_modes, in_ext), " trial ", trial);
-      CHECK(bad == 0);
+  for_each_simd_target([&] {
+    std::mt19937 rng(11);
+    std::vector<Extents> shapes{{},
+                                {1},
+                                {7},
+                                {3, 4},
+                                {37, 45},
+                                {64, 3, 33},
+                                {2, 1, 3, 1, 2},
+                                {5, 6, 7, 4},
+                                {3, 4, 2, 5, 3},
+                                {40, 1, 70},
+                                {130, 257},
+                                {9, 2, 65, 2}};
+    std::uniform_int_distribution<std::size_t> rank(0, 5), extent(1, 6);
+    for (int x = 0; x < 40; ++x) {
+      Extents e(rank(rng));
+      for (auto& v : e) v = extent(rng);
+      shapes.push_back(e);
     }
-  }
+    for (const Extents& in_ext : shapes) {
+      std::vector<std::size_t> perm(in_ext.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      for (int trial = 0; trial < 3; ++trial) {
+        if (trial > 0) std::shuffle(perm.begin(), perm.end(), rng);
+        const auto in = random_values<T>(volume(in_ext), rng);
+        std::vector<T> out(in.size(), std::numeric_limits<T>::quiet_NaN());
+        const T alpha = trial == 1 ? T(1) : T(-1.5);
+        cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
+        // Reference: walk the input, write where the permutation sends each element.
+        IndexSpace space;
+        Modes in_modes(in_ext.size()), out_modes;
+        std::iota(in_modes.begin(), in_modes.end(), 0);
+        for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
+        space.add(in_modes, in_ext);
+        std::size_t bad = 0;
+        space.for_each([&](const std::vector<std::size_t>& v) {
+          if (out[space.offset(out_modes, v)] != alpha * in[space.offset(in_modes, v)]) ++bad;
+        });
+        INFO("extents ", describe(in_modes, in_ext), " trial ", trial);
+        CHECK(bad == 0);
+      }
+    }
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_permute, Scalars);
 
@@ -422,73 +427,77 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute rejects a bad permutation", T, c
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_permute_errors, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_copy scatters with beta", T, cpu_kernels_strided_copy) {
-  std::mt19937 rng(12);
-  // A 3-d block written into the middle of a bigger array, transposed, with beta != 0 and 0.
-  const Extents ext{5, 40, 33};
-  const cpu::Strides in_strides{40 * 33, 33, 1};
-  const cpu::Strides out_strides{1, 7 * 50, 7};  // out[x][y][z] at x + 350 y + 7 z: disjoint
-  const auto in = random_values<T>(volume(ext), rng);
-  for (T beta : {T(0), T(0.5)}) {
-    const std::size_t out_size = 350 * 40 + 7 * 33 + 5;
-    auto out0 = random_values<T>(out_size, rng);
-    std::vector<T> out = out0;
-    cpu::strided_copy(in.data(), in_strides, out.data(), out_strides, ext, T(2), beta);
-    std::vector<bool> touched(out_size, false);
-    std::size_t bad = 0;
-    for (std::size_t x = 0; x < 5; ++x) {
-      for (std::size_t y = 0; y < 40; ++y) {
-        for (std::size_t z = 0; z < 33; ++z) {
-          const std::size_t o = x + 350 * y + 7 * z;
-          touched[o] = true;
-          const double want = 2.0 * static_cast<double>(in[x * 40 * 33 + y * 33 + z]) +
-                              static_cast<double>(beta) * static_cast<double>(out0[o]);
-          if (std::abs(static_cast<double>(out[o]) - want) > 4 * eps<T>() * (std::abs(want) + 2)) ++bad;
+  for_each_simd_target([&] {
+    std::mt19937 rng(12);
+    // A 3-d block written into the middle of a bigger array, transposed, with beta != 0 and 0.
+    const Extents ext{5, 40, 33};
+    const cpu::Strides in_strides{40 * 33, 33, 1};
+    const cpu::Strides out_strides{1, 7 * 50, 7};  // out[x][y][z] at x + 350 y + 7 z: disjoint
+    const auto in = random_values<T>(volume(ext), rng);
+    for (T beta : {T(0), T(0.5)}) {
+      const std::size_t out_size = 350 * 40 + 7 * 33 + 5;
+      auto out0 = random_values<T>(out_size, rng);
+      std::vector<T> out = out0;
+      cpu::strided_copy(in.data(), in_strides, out.data(), out_strides, ext, T(2), beta);
+      std::vector<bool> touched(out_size, false);
+      std::size_t bad = 0;
+      for (std::size_t x = 0; x < 5; ++x) {
+        for (std::size_t y = 0; y < 40; ++y) {
+          for (std::size_t z = 0; z < 33; ++z) {
+            const std::size_t o = x + 350 * y + 7 * z;
+            touched[o] = true;
+            const double want = 2.0 * static_cast<double>(in[x * 40 * 33 + y * 33 + z]) +
+                                static_cast<double>(beta) * static_cast<double>(out0[o]);
+            if (std::abs(static_cast<double>(out[o]) - want) > 4 * eps<T>() * (std::abs(want) + 2)) ++bad;
+          }
         }
       }
+      for (std::size_t o = 0; o < out_size; ++o) {
+        if (!touched[o] && !(out[o] == out0[o])) ++bad;
+      }
+      CHECK(bad == 0);
     }
-    for (std::size_t o = 0; o < out_size; ++o) {
-      if (!touched[o] && !(out[o] == out0[o])) ++bad;
-    }
-    CHECK(bad == 0);
-  }
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_copy, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_gather packs a strided part densely", T, cpu_kernels_strided_gather) {
-  std::mt19937 rng(13);
-  // The part [e][f][a] of a 5-d array [e][c][b][f][a] at fixed c, b, packed as [f][e][a]
-  // (the per-tile pack of a contraction), and a full transpose.
-  const std::size_t ne = 7, nc = 3, nb = 4, nf = 9, na = 37;
-  const auto in = random_values<T>(ne * nc * nb * nf * na, rng);
-  const auto sa = static_cast<std::ptrdiff_t>(1), sf = static_cast<std::ptrdiff_t>(na),
-             sb = static_cast<std::ptrdiff_t>(nf * na), sc = static_cast<std::ptrdiff_t>(nb * nf * na),
-             se = static_cast<std::ptrdiff_t>(nc * nb * nf * na);
-  const std::ptrdiff_t base = 2 * sc + 1 * sb;
-  std::vector<T> out(nf * ne * na, T(-7));
-  cpu::strided_gather(in.data() + base, cpu::Strides{sf, se, sa}, out.data(),
-                      cpu::Strides{static_cast<std::ptrdiff_t>(ne * na), static_cast<std::ptrdiff_t>(na), 1},
-                      Extents{nf, ne, na});
-  std::size_t bad = 0;
-  for (std::size_t f = 0; f < nf; ++f) {
-    for (std::size_t e = 0; e < ne; ++e) {
-      for (std::size_t a = 0; a < na; ++a) {
-        const auto from = base + static_cast<std::ptrdiff_t>(f) * sf + static_cast<std::ptrdiff_t>(e) * se +
-                          static_cast<std::ptrdiff_t>(a) * sa;
-        if (!(out[(f * ne + e) * na + a] == in[static_cast<std::size_t>(from)])) ++bad;
+  for_each_simd_target([&] {
+    std::mt19937 rng(13);
+    // The part [e][f][a] of a 5-d array [e][c][b][f][a] at fixed c, b, packed as [f][e][a]
+    // (the per-tile pack of a contraction), and a full transpose.
+    const std::size_t ne = 7, nc = 3, nb = 4, nf = 9, na = 37;
+    const auto in = random_values<T>(ne * nc * nb * nf * na, rng);
+    const auto sa = static_cast<std::ptrdiff_t>(1), sf = static_cast<std::ptrdiff_t>(na),
+               sb = static_cast<std::ptrdiff_t>(nf * na), sc = static_cast<std::ptrdiff_t>(nb * nf * na),
+               se = static_cast<std::ptrdiff_t>(nc * nb * nf * na);
+    const std::ptrdiff_t base = 2 * sc + 1 * sb;
+    std::vector<T> out(nf * ne * na, T(-7));
+    cpu::strided_gather(in.data() + base, cpu::Strides{sf, se, sa}, out.data(),
+                        cpu::Strides{static_cast<std::ptrdiff_t>(ne * na), static_cast<std::ptrdiff_t>(na), 1},
+                        Extents{nf, ne, na});
+    std::size_t bad = 0;
+    for (std::size_t f = 0; f < nf; ++f) {
+      for (std::size_t e = 0; e < ne; ++e) {
+        for (std::size_t a = 0; a < na; ++a) {
+          const auto from = base + static_cast<std::ptrdiff_t>(f) * sf + static_cast<std::ptrdiff_t>(e) * se +
+                            static_cast<std::ptrdiff_t>(a) * sa;
+          if (!(out[(f * ne + e) * na + a] == in[static_cast<std::size_t>(from)])) ++bad;
+        }
       }
     }
-  }
-  CHECK(bad == 0);
-  std::vector<T> t(nf * na, T(0));
-  cpu::strided_gather(in.data(), cpu::Strides{sf, sa}, t.data(), cpu::Strides{1, static_cast<std::ptrdiff_t>(nf)},
-                      Extents{nf, na});
-  bad = 0;
-  for (std::size_t f = 0; f < nf; ++f) {
-    for (std::size_t a = 0; a < na; ++a) {
-      if (!(t[a * nf + f] == in[f * na + a])) ++bad;
+    CHECK(bad == 0);
+    std::vector<T> t(nf * na, T(0));
+    cpu::strided_gather(in.data(), cpu::Strides{sf, sa}, t.data(), cpu::Strides{1, static_cast<std::ptrdiff_t>(nf)},
+                        Extents{nf, na});
+    bad = 0;
+    for (std::size_t f = 0; f < nf; ++f) {
+      for (std::size_t a = 0; a < na; ++a) {
+        if (!(t[a * nf + f] == in[f * na + a])) ++bad;
+      }
     }
-  }
-  CHECK(bad == 0);
+    CHECK(bad == 0);
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_gather, Scalars);
 
@@ -496,62 +505,66 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_gather, Scalars);
 // reduce
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: reduce takes diagonals, sums and permutes", T, cpu_kernels_reduce) {
-  std::mt19937 rng(13);
-  std::uniform_int_distribution<std::size_t> count(0, 4), extent(1, 5), repeat(0, 3);
-  std::size_t checked = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const std::size_t n = count(rng);
-    std::vector<std::size_t> extent_of(n);
-    Modes in_modes;
-    for (std::size_t d = 0; d < n; ++d) {
-      extent_of[d] = trial % 50 == 0 && d == 0 ? 40 : extent(rng);
-      in_modes.push_back(static_cast<int>(d));
-      if (repeat(rng) == 0) in_modes.push_back(static_cast<int>(d));  // a diagonal
+  for_each_simd_target([&] {
+    std::mt19937 rng(13);
+    std::uniform_int_distribution<std::size_t> count(0, 4), extent(1, 5), repeat(0, 3);
+    std::size_t checked = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      const std::size_t n = count(rng);
+      std::vector<std::size_t> extent_of(n);
+      Modes in_modes;
+      for (std::size_t d = 0; d < n; ++d) {
+        extent_of[d] = trial % 50 == 0 && d == 0 ? 40 : extent(rng);
+        in_modes.push_back(static_cast<int>(d));
+        if (repeat(rng) == 0) in_modes.push_back(static_cast<int>(d));  // a diagonal
+      }
+      std::shuffle(in_modes.begin(), in_modes.end(), rng);
+      Modes out_modes;
+      for (std::size_t d = 0; d < n; ++d) {
+        if (repeat(rng) != 0) out_modes.push_back(static_cast<int>(d));
+      }
+      std::shuffle(out_modes.begin(), out_modes.end(), rng);
+      const Extents in_ext = extents_for(in_modes, extent_of), out_ext = extents_for(out_modes, extent_of);
+      const auto in = random_values<T>(volume(in_ext), rng);
+      std::vector<T> out(volume(out_ext), std::numeric_limits<T>::quiet_NaN());
+      const T alpha = T(0.75);
+      cpu::reduce(in.data(), in_ext, in_modes, out.data(), out_modes, alpha);
+      // Reference: a contraction of `in` with the scalar 1.
+      const Expected e = reference_contract(0.75, in, in_ext, in_modes, std::vector<T>{T(1)}, Extents{}, Modes{}, 0.0,
+                                            std::vector<T>(out.size()), out_modes);
+      INFO("in ", describe(in_modes, in_ext), " out ", describe(out_modes, out_ext));
+      CHECK(mismatches(out, e) == 0);
+      ++checked;
     }
-    std::shuffle(in_modes.begin(), in_modes.end(), rng);
-    Modes out_modes;
-    for (std::size_t d = 0; d < n; ++d) {
-      if (repeat(rng) != 0) out_modes.push_back(static_cast<int>(d));
-    }
-    std::shuffle(out_modes.begin(), out_modes.end(), rng);
-    const Extents in_ext = extents_for(in_modes, extent_of), out_ext = extents_for(out_modes, extent_of);
-    const auto in = random_values<T>(volume(in_ext), rng);
-    std::vector<T> out(volume(out_ext), std::numeric_limits<T>::quiet_NaN());
-    const T alpha = T(0.75);
-    cpu::reduce(in.data(), in_ext, in_modes, out.data(), out_modes, alpha);
-    // Reference: a contraction of `in` with the scalar 1.
-    const Expected e = reference_contract(0.75, in, in_ext, in_modes, std::vector<T>{T(1)}, Extents{}, Modes{}, 0.0,
-                                          std::vector<T>(out.size()), out_modes);
-    INFO("in ", describe(in_modes, in_ext), " out ", describe(out_modes, out_ext));
-    CHECK(mismatches(out, e) == 0);
-    ++checked;
-  }
-  CHECK(checked == 300);
+    CHECK(checked == 300);
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_reduce, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: reduce of a large matrix along each mode", T, cpu_kernels_reduce_large) {
-  std::mt19937 rng(14);
-  const Extents ext{300, 257};
-  const auto in = random_values<T>(volume(ext), rng);
-  for (const Modes& out_modes : {Modes{0}, Modes{1}, Modes{}, Modes{1, 0}}) {
-    std::vector<T> out(volume(extents_for(out_modes, {300, 257})));
-    cpu::reduce(in.data(), ext, Modes{0, 1}, out.data(), out_modes, T(1));
-    const Expected e = reference_contract(1.0, in, ext, Modes{0, 1}, std::vector<T>{T(1)}, Extents{}, Modes{}, 0.0,
-                                          std::vector<T>(out.size()), out_modes);
-    CHECK(mismatches(out, e) == 0);
-  }
-  // The trace of a square matrix: a repeated mode, summed.
-  const Extents square{200, 200};
-  const auto s = random_values<T>(volume(square), rng);
-  T trace = T(7);
-  cpu::reduce(s.data(), square, Modes{4, 4}, &trace, Modes{}, T(1));
-  double want = 0, magnitude = 0;
-  for (std::size_t i = 0; i < 200; ++i) {
-    want += static_cast<double>(s[i * 201]);
-    magnitude += std::abs(static_cast<double>(s[i * 201]));
-  }
-  CHECK(std::abs(static_cast<double>(trace) - want) <= 4 * eps<T>() * 204 * magnitude);
+  for_each_simd_target([&] {
+    std::mt19937 rng(14);
+    const Extents ext{300, 257};
+    const auto in = random_values<T>(volume(ext), rng);
+    for (const Modes& out_modes : {Modes{0}, Modes{1}, Modes{}, Modes{1, 0}}) {
+      std::vector<T> out(volume(extents_for(out_modes, {300, 257})));
+      cpu::reduce(in.data(), ext, Modes{0, 1}, out.data(), out_modes, T(1));
+      const Expected e = reference_contract(1.0, in, ext, Modes{0, 1}, std::vector<T>{T(1)}, Extents{}, Modes{}, 0.0,
+                                            std::vector<T>(out.size()), out_modes);
+      CHECK(mismatches(out, e) == 0);
+    }
+    // The trace of a square matrix: a repeated mode, summed.
+    const Extents square{200, 200};
+    const auto s = random_values<T>(volume(square), rng);
+    T trace = T(7);
+    cpu::reduce(s.data(), square, Modes{4, 4}, &trace, Modes{}, T(1));
+    double want = 0, magnitude = 0;
+    for (std::size_t i = 0; i < 200; ++i) {
+      want += static_cast<double>(s[i * 201]);
+      magnitude += std::abs(static_cast<double>(s[i * 201]));
+    }
+    CHECK(std::abs(static_cast<double>(trace) - want) <= 4 * eps<T>() * 204 * magnitude);
+  });
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_reduce_large, Scalars);
 
@@ -1358,6 +1371,192 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: scale, also in place", T, cpu_kernels_sc
   }
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_scale, Scalars);
+
+// ----------------------------------------------------------------------------------------
+// fused
+
+namespace {
+
+/// Runs `check` at one thread and at two (the fused kernel shares rows, the points of a row
+/// or private sums among them); without OpenMP once.
+template <class F>
+void at_one_and_two_threads(F check) {
+#if TENEX_OPENMP
+  const int before = omp_get_max_threads();
+  for (const int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    INFO("threads ", threads);
+    check();
+  }
+  omp_set_num_threads(before);
+#else
+  check();
+#endif
+}
+
+/// Random values in [-2, 2] with NaN, +-Inf and +-0 at a few places (none when `plain`).
+template <class T>
+std::vector<T> values_with_specials(std::size_t n, std::mt19937& rng, bool plain = false) {
+  std::vector<T> v = random_values<T>(n, rng, -2.0, 2.0);
+  if (plain) return v;
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), T(0), -T(0)};
+  for (std::size_t x = 0; x < n; x += 7) v[x] = specials[(x / 7) % 5];
+  return v;
+}
+
+/// Whether a kernel's value is the reference's: the same bits up to NaN's payload (the sign
+/// of a zero included).
+template <class T>
+bool same_value(T got, T want) {
+  if (std::isnan(want)) return std::isnan(got);
+  return got == want && std::signbit(got) == std::signbit(want);
+}
+
+/// A 2-d space (i, j) of extents ni x nj: a(i, j) row-major, b(j, i) transposed (or b(i), one
+/// value per row, when `broadcast`), evaluated by the naive loop over the program with the
+/// table's scalar definitions, one instruction at a time.
+template <class T>
+struct FusedCase {
+  std::size_t ni, nj;
+  bool broadcast = false;
+  std::vector<T> a, b;
+
+  T b_at(std::size_t i, std::size_t j) const { return broadcast ? b[i] : b[j * ni + i]; }
+  static T value(const tenex::FusedParams& p, T a, T b) {
+    std::vector<T> v;
+    for (const tenex::FusedInstr& in : p.program) {
+      if (in.op == tenex::FusedOp::load) {
+        v.push_back(in.a == 0 ? a : b);
+      } else if (in.op == tenex::FusedOp::constant) {
+        v.push_back(static_cast<T>(in.x));
+      } else {
+        v.push_back(tenex::apply_function(in.op, v[in.a], v[in.b], static_cast<T>(in.x), static_cast<T>(in.y)));
+      }
+    }
+    return v.back();
+  }
+  /// The kernel on the case, the result over `out_modes` (of 0 = i, 1 = j).
+  std::vector<T> run(const tenex::FusedParams& p, const Modes& out_modes) const {
+    Extents out_ext;
+    for (int m : out_modes) out_ext.push_back(m == 0 ? ni : nj);
+    std::vector<T> out(volume(out_ext), T(-7));
+    const Modes b_modes = broadcast ? Modes{0} : Modes{1, 0};
+    const Extents b_ext = broadcast ? Extents{ni} : Extents{nj, ni};
+    cpu::fused<T>(p, {a.data(), b.data()}, {Modes{0, 1}, b_modes}, {Extents{ni, nj}, b_ext}, out.data(), out_modes,
+                  out_ext);
+    return out;
+  }
+};
+
+/// The program load a, load b, op(a, b) with parameters x = -0.5, y = 0.75.
+tenex::FusedParams one_function(tenex::FusedOp op) {
+  tenex::FusedParams p;
+  p.program = {{tenex::FusedOp::load, 0, 0, 0, 0}, {tenex::FusedOp::load, 1, 0, 0, 0}, {op, 0, 1, -0.5, 0.75}};
+  return p;
+}
+
+const std::vector<std::pair<std::size_t, std::size_t>> kFusedShapes{{1, 1},    {1, 3},   {3, 17},   {17, 1},
+                                                                    {17, 257}, {257, 3}, {130, 257}};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's functions on every SIMD target, NaN, Inf and zeros", T,
+                          cpu_kernels_fused_functions) {
+  // Every function of the table on a(i, j) and b(j, i) (a transposed operand) or b(i) (one
+  // value per strip), odd extents, the same bits as the table's scalar definition per point.
+  std::mt19937 rng(71);
+  std::vector<tenex::FusedOp> ops;
+#define TENEX_TEST_OP(op, name, values, parameters, keeps_zero, scalar, text, cuda) ops.push_back(tenex::FusedOp::op);
+  TENEX_FOR_EACH_FUNCTION(TENEX_TEST_OP)
+#undef TENEX_TEST_OP
+  for_each_simd_target([&] {
+    at_one_and_two_threads([&] {
+      for (const auto& [ni, nj] : kFusedShapes) {
+        for (const bool broadcast : {false, true}) {
+          FusedCase<T> c{ni, nj, broadcast, values_with_specials<T>(ni * nj, rng),
+                         values_with_specials<T>(broadcast ? ni : ni * nj, rng)};
+          for (const tenex::FusedOp op : ops) {
+            const tenex::FusedParams p = one_function(op);
+            const std::vector<T> out = c.run(p, Modes{0, 1});
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < ni; ++i) {
+              for (std::size_t j = 0; j < nj; ++j) {
+                if (!same_value(out[i * nj + j], FusedCase<T>::value(p, c.a[i * nj + j], c.b_at(i, j)))) ++bad;
+              }
+            }
+            INFO("function ", tenex::function_info(op).name, " extents ", ni, " x ", nj,
+                 broadcast ? " b(i)" : " b(j,i)");
+            CHECK(bad == 0);
+          }
+        }
+      }
+    });
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_functions, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's reductions on every SIMD target", T,
+                          cpu_kernels_fused_reductions) {
+  // sum, max and min of a*b + a (b transposed) over j (one sum per row), over i (a sum per
+  // column, across rows) and over both; with and without NaN and Inf. max and min propagate
+  // NaN and are exact; a sum is within rounding of the double reference.
+  std::mt19937 rng(72);
+  tenex::FusedParams p;
+  p.program = {{tenex::FusedOp::load, 0, 0, 0, 0},
+               {tenex::FusedOp::load, 1, 0, 0, 0},
+               {tenex::FusedOp::multiply, 0, 1, 0, 0},
+               {tenex::FusedOp::add, 2, 0, 0, 0}};
+  for_each_simd_target([&] {
+    at_one_and_two_threads([&] {
+      for (const auto& [ni, nj] : kFusedShapes) {
+        for (const bool plain : {true, false}) {
+          const FusedCase<T> c{ni, nj, false, values_with_specials<T>(ni * nj, rng, plain),
+                               values_with_specials<T>(ni * nj, rng, plain)};
+          for (const tenex::ReduceOp reduce : {tenex::ReduceOp::sum, tenex::ReduceOp::max, tenex::ReduceOp::min}) {
+            p.reduce = reduce;
+            for (const Modes& out_modes : {Modes{0}, Modes{1}, Modes{}}) {
+              const std::vector<T> out = c.run(p, out_modes);
+              std::vector<double> want(out.size(), reduce == tenex::ReduceOp::sum ? 0.0
+                                                   : reduce == tenex::ReduceOp::max
+                                                       ? -std::numeric_limits<double>::infinity()
+                                                       : std::numeric_limits<double>::infinity());
+              std::vector<double> magnitude(out.size(), 0.0);
+              for (std::size_t i = 0; i < ni; ++i) {
+                for (std::size_t j = 0; j < nj; ++j) {
+                  const std::size_t o = out_modes.empty() ? 0 : out_modes[0] == 0 ? i : j;
+                  const auto v = static_cast<double>(FusedCase<T>::value(p, c.a[i * nj + j], c.b_at(i, j)));
+                  magnitude[o] += std::abs(v);
+                  if (reduce == tenex::ReduceOp::sum) {
+                    want[o] += v;
+                  } else if (std::isnan(v) || std::isnan(want[o])) {
+                    want[o] = std::numeric_limits<double>::quiet_NaN();
+                  } else {
+                    want[o] = reduce == tenex::ReduceOp::max ? std::max(want[o], v) : std::min(want[o], v);
+                  }
+                }
+              }
+              std::size_t bad = 0;
+              for (std::size_t o = 0; o < out.size(); ++o) {
+                const auto got = static_cast<double>(out[o]);
+                if (reduce != tenex::ReduceOp::sum || !std::isfinite(want[o])) {
+                  if (!(std::isnan(want[o]) ? std::isnan(got) : got == static_cast<double>(static_cast<T>(want[o]))))
+                    ++bad;
+                } else if (!(std::abs(got - want[o]) <= 4 * eps<T>() * static_cast<double>(ni * nj) * magnitude[o])) {
+                  ++bad;
+                }
+              }
+              INFO("reduce ", static_cast<int>(reduce), " to ", out_modes.size(), " modes, extents ", ni, " x ", nj,
+                   plain ? "" : " with NaN and Inf");
+              CHECK(bad == 0);
+            }
+          }
+        }
+      }
+    });
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_reductions, Scalars);
 
 TEST_CASE("cpu kernels: the GEMM rate of the plan model is measured once and kept near the default") {
   namespace contraction = cpu::contraction;

@@ -3,11 +3,18 @@
 // program on strips of the innermost mode, in cache-sized tiles, on the OpenMP threads.
 //
 // Each instruction runs as a tight loop over a strip of up to kStrip points, so the
-// interpretation costs one switch per instruction and strip, and the loops vectorize. An
-// operand read with stride 1 along the strip is used in place; a transposed operand (one
-// whose stride-1 mode is another mode of the space, the "block" mode) is read in tiles of
-// kBlockRows values of the block mode times a strip, which keeps its cache lines in L1
-// between the rows that share them. Nothing is allocated but a per-thread strip buffer.
+// interpretation costs one switch per instruction and strip. The functions of the table that
+// have a vector form (add, subtract, multiply, divide, max, min, negate, abs, sqrt, square,
+// reciprocal, clamp, sign) and the sums of a reduction run on Google Highway's vectors; the
+// others (exp, log, pow, ..., tenex::map callables) call their scalar definition per point.
+// This file compiles itself once per SIMD target (hwy/foreach_target.h) and fused() runs the
+// target simd.hpp picks. An operand read with stride 1 along the strip is used in place; a
+// transposed operand (one whose stride-1 mode is another mode of the space, the "block" mode)
+// is read in tiles of kBlockRows values of the block mode times a strip, which keeps its
+// cache lines in L1 between the rows that share them. Nothing is allocated but a per-thread
+// strip buffer.
+#ifndef TENEX_FUSED_CPP_ONCE
+#define TENEX_FUSED_CPP_ONCE
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
@@ -24,6 +31,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/simd.hpp"
 #include "tenex/graph/functions.hpp"
 #include "tenex/scalar.hpp"
 
@@ -72,6 +80,65 @@ struct Plan {
   std::size_t row_count = 1;
   std::size_t grain = 1;  // ranges of rows aligned to this never write the same result element
 };
+
+Strides row_major(const Extents& extents) {
+  Strides s(extents.size(), 1);
+  for (std::size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * static_cast<std::ptrdiff_t>(extents[d]);
+  return s;
+}
+
+}  // namespace
+}  // namespace tenex::detail::cpu
+#endif  // TENEX_FUSED_CPP_ONCE
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tenex/backend/cpu/fused.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace tenex::detail::cpu::HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The vector form of a function of the table, where it has one: the same value as its
+// scalar definition (tenex/graph/functions.hpp) in every lane, NaN, Inf and signed zero
+// included. VectorForm<op>::apply(d, a, b, x, y) with x, y the parameters broadcast.
+template <FusedOp op>
+struct VectorForm {
+  static constexpr bool exists = false;
+};
+#define TENEX_VECTOR_FORM(op_, expression)                                                                            \
+  template <>                                                                                                         \
+  struct VectorForm<FusedOp::op_> {                                                                                   \
+    static constexpr bool exists = true;                                                                              \
+    template <class D, class V>                                                                                       \
+    static HWY_INLINE V apply([[maybe_unused]] D d, [[maybe_unused]] V a, [[maybe_unused]] V b, [[maybe_unused]] V x, \
+                              [[maybe_unused]] V y) {                                                                 \
+      return expression;                                                                                              \
+    }                                                                                                                 \
+  };
+TENEX_VECTOR_FORM(add, hn::Add(a, b))
+TENEX_VECTOR_FORM(subtract, hn::Sub(a, b))
+TENEX_VECTOR_FORM(multiply, hn::Mul(a, b))
+TENEX_VECTOR_FORM(divide, hn::Div(a, b))
+// (a < b || b != b) ? b : a, and (b < a || b != b) ? b : a: a NaN on either side is the result.
+TENEX_VECTOR_FORM(maximum, hn::IfThenElse(hn::Or(hn::Lt(a, b), hn::IsNaN(b)), b, a))
+TENEX_VECTOR_FORM(minimum, hn::IfThenElse(hn::Or(hn::Lt(b, a), hn::IsNaN(b)), b, a))
+TENEX_VECTOR_FORM(negate, hn::Neg(a))
+TENEX_VECTOR_FORM(sqrt, hn::Sqrt(a))
+TENEX_VECTOR_FORM(abs, hn::Abs(a))
+TENEX_VECTOR_FORM(square, hn::Mul(a, a))
+TENEX_VECTOR_FORM(reciprocal, hn::Div(hn::Set(d, hn::TFromD<D>(1)), a))
+TENEX_VECTOR_FORM(clamp, hn::IfThenElse(hn::Lt(a, x), x, hn::IfThenElse(hn::Lt(y, a), y, a)))
+// NaN stays; +1 above zero, -1 below, +0 for either zero.
+TENEX_VECTOR_FORM(sign, hn::IfThenElse(hn::IsNaN(a), a,
+                                       hn::IfThenElse(hn::Lt(hn::Zero(d), a), hn::Set(d, hn::TFromD<D>(1)),
+                                                      hn::IfThenElseZero(hn::Lt(a, hn::Zero(d)),
+                                                                         hn::Set(d, hn::TFromD<D>(-1))))))
+#undef TENEX_VECTOR_FORM
 
 template <class T>
 class Evaluator {
@@ -176,17 +243,58 @@ class Evaluator {
     return {dst, false, T(0)};
   }
 
-  /// Function `op` of the table (tenex/graph/functions.hpp) on a strip: a loop over the
-  /// strip calling its scalar definition, which inlines, so the loop vectorizes as a
-  /// hand-written one would.
+  using D = hn::ScalableTag<T>;
+  using V = hn::Vec<D>;
+
+  /// Function `op` of the table (tenex/graph/functions.hpp) on a strip: whole vectors in its
+  /// vector form where it has one, the rest of the strip (and every point of a function
+  /// without one) in its scalar definition, which inlines.
   template <FusedOp op, int values>
   Value function(const FusedInstr& in, T* __restrict dst, std::size_t w) const {
     const T x = static_cast<T>(in.x), y = static_cast<T>(in.y);
-    if constexpr (values == 2) {
-      return binary([x, y](T a, T b) { return Function<op>::apply(a, b, x, y); }, values_[in.a], values_[in.b], dst, w);
-    } else {
-      return unary([x, y](T a) { return Function<op>::apply(a, T(0), x, y); }, values_[in.a], dst, w);
+    const Value& a = values_[in.a];
+    const Value& b = values == 2 ? values_[in.b] : a;
+    if constexpr (VectorForm<op>::exists) {
+      if (!(a.uniform && b.uniform)) {
+        const D d;
+        const std::size_t n = hn::Lanes(d);
+        const V vx = hn::Set(d, x), vy = hn::Set(d, y);
+        const V sa = hn::Set(d, a.s), sb = hn::Set(d, b.s);
+        std::size_t i = 0;
+        for (; i + n <= w; i += n) {
+          const V va = a.uniform ? sa : hn::LoadU(d, a.p + i);
+          const V vb = values == 1 ? va : (b.uniform ? sb : hn::LoadU(d, b.p + i));
+          hn::StoreU(VectorForm<op>::apply(d, va, vb, vx, vy), d, dst + i);
+        }
+        for (; i < w; ++i) {
+          const T ai = a.uniform ? a.s : a.p[i];
+          const T bi = values == 1 ? T(0) : (b.uniform ? b.s : b.p[i]);
+          dst[i] = Function<op>::apply(ai, bi, x, y);
+        }
+        return {dst, false, T(0)};
+      }
     }
+    if constexpr (values == 2) {
+      return binary([x, y](T p, T q) { return Function<op>::apply(p, q, x, y); }, a, b, dst, w);
+    } else {
+      return unary([x, y](T p) { return Function<op>::apply(p, T(0), x, y); }, a, dst, w);
+    }
+  }
+
+  /// The sum of p[0, w): in one vector of partial sums, then across its lanes, so that it
+  /// depends on the target's lanes but not on the threads.
+  static T sum(const T* __restrict p, std::size_t w) {
+    const D d;
+    const std::size_t n = hn::Lanes(d);
+    std::size_t x = 0;
+    T acc = T(0);
+    if (w >= n) {
+      V s = hn::LoadU(d, p);
+      for (x = n; x + n <= w; x += n) s = hn::Add(s, hn::LoadU(d, p + x));
+      acc = hn::GetLane(hn::SumOfLanes(d, s));
+    }
+    for (; x < w; ++x) acc += p[x];
+    return acc;
   }
 
   /// The program on `w` points starting at offsets_, written (or reduced) into `out`.
@@ -242,8 +350,7 @@ class Evaluator {
       if (v.uniform) {
         acc = op == ReduceOp::sum ? v.s * static_cast<T>(w) : (w ? v.s : acc);
       } else if (op == ReduceOp::sum) {
-        const T* __restrict p = v.p;
-        for (std::size_t x = 0; x < w; ++x) acc += p[x];
+        acc = sum(v.p, w);
       } else {
         for (std::size_t x = 0; x < w; ++x) acc = combine(op, acc, v.p[x]);
       }
@@ -282,13 +389,69 @@ void on_threads(const Plan<T>& plan, int threads, F work) {
   if (error) std::rethrow_exception(error);
 }
 
-Strides row_major(const Extents& extents) {
-  Strides s(extents.size(), 1);
-  for (std::size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * static_cast<std::ptrdiff_t>(extents[d]);
-  return s;
+// Runs the plan of `points` points on the threads the call may use.
+template <class T>
+void execute(const Plan<T>& plan, std::size_t points) {
+  const FusedParams& params = *plan.params;
+  T* out = plan.out;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const std::size_t units = plan.row_count / plan.grain;
+  bool parallel = threads > 1 && points >= kParallelMin;
+  // Too few rows to share: a result without reduction shares each row's points instead (no
+  // two threads write one element); a small reduced result is summed per thread and combined.
+  // Never private copies without a reduction: `out` holds no identity to combine them onto.
+  bool private_copies = false, split_rows = false;
+  if (parallel && units < static_cast<std::size_t>(threads) * 2) {
+    if (!plan.reducing && plan.inner.extent >= static_cast<std::size_t>(threads) * kStrip) {
+      split_rows = true;
+    } else if (plan.reducing && plan.out_size <= kPrivateMax) {
+      private_copies = true;
+    } else if (units < 2) {
+      parallel = false;
+    }
+  }
+  if (!parallel) {
+    Evaluator<T>(plan).rows(0, plan.row_count, out);
+  } else if (split_rows) {
+    // Whole strips of every row per thread.
+    const std::size_t strips = (plan.inner.extent + kStrip - 1) / kStrip;
+    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
+      const std::size_t s0 = strips * t / nt * kStrip, s1 = strips * (t + 1) / nt * kStrip;
+      if (s0 < s1) eval.rows(0, plan.row_count, out, s0, s1);
+    });
+  } else if (!private_copies) {
+    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
+      const std::size_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
+      if (u0 < u1) eval.rows(u0 * plan.grain, u1 * plan.grain, out);
+    });
+  } else {
+    std::vector<std::vector<T>> partial(static_cast<std::size_t>(threads));
+    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
+      std::vector<T>& mine = partial[t];
+      mine.assign(plan.out_size, identity<T>(params.reduce));
+      const std::size_t r0 = plan.row_count * t / nt, r1 = plan.row_count * (t + 1) / nt;
+      if (r0 < r1) eval.rows(r0, r1, mine.data());
+    });
+    // Combined in thread order: the same result on every run with this many threads.
+    for (const std::vector<T>& mine : partial) {
+      for (std::size_t x = 0; x < mine.size(); ++x) out[x] = combine(params.reduce, out[x], mine[x]);
+    }
+  }
 }
 
 }  // namespace
+
+void execute_float(const Plan<float>& plan, std::size_t points) { execute(plan, points); }
+void execute_double(const Plan<double>& plan, std::size_t points) { execute(plan, points); }
+
+}  // namespace tenex::detail::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tenex::detail::cpu {
+
+HWY_EXPORT(execute_float);
+HWY_EXPORT(execute_double);
 
 template <class T>
 KernelCount fused(const FusedParams& params, const std::vector<const T*>& operands,
@@ -408,48 +571,10 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
     }
   }
 
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const std::size_t units = plan.row_count / plan.grain;
-  bool parallel = threads > 1 && points >= kParallelMin;
-  // Too few rows to share: a result without reduction shares each row's points instead (no
-  // two threads write one element); a small reduced result is summed per thread and combined.
-  // Never private copies without a reduction: `out` holds no identity to combine them onto.
-  bool private_copies = false, split_rows = false;
-  if (parallel && units < static_cast<std::size_t>(threads) * 2) {
-    if (!plan.reducing && plan.inner.extent >= static_cast<std::size_t>(threads) * kStrip) {
-      split_rows = true;
-    } else if (plan.reducing && plan.out_size <= kPrivateMax) {
-      private_copies = true;
-    } else if (units < 2) {
-      parallel = false;
-    }
-  }
-  if (!parallel) {
-    Evaluator<T>(plan).rows(0, plan.row_count, out);
-  } else if (split_rows) {
-    // Whole strips of every row per thread.
-    const std::size_t strips = (plan.inner.extent + kStrip - 1) / kStrip;
-    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
-      const std::size_t s0 = strips * t / nt * kStrip, s1 = strips * (t + 1) / nt * kStrip;
-      if (s0 < s1) eval.rows(0, plan.row_count, out, s0, s1);
-    });
-  } else if (!private_copies) {
-    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
-      const std::size_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-      if (u0 < u1) eval.rows(u0 * plan.grain, u1 * plan.grain, out);
-    });
+  if constexpr (std::is_same_v<T, double>) {
+    TENEX_SIMD_DISPATCH(execute_double)(plan, points);
   } else {
-    std::vector<std::vector<T>> partial(static_cast<std::size_t>(threads));
-    on_threads(plan, threads, [&](Evaluator<T>& eval, std::size_t t, std::size_t nt) {
-      std::vector<T>& mine = partial[t];
-      mine.assign(plan.out_size, identity<T>(params.reduce));
-      const std::size_t r0 = plan.row_count * t / nt, r1 = plan.row_count * (t + 1) / nt;
-      if (r0 < r1) eval.rows(r0, r1, mine.data());
-    });
-    // Combined in thread order: the same result on every run with this many threads.
-    for (const std::vector<T>& mine : partial) {
-      for (std::size_t x = 0; x < mine.size(); ++x) out[x] = combine(params.reduce, out[x], mine[x]);
-    }
+    TENEX_SIMD_DISPATCH(execute_float)(plan, points);
   }
   return {ops * static_cast<double>(points), 1};
 }
@@ -461,3 +586,4 @@ TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_FUSED)
 #undef TENEX_INSTANTIATE_FUSED
 
 }  // namespace tenex::detail::cpu
+#endif  // HWY_ONCE

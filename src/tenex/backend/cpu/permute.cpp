@@ -4,15 +4,16 @@
 // multi-index x. Its modes are first simplified (extent-1 modes dropped, modes contiguous in
 // both arrays merged). The copy then runs row by row when the output's fastest mode is also
 // the input's fastest, and otherwise as a transpose of those two modes in small square tiles,
-// so that reads and writes both touch whole cache lines while a tile sits in L1.
+// so that reads and writes both touch whole cache lines while a tile sits in L1. The rows'
+// scaled copies and the tiles' in-register transposes are written over Google Highway's
+// portable vectors: this file compiles itself once per SIMD target (hwy/foreach_target.h), and
+// the kernels run the target simd.hpp picks.
+#ifndef TENEX_PERMUTE_CPP_ONCE
+#define TENEX_PERMUTE_CPP_ONCE
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
 #include "tenex/backend/cpu/serial_openmp.hpp"
-#endif
-
-#if defined(__x86_64__)
-#include <immintrin.h>
 #endif
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/simd.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail::cpu {
@@ -122,16 +124,46 @@ class Odometer {
 };
 
 template <class T>
+double copy_flops(std::size_t n, T alpha, T beta) {
+  return static_cast<double>(n) * ((alpha != T(1) ? 1.0 : 0.0) + (beta != T(0) ? 2.0 : 0.0));
+}
+
+}  // namespace
+}  // namespace tenex::detail::cpu
+#endif  // TENEX_PERMUTE_CPP_ONCE
+
+// clang-format off
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tenex/backend/cpu/permute.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace tenex::detail::cpu::HWY_NAMESPACE {
+namespace {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class T>
 void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std::ptrdiff_t so, std::size_t n, T alpha,
               T beta) {
   if (si == 1 && so == 1) {
+    const hn::ScalableTag<T> d;
+    const std::size_t lanes = hn::Lanes(d);
+    const auto va = hn::Set(d, alpha);
+    std::size_t x = 0;
     if (beta == T(0)) {
       // Reads run ahead of the copy by a few cache lines: rows are short and a pack reads
       // many of them from memory, where the hardware prefetchers start late on each.
-      for (std::size_t x = 0; x < n; x += 64 / sizeof(T)) __builtin_prefetch(in + x + kPrefetchAhead / sizeof(T));
-      for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x];
+      for (std::size_t p = 0; p < n; p += 64 / sizeof(T)) __builtin_prefetch(in + p + kPrefetchAhead / sizeof(T));
+      for (; x + lanes <= n; x += lanes) hn::StoreU(hn::Mul(va, hn::LoadU(d, in + x)), d, out + x);
+      for (; x < n; ++x) out[x] = alpha * in[x];
     } else {
-      for (std::size_t x = 0; x < n; ++x) out[x] = alpha * in[x] + beta * out[x];
+      const auto vb = hn::Set(d, beta);
+      for (; x + lanes <= n; x += lanes) {
+        hn::StoreU(hn::Add(hn::Mul(va, hn::LoadU(d, in + x)), hn::Mul(vb, hn::LoadU(d, out + x))), d, out + x);
+      }
+      for (; x < n; ++x) out[x] = alpha * in[x] + beta * out[x];
     }
     return;
   }
@@ -142,38 +174,66 @@ void copy_row(const T* __restrict in, std::ptrdiff_t si, T* __restrict out, std:
   }
 }
 
-#if defined(__x86_64__)
-// In-register transposes of 4 x 4 blocks, the tile's `no` input rows (stride in_o) written
-// as its `ni` output rows (stride out_i), times alpha; the edges element by element. The
-// double kernel uses AVX2 where the processor has it (checked once), the float one SSE.
-__attribute__((target("avx2"))) void transpose_tile_avx2(const double* __restrict in, std::ptrdiff_t in_o,
-                                                         double* __restrict out, std::ptrdiff_t out_i, std::size_t no,
-                                                         std::size_t ni, double alpha) {
-  const __m256d scale = _mm256_set1_pd(alpha);
+#if HWY_TARGET != HWY_SCALAR
+// Square blocks of B x B values turned in registers (x[r][c] becomes x[c][r]), built from
+// Highway's interleaves (within 128-bit blocks) and half concatenations: 4 x 4 floats in
+// 128-bit vectors, 4 x 4 doubles in 256-bit ones (x86 from AVX2 on), 2 x 2 doubles in 128-bit.
+template <class D>
+HWY_INLINE void turn4x4(D d, hn::Vec<D> (&x)[4]) {
+  if constexpr (sizeof(hn::TFromD<D>) == 4) {
+    const auto t0 = hn::InterleaveLower(d, x[0], x[1]), t1 = hn::InterleaveLower(d, x[2], x[3]);
+    const auto t2 = hn::InterleaveUpper(d, x[0], x[1]), t3 = hn::InterleaveUpper(d, x[2], x[3]);
+    x[0] = hn::ConcatLowerLower(d, t1, t0);
+    x[1] = hn::ConcatUpperUpper(d, t1, t0);
+    x[2] = hn::ConcatLowerLower(d, t3, t2);
+    x[3] = hn::ConcatUpperUpper(d, t3, t2);
+  } else {
+    const auto t0 = hn::InterleaveLower(d, x[0], x[1]), t1 = hn::InterleaveUpper(d, x[0], x[1]);
+    const auto t2 = hn::InterleaveLower(d, x[2], x[3]), t3 = hn::InterleaveUpper(d, x[2], x[3]);
+    x[0] = hn::ConcatLowerLower(d, t2, t0);
+    x[1] = hn::ConcatLowerLower(d, t3, t1);
+    x[2] = hn::ConcatUpperUpper(d, t2, t0);
+    x[3] = hn::ConcatUpperUpper(d, t3, t1);
+  }
+}
+template <class D>
+HWY_INLINE void turn2x2(D d, hn::Vec<D> (&x)[2]) {
+  const auto t0 = hn::InterleaveLower(d, x[0], x[1]);
+  x[1] = hn::InterleaveUpper(d, x[0], x[1]);
+  x[0] = t0;
+}
+template <class D, std::size_t B>
+HWY_INLINE void turn(D d, hn::Vec<D> (&x)[B]) {
+  if constexpr (B == 4) {
+    turn4x4(d, x);
+  } else {
+    turn2x2(d, x);
+  }
+}
+
+// The tile's `no` input rows (stride in_o) written as its `ni` output rows (stride out_i),
+// times alpha, in blocks of B x B; the edges element by element.
+template <class T, std::size_t B>
+void transpose_blocks(const T* __restrict in, std::ptrdiff_t in_o, T* __restrict out, std::ptrdiff_t out_i,
+                      std::size_t no, std::size_t ni, T alpha) {
+  const hn::FixedTag<T, B> d;
+  using V = hn::Vec<decltype(d)>;
+  const V scale = hn::Set(d, alpha);
   std::size_t o = 0;
-  for (; o + 4 <= no; o += 4) {
-    const double* r0 = in + static_cast<std::ptrdiff_t>(o) * in_o;
-    const double* r1 = r0 + in_o;
-    const double* r2 = r1 + in_o;
-    const double* r3 = r2 + in_o;
+  for (; o + B <= no; o += B) {
+    const T* r = in + static_cast<std::ptrdiff_t>(o) * in_o;
     std::size_t i = 0;
-    for (; i + 4 <= ni; i += 4) {
-      const __m256d a0 = _mm256_loadu_pd(r0 + i), a1 = _mm256_loadu_pd(r1 + i);
-      const __m256d a2 = _mm256_loadu_pd(r2 + i), a3 = _mm256_loadu_pd(r3 + i);
-      const __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
-      const __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
-      double* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
-      _mm256_storeu_pd(w, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t0, t2, 0x20)));
-      _mm256_storeu_pd(w + out_i, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t1, t3, 0x20)));
-      _mm256_storeu_pd(w + 2 * out_i, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t0, t2, 0x31)));
-      _mm256_storeu_pd(w + 3 * out_i, _mm256_mul_pd(scale, _mm256_permute2f128_pd(t1, t3, 0x31)));
+    for (; i + B <= ni; i += B) {
+      V x[B];
+      for (std::size_t b = 0; b < B; ++b) x[b] = hn::LoadU(d, r + static_cast<std::ptrdiff_t>(b) * in_o + i);
+      turn<decltype(d), B>(d, x);
+      T* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
+      for (std::size_t b = 0; b < B; ++b)
+        hn::StoreU(hn::Mul(scale, x[b]), d, w + static_cast<std::ptrdiff_t>(b) * out_i);
     }
     for (; i < ni; ++i) {
-      double* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
-      w[0] = alpha * r0[i];
-      w[1] = alpha * r1[i];
-      w[2] = alpha * r2[i];
-      w[3] = alpha * r3[i];
+      T* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
+      for (std::size_t b = 0; b < B; ++b) w[b] = alpha * r[static_cast<std::ptrdiff_t>(b) * in_o + i];
     }
   }
   for (; o < no; ++o) {
@@ -182,62 +242,22 @@ __attribute__((target("avx2"))) void transpose_tile_avx2(const double* __restric
           alpha * in[static_cast<std::ptrdiff_t>(o) * in_o + static_cast<std::ptrdiff_t>(i)];
     }
   }
-}
-
-void transpose_tile_sse(const float* __restrict in, std::ptrdiff_t in_o, float* __restrict out, std::ptrdiff_t out_i,
-                        std::size_t no, std::size_t ni, float alpha) {
-  const __m128 scale = _mm_set1_ps(alpha);
-  std::size_t o = 0;
-  for (; o + 4 <= no; o += 4) {
-    const float* r0 = in + static_cast<std::ptrdiff_t>(o) * in_o;
-    const float* r1 = r0 + in_o;
-    const float* r2 = r1 + in_o;
-    const float* r3 = r2 + in_o;
-    std::size_t i = 0;
-    for (; i + 4 <= ni; i += 4) {
-      __m128 a0 = _mm_loadu_ps(r0 + i), a1 = _mm_loadu_ps(r1 + i), a2 = _mm_loadu_ps(r2 + i), a3 = _mm_loadu_ps(r3 + i);
-      _MM_TRANSPOSE4_PS(a0, a1, a2, a3);
-      float* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
-      _mm_storeu_ps(w, _mm_mul_ps(scale, a0));
-      _mm_storeu_ps(w + out_i, _mm_mul_ps(scale, a1));
-      _mm_storeu_ps(w + 2 * out_i, _mm_mul_ps(scale, a2));
-      _mm_storeu_ps(w + 3 * out_i, _mm_mul_ps(scale, a3));
-    }
-    for (; i < ni; ++i) {
-      float* w = out + static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o);
-      w[0] = alpha * r0[i];
-      w[1] = alpha * r1[i];
-      w[2] = alpha * r2[i];
-      w[3] = alpha * r3[i];
-    }
-  }
-  for (; o < no; ++o) {
-    for (std::size_t i = 0; i < ni; ++i) {
-      out[static_cast<std::ptrdiff_t>(i) * out_i + static_cast<std::ptrdiff_t>(o)] =
-          alpha * in[static_cast<std::ptrdiff_t>(o) * in_o + static_cast<std::ptrdiff_t>(i)];
-    }
-  }
-}
-
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
 }
 
 // Whether a vector kernel transposed the tile (beta == 0 only).
 template <class T>
 bool transpose_tile(const T* in, std::ptrdiff_t in_o, T* out, std::ptrdiff_t out_i, std::size_t no, std::size_t ni,
                     T alpha) {
-  if constexpr (std::is_same_v<T, double>) {
-    if (!has_avx2()) return false;
-    transpose_tile_avx2(in, in_o, out, out_i, no, ni, alpha);
-    return true;
-  } else if constexpr (std::is_same_v<T, float>) {
-    transpose_tile_sse(in, in_o, out, out_i, no, ni, alpha);
-    return true;
+  if constexpr (sizeof(T) == 4) {
+    transpose_blocks<T, 4>(in, in_o, out, out_i, no, ni, alpha);
   } else {
-    return false;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    transpose_blocks<T, 4>(in, in_o, out, out_i, no, ni, alpha);
+#else
+    transpose_blocks<T, 2>(in, in_o, out, out_i, no, ni, alpha);
+#endif
   }
+  return true;
 }
 #else
 template <class T>
@@ -398,11 +418,6 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
   }
 }
 
-template <class T>
-double copy_flops(std::size_t n, T alpha, T beta) {
-  return static_cast<double>(n) * ((alpha != T(1) ? 1.0 : 0.0) + (beta != T(0) ? 2.0 : 0.0));
-}
-
 // Accumulates over the summed dims for each element of the kept dims (see reduce).
 template <class T>
 void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
@@ -466,6 +481,55 @@ void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> su
         out[at.out()] = alpha * sum;
       }
     }
+  }
+}
+
+}  // namespace
+
+void copy_dims_float(const float* in, float* out, std::vector<Dim> dims, float alpha, float beta, bool parallel,
+                     bool read_order) {
+  copy_dims(in, out, std::move(dims), alpha, beta, parallel, read_order);
+}
+void copy_dims_double(const double* in, double* out, std::vector<Dim> dims, double alpha, double beta, bool parallel,
+                      bool read_order) {
+  copy_dims(in, out, std::move(dims), alpha, beta, parallel, read_order);
+}
+void reduce_dims_float(const float* in, float* out, std::vector<Dim> kept, std::vector<Dim> summed, float alpha,
+                       bool parallel) {
+  reduce_dims(in, out, std::move(kept), std::move(summed), alpha, parallel);
+}
+void reduce_dims_double(const double* in, double* out, std::vector<Dim> kept, std::vector<Dim> summed, double alpha,
+                        bool parallel) {
+  reduce_dims(in, out, std::move(kept), std::move(summed), alpha, parallel);
+}
+
+}  // namespace tenex::detail::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tenex::detail::cpu {
+namespace {
+
+HWY_EXPORT(copy_dims_float);
+HWY_EXPORT(copy_dims_double);
+HWY_EXPORT(reduce_dims_float);
+HWY_EXPORT(reduce_dims_double);
+
+// The copy and the reduction of the target simd.hpp picks.
+template <class T>
+void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order = false) {
+  if constexpr (std::is_same_v<T, double>) {
+    TENEX_SIMD_DISPATCH(copy_dims_double)(in, out, std::move(dims), alpha, beta, parallel, read_order);
+  } else {
+    TENEX_SIMD_DISPATCH(copy_dims_float)(in, out, std::move(dims), alpha, beta, parallel, read_order);
+  }
+}
+template <class T>
+void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
+  if constexpr (std::is_same_v<T, double>) {
+    TENEX_SIMD_DISPATCH(reduce_dims_double)(in, out, std::move(kept), std::move(summed), alpha, parallel);
+  } else {
+    TENEX_SIMD_DISPATCH(reduce_dims_float)(in, out, std::move(kept), std::move(summed), alpha, parallel);
   }
 }
 
@@ -600,3 +664,4 @@ TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PERMUTE)
 #undef TENEX_INSTANTIATE_PERMUTE
 
 }  // namespace tenex::detail::cpu
+#endif  // HWY_ONCE
