@@ -259,12 +259,23 @@ class Evaluator {
         const D d;
         const std::size_t n = hn::Lanes(d);
         const V vx = hn::Set(d, x), vy = hn::Set(d, y);
-        const V sa = hn::Set(d, a.s), sb = hn::Set(d, b.s);
         std::size_t i = 0;
-        for (; i + n <= w; i += n) {
-          const V va = a.uniform ? sa : hn::LoadU(d, a.p + i);
-          const V vb = values == 1 ? va : (b.uniform ? sb : hn::LoadU(d, b.p + i));
-          hn::StoreU(VectorForm<op>::apply(d, va, vb, vx, vy), d, dst + i);
+        // One loop per case, without a test in it: both vary, or one is uniform.
+        if (values == 1 || (!a.uniform && !b.uniform)) {
+          const T* __restrict pb = values == 1 ? a.p : b.p;
+          for (; i + n <= w; i += n) {
+            const V va = hn::LoadU(d, a.p + i);
+            const V vb = values == 1 ? va : hn::LoadU(d, pb + i);
+            hn::StoreU(VectorForm<op>::apply(d, va, vb, vx, vy), d, dst + i);
+          }
+        } else if (a.uniform) {
+          const V sa = hn::Set(d, a.s);
+          for (; i + n <= w; i += n)
+            hn::StoreU(VectorForm<op>::apply(d, sa, hn::LoadU(d, b.p + i), vx, vy), d, dst + i);
+        } else {
+          const V sb = hn::Set(d, b.s);
+          for (; i + n <= w; i += n)
+            hn::StoreU(VectorForm<op>::apply(d, hn::LoadU(d, a.p + i), sb, vx, vy), d, dst + i);
         }
         for (; i < w; ++i) {
           const T ai = a.uniform ? a.s : a.p[i];
@@ -279,6 +290,27 @@ class Evaluator {
     } else {
       return unary([x, y](T p) { return Function<op>::apply(p, T(0), x, y); }, a, dst, w);
     }
+  }
+
+  /// dst[x] = src[x st] for x < w (st > 1): the hardware's gathers on x86 from AVX2 on, where
+  /// the offsets fit the index lanes; element by element elsewhere.
+  static void strided_load(const T* __restrict src, std::ptrdiff_t st, T* __restrict dst, std::size_t w) {
+    std::size_t x = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    const D d;
+    const hn::RebindToSigned<D> di;
+    using I = hn::TFromD<decltype(di)>;
+    const std::size_t n = hn::Lanes(d);
+    if (st > 0 &&
+        static_cast<double>(st) * static_cast<double>(w) < static_cast<double>(std::numeric_limits<I>::max())) {
+      HWY_ALIGN I index[hn::MaxLanes(di)];
+      for (std::size_t l = 0; l < n; ++l) index[l] = static_cast<I>(static_cast<std::ptrdiff_t>(l) * st);
+      const auto vi = hn::Load(di, index);
+      for (; x + n <= w; x += n)
+        hn::StoreU(hn::GatherIndex(d, src + static_cast<std::ptrdiff_t>(x) * st, vi), d, dst + x);
+    }
+#endif
+    for (; x < w; ++x) dst[x] = src[static_cast<std::ptrdiff_t>(x) * st];
   }
 
   /// The sum of p[0, w): in one vector of partial sums, then across its lanes, so that it
@@ -315,7 +347,7 @@ class Evaluator {
           } else if (st == 1) {
             v = {src, false, T(0)};
           } else {
-            for (std::size_t x = 0; x < w; ++x) dst[x] = src[static_cast<std::ptrdiff_t>(x) * st];
+            strided_load(src, st, dst, w);
             v = {dst, false, T(0)};
           }
           break;
