@@ -1486,7 +1486,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's functions on every SI
               }
             }
             INFO("function ", tenex::function_info(op).name, " extents ", ni, " x ", nj,
-                 broadcast ? " b(i)" : " b(j,i)");
+                 std::string(broadcast ? " b(i)" : " b(j,i)"));
             CHECK(bad == 0);
           }
         }
@@ -1547,7 +1547,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's reductions on every S
                 }
               }
               INFO("reduce ", static_cast<int>(reduce), " to ", out_modes.size(), " modes, extents ", ni, " x ", nj,
-                   plain ? "" : " with NaN and Inf");
+                   std::string(plain ? "" : " with NaN and Inf"));
               CHECK(bad == 0);
             }
           }
