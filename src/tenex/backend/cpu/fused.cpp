@@ -10,9 +10,10 @@
 // This file compiles itself once per SIMD target (hwy/foreach_target.h) and fused() runs the
 // target simd.hpp picks. An operand read with stride 1 along the strip is used in place; a
 // transposed operand (one whose stride-1 mode is another mode of the space, the "block" mode)
-// is read (gathered, from AVX2 on) in tiles of kBlockRows values of the block mode times
-// kBlockStrip points, which keeps its cache lines in L1 between the rows that share them.
-// Nothing is allocated but a per-thread strip buffer.
+// is read (gathered, from AVX2 on) in tiles of kBlockRows values of the block mode times a
+// strip, which keeps its
+// cache lines in L1 between the rows that share them. Nothing is allocated but a per-thread
+// strip buffer.
 #ifndef TENEX_FUSED_CPP_ONCE
 #define TENEX_FUSED_CPP_ONCE
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
@@ -40,9 +41,6 @@ namespace {
 
 constexpr std::size_t kStrip = 256;     // points per instruction loop
 constexpr std::size_t kBlockRows = 16;  // rows of a tile when an operand is transposed
-// Points of a strip when an operand is transposed: its tile's lines (kBlockRows values of
-// the block mode share one line, kBlockStrip lines per row) stay in L1 beside the others.
-constexpr std::size_t kBlockStrip = 64;
 constexpr std::size_t kParallelMin = 32768;
 constexpr std::size_t kPrivateMax = 65536;  // results this small may be reduced per thread
 
@@ -177,9 +175,8 @@ class Evaluator {
         out_base += i * plan_.rows[d].out;
       }
       const Dim* block = plan_.has_block ? &plan_.rows.back() : nullptr;
-      const std::size_t step = plan_.has_block ? kBlockStrip : kStrip;
-      for (std::size_t s = s0; s < s1; s += step) {
-        const std::size_t w = std::min(step, s1 - s);
+      for (std::size_t s = s0; s < s1; s += kStrip) {
+        const std::size_t w = std::min(kStrip, s1 - s);
         const auto ss = static_cast<std::ptrdiff_t>(s);
         for (std::size_t t = 0; t < group; ++t) {
           const auto tt = static_cast<std::ptrdiff_t>(t);
