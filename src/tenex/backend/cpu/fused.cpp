@@ -11,9 +11,8 @@
 // target simd.hpp picks. An operand read with stride 1 along the strip is used in place; a
 // transposed operand (one whose stride-1 mode is another mode of the space, the "block" mode)
 // is read (gathered, from AVX2 on) in tiles of kBlockRows values of the block mode times a
-// strip, which keeps its
-// cache lines in L1 between the rows that share them. Nothing is allocated but a per-thread
-// strip buffer.
+// strip, which keeps its cache lines near between the rows that share them. Nothing is
+// allocated but a per-thread strip buffer.
 #ifndef TENEX_FUSED_CPP_ONCE
 #define TENEX_FUSED_CPP_ONCE
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
