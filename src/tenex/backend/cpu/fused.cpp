@@ -345,6 +345,9 @@ class Evaluator {
           if (st == 0) {
             v = {nullptr, true, *src};
           } else if (st == 1) {
+            // The next strip's lines are requested now: the instructions read their operands
+            // one loop after another, so without it one stream at a time waits on memory.
+            for (std::size_t x = 0; x < w; x += 64 / sizeof(T)) __builtin_prefetch(src + kStrip + x);
             v = {src, false, T(0)};
           } else {
             strided_load(src, st, dst, w);
