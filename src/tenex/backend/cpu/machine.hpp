@@ -1,7 +1,7 @@
 // What the cost model knows about the machine it runs on: the data cache sizes, read from the
 // system, and the rates of one core, probed once per process (or loaded from a plan file).
 //
-// The probe times, on the calling thread and one core, a 160 x 160 x 160 product three ways:
+// The probe times, on the calling thread and one core, a 128 x 128 x 128 product three ways:
 // the BLAS GEMM (sgemm or dgemm), the GETT kernel (gett_kernel.hpp) on the same shape with
 // its SIMD target, and a copy through memory. It runs at most once per element size per
 // process, the first time a contraction large enough to need the model's rates is planned

@@ -150,13 +150,13 @@ constexpr std::size_t kFusedPrivateMax = 65536;
 // ---------------------------------------------------------------------------------------
 // The machine probe (machine.cpp).
 
-// Extent of the probe's square product (flops 2 n^3): 160 takes about half a millisecond of
-// dgemm at 16 GF/s.
-constexpr std::size_t kProbeExtent = 160;
+// Extent of the probe's square product (flops 2 n^3): 128 takes about a quarter of a
+// millisecond of dgemm at 16 GF/s, where OpenBLAS runs near its large-matrix rate.
+constexpr std::size_t kProbeExtent = 128;
 // Runs of each probe, the best kept.
 constexpr int kProbeRuns = 3;
-// Bytes of each buffer of the copy probe (beyond the L2 of most cores).
-constexpr std::size_t kProbeCopyBytes = std::size_t{4} << 20;
+// Bytes of each buffer of the copy probe (the two together beyond the L2 of most cores).
+constexpr std::size_t kProbeCopyBytes = std::size_t{2} << 20;
 // Flops of a contraction from which planning it may run the probe: smaller programs never
 // pay for it (a 64^3 product is 0.5 MFLOP).
 constexpr double kProbeMinFlops = 4e6;
