@@ -548,7 +548,7 @@ TEST_CASE("machine probe: positive finite rates, once per process and element si
   CHECK(search::gemm_rate(8).rate == cpu::tuning::kCorePeakDouble);
 }
 
-TEST_CASE("plan file: the probe round-trips; a foreign or corrupt probe entry is ignored, and says why") {
+TEST_CASE("plan file: the probe round-trips, and a foreign or corrupt probe entry is ignored and says why") {
   const FreshPlanner fresh;
   const EnvironmentScope probing("TENEX_PROBE", "1");
   const Folder folder;
