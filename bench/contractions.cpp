@@ -1,6 +1,7 @@
 // Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
 //
 //   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--first-call] [--permutations]
+//   bench_contractions [cases.tsv] --cold N [--filter NAME] [--float]
 //   bench_contractions --mp2 [--nocc 40] [--nvirt 200] [--naux 800] [--repeat N]
 //
 // The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
@@ -17,6 +18,12 @@
 // --first-call adds the warm-up's time (tenex's first call of the shape, which times the
 // candidate plans; the process's first case also measures the GEMM rate once) and its ratio to
 // tenex's best call.
+//
+// --cold N instead times what a program meets: tenex's first N calls of each case (under the
+// plan search mode of the environment, by default amortized, not measure) against N GEMMs of
+// the same m, n, k after one GEMM warm-up, in the order the cases come, in one process.
+// cold ratio = the N GEMMs' time / tenex's N calls; worst/model = tenex's slowest call over the
+// median of its calls 2..N, which run the model's plan (the amortized search starts later).
 //
 // --mp2 [--nocc 40 --nvirt 200 --naux 800] instead times the contraction stage of the MP2
 // example (examples/mp2_energy.cpp) at those sizes: the transformation of the factors
@@ -71,6 +78,7 @@ struct Options {
   bool permutations = false;  // the permutation table instead of the cases
   bool mp2 = false;           // the MP2 example's contraction stage instead of the cases
   bool first_call = false;    // also the first call's time (the plan search) against the best
+  int cold = 0;               // --cold N: the first N calls of each case against N GEMMs
   std::size_t nocc = 40, nvirt = 200, naux = 800;
 };
 
@@ -96,6 +104,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
       std::size_t& target = arg == "--nocc" ? options.nocc : arg == "--nvirt" ? options.nvirt : options.naux;
       const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), target);
       if (error != std::errc() || end != value.data() + value.size() || target == 0) return std::nullopt;
+    } else if (arg == "--cold") {
+      if (i + 1 >= argc) return std::nullopt;
+      const std::string_view value = argv[++i];
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), options.cold);
+      if (error != std::errc() || end != value.data() + value.size() || options.cold < 2) return std::nullopt;
     } else if (arg == "--repeat" || arg == "--filter") {
       if (i + 1 >= argc) return std::nullopt;
       const std::string_view value = argv[++i];
@@ -357,16 +370,86 @@ void print_summary(std::vector<double> ratios) {
               ratios.back());
 }
 
+// The first `calls` calls of the case's statement, each timed, and `calls` GEMMs of the same
+// m, n, k after one warm-up GEMM (milliseconds).
+struct ColdRow {
+  std::vector<double> tenex_ms;
+  double gemm_ms = 0;  // all `calls` GEMMs together
+  double check = 0;
+};
+
+template <class T>
+ColdRow bench_cold(const Case& c, int calls) {
+  Tensor<T> a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), result;
+  tenex::fill_random(a, 1);
+  tenex::fill_random(b, 2);
+  const std::string la = labels_of(c.a), lb = labels_of(c.b), lc = labels_of(c.c);
+  const auto [m, n, k] = gemm_size(c);
+  std::vector<T> ga(m * k), gb(k * n), gc(m * n);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<T> uniform(-1.0, 1.0);
+  for (T& x : ga) x = uniform(rng);
+  for (T& x : gb) x = uniform(rng);
+  const std::function<void()> with_gemm = [&] {
+    xgemm(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ga.data(), gb.data(), gc.data());
+  };
+  ColdRow row;
+  for (int call = 0; call < calls; ++call) row.tenex_ms.push_back(milliseconds_of([&] { result(lc) = a(la) * b(lb); }));
+  with_gemm();
+  for (int call = 0; call < calls; ++call) row.gemm_ms += milliseconds_of(with_gemm);
+  row.check = check_result(c, a, b, result);
+  return row;
+}
+
+// The --cold table (see the file's comment).
+int run_cold(const Options& options, const std::vector<Case>& cases) {
+  const char* mode = std::getenv("TENEX_PLAN_SEARCH");
+  std::printf("# the first %d tenex calls of each case (TENEX_PLAN_SEARCH=%s) vs %d %s calls of the same m, n, k\n",
+              options.cold, mode != nullptr ? mode : "amortized (default)", options.cold,
+              options.single ? "sgemm" : "dgemm");
+  std::printf(
+      "# cold ratio = gemm_ms / tenex_ms (>= 0.8: the target); worst/model = slowest call / median of calls 2..N\n");
+  std::printf("%-8s %-24s %10s %10s %10s %7s %8s %10s\n", "name", "einsum", "first_ms", "tenex_ms", "gemm_ms", "ratio",
+              "worst/m", "check");
+  std::vector<double> ratios;
+  double worst_of_all = 0;
+  for (const Case& c : cases) {
+    if (!options.filter.empty() && c.name.find(options.filter) == std::string::npos) continue;
+    const ColdRow row = options.single ? bench_cold<float>(c, options.cold) : bench_cold<double>(c, options.cold);
+    double total = 0;
+    for (double ms : row.tenex_ms) total += ms;
+    std::vector<double> later(row.tenex_ms.begin() + 1, row.tenex_ms.end());
+    std::sort(later.begin(), later.end());
+    const double model_ms =
+        later.size() % 2 == 1 ? later[later.size() / 2] : 0.5 * (later[later.size() / 2 - 1] + later[later.size() / 2]);
+    const double worst = *std::max_element(row.tenex_ms.begin(), row.tenex_ms.end()) / model_ms;
+    worst_of_all = std::max(worst_of_all, worst);
+    ratios.push_back(row.gemm_ms / total);
+    std::printf("%-8s %-24s %10.2f %10.2f %10.2f %7.2f %8.2f %10.1e\n", c.name.c_str(), c.einsum.c_str(),
+                row.tenex_ms.front(), total, row.gemm_ms, ratios.back(), worst, row.check);
+    std::fflush(stdout);
+  }
+  if (ratios.empty()) {
+    std::printf("no case matches\n");
+    return 1;
+  }
+  print_summary(ratios);
+  std::printf("worst call / model plan's call: %.2f\n", worst_of_all);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Steady state after the first call's search: TENEX_PLAN_SEARCH=measure unless set (the
   // default, amortized, spreads the search over many calls; docs/performance.md).
-  ::setenv("TENEX_PLAN_SEARCH", "measure", 0);
   const std::optional<Options> options = parse_options(argc, argv);
+  // --cold times what a program meets: the environment's mode, by default amortized.
+  if (!options || options->cold == 0) ::setenv("TENEX_PLAN_SEARCH", "measure", 0);
   if (!options) {
     std::printf(
         "usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--first-call] [--permutations]\n"
+        "       bench_contractions [cases.tsv] --cold N [--filter NAME] [--float]\n"
         "       bench_contractions --mp2 [--nocc N] [--nvirt N] [--naux N] [--repeat N]\n");
     return 2;
   }
@@ -384,6 +467,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const std::vector<Case> cases = read_cases(options->path);
+    if (options->cold > 0) return run_cold(*options, cases);
     std::printf("# tenex contraction vs one %s of the same m, n, k (%s), best of %d runs;\n",
                 options->single ? "sgemm" : "dgemm", options->single ? "float" : "double", options->repeat);
     std::printf("# ratio = gemm_ms / tenex_ms (>= 1: as fast as GEMM)\n");

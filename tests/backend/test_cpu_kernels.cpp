@@ -1558,18 +1558,6 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's reductions on every S
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_reductions, Scalars);
 
-TEST_CASE("cpu kernels: the GEMM rate of the plan model is measured once and kept near the default") {
-  namespace contraction = cpu::contraction;
-  for (const std::size_t size : {std::size_t{4}, std::size_t{8}}) {
-    const double fallback = size == 4 ? 90e9 : 45e9;
-    const double peak = contraction::measured_core_peak(size, fallback);
-    CHECK(peak >= fallback / 4);
-    CHECK(peak <= fallback * 4);
-    // Measured once per process: the same value again.
-    CHECK(contraction::measured_core_peak(size, fallback) == peak);
-  }
-}
-
 TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in the block cache") {
   // c(i,j,l) = a(k,i,l) b(k,j): a of 2 MiB and c of 3 MiB, whose blocks the cache keeps (b, of
   // 48 KiB, is left to malloc). Before the plan search times a candidate, prefault_scratch

@@ -272,6 +272,65 @@ TEST_CASE("cuda backend: results stay on the device; a set on resident data copi
   CHECK(std::abs(r[9].at(3, 4) - (10.0 * (c.at(3, 4)) + c.at(3, 4))) < 1e-9);
 }
 
+TEST_CASE_TEMPLATE("cuda backend: long reductions into few values (split over many blocks) agree with the CPU", T,
+                   float, double) {
+  const std::string why = skip_reason();
+  if (!why.empty()) {
+    MESSAGE("skipped: ", why);
+    return;
+  }
+  // 2^22 points: each output value's reduction is split over many blocks and combined.
+  const std::size_t n = std::size_t{1} << 22;
+  auto a = random<T>(Shape{n}, 41), b = random<T>(Shape{n}, 42), m = random<T>(Shape{3, n / 4}, 43);
+  same_on_both<T>("sum into a scalar", [&] {
+    Tensor<T> r;
+    r("") = tenex::sum(a("i"), "i");
+    return r;
+  });
+  same_on_both<T>("a fused chain summed into a scalar", [&] {
+    Tensor<T> r;
+    r("") = tenex::exp(a("i")) - b("i");
+    return r;
+  });
+  same_on_both<T>("a dot product", [&] {
+    Tensor<T> r;
+    r("") = a("i") * b("i");
+    return r;
+  });
+  same_on_both<T>("a Hadamard product (batch labels only), scaled and accumulated", [&] {
+    Tensor<T> r = random<T>(Shape{n}, 45);
+    r("i") += T(0.5) * a("i") * b("i");
+    return r;
+  });
+  auto v = random<T>(Shape{n / 4}, 46);
+  same_on_both<T>("a batch-only product of three factors, one broadcast", [&] {
+    Tensor<T> q;
+    q("j,i") = m("j,i") * v("i") * tenex::exp(v("i"));
+    return q;
+  });
+  same_on_both<T>("a batch of 2 x 2 products", [&] {
+    auto x = random<T>(Shape{n / 16, 2, 2}, 47), y = random<T>(Shape{n / 16, 2, 2}, 48);
+    Tensor<T> z;
+    z("b,i,j") = x("b,i,k") * y("b,k,j");
+    return z;
+  });
+  same_on_both<T>("max and min into a scalar", [&] {
+    Tensor<T> r;
+    r("") = tenex::max_over(a("i") - b("i"), "i") - tenex::min_over(a("i"), "i");
+    return r;
+  });
+  same_on_both<T>("min over into 3 values", [&] {
+    Tensor<T> r;
+    r("j") = tenex::min_over(m("j,i"), "i");
+    return r;
+  });
+  same_on_both<T>("sum into 3 values, accumulated", [&] {
+    Tensor<T> r = random<T>(Shape{3}, 44);
+    r("j") += tenex::sum(m("j,i"), "i");
+    return r;
+  });
+}
+
 TEST_CASE("cuda backend: a tenex::map callable runs on the CPU, and explain() says why") {
   const std::string why = skip_reason();
   if (!why.empty()) {

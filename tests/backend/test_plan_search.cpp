@@ -29,7 +29,9 @@
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/machine.hpp"
 #include "tenex/backend/cpu/plan_search.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 #if TENEX_OPENMP
 #include <omp.h>
@@ -230,6 +232,9 @@ TEST_CASE_TEMPLATE("plan search: results do not depend on the mode or the thread
 
 TEST_CASE("plan search: amortized runs one plan per call, the model's first, and settles on a candidate") {
   const EnvironmentScope scope("TENEX_PLAN_SEARCH", "amortized");
+  // The model's constant rates: with probed ones, the GETT plan can lead by more than
+  // kTrialLimit, and no other candidate is then worth a try (the search's steps are the subject).
+  const EnvironmentScope constants("TENEX_PROBE", "0");
   const FreshPlanner fresh;
   const Threads held(2);
   std::mt19937 rng(5);
@@ -332,7 +337,7 @@ TEST_CASE("plan file: a saved plan is loaded and used at once, with the rates, a
   tenex::save_plans(path);
   const std::string text = read(path);
   CHECK(text.rfind("tenex-plans 1\nversion ", 0) == 0);
-  CHECK(text.find("\nrate double ") != std::string::npos);  // measure probed the GEMM rate
+  CHECK(text.find("\nprobe ") != std::string::npos);  // planning the shape probed the machine
   CHECK(text.find("\nend 1\n") != std::string::npos);
 
   search::reset_for_testing(true);  // as a fresh process
@@ -347,14 +352,17 @@ TEST_CASE("plan file: a saved plan is loaded and used at once, with the rates, a
   CHECK(search::last_call().chosen);
 
   // The rates come from the file: a rate written there is the one the model uses, unprobed.
-  std::string edited = text;
-  const std::size_t at = edited.find("\nrate double ");
-  edited.replace(at, edited.find('\n', at + 1) - at, "\nrate double 25000000000");
-  write(path, edited);
   search::reset_for_testing(true);
-  CHECK(tenex::load_plans(path) == 1);
-  const search::RateScope measure(search::Mode::measure);
-  CHECK(search::core_peak(8, 45e9) == 25e9);
+  search::set_rates_for_testing(8, 25e9, 50e9);
+  tenex::save_plans(path);
+  search::reset_for_testing(true);
+  const std::size_t probes = cpu::machine::probe_count();
+  CHECK(tenex::load_plans(path) == 0);
+  const search::RateScope large(1e12);
+  CHECK(search::gemm_rate(8).rate == 25e9);
+  CHECK(search::gett_rate(8).rate == 50e9);
+  CHECK(search::gemm_rate(8).probed);
+  CHECK(cpu::machine::probe_count() == probes);
 }
 
 TEST_CASE("plan file: missing, unreadable, corrupt, truncated and foreign files are ignored, and say why") {
@@ -391,7 +399,6 @@ TEST_CASE("plan file: missing, unreadable, corrupt, truncated and foreign files 
       {"empty", folder.file("empty.txt"), "", "corrupt at line 1"},
       {"truncated", folder.file("cut.txt"), text.substr(0, text.rfind("end ")), "truncated"},
       {"a bad plan line", folder.file("plan.txt"), edited("\nplan ", "\nplan\n"), "bad plan"},
-      {"a bad rate", folder.file("rate.txt"), edited("\nrate double ", "\nrate double -"), "bad rate"},
       {"another format", folder.file("format.txt"), edited("tenex-plans 1", "tenex-plans 2"), "foreign (format 2"},
       {"another CPU", folder.file("cpu.txt"), edited(line_starting("cpu "), "cpu Imaginary 9000"), "foreign"},
       {"another ISA", folder.file("isa.txt"), edited(line_starting("isa "), "isa vliw"), "instruction set vliw"},
@@ -479,4 +486,164 @@ TEST_CASE("plan file: threads plan and run contractions while plans are loaded a
   for (std::thread& t : workers) t.join();
   CHECK(wrong == 0);
   CHECK(runs >= 40);
+}
+
+namespace {
+
+/// The model's first candidate for c(i,j) = a(i,k) b(k,j) of extent n, in doubles.
+cpu::contraction::Plan model_gemm_like(std::size_t n) {
+  const cpu::contraction::Prepared prepared =
+      cpu::contraction::prepare(8, true, {n, n}, {0, 2}, {n, n}, {2, 1}, {0, 1});
+  return cpu::contraction::candidate_plans(prepared.problem, prepared.flops, 1).front();
+}
+
+}  // namespace
+
+TEST_CASE("machine: the cache sizes are positive and ordered") {
+  const cpu::machine::Caches read = cpu::machine::read_caches();
+  CHECK(read.l1d > 0);
+  CHECK(read.l2 >= read.l1d);
+  CHECK(read.l3 >= read.l2);
+  CHECK(cpu::machine::caches().l2 == read.l2);
+  // The sizes derived from them stay within their bounds.
+  CHECK(cpu::tuning::repack_bytes() >= 256.0 * 1024);
+  CHECK(cpu::tuning::gett_block_bytes() <= std::size_t{1} << 20);
+}
+
+TEST_CASE("machine probe: positive finite rates, once per process and element size, only for large work") {
+  const FreshPlanner fresh;
+  const EnvironmentScope probing("TENEX_PROBE", "1");
+  const cpu::machine::Probed direct = cpu::machine::probe(8);
+  for (const double rate : {direct.gemm, direct.gett, direct.copy, direct.seconds}) {
+    CHECK(std::isfinite(rate));
+    CHECK(rate > 0);
+  }
+  search::reset_for_testing(true);
+  const std::size_t before = cpu::machine::probe_count();
+  // Nothing large planned: the constants, no probe.
+  CHECK_FALSE(search::gemm_rate(8).probed);
+  CHECK(search::gemm_rate(8).rate == cpu::tuning::kCorePeakDouble);
+  std::mt19937 rng(41);
+  const Shape small = shapes().front();  // about a megaflop
+  const Operands<double> small_ops(small, rng, 1.0, 0.0);
+  CHECK(small_ops.run(small) == 0);
+  CHECK(cpu::machine::probe_count() == before);
+  // A large contraction planned: one probe, whatever follows.
+  const Shape large{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  const Operands<double> large_ops(large, rng, 1.0, 0.0);
+  for (int call = 0; call < 3; ++call) CHECK(large_ops.run(large) == 0);
+  CHECK(cpu::machine::probe_count() == before + 1);
+  CHECK(search::gemm_rate(8).probed);
+  CHECK(search::gett_rate(8).probed);
+  {
+    const search::RateScope scope(1e12);
+    CHECK(search::gemm_rate(8).rate > 0);
+    CHECK(std::isfinite(search::gett_rate(8).rate));
+  }
+  CHECK(cpu::machine::probe_count() == before + 1);
+  CHECK(tenex::plan_file_status().find("machine probe (one core): dgemm ") != std::string::npos);
+  // TENEX_PROBE=0: the constants, probed rates or not.
+  const EnvironmentScope off("TENEX_PROBE", "0");
+  CHECK_FALSE(search::gemm_rate(8).probed);
+  CHECK(search::gemm_rate(8).rate == cpu::tuning::kCorePeakDouble);
+}
+
+TEST_CASE("plan file: the probe round-trips, and a foreign or corrupt probe entry is ignored and says why") {
+  const FreshPlanner fresh;
+  const EnvironmentScope probing("TENEX_PROBE", "1");
+  const Folder folder;
+  search::set_rates_for_testing(8, 20e9, 55e9);
+  search::set_rates_for_testing(4, 40e9, 110e9);
+  const std::string path = folder.file("probe.txt");
+  tenex::save_plans(path);
+  const std::string text = read(path);
+  const std::size_t at = text.find("\nprobe ") + 1;
+  REQUIRE(at > 0);
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  search::reset_for_testing(true);
+  const std::size_t before = cpu::machine::probe_count();
+  CHECK(tenex::load_plans(path) == 0);
+  CHECK(tenex::plan_file_status().find("and the machine probe") != std::string::npos);
+  {
+    const search::RateScope large(1e12);
+    CHECK(search::gemm_rate(8).rate == 20e9);
+    CHECK(search::gett_rate(8).rate == 55e9);
+    CHECK(search::gemm_rate(4).rate == 40e9);
+    CHECK(search::gett_rate(4).rate == 110e9);
+  }
+  CHECK(cpu::machine::probe_count() == before);  // loaded, not probed
+
+  const std::string simd = cpu::machine::probe_key().simd;
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string out = text;
+    std::string changed = line;
+    const std::size_t where = changed.find(from);
+    REQUIRE(where != std::string::npos);
+    changed.replace(where, from.size(), to);
+    return out.replace(at, line.size(), changed);
+  };
+  struct Bad {
+    const char* what;
+    std::string contents, status;
+  };
+  const std::vector<Bad> bad{
+      {"another SIMD target", with(" " + simd + " gemm ", " imaginary gemm "),
+       "ignored (foreign: SIMD target imaginary"},
+      {"a negative rate", with(" gemm ", " gemm -"), "ignored (corrupt)"},
+      {"a missing field", with(" gett ", " "), "ignored (corrupt)"},
+      {"not a number", with(" copy ", " copy x"), "ignored (corrupt)"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    write(path, b.contents);
+    search::reset_for_testing(true);
+    CHECK(tenex::load_plans(path) == 0);
+    const std::string status = tenex::plan_file_status();
+    CHECK(status.find(b.status) != std::string::npos);
+    CHECK(status.find("loaded 0 plans") != std::string::npos);
+    CHECK_FALSE(search::gemm_rate(8).probed);  // nothing taken from the entry
+  }
+}
+
+TEST_CASE("plan model: with probed rates, GETT first where the BLAS is slow, GEMM first where it is fast") {
+  const FreshPlanner fresh;
+  const EnvironmentScope probing("TENEX_PROBE", "1");
+  const Threads held(1);
+  search::set_rates_for_testing(8, 10e9, 60e9);
+  CHECK(model_gemm_like(256).gett);
+  search::set_rates_for_testing(8, 90e9, 20e9);
+  const cpu::contraction::Plan fast_blas = model_gemm_like(256);
+  CHECK_FALSE(fast_blas.gett);
+  CHECK_FALSE(fast_blas.naive);
+  CHECK_FALSE(fast_blas.narrow);
+  // With the constants the GETT kernel is never ranked, only timed.
+  search::set_rates_for_testing(8, 10e9, 60e9);
+  const EnvironmentScope off("TENEX_PROBE", "0");
+  CHECK_FALSE(model_gemm_like(256).gett);
+}
+
+TEST_CASE_TEMPLATE("plan search: results do not depend on the probe or the rates it finds", T, float, double) {
+  std::mt19937 rng(43);
+  std::vector<Shape> all = shapes();
+  all.push_back({"large gemm-like i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {160, 144, 200}});
+  // GETT first (a slow BLAS), GEMM first (a fast one), probed on this machine, the constants.
+  const double slow[2] = {10e9, 60e9}, fast[2] = {90e9, 20e9};
+  for (int rates = 0; rates < 4; ++rates) {
+    const EnvironmentScope probing("TENEX_PROBE", rates == 3 ? "0" : "1");
+    for (int threads : {1, 2}) {
+      const FreshPlanner fresh;
+      const Threads held(threads);
+      const double* injected = rates == 0 ? slow : rates == 1 ? fast : nullptr;
+      if (injected) search::set_rates_for_testing(sizeof(T), injected[0] * 8 / sizeof(T), injected[1] * 8 / sizeof(T));
+      for (const Shape& s : all) {
+        for (const T beta : {T(0), T(0.5)}) {
+          const Operands<T> ops(s, rng, T(-1.5), beta);
+          for (int call = 0; call < 3; ++call) {
+            INFO("rates ", rates, ", ", threads, " threads, ", s.name, ", beta ", static_cast<double>(beta));
+            REQUIRE(ops.run(s) == 0);
+          }
+        }
+      }
+    }
+  }
 }

@@ -254,6 +254,13 @@ TEST_CASE("explain: explain() names the plan each CPU contraction ran and why") 
   CHECK(lines_with(text, "contraction 1 ran: ").size() == 1);
   CHECK(contains(text, "[model]"));
   CHECK_FALSE(contains(text, "contraction 2 ran: "));
+  // A contraction large enough to probe the machine (unless TENEX_PROBE=0): the model's rates.
+  {
+    EnvironmentScope probing("TENEX_PROBE", "1");
+    Tensor<double> e = random_tensor<double>(Shape{160, 160}, 3), f;
+    f("i,j") = e("i,k") * e("k,j");
+    CHECK(contains(tenex::explain(), "\nmachine probe (one core): dgemm "));
+  }
   // A set without a contraction has no such line.
   Tensor<double> d;
   d("i,j") = a("i,j") + a("i,j");

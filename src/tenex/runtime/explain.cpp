@@ -307,6 +307,11 @@ std::string explain() {
   if (plan.cpu_plans.size() > kShown) {
     report.run += "... and " + std::to_string(plan.cpu_plans.size() - kShown) + " more contraction calls\n";
   }
+  // The rates the cost model ranked those plans with (the machine probe's), where known.
+  if (!plan.cpu_plans.empty()) {
+    const std::string rates = detail::cpu::plan_search::rates_text();
+    if (!rates.empty()) report.run += rates + "\n";
+  }
   return detail::describe_plan(graph, report);
 }
 

@@ -546,6 +546,25 @@ TEST_CASE("cuda kernels: permutations, sums, diagonals and broadcasts laid out f
   CHECK(cuda::strided_by_block(args) == false);
   cuda::plan_strided({{{"i", "j"}, {200, 300}, 0}}, {}, {}, spec, args);
   CHECK(cuda::strided_by_block(args));
+  CHECK(cuda::strided_splits(args) == 3);  // 60,000 points: 3 blocks of at least 64 points a thread
+  cuda::plan_strided({{{"i", "j"}, {100, 100}, 0}}, {}, {}, spec, args);
+  CHECK(cuda::strided_splits(args) == 1);  // 10,000 points: one block does them
+  // A dot product of 2^26 points: split over many blocks (not one block of 256 threads).
+  cuda::plan_strided({{{"i"}, {std::size_t{1} << 26}, 0}, {{"i"}, {std::size_t{1} << 26}, 0}}, {}, {}, spec, args);
+  CHECK(cuda::strided_splits(args) >= 1024);
+  CHECK(cuda::strided_splits(args) <= 4096);
+  // Into 3 values: each split about a third as often; into 20,000 values: none.
+  cuda::plan_strided({{{"j", "i"}, {3, std::size_t{1} << 24}, 0}}, {"j"}, {3}, spec, args);
+  CHECK(cuda::strided_splits(args) > 100);
+  CHECK(cuda::strided_splits(args) * 3 <= 2048 + 3);
+  cuda::plan_strided({{{"j", "i"}, {20000, 4096}, 0}}, {"j"}, {20000}, spec, args);
+  CHECK(cuda::strided_splits(args) == 1);
+  // Batches of tiny products run on the strided kernel; a product worth a GEMM call on cuBLAS.
+  CHECK(cuda::tiny_batched_product(1, 1, 1, 1 << 26));  // a Hadamard product
+  CHECK(cuda::tiny_batched_product(2, 2, 2, 1000));
+  CHECK_FALSE(cuda::tiny_batched_product(1, 1, 1, 1));  // no batch: one call anyway
+  CHECK_FALSE(cuda::tiny_batched_product(16, 16, 16, 1000));
+  CHECK_FALSE(cuda::tiny_batched_product(1, 1, 0, 1000));  // nothing summed: zeros, no kernel
 }
 
 TEST_CASE("cuda kernels: the tiled permutation moves every element (random permutations)") {
@@ -634,6 +653,9 @@ TEST_CASE("cuda codegen: every generated source compiles with NVRTC (compute_90 
       const std::string ptx = ptx_of(cuda::strided_source(spec));
       CHECK(ptx.find(".entry tenex_strided_thread") != std::string::npos);
       CHECK(ptx.find(".entry tenex_strided_block") != std::string::npos);
+      // The split reduction's two kernels exist where something is reduced.
+      CHECK((ptx.find(".entry tenex_strided_split") != std::string::npos) == (spec.red_rank > 0));
+      CHECK((ptx.find(".entry tenex_strided_combine") != std::string::npos) == (spec.red_rank > 0));
       // The program's division, in the type of the set (IEEE division: no fast math).
       CHECK(ptx.find(is_double ? "div.rn.f64" : "div.rn.f32") != std::string::npos);
     }

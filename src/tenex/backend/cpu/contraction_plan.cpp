@@ -31,81 +31,38 @@
 #include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/operand_layout.hpp"
 #include "tenex/backend/cpu/operand_offsets.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/thread_partition.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::contraction {
 namespace {
 
-// ---------------------------------------------------------------------------------------
-// Cost model constants. They only rank plans against each other, so they need to be right
-// within a factor, not exact; measured on a Zen 4 core with OpenBLAS 0.3.21.
-
-// GEMM flops per second of one core on large double matrices (twice that for float): the
-// value under TENEX_PLAN_SEARCH=model; otherwise measured on this machine once per process
-// (measured_core_peak: 93 GF/s double, 205 GF/s float on the AVX-512 development VM, where
-// the permutations' bandwidth is about what it was on Zen 4, so the GEMM share of a plan was
-// overstated twofold and plans that move less memory lost to ones that run larger GEMMs).
-constexpr double kCorePeakDouble = 45e9;
-// A GEMM dimension of extent x runs at x / (x + kHalfSpeed) of the peak: a dimension of 3
-// halves the speed (packing and edge cases dominate). OpenBLAS's small-matrix kernels keep
-// dimensions of 16-24 near the peak (measured: 5888 GEMMs of 16 x 368 x 23 at 41 GF/s),
-// which the earlier value 8 missed, favouring tiled plans over direct ones.
-constexpr double kHalfSpeed = 3.0;
-// Fixed cost of one GEMM call (argument checks, buffer set-up).
-constexpr double kCallSeconds = 0.4e-6;
-// Bytes per second a permutation moves through memory (reads plus writes, all cores).
-constexpr double kMemoryBandwidth = 14e9;
-// Bytes per second of a permutation within cache (per core).
-constexpr double kCacheBandwidth = 25e9;
-// Bytes per second a GEMM kernel reads and writes the part of c it accumulates into, when
-// that part stays in the core's L2 between calls (per core): loads and stores of whole
-// vectors, far faster than a permutation. Measured: 627 GEMMs of 22 x 4464 x 8 accumulating
-// into one 785 KiB c take 39 ms in all, where 25e9 predicted 39 ms for the c traffic alone.
-constexpr double kAccumulateBandwidth = 100e9;
-// Reads from memory in runs shorter than this waste the rest: the hardware prefetcher
-// fetches ahead along the stream, so a gather that takes one 64-byte run in every few
-// (a tile's share of an operand) pays for most of the lines it skips.
-constexpr double kStreamBytes = 512.0;
-// One row of a GEMM operand read from its own page of memory (see far_rows): measured, 3872
-// GEMMs reading 155 rows of 160 bytes each, 77440 elements apart, from a 96 MB operand took
-// 60 ms more than the same products on rows 160 bytes apart.
-constexpr double kFarRowSeconds = 100e-9;
-// Operands larger than this come from memory, not from the last-level cache.
-constexpr double kCachedOperandBytes = 4.0 * 1024 * 1024;
-// Bytes of one GEMM call's part of an operand beyond which packing it again on the next call
-// reads it from beyond the L2 (2 MiB per core on the development machine).
-constexpr double kRepackBytes = 2.0 * 1024 * 1024;
-// Bytes per second (reads plus writes) a permutation of such an operand moves: a strided
-// gather is slower than a copy (measured: a 6-index 20 MB operand permuted in 6 ms, a third
-// of memcpy's rate, where kMemoryBandwidth predicted 3 ms).
-constexpr double kPermuteBandwidth = 7e9;
-
-// Bytes of one chunk of an operand packed chunk by chunk along a k mode (Plan::k_chunk):
-// measured on acd,dbc->ab (b of 35 MB packed along c), chunks of 1.75 MB ran at
-// 0.75 of GEMM, 3.5 MB at 0.85, 7 MB at 0.80; packed whole, 0.65.
-constexpr double kChunkBytes = 4.0 * 1024 * 1024;
-// Bytes each chunk reads in one run from the operand as it is, at least (two cache lines).
-constexpr double kChunkRunBytes = 128.0;
+// The model's constants (tuning.hpp).
+using tuning::kAccumulateBandwidth;
+using tuning::kCacheBandwidth;
+using tuning::kCachedOperandBytes;
+using tuning::kCallSeconds;
+using tuning::kChunkBytes;
+using tuning::kChunkRunBytes;
+using tuning::kFarRowSeconds;
+using tuning::kHalfSpeed;
+using tuning::kMaxTileModes;
+using tuning::kMemoryBandwidth;
+using tuning::kNaiveRate;
+using tuning::kNarrowEfficiency;
+using tuning::kPermuteBandwidth;
+using tuning::kPrefetchRunBytes;
+using tuning::kScatteredRunSeconds;
+using tuning::kTiledSearchMin;
+using tuning::kTwinSeconds;
+using tuning::repack_bytes;
+using tuning::tile_bytes;
 
 // Seconds to permute `bytes` through memory: in the last-level cache, or beyond it.
 double permute_seconds(double bytes) {
   return 2.0 * bytes / (bytes > kCachedOperandBytes ? kPermuteBandwidth : kMemoryBandwidth);
 }
-// The share of the core's GEMM peak the narrow kernel's arithmetic reaches (a guess: its
-// candidates are always timed).
-constexpr double kNarrowEfficiency = 0.6;
-// The same for the GETT kernel, its packing of the large operand included (a guess too).
-constexpr double kGettEfficiency = 0.6;
-// Element products per second of the plain loops of the fallback kernel (per core).
-constexpr double kNaiveRate = 1.5e9;
-// Writing one run of a tile to a page other than the previous run's (a TLB miss, mostly).
-constexpr double kScatteredRunSeconds = 25e-9;
-// A tile larger than this spills out of the core's L2 before it is scattered.
-constexpr double kTileBytes = 768.0 * 1024;
-// Problems smaller than this (flops) skip the search over tiles: it costs more than it saves.
-constexpr double kTiledSearchMin = 2e7;
-// Outer modes of c a tiled plan may loop over.
-constexpr std::size_t kMaxTileModes = 5;
 
 // Maximal groups of available `role` modes that are adjacent, and in the same order, in
 // each of the operands x and y that is kept as it is ("fixed"). When neither is, every
@@ -202,7 +159,7 @@ double narrow_seconds(const Problem& p) {
   const auto panel = static_cast<double>(narrow_panel_elements(p));
   const double big_free = static_cast<double>(p.size[static_cast<std::size_t>(big)]) / static_cast<double>(k_size(p));
   const double flops = 2.0 * big_free * panel;
-  const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
+  const double peak = plan_search::gett_rate(p.element_size).rate;
   const double big_bytes = static_cast<double>(p.size[static_cast<std::size_t>(big)]) * es;
   const double compute = flops / (static_cast<double>(p.threads) * peak * kNarrowEfficiency);
   const double memory = big_bytes > kCachedOperandBytes ? big_bytes / kMemoryBandwidth : 0.0;
@@ -227,25 +184,36 @@ std::optional<Plan> narrow_plan(const Problem& p) {
 }
 
 // Seconds the GETT kernel is expected to take: its arithmetic (the panel operand's free values
-// padded to whole panels) at kGettEfficiency of the core's peak, or the strip operand and c
-// through memory where that takes longer.
+// padded to whole panels) at the GETT rate (probed, or kGettEfficiency of the GEMM's constant),
+// or the strip operand and c through memory where that takes longer.
 double gett_seconds(const Problem& p) {
   const int panel = gett_panel_operand(p);
   const int strip = panel == kA ? kB : kA;
   const auto es = static_cast<double>(p.element_size);
   const double m = static_cast<double>(round_up(free_size(p, panel), 2));
   const auto strip_size = static_cast<double>(p.size[static_cast<std::size_t>(strip)]);
-  const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
-  const double compute = 2.0 * m * strip_size / (static_cast<double>(p.threads) * peak * kGettEfficiency);
+  const double rate = plan_search::gett_rate(p.element_size).rate;
+  const double compute = 2.0 * m * strip_size / (static_cast<double>(p.threads) * rate);
   const double bytes = (strip_size + static_cast<double>(p.size[kC])) * es;
   const double memory = bytes > kCachedOperandBytes ? bytes / kMemoryBandwidth : 0.0;
   return std::max(compute, memory) + kCallSeconds;
 }
 
-// The GETT kernel's plan, where it can run; like the narrow kernel's, only timed.
+// The GETT kernel's plan, where it can run.
 std::optional<Plan> gett_plan(const Problem& p) {
   if (gett_panel_operand(p) < 0) return std::nullopt;
   return kernel_plan(&Plan::gett, gett_seconds(p));
+}
+
+// The GETT kernel's plan where the model may rank it against the GEMM plans: where both rates
+// were probed on this machine (or loaded), so that the model compares the two rates it gets
+// (where the BLAS is slow, the kernel can be several times faster; where it is fast, slower).
+// With the constants it is only timed, as the narrow kernel always is.
+std::optional<Plan> ranked_gett_plan(const Problem& p) {
+  if (!plan_search::gemm_rate(p.element_size).probed || !plan_search::gett_rate(p.element_size).probed) {
+    return std::nullopt;
+  }
+  return gett_plan(p);
 }
 
 // Seconds the plan is expected to take, or infinity when it cannot run.
@@ -304,7 +272,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     dk = dk / e * static_cast<double>(plan.k_chunk);
     loops_k *= chunks;
   }
-  const double peak = measured_core_peak(p.element_size, kCorePeakDouble * 8.0 / es);
+  const double peak = plan_search::gemm_rate(p.element_size).rate;
   const auto threads = static_cast<double>(p.threads);
   const double dm = static_cast<double>(m), dn = static_cast<double>(n);
   const double calls = loops_c * loops_k;
@@ -331,7 +299,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   // on a buffered c, where the model without this term predicted 24 ms for both).
   double repacked = 0;
   for (double part : {dm * dk * es, dk * dn * es}) {
-    if (part > kRepackBytes) repacked += part;
+    if (part > repack_bytes()) repacked += part;
   }
   // (Chunks of a packed operand are parts of their own, each packed once.)
   seconds += (calls / chunks - 1.0) * repacked * 2.0 / (kCacheBandwidth * workers);
@@ -354,7 +322,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
         }
         run *= e;
       }
-      const double waste = std::max(0.0, std::min(kStreamBytes / (run * es), split) - 1.0);
+      const double waste = std::max(0.0, std::min(kPrefetchRunBytes / (run * es), split) - 1.0);
       const double share_bytes = tile_share[static_cast<std::size_t>(op)] * es;
       const double operand_bytes = static_cast<double>(p.size[op]) * es;
       const double from_memory = operand_bytes > kCachedOperandBytes ? 1.0 : 0.0;
@@ -373,7 +341,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   // The part one GEMM writes stays in L2 between the calls when it fits, else it streams.
   if (loops_k > 1) {
     const double part_bytes = dm * dn * es;
-    const double bandwidth = part_bytes <= kTileBytes ? kAccumulateBandwidth * workers : kMemoryBandwidth;
+    const double bandwidth = part_bytes <= tile_bytes() ? kAccumulateBandwidth * workers : kMemoryBandwidth;
     seconds += (loops_k - 1.0) * 2.0 * bytes_c / bandwidth;
   }
   const double read_c = p.beta_zero ? 0.0 : 1.0;
@@ -394,7 +362,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
     seconds += 2.0 * bytes_c / (kCacheBandwidth * workers) + (waste + read_c) * bytes_c / kMemoryBandwidth;
     // Runs shorter than a page land on a different page each: a TLB miss per run.
     if (run * es < 4096.0) seconds += static_cast<double>(p.size[kC]) / run * kScatteredRunSeconds / workers;
-    if (bytes_c / tile_tasks + packed_tile_bytes > kTileBytes) seconds += bytes_c / kMemoryBandwidth;
+    if (bytes_c / tile_tasks + packed_tile_bytes > tile_bytes()) seconds += bytes_c / kMemoryBandwidth;
   }
   return seconds;
 }
@@ -491,6 +459,7 @@ Plan make_plan(const Problem& p, double flops) {
   for_each_plan(p, flops, false, [&](const Plan& plan) {
     if (plan.seconds < best.seconds) best = plan;
   });
+  if (std::optional<Plan> gett = ranked_gett_plan(p); gett && gett->seconds < best.seconds) best = *gett;
   return best;
 }
 
@@ -574,6 +543,13 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
     if (plan.seconds < best.seconds) best = plan;
     if (plan.seconds <= best.seconds * kOutputSpread) others.push_back(plan);
   });
+  // The GETT kernel first where the model ranks it (probed rates) and predicts it cheapest.
+  std::optional<Plan> gett_first = ranked_gett_plan(p);
+  if (gett_first && gett_first->seconds < best.seconds) {
+    plans.push_back(*gett_first);
+  } else {
+    gett_first.reset();
+  }
   plans.push_back(best);
   if (best.naive) return plans;
   // The best plan's twin with c's buffer in the other order comes next, whatever the model
@@ -585,7 +561,6 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // (khg,ekha->gae: the model's buffered plan permutes a, flipped, predicted 5 ms,
   // and runs 18 ms; no plan writes the other buffer with a flipped; the stand-in, a as is,
   // runs 13.5 ms).
-  constexpr double kTwinSeconds = 50e-6;
   if (best.output != Output::direct && best.seconds >= kTwinSeconds) {
     std::optional<Plan> twin, stand_in;
     for_each_plan(p, flops, false, [&](const Plan& plan) {
@@ -605,7 +580,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
   // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
   if (std::optional<Plan> narrow = narrow_plan(p); narrow && plans.size() < count) plans.push_back(*narrow);
-  if (std::optional<Plan> gett = gett_plan(p); gett && plans.size() < count) plans.push_back(*gett);
+  if (std::optional<Plan> gett = gett_plan(p); gett && !gett_first && plans.size() < count) plans.push_back(*gett);
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
@@ -662,7 +637,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   auto part_fits = [&](const Plan& x) {
     const auto part =
         static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn)) * static_cast<double>(p.element_size);
-    return part <= kTileBytes;
+    return part <= tile_bytes();
   };
   add_kinds([&](const Plan& x) {
     return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/contraction_problem.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::contraction {
 
@@ -45,8 +46,8 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // The cheapest plan first; where it writes c through a buffer or tiles (and is worth
 // timing), its twin with the buffer in the other order next (or, where it has none, the
 // cheapest plan with the same groups and the other order), whatever the model predicts
-// for it; the narrow and GETT kernels where they run (never ranked by the model: see
-// narrow_plan);
+// for it; the narrow and GETT kernels where they run (the GETT kernel first instead where the
+// model ranks it, with probed rates, and predicts it cheapest: see ranked_gett_plan);
 // where the cheapest makes more GEMM calls than another within kCandidateSpread,
 // the cheapest of those with the fewest calls; the cheapest of each way to write c (direct,
 // or buffered or tiled in either order) within kOutputSpread that no plan so far has; then,
@@ -61,20 +62,12 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops);
 // chunk by chunk, ran 0.89 ms). Only the cheapest when the plain loops win.
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds = 0);
 
-// How many candidates a contraction times before it settles (plan_search.cpp)...
-constexpr std::size_t kPlansTried = 6;
-// ...and the most candidates candidate_plans lists for problems small enough that many fit in the
-// search time it is given.
-constexpr std::size_t kPlansTriedSmall = 24;
-
-// Plans the model ranks further than this behind the cheapest are not worth a try...
-constexpr double kCandidateSpread = 1.5;
-// ...except the cheapest of each way to write c (direct, or buffered or tiled in either
-// order), which the model ranks least reliably against each other (a 4-index a and b summed
-// into a 2-index c: buffered and flipped, predicted 3.9 ms against 2.5 ms direct, ran 4.3 ms
-// against 6.9 ms; a 4-index c from two 3-index operands: direct, predicted 15.5 ms against
-// 12.9 ms tiled, ran 10.0 ms against 15.4 ms).
-constexpr double kOutputSpread = 2.0;
+// The search's limits (tuning.hpp): candidates timed, at most for small problems, and the
+// model's spreads within which a plan is worth a try.
+using tuning::kCandidateSpread;
+using tuning::kOutputSpread;
+using tuning::kPlansTried;
+using tuning::kPlansTriedSmall;
 
 // One line: what the plan does (operands permuted or packed per tile, how c is written, the
 // fused groups as mode:extent) and the model's predicted time.

@@ -32,16 +32,17 @@
 
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/simd.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 #include "tenex/graph/functions.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail::cpu {
 namespace {
 
-constexpr std::size_t kStrip = 256;     // points per instruction loop
-constexpr std::size_t kBlockRows = 16;  // rows of a tile when an operand is transposed
-constexpr std::size_t kParallelMin = 32768;
-constexpr std::size_t kPrivateMax = 65536;  // results this small may be reduced per thread
+constexpr std::size_t kStrip = 256;                              // points per instruction loop
+constexpr std::size_t kBlockRows = 16;                           // rows of a tile when an operand is transposed
+constexpr std::size_t kParallelMin = tuning::kFusedParallelMin;  // tuning.hpp
+constexpr std::size_t kPrivateMax = tuning::kFusedPrivateMax;    // results this small may be reduced per thread
 
 struct Dim {
   std::size_t extent = 1;

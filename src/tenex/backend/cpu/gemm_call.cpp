@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/single_threaded_blas.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail::cpu::contraction {
@@ -102,10 +102,9 @@ bool blas_accepts(const Geometry& g) { return blas_call(g).has_value(); }
 double blas_pack_seconds(const Geometry& g, std::size_t element_size) {
   const auto call = blas_call(g);
   if (!call) return std::numeric_limits<double>::infinity();
-  // Seconds per element packed beyond the plain forms, measured on a Zen 4 core with
-  // OpenBLAS 0.3.21 (double; float is taken at the same cost per byte). The plain forms cost
-  // nothing here: the flop rate of the model already covers them.
-  constexpr double kFirstPlain = 0.0, kFirstTransposed = 0.9e-9, kSecondPlain = 0.0, kSecondTransposed = 0.2e-9;
+  // Seconds per element packed beyond the plain forms (tuning.hpp).
+  constexpr double kFirstPlain = 0.0, kFirstTransposed = tuning::kPackFirstTransposedSeconds, kSecondPlain = 0.0,
+                   kSecondTransposed = tuning::kPackSecondTransposedSeconds;
   const double scale = static_cast<double>(element_size) / 8.0;
   const double first = static_cast<double>(call->m) * static_cast<double>(call->k);
   const double second = static_cast<double>(call->k) * static_cast<double>(call->n);
@@ -116,9 +115,9 @@ double blas_pack_seconds(const Geometry& g, std::size_t element_size) {
 namespace {
 
 template <class T>
-double time_core_peak() {
-  constexpr int kSize = 256;
-  const std::size_t elements = static_cast<std::size_t>(kSize) * kSize;
+double time_core_peak(std::size_t n) {
+  const int kSize = static_cast<int>(n);
+  const std::size_t elements = n * n;
   std::vector<T> a(elements, T(0.5)), b(elements, T(0.25)), c(elements, T(0));
   // One core's rate: a pthreads OpenBLAS is held to one thread; an OpenMP OpenBLAS runs one
   // thread per call only inside an active parallel region, so the GEMM runs on the first of
@@ -130,7 +129,7 @@ double time_core_peak() {
 #pragma omp parallel num_threads(2) if (in_region)
   {
     if (omp_get_thread_num() == 0) {
-      for (int run = 0; run < 3; ++run) {
+      for (int run = 0; run < tuning::kProbeRuns; ++run) {
         const auto start = std::chrono::steady_clock::now();
         xgemm(CblasNoTrans, CblasNoTrans, kSize, kSize, kSize, T(1), a.data(), kSize, b.data(), kSize, T(0), c.data(),
               kSize);
@@ -138,17 +137,13 @@ double time_core_peak() {
       }
     }
   }
-  return 2.0 * kSize * kSize * kSize / best;
+  return 2.0 * static_cast<double>(elements * n) / best;
 }
 
 }  // namespace
 
-double probe_core_peak(std::size_t element_size) {
-  return element_size == 4 ? time_core_peak<float>() : time_core_peak<double>();
-}
-
-double measured_core_peak(std::size_t element_size, double fallback) {
-  return plan_search::core_peak(element_size, fallback);
+double probe_core_peak(std::size_t element_size, std::size_t n) {
+  return element_size == 4 ? time_core_peak<float>(n) : time_core_peak<double>(n);
 }
 
 template <class T>

@@ -25,14 +25,10 @@ bool blas_accepts(const Geometry& g);
 // (a small m or n), where packing the large operand is most of the work.
 double blas_pack_seconds(const Geometry& g, std::size_t element_size);
 
-// GEMM flops per second of one core on this machine (element_size 4: sgemm, 8: dgemm), at
-// dimensions large enough that the model's small-dimension factor is near 1, kept within a
-// factor of 4 of `fallback` (plan_search::core_peak: `fallback` under TENEX_PLAN_SEARCH=estimate,
-// else a rate loaded from a plan file or probed once per process under measure).
-double measured_core_peak(std::size_t element_size, double fallback);
-// Times a 256 x 256 x 256 GEMM on the calling thread, on one core (the best of three, about a
-// millisecond): the probe behind measured_core_peak.
-double probe_core_peak(std::size_t element_size);
+// GEMM flops per second of one core on this machine (element_size 4: sgemm, 8: dgemm): an
+// n x n x n GEMM timed on the calling thread, on one core, the best of tuning::kProbeRuns (the
+// machine probe's GEMM part, machine.hpp).
+double probe_core_peak(std::size_t element_size, std::size_t n);
 
 // c = alpha a b + beta c on strided matrices (beta == 0: c is not read). Plans only produce
 // geometries blas_accepts; the plain loop behind it is a safety net that keeps this function

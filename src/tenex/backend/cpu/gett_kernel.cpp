@@ -26,6 +26,7 @@
 #include "tenex/backend/cpu/scratch.hpp"
 #include "tenex/backend/cpu/simd.hpp"
 #include "tenex/backend/cpu/thread_partition.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::contraction {
 namespace {
@@ -43,7 +44,7 @@ constexpr std::size_t kWideBlockK = 1024;
 constexpr std::size_t kBlockStrips = 16;
 // The same where the sums go to c in c's order (see roles()), whose blocks are whole rows.
 constexpr std::size_t kMostStrips = 32;
-constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+// (Bytes of a block at most: tuning::gett_block_bytes(), half the L2.)
 // From this K on, the direct path runs each panel against every strip of a block, else each
 // strip against every panel.
 constexpr std::size_t kPanelOuterK = 128;
@@ -54,13 +55,11 @@ constexpr std::size_t kMostRow = 1024;
 // Bytes of a staged block's values of N at most (see blocking()): its sums, up to 32 rows of
 // panels, stay in the L2.
 constexpr std::size_t kStagedBytes = std::size_t{16} << 10;
-// A strip operand this small is packed from wherever its values lie (see roles()).
-constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
-// Where c is only written (beta 0) and larger than this, whole vectors of sums that land on
-// a 64-byte line of c go past the caches (a store that does not read the line first, and
-// does not push the operands out): efga,gdbc->abcdef, K = 23, c of 277 MB: 51 ms
-// stored through the caches, 39 ms past them.
-constexpr std::size_t kStreamBytes = std::size_t{32} << 20;
+// A strip operand this small is packed from wherever its values lie (see roles()), and where
+// c is only written and larger than kStreamStoreBytes, whole vectors of sums that land on a
+// 64-byte line of c go past the caches (tuning.hpp).
+using tuning::kCachedStripBytes;
+using tuning::kStreamStoreBytes;
 // Rows of a panel at most: 12 rows of two vectors of sums, 24 of the 32 registers of AVX-512
 // or NEON; 6 (12 of 16) on targets of 16 registers (AVX2, SSE4), so that no sum spills.
 constexpr std::size_t kPanelRows = 12;
@@ -244,11 +243,11 @@ void boxed_blocks(const Problem& p, Blocking& g, std::size_t threads) {
   // streams (ecgsu,lubgys->eylcb, runs of 8 values of b: 4.3 ms direct, 6.1 ms boxed).
   const std::size_t run = g.c_run;
   if (f.empty() || run >= g.strip || run == g.strip / 2 || p.order[kC].size() > kBoxModes) return;
-  // Only where c is only written and past kStreamBytes: a c the L3 holds takes the direct
+  // Only where c is only written and past kStreamStoreBytes: a c the L3 holds takes the direct
   // path's stores as fast (nqal,gialw->winqg, runs of 10 values, c of 19 MB: 1.0 ms
   // direct, 1.1-1.4 ms boxed).
-  if (!p.beta_zero || p.size[kC] * p.element_size <= kStreamBytes) return;
-  const std::size_t most = kBlockBytes / (g.rows * g.panels * p.element_size);  // columns
+  if (!p.beta_zero || p.size[kC] * p.element_size <= kStreamStoreBytes) return;
+  const std::size_t most = tuning::gett_block_bytes() / (g.rows * g.panels * p.element_size);  // columns
   if (most < g.strip) return;
   // The cut mode: the innermost whose every value with those inside it exceeds `most`, or
   // the slowest.
@@ -314,7 +313,8 @@ Blocking blocking(const Problem& p, std::size_t threads, Tile tile) {
   g.strip = 2 * tile.lanes;
   const std::size_t strips = ceil_div(g.n, g.strip);
   const std::size_t strip_bytes = g.kc * g.strip * p.element_size;
-  std::size_t per_block = std::min({kBlockStrips, strips, std::max<std::size_t>(1, kBlockBytes / strip_bytes)});
+  std::size_t per_block =
+      std::min({kBlockStrips, strips, std::max<std::size_t>(1, tuning::gett_block_bytes() / strip_bytes)});
   // Four blocks per thread at least, where N has them, so that the threads end together.
   if (threads > 1) per_block = std::min(per_block, std::max<std::size_t>(1, ceil_div(strips, 4 * threads)));
   g.nc = per_block * g.strip;
@@ -322,14 +322,15 @@ Blocking blocking(const Problem& p, std::size_t threads, Tile tile) {
     // Whole rows of c_step values, as many as fill a vector of lanes in c where they fit, so
     // that each tile of sums turns whole.
     const std::size_t w = g.strip / 2, step = g.roles.c_step;
-    const std::size_t fit =
-        std::max<std::size_t>(1, std::min(kMostStrips * g.strip, kBlockBytes / (g.kc * p.element_size)) / step);
+    const std::size_t fit = std::max<std::size_t>(
+        1, std::min(kMostStrips * g.strip, tuning::gett_block_bytes() / (g.kc * p.element_size)) / step);
     std::size_t rows = std::min(fit, std::max(w, g.nc / step / w * w));
     if (threads > 1) rows = std::min(rows, std::max<std::size_t>(1, ceil_div(g.n / step, 4 * threads)));
     // Where c_extent rows fill one range of c, a block is those rows, so that each panel row's
     // sums go to c in order (write_staged), where they are few enough.
     const std::size_t staged = g.roles.c_extent * step * p.element_size;
-    g.staged = g.roles.c_dense && staged <= kStagedBytes && (g.roles.rows_in_place || g.kc * staged <= kBlockBytes) &&
+    g.staged = g.roles.c_dense && staged <= kStagedBytes &&
+               (g.roles.rows_in_place || g.kc * staged <= tuning::gett_block_bytes()) &&
                g.n * p.element_size / staged >= 4 * threads;
     if (g.staged) rows = g.roles.c_extent;
     g.nc = rows * step;
@@ -387,7 +388,7 @@ struct Work {
   OffsetWalk columns;  // of N: into the strip operand, then into c
   Offsets c_m;
   bool m_inner = false;        // c's writes from the sums: the panel operand's values innermost
-  bool stream = false;         // whole lines of c stored past the caches where beta is 0 (kStreamBytes)
+  bool stream = false;         // whole lines of c stored past the caches where beta is 0 (kStreamStoreBytes)
   bool panel_outer = false;    // a strip's columns run together in c: each panel against every strip
   std::vector<BoxMode> box{};  // a boxed block's modes in c's order, slowest first
   const T* strip = nullptr;
@@ -1044,7 +1045,7 @@ std::size_t run(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c)
     }
     std::sort(w.box.begin(), w.box.end(), [](const BoxMode& l, const BoxMode& r) { return l.c > r.c; });
   }
-  w.stream = beta == T(0) && g.kc == g.k && p.size[kC] * sizeof(T) > kStreamBytes;
+  w.stream = beta == T(0) && g.kc == g.k && p.size[kC] * sizeof(T) > kStreamStoreBytes;
   w.strip = strip_op == kA ? a : b;
   w.alpha = alpha;
   w.beta = beta;

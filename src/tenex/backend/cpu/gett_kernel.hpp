@@ -43,8 +43,8 @@
 //   caches (iramc,dprc->admpi, runs of 7: 7.4 ms direct, 2.9 ms in boxes; dgemm 3.6 ms).
 //
 // Offered on every CPU (the kernel is compiled for each SIMD target, simd.hpp; the timings
-// above are of its AVX-512 target), without batch modes, and always timed, never chosen by
-// the model.
+// above are of its AVX-512 target), without batch modes; the model ranks it against the GEMM
+// plans where the machine probe measured both rates, else it is only timed.
 #pragma once
 
 #include <cstddef>

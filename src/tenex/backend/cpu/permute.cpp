@@ -26,6 +26,7 @@
 
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/simd.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 #include "tenex/scalar.hpp"
 
 namespace tenex::detail::cpu {
@@ -37,8 +38,8 @@ struct Dim {
   std::ptrdiff_t out;  // element stride in the output
 };
 
-// Below this many elements a kernel runs on one thread: a parallel region costs microseconds.
-constexpr std::size_t kParallelMin = std::size_t{1} << 15;
+// Below this many elements a kernel runs on one thread (tuning.hpp).
+constexpr std::size_t kParallelMin = tuning::kPermuteParallelMin;
 // Side of the tiles of the transpose path: a tile of doubles is 8 KiB, so its input lines
 // and output lines stay in L1 while it is copied.
 constexpr std::size_t kTile = 32;

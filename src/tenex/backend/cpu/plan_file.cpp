@@ -7,7 +7,10 @@
 //   cpu <model name>              /proc/cpuinfo's
 //   isa avx512f|avx2|baseline
 //   threads 2                     OpenMP threads of the process that wrote it
-//   rate float|double <flops/s>   GEMM rate of one core, probed (zero or more)
+//   probe <version> <isa> <simd> gemm <float> <double> gett <float> <double> copy <bytes/s> cpu <model>
+//                                 the machine probe (machine.hpp): rates of one core, 0 where
+//                                 not probed; at most one, itself keyed (a foreign or corrupt
+//                                 one is ignored, the plans still loaded)
 //   plan <shape key> <index> <plan identity>   (zero or more)
 //   end <plans>                   a truncated file lacks it
 // A file written for another CPU, instruction set, thread count or version is foreign: it is
@@ -21,6 +24,7 @@
 #endif
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -28,12 +32,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
 
+#include "tenex/backend/cpu/machine.hpp"
 #include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
@@ -45,38 +51,50 @@ namespace {
 
 constexpr const char* kMagic = "tenex-plans 1";
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
-    std::string name = line.substr(colon + 1);
-    const std::size_t first = name.find_first_not_of(" \t");
-    return first == std::string::npos ? "unknown" : name.substr(first);
-  }
-  return "unknown";
-}
-
-std::string instruction_set() {
-#if defined(__x86_64__) || defined(__i386__)
-  if (__builtin_cpu_supports("avx512f")) return "avx512f";
-  if (__builtin_cpu_supports("avx2")) return "avx2";
-#endif
-  return "baseline";
-}
-
 struct Machine {
-  std::string version = TENEX_VERSION_STRING, cpu = cpu_model(), isa = instruction_set();
+  std::string version = TENEX_VERSION_STRING, cpu = machine::probe_key().cpu, isa = machine::probe_key().isa;
   int threads = omp_get_max_threads();
 };
 
 struct Parsed {
   Machine machine;
-  double rates[2] = {0, 0};
+  machine::Rates rates;
+  bool probe = false;         // a probe entry was read and matches this machine
+  std::string probe_problem;  // else why one was ignored
   std::vector<std::pair<std::string, StoredPlan>> plans;
 };
+
+// A probe entry: read into `out` where it is whole and made on this machine, else the reason
+// it is ignored.
+void parse_probe(std::istringstream& fields, std::size_t number, Parsed& out) {
+  machine::ProbeKey key;
+  std::string gemm, gett, copy, cpu;
+  machine::Rates rates;
+  fields >> key.version >> key.isa >> key.simd >> gemm >> rates.gemm[0] >> rates.gemm[1] >> gett >> rates.gett[0] >>
+      rates.gett[1] >> copy >> rates.copy >> cpu;
+  std::getline(fields >> std::ws, key.cpu);
+  const double values[] = {rates.gemm[0], rates.gemm[1], rates.gett[0], rates.gett[1], rates.copy};
+  const bool numbers = std::all_of(std::begin(values), std::end(values),
+                                   [](double x) { return std::isfinite(x) && x >= 0 && x < 1e15; });
+  if (!fields || gemm != "gemm" || gett != "gett" || copy != "copy" || cpu != "cpu" || key.cpu.empty() || !numbers ||
+      (rates.gemm[0] > 0) != (rates.gett[0] > 0) || (rates.gemm[1] > 0) != (rates.gett[1] > 0)) {
+    out.probe_problem = "probe entry at line " + std::to_string(number) + " ignored (corrupt)";
+    return;
+  }
+  const machine::ProbeKey here = machine::probe_key();
+  std::string other;
+  if (key.version != here.version) other = "tenex " + key.version;
+  if (key.isa != here.isa) other = "instruction set " + key.isa;
+  if (key.simd != here.simd) other = "SIMD target " + key.simd + ", this is " + here.simd;
+  if (key.cpu != here.cpu) other = "CPU '" + key.cpu + "'";
+  if (!other.empty()) {
+    out.probe_problem = "probe entry at line " + std::to_string(number) + " ignored (foreign: " + other + ")";
+    return;
+  }
+  out.rates = rates;
+  out.probe = true;
+  out.probe_problem.clear();
+}
 
 // The whole file, or the reason it is not read ("corrupt at line L: ...").
 std::string parse(std::istream& in, Parsed& out) {
@@ -114,14 +132,10 @@ std::string parse(std::istream& in, Parsed& out) {
     std::istringstream fields(line);
     std::string word;
     fields >> word;
-    if (word == "rate") {
-      std::string type;
-      double rate = 0;
-      fields >> type >> rate;
-      if (!fields || (type != "float" && type != "double") || !std::isfinite(rate) || !(rate > 0)) {
-        return corrupt("bad rate");
-      }
-      out.rates[type == "float" ? 0 : 1] = rate;
+    if (word == "probe") {
+      parse_probe(fields, number, out);
+    } else if (word == "rate") {
+      // An earlier build's GEMM rate alone: the probe measures more, so it is not taken.
     } else if (word == "plan") {
       std::string key;
       long long index = -1;
@@ -172,12 +186,12 @@ std::size_t load_into(Store& shared, const std::string& path) {
   if (!other.empty()) return fail("foreign (written for " + other + ")");
   {
     const std::lock_guard<std::mutex> lock(shared.mutex);
-    for (int x = 0; x < 2; ++x) {
-      if (parsed.rates[x] > 0) shared.rates[x] = parsed.rates[x];
-    }
+    if (parsed.probe) shared.rates = parsed.rates;
     for (auto& [key, plan] : parsed.plans) shared.plans[key] = std::move(plan);
     shared.file_status = "plan file " + path + ": loaded " + std::to_string(parsed.plans.size()) +
-                         (parsed.plans.size() == 1 ? " plan" : " plans");
+                         (parsed.plans.size() == 1 ? " plan" : " plans") +
+                         (parsed.probe ? " and the machine probe" : "") +
+                         (parsed.probe_problem.empty() ? "" : "; " + parsed.probe_problem);
   }
   store_changed();
   return parsed.plans.size();
@@ -191,8 +205,12 @@ void save_from(Store& shared, const std::string& path, const Machine& here) {
   std::size_t count = 0;
   {
     const std::lock_guard<std::mutex> lock(shared.mutex);
-    if (shared.rates[0] > 0) text << "rate float " << shared.rates[0] << "\n";
-    if (shared.rates[1] > 0) text << "rate double " << shared.rates[1] << "\n";
+    const machine::Rates& r = shared.rates;
+    if (r.gemm[0] > 0 || r.gemm[1] > 0) {
+      const machine::ProbeKey key = machine::probe_key();
+      text << "probe " << key.version << " " << key.isa << " " << key.simd << " gemm " << r.gemm[0] << " " << r.gemm[1]
+           << " gett " << r.gett[0] << " " << r.gett[1] << " copy " << r.copy << " cpu " << key.cpu << "\n";
+    }
     for (const auto& [key, plan] : shared.plans) {
       text << "plan " << key << " " << plan.index << " " << plan.identity << "\n";
       ++count;
@@ -273,9 +291,13 @@ std::string plan_file_status() {
   }
   text += "\n";
   search::Store& shared = search::store();
-  const std::lock_guard<std::mutex> lock(shared.mutex);
-  text += shared.file_status.empty() ? std::string("plan file: none read") : shared.file_status;
-  text += "; " + std::to_string(shared.plans.size()) + (shared.plans.size() == 1 ? " plan" : " plans") + " held\n";
+  {
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    text += shared.file_status.empty() ? std::string("plan file: none read") : shared.file_status;
+    text += "; " + std::to_string(shared.plans.size()) + (shared.plans.size() == 1 ? " plan" : " plans") + " held\n";
+  }
+  const std::string rates = search::rates_text();
+  if (!rates.empty()) text += rates + "\n";
   return text;
 }
 

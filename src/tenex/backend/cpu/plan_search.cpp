@@ -15,52 +15,27 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <utility>
 
-#include "tenex/backend/cpu/gemm_call.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::plan_search {
 
-// ---------------------------------------------------------------------------------------
-// The search's constants, each with one meaning.
-
-// How many candidates a contraction times before it settles: contraction::kPlansTried
-// (estimate: one, the model's).
-using contraction::kPlansTried;
-// A model plan predicted under this is kept untimed: below it, clock noise outweighs what a
-// better plan saves.
-constexpr double kMeasuredSeconds = 50e-6;
-// amortized: the share of a shape's accumulated time its search may have cost, at most...
-constexpr double kSearchShare = 0.05;
-// ...and how much slower than the model plan's measured time a candidate may be predicted (to
-// be tried) or run (to be kept): no call is slowed by more than this.
-constexpr double kTrialLimit = 1.25;
-// measure: problems predicted under this, whose c is only written, search in their first
-// call; larger ones time one candidate per call.
-constexpr double kSearchInCallSeconds = 0.25;
-// measure, in-call search: it stops once it has spent this many times the fastest candidate's
-// time (a candidate the model misjudged can run several times slower than predicted)...
-constexpr double kSearchBudget = 8.0;
-// ...but small problems search on until kSearchFloorSeconds, or kSearchFloorCalls times the
-// fastest candidate if that is less: a single run of a millisecond problem varies by 10-25%,
-// the first timed run the most, and the model's error on such problems is wider than the
-// spread of the candidates. They also get up to kPlansTriedSmall candidates (as many as the
-// model predicts to fit in kSearchFloorSeconds).
-constexpr double kSearchFloorSeconds = 20e-3;
-constexpr double kSearchFloorCalls = 40.0;
-// measure: candidates within this factor of the fastest are timed again, twice in a row,
-// nearest first, while that adds at most kConfirmShare of the first pass's time: a plan's first
-// run right after another's can take half again its time when it repeats (a 6-index
-// contraction whose c is 78 MB: its GETT plan 13-16 ms right after a GEMM plan, 9 ms run after
-// run; the GEMM plan leaves c dirty in the L3, and the GETT kernel's streaming stores must
-// evict it first), so a single pass favours the model's choice, timed right after an untimed
-// run of itself. With time left under the floor, up to kRetimeRounds more rounds.
-constexpr double kRetimeSpread = 1.3;
-constexpr double kConfirmShare = 1.0;
-constexpr int kRetimeRounds = 2;
-// Notes kept for explain() between two sets.
-constexpr std::size_t kNotesKept = 64;
+// The search's constants (tuning.hpp).
+using tuning::kConfirmShare;
+using tuning::kMeasuredSeconds;
+using tuning::kNotesKept;
+using tuning::kPlansTried;
+using tuning::kRetimeRounds;
+using tuning::kRetimeSpread;
+using tuning::kSearchBudget;
+using tuning::kSearchFloorCalls;
+using tuning::kSearchFloorSeconds;
+using tuning::kSearchInCallSeconds;
+using tuning::kSearchShare;
+using tuning::kTrialLimit;
 
 // ---------------------------------------------------------------------------------------
 
@@ -68,7 +43,8 @@ namespace {
 
 std::atomic<std::uint64_t> store_generation{1};
 thread_local std::uint64_t thread_epoch = 0;
-thread_local Mode rate_mode = Mode::amortized;
+thread_local bool probe_allowed = false;
+std::mutex probe_mutex;  // one probe at a time
 thread_local std::vector<Note> notes;
 
 }  // namespace
@@ -132,7 +108,7 @@ std::string plan_identity(const contraction::Problem& p, const contraction::Plan
 Store& store();
 
 void start(Search& search, const contraction::Problem& p, double flops) {
-  const RateScope rates(search.mode);
+  const RateScope rates(flops);
   if (search.mode != Mode::estimate) {
     std::optional<StoredPlan> stored;
     Store& shared = store();
@@ -285,30 +261,79 @@ void publish(const Search& search, const contraction::Problem& p, double flops) 
   }
 }
 
-RateScope::RateScope(Mode mode) : previous(rate_mode) { rate_mode = mode; }
-RateScope::~RateScope() { rate_mode = previous; }
+RateScope::RateScope(double flops) : previous(probe_allowed) {
+  probe_allowed = previous || flops >= tuning::kProbeMinFlops;
+}
+RateScope::~RateScope() { probe_allowed = previous; }
 
-double core_peak(std::size_t element_size, double fallback) {
-  if (rate_mode == Mode::estimate) return fallback;
+namespace {
+
+// The rates of element size `element_size` in the store, probed first where none are known
+// and the probe may run. Whether they are known.
+bool known_rates(std::size_t element_size, machine::Rates& out) {
+  if (!machine::probe_enabled()) return false;
   const std::size_t slot = element_size == 4 ? 0 : 1;
   Store& shared = store();
-  double rate = 0;
+  auto read = [&] {
+    const std::lock_guard<std::mutex> lock(shared.mutex);
+    out = shared.rates;
+    return out.gemm[slot] > 0 && out.gett[slot] > 0;
+  };
+  if (read()) return true;
+  if (!probe_allowed) return false;
+  const std::lock_guard<std::mutex> probing(probe_mutex);
+  if (read()) return true;
+  const machine::Probed got = machine::probe(element_size);
   {
     const std::lock_guard<std::mutex> lock(shared.mutex);
-    rate = shared.rates[slot];
+    shared.rates.gemm[slot] = got.gemm;
+    shared.rates.gett[slot] = got.gett;
+    if (got.copy > 0) shared.rates.copy = got.copy;
+    shared.probe_seconds += got.seconds;
   }
-  if (!(rate > 0) && rate_mode == Mode::measure) {
-    // Probed once per process (or never, with a plan file that holds the rates).
-    rate = contraction::probe_core_peak(element_size);
-    const std::lock_guard<std::mutex> lock(shared.mutex);
-    if (shared.rates[slot] > 0) {
-      rate = shared.rates[slot];
-    } else {
-      shared.rates[slot] = rate;
-    }
-  }
-  if (!(rate > 0)) return fallback;
-  return std::clamp(rate, fallback / 4, fallback * 4);
+  return read();
+}
+
+ModelRate model_rate(std::size_t element_size, bool gett) {
+  const double gemm_constant = tuning::kCorePeakDouble * 8.0 / static_cast<double>(element_size);
+  const double constant = gett ? gemm_constant * tuning::kGettEfficiency : gemm_constant;
+  machine::Rates rates;
+  if (!known_rates(element_size, rates)) return {constant, false};
+  const std::size_t slot = element_size == 4 ? 0 : 1;
+  const double rate = gett ? rates.gett[slot] : rates.gemm[slot];
+  return {std::clamp(rate, constant / tuning::kRateClamp, constant * tuning::kRateClamp), true};
+}
+
+}  // namespace
+
+ModelRate gemm_rate(std::size_t element_size) { return model_rate(element_size, false); }
+ModelRate gett_rate(std::size_t element_size) { return model_rate(element_size, true); }
+
+void set_rates_for_testing(std::size_t element_size, double gemm, double gett) {
+  const std::size_t slot = element_size == 4 ? 0 : 1;
+  Store& shared = store();
+  const std::lock_guard<std::mutex> lock(shared.mutex);
+  shared.rates.gemm[slot] = gemm;
+  shared.rates.gett[slot] = gett;
+}
+
+std::string rates_text() {
+  Store& shared = store();
+  const std::lock_guard<std::mutex> lock(shared.mutex);
+  const machine::Rates& r = shared.rates;
+  if (!machine::probe_enabled()) return "machine probe: off (TENEX_PROBE=0), the model's constant rates";
+  if (!(r.gemm[0] > 0) && !(r.gemm[1] > 0)) return "";
+  auto gf = [](double x) {
+    return std::to_string(static_cast<int>(x / 1e8 + 0.5) / 10) + "." +
+           std::to_string(static_cast<int>(x / 1e8 + 0.5) % 10);
+  };
+  std::string text = "machine probe (one core):";
+  if (r.gemm[1] > 0) text += " dgemm " + gf(r.gemm[1]) + " GF/s, GETT " + gf(r.gett[1]) + " GF/s;";
+  if (r.gemm[0] > 0) text += " sgemm " + gf(r.gemm[0]) + " GF/s, GETT " + gf(r.gett[0]) + " GF/s;";
+  if (r.copy > 0) text += " copy " + gf(r.copy) + " GB/s";
+  if (shared.probe_seconds > 0)
+    text += "; probed in " + std::to_string(static_cast<int>(shared.probe_seconds * 1e3 + 0.5)) + " ms";
+  return text;
 }
 
 void note(const Search& search) {
@@ -358,7 +383,8 @@ void reset_for_testing(bool clear_store) {
     Store& shared = store();
     const std::lock_guard<std::mutex> lock(shared.mutex);
     shared.plans.clear();
-    shared.rates[0] = shared.rates[1] = 0;
+    shared.rates = machine::Rates{};
+    shared.probe_seconds = 0;
   }
 }
 

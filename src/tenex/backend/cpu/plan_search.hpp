@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/contraction_plan.hpp"
+#include "tenex/backend/cpu/machine.hpp"
 
 namespace tenex::detail::cpu::plan_search {
 
@@ -92,18 +93,30 @@ void run_search_in_call(Search& search, const std::function<void(std::size_t)>& 
 // plan file).
 void publish(const Search& search, const contraction::Problem& p, double flops);
 
-// The GEMM rate (flops per second of one core) the model uses, for element size 4 or 8:
-// estimate: `fallback` (the model's constant); otherwise a rate loaded from a plan file or
-// probed under measure, else `fallback`. The mode is the calling thread's current search's
-// (RateScope), amortized outside one.
-double core_peak(std::size_t element_size, double fallback);
+// The rates the model uses, flops per second of one core, for element size 4 or 8: the GEMM's
+// and the GETT kernel's, probed on this machine (machine.hpp) or loaded from a plan file, each
+// kept within tuning::kRateClamp of its constant; the constant (`probed` false) where
+// TENEX_PROBE=0, or where nothing is known and the calling thread plans no contraction of
+// tuning::kProbeMinFlops or more (RateScope). The first such contraction of an element size
+// runs the probe, once per process.
+struct ModelRate {
+  double rate = 0;
+  bool probed = false;
+};
+ModelRate gemm_rate(std::size_t element_size);
+ModelRate gett_rate(std::size_t element_size);
+// While alive, the calling thread plans a contraction of `flops`: the probe may run.
 struct RateScope {
-  explicit RateScope(Mode mode);
+  explicit RateScope(double flops);
   ~RateScope();
   RateScope(const RateScope&) = delete;
   RateScope& operator=(const RateScope&) = delete;
-  Mode previous;
+  bool previous;
 };
+// Test hook: the rates the model uses from now on (flops per second of one core), as if probed.
+void set_rates_for_testing(std::size_t element_size, double gemm, double gett);
+// One line on the rates known (explain(), plan_file_status()), or empty where none is.
+std::string rates_text();
 
 // What the calls of contractions on this thread ran since the last take_notes() (at most
 // kNotesKept calls): the plan and why. Kept without building text; note_text writes a line,
@@ -151,7 +164,8 @@ struct StoredPlan {
 struct Store {
   std::mutex mutex;
   std::map<std::string, StoredPlan> plans;
-  double rates[2] = {0, 0};  // GEMM flops per second of one core, float and double; 0: unknown
+  machine::Rates rates;      // probed or loaded; 0: unknown
+  double probe_seconds = 0;  // what this process's probes took
   std::string file_status;   // the last plan file's fate (plan_file_status)
 };
 Store& store();

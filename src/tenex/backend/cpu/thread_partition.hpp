@@ -5,15 +5,14 @@
 #include <cstddef>
 
 #include "tenex/backend/cpu/gemm_call.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::contraction {
 
-// The least extent a GEMM dimension is cut down to when cut into tasks.
-constexpr std::size_t kMinSlice = 48;
-// Less work than this (flops, or products for the plain loops) runs on the calling thread:
-// starting a parallel region costs microseconds, and milliseconds when the other threads
-// have gone to sleep.
-constexpr double kParallelFlops = 4e6;
+// The least extent a GEMM dimension is cut down to when cut into tasks, and the work under
+// which a contraction runs on the calling thread (tuning.hpp).
+using tuning::kMinSlice;
+using tuning::kParallelFlops;
 
 inline std::size_t pieces(std::size_t n, std::size_t slice) { return (n + slice - 1) / slice; }
 

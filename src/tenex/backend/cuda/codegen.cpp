@@ -245,6 +245,43 @@ extern "C" __global__ void __launch_bounds__(256) tenex_strided_block(const Stri
     __syncthreads();
   }
 }
+#if RED_RANK > 0
+// A long reduction into few output points, split: block (x, y) combines the reduced points
+// [x chunk, (x + 1) chunk) of output point y into part[y gridDim.x + x]; tenex_strided_combine
+// then combines each point's splits in order (deterministic) and stores it.
+extern "C" __global__ void __launch_bounds__(256) tenex_strided_split(const StridedArgs a, T* part, long long chunk) {
+  __shared__ T partial[256];
+  const long long p = blockIdx.y;
+  long long base[OPERANDS > 0 ? OPERANDS : 1];
+  tenex_out_offsets(a, p, base);
+  const long long begin = (long long)blockIdx.x * chunk;
+  const long long end = begin + chunk < a.red_total ? begin + chunk : a.red_total;
+  T acc = IDENTITY;
+  for (long long r = begin + threadIdx.x; r < end; r += blockDim.x) acc = tenex_combine(acc, tenex_reduced(a, base, r));
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (int width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] = tenex_combine(partial[threadIdx.x], partial[threadIdx.x + width]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[p * gridDim.x + blockIdx.x] = partial[0];
+}
+extern "C" __global__ void __launch_bounds__(256) tenex_strided_combine(const StridedArgs a, const T* part, long long splits) {
+  __shared__ T partial[256];
+  for (long long p = blockIdx.x; p < a.out_total; p += gridDim.x) {
+    T acc = IDENTITY;
+    for (long long s = threadIdx.x; s < splits; s += blockDim.x) acc = tenex_combine(acc, part[p * splits + s]);
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (int width = blockDim.x / 2; width > 0; width /= 2) {
+      if (threadIdx.x < width) partial[threadIdx.x] = tenex_combine(partial[threadIdx.x], partial[threadIdx.x + width]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) tenex_store(a, p, partial[0]);
+    __syncthreads();
+  }
+}
+#endif
 )";
   return s;
 }
@@ -459,6 +496,16 @@ void plan_strided(const std::vector<StridedOperand>& operands, const std::vector
 }
 
 bool strided_by_block(const StridedArgs& args) { return args.red_total >= 128 && args.out_total <= 16384; }
+
+long long strided_splits(const StridedArgs& args) {
+  // Enough blocks in all to fill a large GPU several times over (132 SMs of 2048 threads on an
+  // H100: about 1,000 blocks of 256), each with at least 64 reduced points per thread.
+  constexpr long long kBlocksWanted = 2048, kLeastChunk = 256 * 64, kMostSplits = 4096;
+  if (!strided_by_block(args) || args.out_total >= kBlocksWanted || args.out_total > 65535) return 1;
+  const long long by_work = args.red_total / kLeastChunk;
+  const long long by_fill = (kBlocksWanted + args.out_total - 1) / args.out_total;
+  return std::clamp<long long>(std::min(by_work, by_fill), 1, kMostSplits);
+}
 
 bool plan_transpose(const StridedOperand& in, const std::vector<std::string>& out_labels,
                     const std::vector<std::size_t>& out_extents, TransposeArgs& args) {

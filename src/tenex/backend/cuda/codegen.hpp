@@ -106,6 +106,11 @@ void plan_strided(const std::vector<StridedOperand>& operands, const std::vector
                   const std::vector<std::size_t>& out_extents, StridedSpec& spec, StridedArgs& args);
 /// One block per output element (a long reduction into few elements), else one thread.
 bool strided_by_block(const StridedArgs& args);
+/// Blocks each output point's reduction is split into (1: none): a reduction too long for
+/// one block per point over too few points to fill the device (a dot product, a norm, a sum
+/// into a few values) runs as tenex_strided_split into a buffer of out_total x splits
+/// partial values, then tenex_strided_combine, which combines them in order and stores.
+long long strided_splits(const StridedArgs& args);
 /// The tiled permutation's arguments but pointers, alpha and beta, for `in` rearranged to
 /// `out_labels`; false when that is not a whole permutation whose fastest mode moves (the
 /// strided kernel then runs it, coalesced already or not a permutation).

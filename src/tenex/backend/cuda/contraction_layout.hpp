@@ -41,6 +41,13 @@ GemmPlan plan_gemm(const std::vector<std::string>& labels_a, const std::vector<s
                    const std::vector<std::string>& labels_c, const std::vector<std::string>& labels,
                    const std::vector<std::size_t>& extents);
 
+/// True when a batched product is so small per batch element (m n k of at most 64, batch
+/// over one: a Hadamard product has m = n = k = 1) that the strided kernel, which reads the
+/// operands in place, runs it instead of cuBLAS.
+inline bool tiny_batched_product(long long m, long long n, long long k, long long batch) {
+  return batch > 1 && k > 0 && m * n * k <= 64;
+}
+
 /// "gemm(N,T) m=.. n=.. k=.. lda=.. ... [batch=..] [permute a] ..." for tests and explain().
 std::string describe(const GemmPlan& plan);
 

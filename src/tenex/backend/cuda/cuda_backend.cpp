@@ -336,7 +336,20 @@ void CudaBackend<T>::strided(const std::vector<FusedInstr>& program, ReduceOp re
   std::copy(constants.begin(), constants.end(), a.constant);
   a.beta = beta;
   const std::string source = cuda::strided_source(spec);
-  if (cuda::strided_by_block(a)) {
+  if (const long long splits = cuda::strided_splits(a); splits > 1) {
+    Buffer part = device_buffer(static_cast<std::size_t>(a.out_total * splits) * sizeof(T));
+    T* part_data = static_cast<T*>(part.data());
+    long long chunk = (a.red_total + splits - 1) / splits;
+    void* split_arguments[] = {&a, &part_data, &chunk};
+    TENEX_CUDA_CALL(runtime, cudaLaunchKernel(cuda::kernel(source, "tenex_strided_split"),
+                                              dim3(static_cast<unsigned>(splits), static_cast<unsigned>(a.out_total)),
+                                              dim3(256), split_arguments, 0, stream()));
+    long long count = splits;
+    void* combine_arguments[] = {&a, &part_data, &count};
+    TENEX_CUDA_CALL(runtime, cudaLaunchKernel(cuda::kernel(source, "tenex_strided_combine"),
+                                              dim3(static_cast<unsigned>(std::min(a.out_total, 65535LL))), dim3(256),
+                                              combine_arguments, 0, stream()));
+  } else if (cuda::strided_by_block(a)) {
     launch(cuda::kernel(source, "tenex_strided_block"), dim3(static_cast<unsigned>(std::min(a.out_total, 65535LL))),
            dim3(256), &a);
   } else {
@@ -556,6 +569,23 @@ KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const Ker
     ++count.calls;
   }
   const double gemm_beta = aliased ? params.beta : addend ? 1.0 : 0.0;
+  // A batch of tiny products (a Hadamard product is m = n = k = 1): one cuBLAS call per batch
+  // element of a few flops costs a launch's worth each; the strided kernel reads a and b in
+  // place and sums k per output element instead.
+  if (cuda::tiny_batched_product(plan.m, plan.n, plan.k, plan.batch)) {
+    const std::vector<FusedInstr> program = {{FusedOp::load, 0},
+                                             {FusedOp::load, 1},
+                                             {FusedOp::multiply, 0, 1},
+                                             {FusedOp::constant, 0, 0, params.alpha},
+                                             {FusedOp::multiply, 2, 3}};
+    strided(program, ReduceOp::sum, {a, b}, args.out.data, lc, args.node.extents, gemm_beta);
+    ++count.calls;
+    count.flops += 2.0 * static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k) *
+                   static_cast<double>(plan.batch);
+    if (addend) count.flops += 2.0 * static_cast<double>(args.node.size());
+    leave_node(args.out.data);
+    return count;
+  }
   T* c = args.out.data;
   if (plan.c.permute) {
     temps.push_back(scratch<T>(static_cast<std::size_t>(plan.m * plan.n * plan.batch)));
