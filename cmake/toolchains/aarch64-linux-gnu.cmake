@@ -1,6 +1,7 @@
 # Cross-compiling tenex for 64-bit ARM Linux on a Debian x86-64 machine (scripts/cross-aarch64):
 # Debian's cross compiler (g++-aarch64-linux-gnu), the arm64 libraries of multiarch
-# (libopenblas-dev:arm64, liblapacke-dev:arm64, libhwy-dev:arm64 in /usr/lib/aarch64-linux-gnu)
+# (libopenblas-dev:arm64, liblapacke-dev:arm64, libhwy-dev:arm64, libgomp1:arm64 in
+# /usr/lib/aarch64-linux-gnu)
 # and qemu-user to run the test programs (ctest runs them through CMAKE_CROSSCOMPILING_EMULATOR).
 #
 #   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
@@ -22,11 +23,12 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # pkg-config (Highway's libhwy.pc) from the arm64 tree only.
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 
-# Test programs run under qemu-user (ctest and doctest's test discovery at build time run them
-# through CMAKE_CROSSCOMPILING_EMULATOR). -L: the cross libc and loader; the multiarch libraries
-# are found through the loader's default paths. OpenBLAS on one thread: under qemu-user 7.2 its
-# pthread pool never finishes starting (a 1x1 dgemm ran for minutes), already at load time.
+# Test programs run under qemu-user (ctest, and doctest's test discovery at build time, run them
+# through CMAKE_CROSSCOMPILING_EMULATOR) with the multiarch loader and libraries (libc6:arm64,
+# libgomp1:arm64, /lib/ld-linux-aarch64.so.1). Not `-L /usr/aarch64-linux-gnu`: that sysroot's
+# loader (libc6-arm64-cross) paired with the multiarch libc (a newer Debian revision) hangs in
+# the first pthread_create, so every OpenMP and OpenBLAS thread pool would hang.
 find_program(TENEX_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(TENEX_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR env OPENBLAS_NUM_THREADS=1 ${TENEX_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${TENEX_QEMU_AARCH64})
 endif()
