@@ -1,8 +1,8 @@
 // The SIMD target of the kernels written over Google Highway's portable vectors
 // (gett_kernel.cpp, narrow_kernel.cpp, gather_kernel.cpp, permute.cpp, fused.cpp): each is compiled for every target
-// Highway offers here (x86: AVX-512, AVX2, SSE4 and portable scalar code; ARM: NEON), and the best one the running CPU
-// has is picked at run time. TENEX_SIMD=avx512|avx2|sse4|scalar (read once) caps the choice: a named target the CPU
-// lacks falls back to the best it has below it; any other value leaves the default.
+// Highway offers here (x86: AVX-512, AVX2, SSE4 and portable scalar code; ARM: NEON and scalar code), and the best one
+// the running CPU has is picked at run time. TENEX_SIMD=avx512|avx2|sse4|neon|scalar (read once) caps the choice: a
+// named target the CPU lacks falls back to the best it has below it; any other value leaves the default.
 #pragma once
 
 #include <hwy/targets.h>
