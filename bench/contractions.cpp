@@ -212,32 +212,45 @@ void xgemm(int m, int n, int k, const double* a, const double* b, double* c) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
 }
 
+// A case's tenex operands and the contiguous matrices of the GEMM of the same m, n, k.
+template <class T>
+struct CaseOperands {
+  explicit CaseOperands(const Case& c)
+      : a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), la(labels_of(c.a)),
+        lb(labels_of(c.b)), lc(labels_of(c.c)), size(gemm_size(c)), ga(size.m * size.k), gb(size.k * size.n),
+        gc(size.m * size.n) {
+    tenex::fill_random(a, 1);
+    tenex::fill_random(b, 2);
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<T> uniform(-1.0, 1.0);
+    for (T& x : ga) x = uniform(rng);
+    for (T& x : gb) x = uniform(rng);
+  }
+  void contract() { result(lc) = a(la) * b(lb); }
+  void gemm() {
+    xgemm(static_cast<int>(size.m), static_cast<int>(size.n), static_cast<int>(size.k), ga.data(), gb.data(),
+          gc.data());
+  }
+
+  Tensor<T> a, b, result;
+  std::string la, lb, lc;
+  GemmSize size;
+  std::vector<T> ga, gb, gc;
+};
+
 template <class T>
 Row bench_case(const Case& c, int repeat) {
-  Tensor<T> a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), result;
-  tenex::fill_random(a, 1);
-  tenex::fill_random(b, 2);
-  const std::string la = labels_of(c.a), lb = labels_of(c.b), lc = labels_of(c.c);
+  CaseOperands<T> x(c);
   Row row;
-
-  const auto [m, n, k] = gemm_size(c);
-  std::vector<T> ga(m * k), gb(k * n), gc(m * n);
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<T> uniform(-1.0, 1.0);
-  for (T& x : ga) x = uniform(rng);
-  for (T& x : gb) x = uniform(rng);
-
-  const std::function<void()> with_tenex = [&] { result(lc) = a(la) * b(lb); };
-  const std::function<void()> with_gemm = [&] {
-    xgemm(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ga.data(), gb.data(), gc.data());
-  };
+  const std::function<void()> with_tenex = [&] { x.contract(); };
+  const std::function<void()> with_gemm = [&] { x.gemm(); };
   row.first_ms = milliseconds_of(with_tenex);  // warm-up: first touch, thread start-up, plan search
   with_gemm();
   for (int r = 0; r < repeat; ++r) {
     row.tenex_ms = std::min(row.tenex_ms, milliseconds_of(with_tenex));
     row.gemm_ms = std::min(row.gemm_ms, milliseconds_of(with_gemm));
   }
-  row.check = check_result(c, a, b, result);
+  row.check = check_result(c, x.a, x.b, x.result);
   return row;
 }
 
@@ -380,24 +393,12 @@ struct ColdRow {
 
 template <class T>
 ColdRow bench_cold(const Case& c, int calls) {
-  Tensor<T> a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), result;
-  tenex::fill_random(a, 1);
-  tenex::fill_random(b, 2);
-  const std::string la = labels_of(c.a), lb = labels_of(c.b), lc = labels_of(c.c);
-  const auto [m, n, k] = gemm_size(c);
-  std::vector<T> ga(m * k), gb(k * n), gc(m * n);
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<T> uniform(-1.0, 1.0);
-  for (T& x : ga) x = uniform(rng);
-  for (T& x : gb) x = uniform(rng);
-  const std::function<void()> with_gemm = [&] {
-    xgemm(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ga.data(), gb.data(), gc.data());
-  };
+  CaseOperands<T> x(c);
   ColdRow row;
-  for (int call = 0; call < calls; ++call) row.tenex_ms.push_back(milliseconds_of([&] { result(lc) = a(la) * b(lb); }));
-  with_gemm();
-  for (int call = 0; call < calls; ++call) row.gemm_ms += milliseconds_of(with_gemm);
-  row.check = check_result(c, a, b, result);
+  for (int call = 0; call < calls; ++call) row.tenex_ms.push_back(milliseconds_of([&] { x.contract(); }));
+  x.gemm();
+  for (int call = 0; call < calls; ++call) row.gemm_ms += milliseconds_of([&] { x.gemm(); });
+  row.check = check_result(c, x.a, x.b, x.result);
   return row;
 }
 

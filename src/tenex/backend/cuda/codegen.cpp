@@ -224,6 +224,16 @@ extern "C" __global__ void tenex_strided_thread(const StridedArgs a) {
     tenex_store(a, p, acc);
   }
 }
+// The block's 256 values `acc` combined in shared memory, in a fixed tree order: partial[0]
+// holds the result for every thread.
+__device__ __forceinline__ void tenex_block_combine(T* partial, T acc) {
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (int width = blockDim.x / 2; width > 0; width /= 2) {
+    if (threadIdx.x < width) partial[threadIdx.x] = tenex_combine(partial[threadIdx.x], partial[threadIdx.x + width]);
+    __syncthreads();
+  }
+}
 extern "C" __global__ void __launch_bounds__(256) tenex_strided_block(const StridedArgs a) {
   __shared__ T partial[256];
   for (long long p = blockIdx.x; p < a.out_total; p += gridDim.x) {
@@ -235,12 +245,7 @@ extern "C" __global__ void __launch_bounds__(256) tenex_strided_block(const Stri
 #else
     for (long long r = threadIdx.x; r < a.red_total; r += blockDim.x) acc = tenex_combine(acc, tenex_reduced(a, base, r));
 #endif
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int width = blockDim.x / 2; width > 0; width /= 2) {
-      if (threadIdx.x < width) partial[threadIdx.x] = tenex_combine(partial[threadIdx.x], partial[threadIdx.x + width]);
-      __syncthreads();
-    }
+    tenex_block_combine(partial, acc);
     if (threadIdx.x == 0) tenex_store(a, p, partial[0]);
     __syncthreads();
   }
@@ -258,12 +263,7 @@ extern "C" __global__ void __launch_bounds__(256) tenex_strided_split(const Stri
   const long long end = begin + chunk < a.red_total ? begin + chunk : a.red_total;
   T acc = IDENTITY;
   for (long long r = begin + threadIdx.x; r < end; r += blockDim.x) acc = tenex_combine(acc, tenex_reduced(a, base, r));
-  partial[threadIdx.x] = acc;
-  __syncthreads();
-  for (int width = blockDim.x / 2; width > 0; width /= 2) {
-    if (threadIdx.x < width) partial[threadIdx.x] = tenex_combine(partial[threadIdx.x], partial[threadIdx.x + width]);
-    __syncthreads();
-  }
+  tenex_block_combine(partial, acc);
   if (threadIdx.x == 0) part[p * gridDim.x + blockIdx.x] = partial[0];
 }
 extern "C" __global__ void __launch_bounds__(256) tenex_strided_combine(const StridedArgs a, const T* part, long long splits) {
@@ -271,12 +271,7 @@ extern "C" __global__ void __launch_bounds__(256) tenex_strided_combine(const St
   for (long long p = blockIdx.x; p < a.out_total; p += gridDim.x) {
     T acc = IDENTITY;
     for (long long s = threadIdx.x; s < splits; s += blockDim.x) acc = tenex_combine(acc, part[p * splits + s]);
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    for (int width = blockDim.x / 2; width > 0; width /= 2) {
-      if (threadIdx.x < width) partial[threadIdx.x] = tenex_combine(partial[threadIdx.x], partial[threadIdx.x + width]);
-      __syncthreads();
-    }
+    tenex_block_combine(partial, acc);
     if (threadIdx.x == 0) tenex_store(a, p, partial[0]);
     __syncthreads();
   }
