@@ -308,6 +308,12 @@ TEST_CASE_TEMPLATE("cuda backend: long reductions into few values (split over ma
     q("j,i") = m("j,i") * v("i") * tenex::exp(v("i"));
     return q;
   });
+  same_on_both<T>("a Hadamard product of operands in different orders (read in place)", [&] {
+    auto x = random<T>(Shape{1024, 512}, 49), y = random<T>(Shape{512, 1024}, 50);
+    Tensor<T> z;
+    z("i,j") = x("i,j") * y("j,i");
+    return z;
+  });
   same_on_both<T>("a batch of 2 x 2 products", [&] {
     auto x = random<T>(Shape{n / 16, 2, 2}, 47), y = random<T>(Shape{n / 16, 2, 2}, 48);
     Tensor<T> z;

@@ -557,8 +557,6 @@ KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const Ker
     ++count.calls;
     op = {out, g.labels, e};
   };
-  permuted(a, plan.a);
-  permuted(b, plan.b);
 
   // The addend: out = beta * addend first unless the executor handed its buffer over.
   const bool addend = args.operands.size() == 3 && params.beta != 0.0;
@@ -586,6 +584,8 @@ KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const Ker
     leave_node(args.out.data);
     return count;
   }
+  permuted(a, plan.a);  // for cuBLAS only: the strided kernel above reads any layout in place
+  permuted(b, plan.b);
   T* c = args.out.data;
   if (plan.c.permute) {
     temps.push_back(scratch<T>(static_cast<std::size_t>(plan.m * plan.n * plan.batch)));
