@@ -22,7 +22,45 @@
 #include <limits>
 #include <string_view>
 
+#include "tenex/scalar.hpp"
+
 namespace tenex {
+
+// The complex forms the table's scalar column uses (for a real T: conj(a) = a, real(a) = a,
+// imag(a) = 0, arg(a) = 0 or pi, NaN for NaN), each returning T: a complex T keeps the result in
+// its real part.
+template <class T>
+T conj_value(T a) {
+  if constexpr (is_complex_v<T>) {
+    return std::conj(a);
+  } else {
+    return a;
+  }
+}
+template <class T>
+T real_value(T a) {
+  if constexpr (is_complex_v<T>) {
+    return T(a.real());
+  } else {
+    return a;
+  }
+}
+template <class T>
+T imag_value([[maybe_unused]] T a) {
+  if constexpr (is_complex_v<T>) {
+    return T(a.imag());
+  } else {
+    return T(0);
+  }
+}
+template <class T>
+T arg_value(T a) {
+  if constexpr (is_complex_v<T>) {
+    return T(std::arg(a));
+  } else {
+    return a != a ? a : T(std::arg(a));
+  }
+}
 
 // The columns:
 //   op          the FusedOp enumerator
@@ -60,7 +98,11 @@ namespace tenex {
   X(power,      "pow",        1, 1, a_zero && x > 0,             std::pow(a, x), "pow({a}, {x})", "pow(a, x)")         \
   X(clamp,      "clamp",      1, 2, a_zero && x <= 0 && y >= 0,  a < x ? x : (y < a ? y : a),                          \
                                                                  "clamp({a}, {x}, {y})", "a < x ? x : (y < a ? y : a)") \
-  X(erf,        "erf",        1, 0, a_zero,                      std::erf(a), "erf({a})", "erf(a)")
+  X(erf,        "erf",        1, 0, a_zero,                      std::erf(a), "erf({a})", "erf(a)")                    \
+  X(conj,       "conj",       1, 0, a_zero,                      conj_value(a), "conj({a})", "a")                      \
+  X(real_part,  "real",       1, 0, a_zero,                      real_value(a), "real({a})", "a")                      \
+  X(imag_part,  "imag",       1, 0, true,                        imag_value(a), "imag({a})", "T(0)")                   \
+  X(arg,        "arg",        1, 0, a_zero,                      arg_value(a), "arg({a})", "a < T(0) ? T(3.14159265358979323846) : (a != a ? a : T(0))")
 // clang-format on
 
 /// One instruction of a fused element-wise program (FusedParams): a load, a constant, a
@@ -74,6 +116,13 @@ enum class FusedOp : unsigned char {
 #undef TENEX_FUSED_OP_ENUM
       call  // functions[b](a): a C++ callable of tenex::map
 };
+
+/// Whether `op` is defined for complex numbers: not the functions that compare (max, min,
+/// clamp, sign) and not erf.
+constexpr bool defined_for_complex(FusedOp op) {
+  return op != FusedOp::maximum && op != FusedOp::minimum && op != FusedOp::clamp && op != FusedOp::sign &&
+         op != FusedOp::erf;
+}
 
 /// The columns of the table's line for `op`, as constants, and its scalar definition:
 /// Function<FusedOp::maximum>::apply(a, b, x, y). Not defined for load, constant and call.
@@ -93,7 +142,11 @@ struct Function;  // defined for the functions of TENEX_FOR_EACH_FUNCTION only
     }                                                                                                        \
     template <class T>                                                                                       \
     static T apply([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T x, [[maybe_unused]] T y) { \
-      return scalar_;                                                                                        \
+      if constexpr (is_complex_v<T> && !defined_for_complex(FusedOp::op_)) {                                 \
+        return T(std::numeric_limits<real_type_t<T>>::quiet_NaN(), 0);                                       \
+      } else {                                                                                               \
+        return scalar_;                                                                                      \
+      }                                                                                                      \
     }                                                                                                        \
   };
 TENEX_FOR_EACH_FUNCTION(TENEX_FUNCTION_STRUCT)
@@ -141,7 +194,11 @@ T apply_function(FusedOp op, T a, T b, T x, T y) {
     case FusedOp::constant:
     case FusedOp::call: break;
   }
-  return std::numeric_limits<T>::quiet_NaN();
+  if constexpr (is_complex_v<T>) {
+    return T(std::numeric_limits<real_type_t<T>>::quiet_NaN(), 0);
+  } else {
+    return std::numeric_limits<T>::quiet_NaN();
+  }
 }
 
 }  // namespace tenex

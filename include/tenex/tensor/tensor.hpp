@@ -37,7 +37,8 @@ class Indexed;
 
 template <class T>
 class TENEX_API Tensor {
-  static_assert(is_supported_scalar_v<T>, "tenex::Tensor<T> supports T = float and T = double only");
+  static_assert(is_supported_scalar_v<T>,
+                "tenex::Tensor<T> supports T = float, double, std::complex<float> and std::complex<double> only");
 
  public:
   using value_type = T;

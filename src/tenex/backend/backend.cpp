@@ -197,13 +197,7 @@ struct ThreadBackends {
 
 template <class T>
 Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>>& made) {
-  auto factory = [&] {
-    if constexpr (std::is_same_v<T, float>) {
-      return entry.make_f32;
-    } else {
-      return entry.make_f64;
-    }
-  }();
+  const auto factory = factory_of<T>(entry);
   if (thread_backends_gone) {
     made = factory();
     return *made;
@@ -218,8 +212,10 @@ Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>
   return result;
 }
 
-template Backend<float>& thread_backend<float>(const BackendEntry&, std::unique_ptr<Backend<float>>&);
-template Backend<double>& thread_backend<double>(const BackendEntry&, std::unique_ptr<Backend<double>>&);
+#define TENEX_INSTANTIATE_THREAD_BACKEND(T) \
+  template Backend<T>& thread_backend<T>(const BackendEntry&, std::unique_ptr<Backend<T>>&);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_THREAD_BACKEND)
+#undef TENEX_INSTANTIATE_THREAD_BACKEND
 
 const BackendEntry* find_or_load_backend(BackendKind kind) {
   if (const BackendEntry* entry = find_backend(kind)) return entry;

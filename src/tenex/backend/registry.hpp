@@ -1,6 +1,7 @@
 // The backend registry: BackendKind -> a factory, asked by the pipeline for each set.
 #pragma once
 
+#include <complex>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,7 +18,24 @@ struct BackendEntry {
   bool (*available)() = nullptr;
   std::unique_ptr<Backend<float>> (*make_f32)() = nullptr;
   std::unique_ptr<Backend<double>> (*make_f64)() = nullptr;
+  /// Complex sets; a backend without them (null) leaves complex sets to the CPU backend.
+  std::unique_ptr<Backend<std::complex<float>>> (*make_c64)() = nullptr;
+  std::unique_ptr<Backend<std::complex<double>>> (*make_c128)() = nullptr;
 };
+
+/// The factory of `entry` for element type T (null where the backend has none).
+template <class T>
+auto factory_of(const BackendEntry& entry) {
+  if constexpr (std::is_same_v<T, float>) {
+    return entry.make_f32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return entry.make_f64;
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    return entry.make_c64;
+  } else {
+    return entry.make_c128;
+  }
+}
 
 /// Adds (or replaces) the entry of entry.kind.
 void register_backend(const BackendEntry& entry);
@@ -32,11 +50,7 @@ std::string why_unavailable(BackendKind kind);
 
 template <class T>
 std::unique_ptr<Backend<T>> make_backend(const BackendEntry& entry) {
-  if constexpr (std::is_same_v<T, float>) {
-    return entry.make_f32();
-  } else {
-    return entry.make_f64();
-  }
+  return factory_of<T>(entry)();
 }
 
 /// The backend of `entry` that sets on this thread use: made on first use and kept, so a

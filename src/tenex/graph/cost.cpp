@@ -57,14 +57,7 @@ double order_of(const OpNode& operand) {
 
 }  // namespace
 
-std::size_t element_bytes(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return sizeof(float);
-    case DType::f64: return sizeof(double);
-    case DType::shape: return 0;
-  }
-  return 0;
-}
+std::size_t element_bytes(DType dtype) { return dtype_bytes(dtype); }
 
 NodeCost node_cost(const OpGraph& graph, NodeId id) {
   const OpNode& node = graph.node(id);

@@ -20,7 +20,11 @@ CompileSettings compile_settings() {
 }
 
 template <class T>
-void set_backends(const BackendEntry& entry, SetBackends<T>& out) {
+void set_backends(const BackendEntry& chosen, SetBackends<T>& out) {
+  // A backend without this element type (complex on the CUDA and distributed backends)
+  // leaves the set to the CPU.
+  const BackendEntry* cpu_entry = factory_of<T>(chosen) ? nullptr : find_backend(BackendKind::cpu);
+  const BackendEntry& entry = cpu_entry ? *cpu_entry : chosen;
   out.entry = &entry;
   out.backend = &thread_backend<T>(entry, out.made);
   out.host = nullptr;

@@ -183,7 +183,7 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
   const char* dtype = "double";
   for (NodeId id : order) {
     const OpNode& node = graph.node(id);
-    dtype = node.dtype == DType::f32 ? "float" : node.dtype == DType::f64 ? "double" : "shape";
+    dtype = dtype_name(node.dtype);
     if (node.kind == OpKind::input) continue;
     step_of[id] = ++steps;
     const NodeCost cost = node_cost(graph, id);
@@ -354,15 +354,11 @@ std::string explain(const Expression<T>& e) {
     detail::check_backend_environment(settings.env.backend);
     const detail::BackendEntry& entry = detail::choose_backend(set.backend);
     detail::Plan plan;
-    if (set.dtype == DType::f32) {
-      detail::SetBackends<float> backends;
+    visit_dtype(set.dtype, [&](auto zero) {
+      detail::SetBackends<decltype(zero)> backends;
       detail::set_backends(entry, backends);
       plan = detail::compile(set, backends, settings);
-    } else {
-      detail::SetBackends<double> backends;
-      detail::set_backends(entry, backends);
-      plan = detail::compile(set, backends, settings);
-    }
+    });
 
     detail::Report report;
     const std::size_t statements = statement ? set.assignments.size() : set.assignments.size() - 1;

@@ -101,8 +101,8 @@ void fail_pending(std::vector<Assignment>& batch, const std::exception_ptr& erro
 
 bool any_pending(const SetRecord& set) {
   for (const Assignment& a : set.assignments) {
-    const bool pending = set.dtype == DType::f32 ? static_cast<const Storage<float>*>(a.target.get())->pending()
-                                                 : static_cast<const Storage<double>*>(a.target.get())->pending();
+    const bool pending = visit_dtype(
+        set.dtype, [&](auto zero) { return static_cast<const Storage<decltype(zero)>*>(a.target.get())->pending(); });
     if (pending) return true;
   }
   return false;
@@ -152,11 +152,7 @@ void run_set(SetRecord& set) noexcept {
   if (set.dtype == DType::shape) return;
   std::exception_ptr error;
   try {
-    if (set.dtype == DType::f32) {
-      run_typed<float>(set);
-    } else {
-      run_typed<double>(set);
-    }
+    visit_dtype(set.dtype, [&](auto zero) { run_typed<decltype(zero)>(set); });
   } catch (...) {
     error = error_of_current_exception(set.assignments.size());
   }
@@ -164,11 +160,7 @@ void run_set(SetRecord& set) noexcept {
   if (!error && !any_pending(set)) return;
   if (!error) error = std::make_exception_ptr(InternalError("tenex: a result of the set was never written"));
   try {
-    if (set.dtype == DType::f32) {
-      fail_pending<float>(set.assignments, error);
-    } else {
-      fail_pending<double>(set.assignments, error);
-    }
+    visit_dtype(set.dtype, [&](auto zero) { fail_pending<decltype(zero)>(set.assignments, error); });
   } catch (...) {
   }
 }

@@ -31,7 +31,8 @@ Storage<T>::Storage(Shape shape, Init init) : shape_(std::move(shape)) {
     throw BackendError("tenex: Tensor: cannot allocate " + std::to_string(shape_.size()) + " elements of " +
                        std::to_string(sizeof(T)) + " bytes for shape " + shape_.to_string());
   }
-  if (init == Init::zero && shape_.size() > 0) std::memset(elements(), 0, shape_.size() * sizeof(T));
+  if (init == Init::zero && shape_.size() > 0)
+    std::memset(static_cast<void*>(elements()), 0, shape_.size() * sizeof(T));
 }
 
 template <class T>
@@ -314,13 +315,21 @@ void fill_random(Tensor<T>& t, std::uint64_t seed) {
   T* p = t.data();
   // splitmix64: reproducible across platforms and standard libraries.
   std::uint64_t state = seed + 0x9E3779B97F4A7C15ULL;
-  for (std::size_t i = 0, n = t.size(); i < n; ++i) {
+  auto next = [&state] {  // uniform in [-1, 1)
     std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     z ^= z >> 31;
-    double unit = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
-    p[i] = static_cast<T>(2.0 * unit - 1.0);
+    return 2.0 * (static_cast<double>(z >> 11) * 0x1.0p-53) - 1.0;
+  };
+  for (std::size_t i = 0, n = t.size(); i < n; ++i) {
+    if constexpr (is_complex_v<T>) {
+      using R = real_type_t<T>;
+      const double re = next();  // both parts random, the real part first
+      p[i] = T(static_cast<R>(re), static_cast<R>(next()));
+    } else {
+      p[i] = static_cast<T>(next());
+    }
   }
 }
 
@@ -334,9 +343,16 @@ bool allclose(const Tensor<T>& a, const Tensor<T>& b, double rtol, double atol) 
   const T* pa = sa->elements();
   const T* pb = sb->elements();
   for (std::size_t i = 0, n = a.size(); i < n; ++i) {
-    double x = pa[i], y = pb[i];
-    if (std::isnan(x) || std::isnan(y)) return false;
-    if (std::abs(x - y) > atol + rtol * std::abs(y)) return false;
+    if constexpr (is_complex_v<T>) {
+      // |x - y| <= atol + rtol |y|, numpy's rule on the complex modulus.
+      const std::complex<double> x(pa[i]), y(pb[i]);
+      if (std::isnan(x.real()) || std::isnan(x.imag()) || std::isnan(y.real()) || std::isnan(y.imag())) return false;
+      if (std::abs(x - y) > atol + rtol * std::abs(y)) return false;
+    } else {
+      double x = pa[i], y = pb[i];
+      if (std::isnan(x) || std::isnan(y)) return false;
+      if (std::abs(x - y) > atol + rtol * std::abs(y)) return false;
+    }
   }
   return true;
 }

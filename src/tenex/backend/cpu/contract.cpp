@@ -72,6 +72,7 @@ void scale_c(T beta, T* c, std::size_t n, KernelCount& count) {
 // store of plans every thread shares, are plan_search's.
 struct Planned {
   std::size_t element_size;
+  bool complex;
   bool beta_zero;
   int threads;
   Extents a_extents, b_extents;
@@ -90,28 +91,28 @@ double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const 
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-Planned& planned(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
+Planned& planned(std::size_t element_size, bool complex, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
                  const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
   thread_local std::vector<Planned> recent;  // most recently used last
   thread_local std::uint64_t seen = 0;
   if (plan_search::shapes_stale(seen)) recent.clear();  // plans were loaded: meet every shape afresh
   const int threads = omp_get_max_threads();
   for (auto it = recent.rbegin(); it != recent.rend(); ++it) {
-    if (it->element_size == element_size && it->beta_zero == beta_zero && it->threads == threads &&
-        it->a_modes == a_modes && it->b_modes == b_modes && it->c_modes == c_modes && it->a_extents == a_extents &&
-        it->b_extents == b_extents) {
+    if (it->element_size == element_size && it->complex == complex && it->beta_zero == beta_zero &&
+        it->threads == threads && it->a_modes == a_modes && it->b_modes == b_modes && it->c_modes == c_modes &&
+        it->a_extents == a_extents && it->b_extents == b_extents) {
       if (it != recent.rbegin()) std::rotate(it.base() - 1, it.base(), recent.end());
       return recent.back();
     }
   }
-  Prepared prepared = prepare(element_size, beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  Prepared prepared = prepare(element_size, beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes, complex);
   plan_search::Search search;
   search.mode = plan_search::read_settings().mode;
-  search.key =
-      plan_search::shape_key(element_size, beta_zero, threads, a_modes, a_extents, b_modes, b_extents, c_modes);
+  search.key = plan_search::shape_key(element_size, complex, beta_zero, threads, a_modes, a_extents, b_modes, b_extents,
+                                      c_modes);
   constexpr std::size_t kKept = 16;
   if (recent.size() >= kKept) recent.erase(recent.begin());
-  recent.push_back(Planned{element_size, beta_zero, threads, a_extents, b_extents, a_modes, b_modes, c_modes,
+  recent.push_back(Planned{element_size, complex, beta_zero, threads, a_extents, b_extents, a_modes, b_modes, c_modes,
                            std::move(prepared), std::move(search), false});
   return recent.back();
 }
@@ -139,7 +140,7 @@ template <class T>
 KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
                          const Modes& a_modes, const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
                          const Modes& c_modes) {
-  Planned& memo = planned(sizeof(T), beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
+  Planned& memo = planned(sizeof(T), is_complex_v<T>, beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
   const Prepared& prepared = memo.prepared;
   KernelCount counted;
   if (prepared.c_size == 0) return counted;
@@ -252,7 +253,8 @@ KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes&
 template <class T>
 std::size_t contract_plan_count(const Extents& a_extents, const Modes& a_modes, const Extents& b_extents,
                                 const Modes& b_modes, const Modes& c_modes, bool beta_zero) {
-  const Prepared prepared = prepare(sizeof(T), beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  const Prepared prepared =
+      prepare(sizeof(T), beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes, is_complex_v<T>);
   return all_plans(prepared.problem, prepared.flops).size();
 }
 
@@ -267,7 +269,8 @@ template <class T>
 std::string contract_plan_description(std::size_t plan, const Extents& a_extents, const Modes& a_modes,
                                       const Extents& b_extents, const Modes& b_modes, const Modes& c_modes,
                                       bool beta_zero) {
-  const Prepared prepared = prepare(sizeof(T), beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes);
+  const Prepared prepared =
+      prepare(sizeof(T), beta_zero, a_extents, a_modes, b_extents, b_modes, c_modes, is_complex_v<T>);
   const Problem& p = prepared.problem;
   const std::vector<Plan>& plans = all_plans(p, prepared.flops);
   if (plan >= plans.size()) {

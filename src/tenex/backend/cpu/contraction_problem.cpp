@@ -18,7 +18,7 @@
 namespace tenex::detail::cpu::contraction {
 
 Prepared prepare(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
-                 const Extents& b_extents, const Modes& b_modes, const Modes& c_modes) {
+                 const Extents& b_extents, const Modes& b_modes, const Modes& c_modes, bool complex) {
   if (a_extents.size() != a_modes.size() || b_extents.size() != b_modes.size()) {
     throw std::invalid_argument(
         "contract: an operand's modes and extents differ in number (a: " + std::to_string(a_modes.size()) + " modes, " +
@@ -63,6 +63,7 @@ Prepared prepare(std::size_t element_size, bool beta_zero, const Extents& a_exte
 
   Problem& p = r.problem;
   p.element_size = element_size;
+  p.complex = complex;
   p.beta_zero = beta_zero;
   p.threads = static_cast<std::size_t>(omp_get_max_threads());
   Modes distinct;

@@ -22,6 +22,8 @@ constexpr int kA = 0, kB = 1, kC = 2;
 // extent-1 modes dropped.
 struct Problem {
   std::size_t element_size = 8;
+  // Complex elements: only GEMM plans (the BLAS's c/zgemm) and the plain loops run them.
+  bool complex = false;
   bool beta_zero = true;
   std::size_t threads = 1;
   std::vector<std::size_t> extent;  // per distinct mode
@@ -62,6 +64,6 @@ struct Prepared {
 // Checks the modes and extents of a contraction (std::invalid_argument names what is wrong)
 // and builds its canonical problem.
 Prepared prepare(std::size_t element_size, bool beta_zero, const Extents& a_extents, const Modes& a_modes,
-                 const Extents& b_extents, const Modes& b_modes, const Modes& c_modes);
+                 const Extents& b_extents, const Modes& b_modes, const Modes& c_modes, bool complex = false);
 
 }  // namespace tenex::detail::cpu::contraction

@@ -110,8 +110,8 @@ void apply_sparse_map(const OpNode& node, const SparseMapUse& use, T* data) {
 
 template <class T>
 bool CpuBackend<T>::supports(const OpNode& node, std::string& why) const {
-  if (node.dtype == DType::f32 || node.dtype == DType::f64) return true;
-  why = "the CPU backend evaluates float and double tensors only";
+  if (node.dtype != DType::shape) return true;
+  why = "the CPU backend evaluates tensors, not shapes";
   return false;
 }
 
@@ -328,13 +328,20 @@ KernelCount CpuBackend<T>::run_spd_pow(const SpdPowParams& params, const KernelA
                         describe(a.labels, a.extents));
 }
 
-template class CpuBackend<float>;
-template class CpuBackend<double>;
+#define TENEX_INSTANTIATE_CPU_BACKEND(T) template class CpuBackend<T>;
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CPU_BACKEND)
+#undef TENEX_INSTANTIATE_CPU_BACKEND
 
 namespace {
 bool always() { return true; }
 std::unique_ptr<Backend<float>> make_cpu_f32() { return std::make_unique<CpuBackend<float>>(); }
 std::unique_ptr<Backend<double>> make_cpu_f64() { return std::make_unique<CpuBackend<double>>(); }
+std::unique_ptr<Backend<std::complex<float>>> make_cpu_c64() {
+  return std::make_unique<CpuBackend<std::complex<float>>>();
+}
+std::unique_ptr<Backend<std::complex<double>>> make_cpu_c128() {
+  return std::make_unique<CpuBackend<std::complex<double>>>();
+}
 }  // namespace
 
 BackendEntry cpu_backend_entry() {
@@ -344,6 +351,8 @@ BackendEntry cpu_backend_entry() {
   entry.available = &always;
   entry.make_f32 = &make_cpu_f32;
   entry.make_f64 = &make_cpu_f64;
+  entry.make_c64 = &make_cpu_c64;
+  entry.make_c128 = &make_cpu_c128;
   return entry;
 }
 

@@ -618,7 +618,7 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
 #define TENEX_INSTANTIATE_FUSED(T)                                                                           \
   template KernelCount fused<T>(const FusedParams&, const std::vector<const T*>&, const std::vector<Modes>&, \
                                 const std::vector<Extents>&, T*, const Modes&, const Extents&);
-TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_FUSED)
+TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_FUSED)
 #undef TENEX_INSTANTIATE_FUSED
 
 }  // namespace tenex::detail::cpu

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <complex>
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -30,6 +31,22 @@ void xgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float al
 void xgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha, const double* a, int lda,
            const double* b, int ldb, double beta, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void xgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, std::complex<float> alpha,
+           const std::complex<float>* a, int lda, const std::complex<float>* b, int ldb, std::complex<float> beta,
+           std::complex<float>* c, int ldc) {
+  cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+void xgemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, std::complex<double> alpha,
+           const std::complex<double>* a, int lda, const std::complex<double>* b, int ldb, std::complex<double> beta,
+           std::complex<double>* c, int ldc) {
+  cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+
+// The transpose flag with the conjugation folded in (OpenBLAS's ConjNoTrans extension).
+CBLAS_TRANSPOSE conjugated(CBLAS_TRANSPOSE t, bool conj) {
+  if (!conj) return t;
+  return t == CblasTrans ? CblasConjTrans : CblasConjNoTrans;
 }
 
 // The row-major cblas call for a Geometry. `swap` computes C^T = B^T A^T instead, for a C
@@ -60,6 +77,7 @@ std::optional<BlasCall> blas_call(Geometry g) {
     std::swap(g.c_m, g.c_n);
     std::swap(g.a_m, g.b_n);
     std::swap(g.a_k, g.b_k);
+    std::swap(g.conj_a, g.conj_b);
   }
   const auto ldc = g.m <= 1 ? static_cast<std::ptrdiff_t>(std::max<std::size_t>(g.n, 1)) : g.c_m;
   if (!leading_ok(ldc, g.n)) return std::nullopt;
@@ -86,6 +104,8 @@ std::optional<BlasCall> blas_call(Geometry g) {
   } else {
     return std::nullopt;
   }
+  call.ta = conjugated(call.ta, g.conj_a);
+  call.tb = conjugated(call.tb, g.conj_b);
   call.m = static_cast<int>(g.m);
   call.n = static_cast<int>(g.n);
   call.k = static_cast<int>(g.k);
@@ -108,8 +128,9 @@ double blas_pack_seconds(const Geometry& g, std::size_t element_size) {
   const double scale = static_cast<double>(element_size) / 8.0;
   const double first = static_cast<double>(call->m) * static_cast<double>(call->k);
   const double second = static_cast<double>(call->k) * static_cast<double>(call->n);
-  return scale * (first * (call->ta == CblasTrans ? kFirstTransposed : kFirstPlain) +
-                  second * (call->tb == CblasTrans ? kSecondTransposed : kSecondPlain));
+  const auto transposed = [](CBLAS_TRANSPOSE t) { return t == CblasTrans || t == CblasConjTrans; };
+  return scale * (first * (transposed(call->ta) ? kFirstTransposed : kFirstPlain) +
+                  second * (transposed(call->tb) ? kSecondTransposed : kSecondPlain));
 }
 
 namespace {
@@ -159,8 +180,13 @@ void gemm(const Geometry& g, T alpha, const T* a, const T* b, T beta, T* c) {
     for (std::size_t j = 0; j < g.n; ++j) {
       T sum = T(0);
       for (std::size_t p = 0; p < g.k; ++p) {
-        sum += a[static_cast<std::ptrdiff_t>(i) * g.a_m + static_cast<std::ptrdiff_t>(p) * g.a_k] *
-               b[static_cast<std::ptrdiff_t>(p) * g.b_k + static_cast<std::ptrdiff_t>(j) * g.b_n];
+        T x = a[static_cast<std::ptrdiff_t>(i) * g.a_m + static_cast<std::ptrdiff_t>(p) * g.a_k];
+        T y = b[static_cast<std::ptrdiff_t>(p) * g.b_k + static_cast<std::ptrdiff_t>(j) * g.b_n];
+        if constexpr (is_complex_v<T>) {
+          if (g.conj_a) x = std::conj(x);
+          if (g.conj_b) y = std::conj(y);
+        }
+        sum += x * y;
       }
       T& out = c[static_cast<std::ptrdiff_t>(i) * g.c_m + static_cast<std::ptrdiff_t>(j) * g.c_n];
       out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;

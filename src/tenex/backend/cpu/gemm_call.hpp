@@ -11,6 +11,9 @@ namespace tenex::detail::cpu::contraction {
 struct Geometry {
   std::size_t m = 1, n = 1, k = 1;
   std::ptrdiff_t a_m = 1, a_k = 1, b_k = 1, b_n = 1, c_m = 1, c_n = 1;
+  // Complex: the elements of a (of b) are read conjugated (the BLAS call's ConjTrans and
+  // ConjNoTrans; no pass over the operand).
+  bool conj_a = false, conj_b = false;
 };
 
 // Whether gemm() runs the geometry as one cblas call: each matrix needs a unit stride along

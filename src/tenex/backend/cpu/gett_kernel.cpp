@@ -1091,7 +1091,7 @@ namespace tenex::detail::cpu::contraction {
 HWY_EXPORT(gett_float);
 HWY_EXPORT(gett_double);
 
-int gett_panel_operand(const Problem& p) { return roles(p).panel; }
+int gett_panel_operand(const Problem& p) { return p.complex ? -1 : roles(p).panel; }
 
 bool gett_boxed(const Problem& p, std::size_t threads) { return blocking(p, threads, chosen_tile(p)).boxed; }
 

@@ -102,6 +102,14 @@ template <class T>
 KernelCount fused(const FusedParams& params, const std::vector<const T*>& operands,
                   const std::vector<Modes>& operand_modes, const std::vector<Extents>& operand_extents, T* out,
                   const Modes& out_modes, const Extents& out_extents);
+// Complex elements: fused_complex.cpp (fused.cpp holds float and double).
+#define TENEX_DECLARE_FUSED_COMPLEX(T)                                                                               \
+  template <>                                                                                                        \
+  KernelCount fused<T>(const FusedParams& params, const std::vector<const T*>& operands,                             \
+                       const std::vector<Modes>& operand_modes, const std::vector<Extents>& operand_extents, T* out, \
+                       const Modes& out_modes, const Extents& out_extents);
+TENEX_FOR_EACH_COMPLEX_SCALAR(TENEX_DECLARE_FUSED_COMPLEX)
+#undef TENEX_DECLARE_FUSED_COMPLEX
 
 /// c[i] = alpha * a[i] over n elements.
 template <class T>

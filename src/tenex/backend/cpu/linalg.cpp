@@ -792,7 +792,7 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
   template KernelCount inverse<T>(const T*, std::size_t, T*, std::string_view);                                   \
   template KernelCount solve<T>(const T*, std::size_t, const T*, std::size_t, std::size_t, T*, std::string_view); \
   template KernelCount spd_power<T>(const T*, std::size_t, double, T*, std::string_view);
-TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_LINALG)
+TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_LINALG)
 #undef TENEX_INSTANTIATE_LINALG
 
 }  // namespace tenex::detail::cpu

@@ -108,4 +108,31 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
 /// A cuSOLVER backend can pass its devInfo here to get the same messages.
 void check_lapack_info(const char* routine, long long info, std::size_t n);
 
+// Complex matrices: linalg_complex.cpp (linalg.cpp holds float and double).
+#define TENEX_DECLARE_LINALG_COMPLEX(T)                                                                  \
+  template <>                                                                                            \
+  KernelCount cholesky<T>(const T*, std::size_t, T*);                                                    \
+  template <>                                                                                            \
+  KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);                                         \
+  template <>                                                                                            \
+  KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*);                             \
+  template <>                                                                                            \
+  KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);                                         \
+  template <>                                                                                            \
+  KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);                                    \
+  template <>                                                                                            \
+  KernelCount matrix_power<T>(const T*, std::size_t, unsigned, T*);                                      \
+  template <>                                                                                            \
+  double symmetry_tolerance<T>(std::size_t);                                                             \
+  template <>                                                                                            \
+  void require_symmetric<T>(const T*, std::size_t, double, const char*, std::string_view);               \
+  template <>                                                                                            \
+  KernelCount inverse<T>(const T*, std::size_t, T*, std::string_view);                                   \
+  template <>                                                                                            \
+  KernelCount solve<T>(const T*, std::size_t, const T*, std::size_t, std::size_t, T*, std::string_view); \
+  template <>                                                                                            \
+  KernelCount spd_power<T>(const T*, std::size_t, double, T*, std::string_view);
+TENEX_FOR_EACH_COMPLEX_SCALAR(TENEX_DECLARE_LINALG_COMPLEX)
+#undef TENEX_DECLARE_LINALG_COMPLEX
+
 }  // namespace tenex::detail::cpu

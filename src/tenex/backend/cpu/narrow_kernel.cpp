@@ -238,6 +238,7 @@ HWY_EXPORT(narrow_float);
 HWY_EXPORT(narrow_double);
 
 int narrow_small_operand(const Problem& p) {
+  if (p.complex) return -1;  // real arithmetic only
   bool has_k = false;
   for (Role r : p.role) {
     if (r == Role::batch) return -1;

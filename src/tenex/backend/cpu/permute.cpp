@@ -518,8 +518,53 @@ HWY_EXPORT(reduce_dims_double);
 
 // The copy and the reduction of the target simd.hpp picks.
 template <class T>
-void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order = false) {
-  if constexpr (std::is_same_v<T, double>) {
+void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order = false);
+template <class T>
+void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel);
+
+// Complex elements as pairs of reals: the strides doubled and a last mode of extent 2 (the real
+// and imaginary parts, next to each other in both), so that the real kernels move them.
+std::vector<Dim> as_pairs(std::vector<Dim> dims) {
+  for (Dim& d : dims) {
+    d.in *= 2;
+    d.out *= 2;
+  }
+  dims.push_back({2, 1, 1});
+  return dims;
+}
+
+// out = alpha in + beta out over complex dims, one element at a time: the factors that are not
+// real (a rare statement, i a("j,i")).
+template <class T>
+void copy_dims_complex(const T* in, T* out, const std::vector<Dim>& dims, T alpha, T beta, bool parallel) {
+  std::size_t count = 1;
+  for (const Dim& d : dims) count *= d.extent;
+  [[maybe_unused]] const bool par = parallel && count >= kParallelMin;
+#pragma omp parallel for if (par)
+  for (std::size_t flat = 0; flat < count; ++flat) {
+    std::ptrdiff_t i = 0, o = 0;
+    std::size_t rest = flat;
+    for (std::size_t d = dims.size(); d-- > 0;) {
+      const auto x = static_cast<std::ptrdiff_t>(rest % dims[d].extent);
+      rest /= dims[d].extent;
+      i += x * dims[d].in;
+      o += x * dims[d].out;
+    }
+    out[o] = beta == T(0) ? alpha * in[i] : alpha * in[i] + beta * out[o];
+  }
+}
+
+template <class T>
+void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order) {
+  if constexpr (is_complex_v<T>) {
+    using R = real_type_t<T>;
+    if (alpha.imag() == 0 && beta.imag() == 0) {
+      copy_dims(reinterpret_cast<const R*>(in), reinterpret_cast<R*>(out), as_pairs(std::move(dims)), alpha.real(),
+                beta.real(), parallel, read_order);
+    } else {
+      copy_dims_complex(in, out, dims, alpha, beta, parallel);
+    }
+  } else if constexpr (std::is_same_v<T, double>) {
     TENEX_SIMD_DISPATCH(copy_dims_double)(in, out, std::move(dims), alpha, beta, parallel, read_order);
   } else {
     TENEX_SIMD_DISPATCH(copy_dims_float)(in, out, std::move(dims), alpha, beta, parallel, read_order);
@@ -527,7 +572,26 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
 }
 template <class T>
 void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
-  if constexpr (std::is_same_v<T, double>) {
+  if constexpr (is_complex_v<T>) {
+    // Sums of complex numbers are sums of their parts; a factor that is not real scales the
+    // (smaller) result afterwards.
+    using R = real_type_t<T>;
+    std::size_t count = 1;
+    for (const Dim& d : kept) count *= d.extent;
+    for (Dim& d : summed) {
+      d.in *= 2;
+      d.out *= 2;
+    }
+    std::vector<Dim> kept_pairs = as_pairs(kept);
+    const R real_alpha = alpha.imag() == 0 ? alpha.real() : R(1);
+    reduce_dims(reinterpret_cast<const R*>(in), reinterpret_cast<R*>(out), std::move(kept_pairs), std::move(summed),
+                real_alpha, parallel);
+    if (alpha.imag() != 0) {
+      std::vector<Dim> in_place = kept;
+      for (Dim& d : in_place) d.in = d.out;
+      copy_dims_complex(out, out, in_place, alpha, T(0), parallel);
+    }
+  } else if constexpr (std::is_same_v<T, double>) {
     TENEX_SIMD_DISPATCH(reduce_dims_double)(in, out, std::move(kept), std::move(summed), alpha, parallel);
   } else {
     TENEX_SIMD_DISPATCH(reduce_dims_float)(in, out, std::move(kept), std::move(summed), alpha, parallel);

@@ -201,8 +201,10 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
 
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
-  if (plan.narrow) return run_narrow(p, alpha, a, b, beta, c);
-  if (plan.gett) return run_gett(p, alpha, a, b, beta, c);
+  if constexpr (!is_complex_v<T>) {  // the kernels of real arithmetic (never planned for complex)
+    if (plan.narrow) return run_narrow(p, alpha, a, b, beta, c);
+    if (plan.gett) return run_gett(p, alpha, a, b, beta, c);
+  }
   std::size_t calls = 0;
   // Operands laid out afresh.
   std::optional<Scratch<T>> a_copy, b_copy;

@@ -72,11 +72,12 @@ const char* mode_name(Mode mode) {
   return "amortized";
 }
 
-std::string shape_key(std::size_t element_size, bool beta_zero, int threads, const std::vector<int>& a_modes,
-                      const std::vector<std::size_t>& a_extents, const std::vector<int>& b_modes,
-                      const std::vector<std::size_t>& b_extents, const std::vector<int>& c_modes) {
+std::string shape_key(std::size_t element_size, bool complex, bool beta_zero, int threads,
+                      const std::vector<int>& a_modes, const std::vector<std::size_t>& a_extents,
+                      const std::vector<int>& b_modes, const std::vector<std::size_t>& b_extents,
+                      const std::vector<int>& c_modes) {
   // Appended piece by piece: GCC 12 at -O3 gives a false -Wrestrict on `"literal" + std::string`.
-  std::string key(element_size == 4 ? "f" : "d");
+  std::string key(complex ? (element_size == 8 ? "c" : "z") : (element_size == 4 ? "f" : "d"));
   key += std::to_string(element_size);
   key += beta_zero ? ";b0" : ";b1";
   key += ";t";

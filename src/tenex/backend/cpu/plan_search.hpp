@@ -56,9 +56,10 @@ struct Search {
 
 // The key of a shape in the plan store and the plan file: element size, beta zero or not,
 // threads, and each operand's modes and extents (no spaces).
-std::string shape_key(std::size_t element_size, bool beta_zero, int threads, const std::vector<int>& a_modes,
-                      const std::vector<std::size_t>& a_extents, const std::vector<int>& b_modes,
-                      const std::vector<std::size_t>& b_extents, const std::vector<int>& c_modes);
+std::string shape_key(std::size_t element_size, bool complex, bool beta_zero, int threads,
+                      const std::vector<int>& a_modes, const std::vector<std::size_t>& a_extents,
+                      const std::vector<int>& b_modes, const std::vector<std::size_t>& b_extents,
+                      const std::vector<int>& c_modes);
 
 // A plan's identity across processes: its description without the model's predicted time.
 std::string plan_identity(const contraction::Problem& p, const contraction::Plan& plan);

@@ -14,35 +14,23 @@ namespace {
 std::atomic<SetRunner> installed_runner{nullptr};
 
 void set_producer(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<Producer>& producer) {
-  switch (dtype) {
-    case DType::f32: std::static_pointer_cast<Storage<float>>(storage)->set_producer(producer); break;
-    case DType::f64: std::static_pointer_cast<Storage<double>>(storage)->set_producer(producer); break;
-    case DType::shape: break;
-  }
+  if (dtype == DType::shape) return;
+  visit_dtype(dtype,
+              [&](auto zero) { std::static_pointer_cast<Storage<decltype(zero)>>(storage)->set_producer(producer); });
 }
 
 void mark_pending(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<Producer>& producer) {
-  switch (dtype) {
-    case DType::f32: std::static_pointer_cast<Storage<float>>(storage)->mark_pending(producer); break;
-    case DType::f64: std::static_pointer_cast<Storage<double>>(storage)->mark_pending(producer); break;
-    case DType::shape: break;
-  }
+  if (dtype == DType::shape) return;
+  visit_dtype(dtype,
+              [&](auto zero) { std::static_pointer_cast<Storage<decltype(zero)>>(storage)->mark_pending(producer); });
 }
 
 void fail(DType dtype, const std::shared_ptr<void>& storage, const std::exception_ptr& error) {
-  switch (dtype) {
-    case DType::f32: {
-      auto* s = static_cast<Storage<float>*>(storage.get());
-      if (s->pending()) s->fulfil(error);
-      break;
-    }
-    case DType::f64: {
-      auto* s = static_cast<Storage<double>*>(storage.get());
-      if (s->pending()) s->fulfil(error);
-      break;
-    }
-    case DType::shape: break;
-  }
+  if (dtype == DType::shape) return;
+  visit_dtype(dtype, [&](auto zero) {
+    auto* s = static_cast<Storage<decltype(zero)>*>(storage.get());
+    if (s->pending()) s->fulfil(error);
+  });
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
   count_labels(chain.collected, node.labels, 1);
 }
 
-std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? sizeof(float) : sizeof(double); }
+std::size_t element_bytes(DType dtype) { return dtype == DType::shape ? sizeof(double) : dtype_bytes(dtype); }
 
 }  // namespace
 

@@ -19,14 +19,7 @@ namespace {
 using detail::contains_label;
 using detail::find_label;
 
-std::size_t element_bytes(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::shape: return 0;
-  }
-  return 0;
-}
+std::size_t element_bytes(DType dtype) { return dtype_bytes(dtype); }
 
 bool repeats_a_label(const std::vector<std::string>& labels) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
