@@ -84,7 +84,7 @@ void for_each_simd_target(F check) {
 
 #define TENEX_TEST_TUPLE_OF(T) \
   , std::tuple<T> {}
-using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
+using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_REAL_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
 using cpu::Extents;

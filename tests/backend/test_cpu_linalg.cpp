@@ -22,7 +22,7 @@ namespace {
 
 #define TENEX_TEST_TUPLE_OF(T) \
   , std::tuple<T> {}
-using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
+using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_REAL_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
 // Reference arithmetic is done in double on row-major std::vector<double>.

@@ -84,7 +84,7 @@ static_assert(sizeof(tenex::ElementwiseParams) == 2 * sizeof(double), "Elementwi
 static_assert(sizeof(tenex::AddParams) == 2 * sizeof(double), "AddParams changed");
 static_assert(sizeof(tenex::SubtractParams) == 2 * sizeof(double), "SubtractParams changed");
 static_assert(sizeof(tenex::DivideParams) == 2 * sizeof(double), "DivideParams changed");
-static_assert(sizeof(tenex::ScaleParams) == sizeof(double), "ScaleParams changed");
+static_assert(sizeof(tenex::ScaleParams) == 2 * sizeof(double), "ScaleParams changed");
 static_assert(sizeof(tenex::CholeskyParams) == sizeof(bool), "CholeskyParams changed");
 static_assert(sizeof(tenex::FactorParams) == sizeof(std::size_t), "FactorParams changed");
 static_assert(sizeof(tenex::SliceParams) == 2 * sizeof(std::vector<std::size_t>), "SliceParams changed");
@@ -154,7 +154,7 @@ struct OpCase<tenex::ReduceParams> {
 template <>
 struct OpCase<tenex::ContractParams> {
   using P = tenex::ContractParams;
-  static P sample() { return P{2.5}; }
+  static P sample() { return P{2.5, 0.0}; }
   static std::vector<FieldChange<P>> field_changes() {
     return {{"alpha", [](P& p) { p.alpha = 3.0; }}, {"beta", [](P& p) { p.beta = 1.0; }}};
   }
@@ -199,9 +199,9 @@ struct OpCase<tenex::DivideParams> : ElementwiseCase<tenex::DivideParams> {};
 template <>
 struct OpCase<tenex::ScaleParams> {
   using P = tenex::ScaleParams;
-  static P sample() { return P{2.5}; }
+  static P sample() { return P{2.5, 0.0}; }
   static std::vector<FieldChange<P>> field_changes() {
-    return {{"alpha", [](P& p) { p.alpha = -2.5; }}};
+    return {{"alpha", [](P& p) { p.alpha = -2.5; }}, {"alpha_imag", [](P& p) { p.alpha_imag = 0.5; }}};
   }
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
@@ -365,7 +365,9 @@ struct OpCase<tenex::MaskParams> {
 /// The function of the fused case: one object for the whole process (compared by identity).
 inline std::shared_ptr<const tenex::ScalarFunction> sample_scalar_function() {
   static const auto f = std::make_shared<const tenex::ScalarFunction>(
-      tenex::ScalarFunction{"twice", [](double x) { return 2 * x; }, [](float x) { return 2 * x; }});
+      tenex::ScalarFunction{"twice", [](double x) { return 2 * x; }, [](float x) { return 2 * x; },
+                            [](std::complex<float> x) { return 2.0f * x; },
+                            [](std::complex<double> x) { return 2.0 * x; }});
   return f;
 }
 

@@ -102,6 +102,12 @@ template <class T>
 Unary<T> tanh(const Expression<T>& e) {
   return Unary<T>(e, FusedOp::tanh);
 }
+/// The complex conjugate element by element (a real expression's own value). Inside a
+/// product it costs no pass of its own: the GEMM reads the operand conjugated.
+template <class T>
+Unary<T> conj(const Expression<T>& e) {
+  return Unary<T>(e, FusedOp::conj);
+}
 /// The error function erf(e) = 2/sqrt(pi) * integral from 0 to e of exp(-t^2) dt, element by
 /// element: `p("i") = 0.5 * (1.0 + tenex::erf(x("i") / std::sqrt(2.0)));` (normal CDF).
 template <class T>
@@ -177,7 +183,21 @@ template <class T, class F>
 Unary<T> map(const Expression<T>& e, std::string name, F f) {
   auto function = std::make_shared<ScalarFunction>();
   function->name = std::move(name);
-  if constexpr (std::is_same_v<T, Tensor<double>>) {
+  using S = typename ObjectTraits<T>::scalar;
+  if constexpr (is_complex_v<S>) {
+    auto wrapped = [f](S v) {
+      try {
+        return static_cast<S>(f(v));
+      } catch (...) {
+        detail::throw_from_callable();
+      }
+    };
+    if constexpr (std::is_same_v<S, std::complex<double>>) {
+      function->c128 = wrapped;
+    } else {
+      function->c64 = wrapped;
+    }
+  } else if constexpr (std::is_same_v<T, Tensor<double>>) {
     function->f64 = [f](double v) {
       try {
         return static_cast<double>(f(v));

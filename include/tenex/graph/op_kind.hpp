@@ -11,6 +11,7 @@
 //   X(sqrt, 1, SqrtParams)   // then: describe(SqrtParams), the shape rule, run_sqrt in every backend
 #pragma once
 
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -72,11 +73,23 @@ struct SubtractParams : ElementwiseParams {
 struct DivideParams : ElementwiseParams {
   bool operator==(const DivideParams&) const = default;
 };
-/// alpha * operand.
+/// alpha * operand; in a complex set the factor is alpha + i alpha_imag (the passes fold only
+/// real factors into other nodes).
 struct ScaleParams {
   double alpha = 1.0;
+  double alpha_imag = 0.0;
   bool operator==(const ScaleParams&) const = default;
 };
+/// A factor alpha + i alpha_imag as element type T (a real T takes alpha: real sets have
+/// alpha_imag 0).
+template <class T>
+T scalar_factor(double alpha, double alpha_imag) {
+  if constexpr (requires { typename T::value_type; }) {
+    return T(static_cast<typename T::value_type>(alpha), static_cast<typename T::value_type>(alpha_imag));
+  } else {
+    return static_cast<T>(alpha);
+  }
+}
 /// Lower factor L of a = L L^T, a read from its lower triangle (upper: from its upper
 /// triangle, i.e. the factor of a^T, which the operand's labels asked for).
 struct CholeskyParams {
@@ -142,6 +155,8 @@ struct SpdPowParams {
 /// One instruction of a fused program: `op` (tenex/graph/functions.hpp) reads values `a`
 /// (and `b`) and takes the numbers `x` (and `y`); a load reads operand `a`, a call runs
 /// functions[b].
+///
+/// A constant of a complex set is x + i y (a real set's constants have y = 0).
 struct FusedInstr {
   FusedOp op = FusedOp::load;
   std::uint32_t a = 0, b = 0;
@@ -153,6 +168,8 @@ struct ScalarFunction {
   std::string name;
   std::function<double(double)> f64;  // set for double sets
   std::function<float(float)> f32;    // set for float sets
+  std::function<std::complex<float>(std::complex<float>)> c64;     // set for complex<float> sets
+  std::function<std::complex<double>(std::complex<double>)> c128;  // set for complex<double> sets
 };
 /// How a fused node reduces over the labels its operands have and its result lacks.
 enum class ReduceOp : unsigned char { sum, max, min };

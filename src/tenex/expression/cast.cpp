@@ -1,6 +1,7 @@
-// tenex::cast: the operand is assigned, in its own set, to a hidden tensor of its element
-// type; the cast's node reads a tensor of the new type whose producer converts that value
-// when it is first read (when the set using the cast runs).
+// tenex::cast and tenex::ComplexPart: the operand (for a part, the part as a complex value:
+// real(z) + 0i, ...) is assigned, in its own set, to a hidden tensor of its element type; the
+// node reads a tensor of the new type whose producer converts that value when it is first read
+// (when the set using it runs). From complex to real the conversion keeps the real part.
 #include "tenex/expression/cast.hpp"
 
 #include <exception>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "tenex/expression/detail/make.hpp"
+#include "tenex/expression/elementwise.hpp"
 #include "tenex/expression/indexed.hpp"
 #include "tenex/tensor/storage.hpp"
 
@@ -18,7 +20,21 @@ namespace detail {
 namespace {
 
 template <class U, class V>
+U convert(V v) {
+  if constexpr (is_complex_v<V> && !is_complex_v<U>) {
+    return static_cast<U>(v.real());
+  } else if constexpr (is_complex_v<U> && is_complex_v<V>) {
+    return U(static_cast<typename U::value_type>(v.real()), static_cast<typename U::value_type>(v.imag()));
+  } else if constexpr (is_complex_v<U>) {
+    return U(static_cast<typename U::value_type>(v));
+  } else {
+    return static_cast<U>(v);
+  }
+}
+
+template <class U, class V>
 class CastProducer final : public Producer {
+
  public:
   CastProducer(std::shared_ptr<Tensor<V>> source, std::shared_ptr<Storage<U>> target)
       : source_(std::move(source)), target_(std::move(target)) {}
@@ -33,7 +49,7 @@ class CastProducer final : public Producer {
       target->allocate();
       U* out = target->elements();
       const std::size_t n = target->shape().size();
-      for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<U>(in[i]);
+      for (std::size_t i = 0; i < n; ++i) out[i] = convert<U, V>(in[i]);
       target->fulfil(nullptr);
     } catch (...) {
       target->fulfil(std::current_exception());
@@ -47,11 +63,15 @@ class CastProducer final : public Producer {
   std::weak_ptr<Storage<U>> target_;
 };
 
-template <class U, class V>
-Handle make_cast(const Expression<Tensor<V>>& operand) {
+template <class Made, class U, class V>
+Handle make_cast(const Expression<Tensor<V>>& operand, FusedOp part = FusedOp::load) {
   const NodePtr a = einstein_operand(operand_node(operand));
   auto source = std::make_shared<Tensor<V>>();
-  (*source)(join_labels(a->labels)) = operand;  // recorded in the operand's set
+  if (part == FusedOp::load) {
+    (*source)(join_labels(a->labels)) = operand;  // recorded in the operand's set
+  } else {
+    (*source)(join_labels(a->labels)) = Unary<Tensor<V>>(operand, part);
+  }
   auto target = std::make_shared<Storage<U>>(Shape(a->extents), Storage<U>::Init::deferred);
   auto producer = std::make_shared<CastProducer<U, V>>(std::move(source), target);
   target->mark_pending(producer);
@@ -62,7 +82,7 @@ Handle make_cast(const Expression<Tensor<V>>& operand) {
   node->extents = a->extents;
   node->storage = target;
   node->keep_alive = std::move(producer);
-  made_by<Cast<U, V>>(node);
+  made_by<Made>(node);
   auto state = std::make_shared<LinkedState>(node->dtype);
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
@@ -73,11 +93,30 @@ Handle make_cast(const Expression<Tensor<V>>& operand) {
 }  // namespace detail
 
 template <class U, class V>
-Cast<U, V>::Cast(const Expression<Tensor<V>>& operand) : Expression<Tensor<U>>(detail::make_cast<U>(operand)) {}
+Cast<U, V>::Cast(const Expression<Tensor<V>>& operand)
+    : Expression<Tensor<U>>(detail::make_cast<Cast<U, V>, U>(operand)) {}
 
-template class Cast<float, double>;
-template class Cast<double, float>;
-template class Cast<float, float>;
-template class Cast<double, double>;
+template <class R>
+ComplexPart<R>::ComplexPart(const Expression<Tensor<std::complex<R>>>& operand, FusedOp part)
+    : Expression<Tensor<R>>([&] {
+        if (part != FusedOp::real_part && part != FusedOp::imag_part && part != FusedOp::abs &&
+            part != FusedOp::arg) {
+          throw Error("tenex: ComplexPart of " + operand.to_string() + ": " + std::string(fused_op_name(part)) +
+                      " is not real, imag, abs or arg");
+        }
+        return detail::make_cast<ComplexPart<R>, R>(operand, part);
+      }()) {}
+
+#define TENEX_INSTANTIATE_CAST_FROM(U, V) template class Cast<U, V>;
+#define TENEX_INSTANTIATE_CAST(U)                  \
+  TENEX_INSTANTIATE_CAST_FROM(U, float)            \
+  TENEX_INSTANTIATE_CAST_FROM(U, double)           \
+  TENEX_INSTANTIATE_CAST_FROM(U, std::complex<float>) \
+  TENEX_INSTANTIATE_CAST_FROM(U, std::complex<double>)
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CAST)
+#undef TENEX_INSTANTIATE_CAST
+#undef TENEX_INSTANTIATE_CAST_FROM
+template class ComplexPart<float>;
+template class ComplexPart<double>;
 
 }  // namespace tenex

@@ -76,6 +76,10 @@ Unary<T>::Unary(const Expression<T>& operand, FusedOp op, double x, double y)
         if (fused_op_values(op) != 1 || op == FusedOp::call) {
           throw Error("tenex: Unary: " + std::string(fused_op_name(op)) + " is not a function of one operand");
         }
+        if (is_complex_dtype(detail::operand_node(operand)->dtype) && !defined_for_complex(op)) {
+          throw Error("tenex: " + std::string(fused_op_name(op)) + " of " + operand.to_string() +
+                      ": not defined for complex numbers (they have no order)");
+        }
         if (op == FusedOp::clamp && !(x <= y)) {
           throw Error("tenex: clamp of " + operand.to_string() + ": the lower bound " + std::to_string(x) +
                       " exceeds the upper bound " + std::to_string(y));
@@ -112,6 +116,10 @@ Binary<T>::Binary(const Expression<T>& lhs, const Expression<T>& rhs, FusedOp op
         }
         const char* name = op == FusedOp::maximum ? "max" : "min";
         const detail::NodePtr a = detail::einstein_operand(detail::operand_node(lhs));
+        if (is_complex_dtype(a->dtype)) {
+          throw Error(std::string("tenex: ") + name + " of " + lhs.to_string() + " and " + rhs.to_string() +
+                      ": complex numbers have no order");
+        }
         const detail::NodePtr b = detail::einstein_operand(detail::operand_node(rhs));
         detail::check_shared_extents(name, *a, *b);
         auto node = std::make_shared<detail::ExtremumNode>();
@@ -128,6 +136,10 @@ Reduction<T>::Reduction(const Expression<T>& operand, std::string_view labels, R
     : Nary<1, T>([&] {
         const char* name = detail::reduce_name(op);
         const detail::NodePtr a = detail::einstein_operand(detail::operand_node(operand));
+        if (op != ReduceOp::sum && is_complex_dtype(a->dtype)) {
+          throw Error(std::string("tenex: ") + name + " of " + operand.to_string() +
+                      ": complex numbers have no order");
+        }
         std::vector<std::string> reduced = detail::parse_labels(labels);
         for (std::size_t i = 0; i < reduced.size(); ++i) {
           if (!detail::contains_label(a->labels, reduced[i])) {

@@ -41,12 +41,17 @@ Handle make_elementwise(OpKind op, const char* operation, const Expression<T>& l
 }
 
 template <class T>
-Handle make_scale(const Expression<T>& operand, double factor) {
+Handle make_scale(const Expression<T>& operand, std::complex<double> factor) {
   const NodePtr a = operand_node(operand);
+  if (factor.imag() != 0.0 && !is_complex_dtype(a->dtype)) {
+    throw Error("tenex: Scale: the complex factor (" + std::to_string(factor.real()) + ", " +
+                std::to_string(factor.imag()) + ") of the real expression " + operand.to_string() +
+                ": cast it to complex first (tenex::cast<std::complex<double>>)");
+  }
   // A scale of a scale is one factor: 2.0 * (x * y) * 3.0 folds to 6 (x * y).
   NodePtr inner = a;
   if (const auto* s = dynamic_cast<const ScaleNode*>(a.get()); s && s->made_by == &typeid(Scale<T>)) {
-    factor *= s->factor;
+    factor *= std::complex<double>(s->factor, s->factor_imag);
     inner = s->children[0];
   }
   auto node = std::make_shared<ScaleNode>();
@@ -54,7 +59,8 @@ Handle make_scale(const Expression<T>& operand, double factor) {
   node->children = {inner};
   node->labels = a->labels;
   node->extents = a->extents;
-  node->factor = factor;
+  node->factor = factor.real();
+  node->factor_imag = factor.imag();
   return make_handle(made_by<Scale<T>>(std::move(node)), {&detail::Access::handle(operand)});
 }
 
@@ -114,7 +120,7 @@ NodeId MultiplicationNode::emit(Lowering& lowering, const std::vector<std::strin
 
 NodeId ScaleNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
                        const std::vector<NodeId>& children) const {
-  return lowering.add(ScaleParams{factor}, keep, extents_of(*this, keep), {lowering.reduce_to(children[0], keep)});
+  return lowering.add(ScaleParams{factor, factor_imag}, keep, extents_of(*this, keep), {lowering.reduce_to(children[0], keep)});
 }
 
 NodeId PermutationNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
@@ -139,11 +145,22 @@ Division<T>::Division(const Expression<T>& lhs, const Expression<T>& rhs)
     : Nary<2, T>(detail::make_elementwise<Division<T>>(OpKind::divide, "Division", lhs, rhs)) {}
 
 template <class T>
-Scale<T>::Scale(const Expression<T>& operand, double factor) : Nary<1, T>(detail::make_scale(operand, factor)) {}
+Scale<T>::Scale(const Expression<T>& operand, double factor)
+    : Nary<1, T>(detail::make_scale(operand, std::complex<double>(factor))) {}
+
+template <class T>
+Scale<T>::Scale(const Expression<T>& operand, std::complex<double> factor)
+    : Nary<1, T>(detail::make_scale(operand, factor)) {}
 
 template <class T>
 double Scale<T>::factor() const {
   return static_cast<const detail::ScaleNode&>(*detail::require_handle(this->handle_).node).factor;
+}
+
+template <class T>
+std::complex<double> Scale<T>::complex_factor() const {
+  const auto& node = static_cast<const detail::ScaleNode&>(*detail::require_handle(this->handle_).node);
+  return {node.factor, node.factor_imag};
 }
 
 template <class T>

@@ -43,7 +43,10 @@ std::string describe(const ElementwiseParams& p) {
 std::string describe(const AddParams& p) { return describe(static_cast<const ElementwiseParams&>(p)); }
 std::string describe(const SubtractParams& p) { return describe(static_cast<const ElementwiseParams&>(p)); }
 std::string describe(const DivideParams& p) { return describe(static_cast<const ElementwiseParams&>(p)); }
-std::string describe(const ScaleParams& p) { return p.alpha != 1.0 ? concat(" alpha=", number(p.alpha)) : ""; }
+std::string describe(const ScaleParams& p) {
+  if (p.alpha_imag != 0.0) return concat(" alpha=(", number(p.alpha), ", ", number(p.alpha_imag), ")");
+  return p.alpha != 1.0 ? concat(" alpha=", number(p.alpha)) : "";
+}
 std::string describe(const CholeskyParams& p) { return p.upper ? " upper" : ""; }
 std::string describe(const EigenSolveParams&) { return {}; }
 std::string describe(const QrParams&) { return {}; }
@@ -94,7 +97,7 @@ int fused_op_parameters(FusedOp op) { return op == FusedOp::constant ? 1 : funct
 bool fused_op_keeps_zero(const FusedInstr& in, bool a_zero, bool b_zero) {
   switch (in.op) {
     case FusedOp::load: return false;
-    case FusedOp::constant: return in.x == 0.0;
+    case FusedOp::constant: return in.x == 0.0 && in.y == 0.0;
     case FusedOp::call: return false;  // unknown
 #define TENEX_FUSED_OP_KEEPS_ZERO(op_, name, values, parameters, keeps_zero_, scalar, text, cuda) \
   case FusedOp::op_: return Function<FusedOp::op_>::keeps_zero(a_zero, b_zero, in.x, in.y);
@@ -145,7 +148,7 @@ std::string describe_program(const FusedParams& p) {
     if (in.op == FusedOp::load) {
       t = concat("x", std::to_string(in.a));
     } else if (in.op == FusedOp::constant) {
-      t = number(in.x);
+      t = in.y == 0.0 ? number(in.x) : concat("(", number(in.x), ", ", number(in.y), ")");
     } else if (in.op == FusedOp::call) {
       const bool named = in.b < p.functions.size() && p.functions[in.b];
       t = concat(named ? std::string_view(p.functions[in.b]->name) : std::string_view("f"), "(", ref(in.a), ")");

@@ -54,7 +54,12 @@ T evaluate(const FusedParams& params, const std::vector<const T*>& operands, con
     } else if (in.op == FusedOp::constant) {
       values[i] = T(static_cast<R>(in.x), static_cast<R>(in.y));  // a complex constant: x + i y
     } else if (in.op == FusedOp::call) {
-      throw std::invalid_argument("fused: a C++ callable (tenex::map) on complex elements");
+      const ScalarFunction& fn = *params.functions[in.b];
+      if constexpr (std::is_same_v<T, std::complex<double>>) {
+        values[i] = fn.c128(values[in.a]);
+      } else {
+        values[i] = fn.c64(values[in.a]);
+      }
     } else {
       const T b = function_info(in.op).values == 2 ? values[in.b] : T(0);
       values[i] = apply_function(in.op, values[in.a], b, x, y);

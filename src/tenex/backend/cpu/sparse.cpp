@@ -1067,8 +1067,10 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
       if (n) std::memcpy(args.out.data, in[0], n * sizeof(T));
       return {0, 1};
     }
-    if (node.kind == OpKind::scale)
-      return scale(static_cast<T>(node.get<ScaleParams>().alpha), in[0], args.out.data, n);
+    if (node.kind == OpKind::scale) {
+      const ScaleParams& p = node.get<ScaleParams>();
+      return scale(scalar_factor<T>(p.alpha, p.alpha_imag), in[0], args.out.data, n);
+    }
     if (node.kind == OpKind::fused) {
       return fused(node.get<FusedParams>(), in, std::vector<Modes>(n_ops, one), std::vector<Extents>(n_ops, flat),
                    args.out.data, one, flat);

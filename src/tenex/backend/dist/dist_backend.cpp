@@ -1073,7 +1073,7 @@ tenex::detail::BackendEntry dist_backend_entry() {
   template const DistValue<T>* distributed_value<T>(Storage<T>&);       \
   template void register_proxy<T>(const Tensor<T>*);                    \
   template void unregister_proxy<T>(const Tensor<T>*);
-TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
+TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
 #undef TENEX_INSTANTIATE_DIST_BACKEND
 
 }  // namespace tenex::dist::detail

@@ -430,7 +430,7 @@ void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>&
   template void gemm<T>(const DistContext&, char, char, T, const DistMatrix<T>&, const DistMatrix<T>&, T,            \
                         DistMatrix<T>&);                                                                             \
   template void copy_block<T>(const DistContext&, int, int, const DistMatrix<T>&, int, int, DistMatrix<T>&, int, int);
-TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_MATRIX)
+TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_DIST_MATRIX)
 #undef TENEX_INSTANTIATE_DIST_MATRIX
 
 }  // namespace tenex::dist::detail

@@ -123,12 +123,14 @@ struct MultiplicationNode final : ExprNode {
 /// `factor * a`.
 struct ScaleNode final : ExprNode {
   double factor = 1.0;
+  double factor_imag = 0.0;  // complex sets: the factor is factor + i factor_imag
   std::string_view kind_name() const override { return "scale"; }
   std::vector<std::string> child_keep(std::size_t, const std::vector<std::string>& keep) const override { return keep; }
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
   bool is_product() const override { return children[0]->is_product(); }
   bool write_signature(SignatureWriter& out) const override {
     out.put_double(factor);
+    out.put_double(factor_imag);
     return true;
   }
 };

@@ -45,7 +45,7 @@ void fold_scales(OpGraph& graph) {
       for (std::size_t i = 0; i < operands.size(); ++i) {
         const OpNode& operand = graph.node(operands[i]);
         if (operand.kind != OpKind::scale || operand.labels != graph.node(operands[i]).labels ||
-            !operand.sparse_maps.empty()) {
+            !operand.sparse_maps.empty() || operand.get<ScaleParams>().alpha_imag != 0.0) {
           continue;
         }
         const double factor = operand.get<ScaleParams>().alpha;
@@ -76,7 +76,7 @@ void fold_scales(OpGraph& graph) {
     OpNode& target = graph.node(operand);
     // Only a value nobody else reads may change its factor; the labels must match too.
     if (!is_foldable(target.kind) || !graph.only_consumer(operand) || target.labels != scale.labels ||
-        target.sparse_maps != scale.sparse_maps) {
+        target.sparse_maps != scale.sparse_maps || scale.get<ScaleParams>().alpha_imag != 0.0) {
       continue;
     }
     scale_result(target, scale.get<ScaleParams>().alpha);

@@ -166,9 +166,9 @@ class RegionProgram {
     if (it == operands.end()) operands.push_back(id);
     return push({FusedOp::load, k});
   }
-  std::uint32_t scaled(std::uint32_t v, double alpha) {
-    if (alpha == 1.0) return v;
-    const std::uint32_t c = push({FusedOp::constant, 0, 0, alpha});
+  std::uint32_t scaled(std::uint32_t v, double alpha, double alpha_imag = 0.0) {
+    if (alpha == 1.0 && alpha_imag == 0.0) return v;
+    const std::uint32_t c = push({FusedOp::constant, 0, 0, alpha, alpha_imag});
     return push({FusedOp::multiply, v, c});
   }
 
@@ -189,7 +189,10 @@ class RegionProgram {
                                                            : FusedOp::divide;
         return push({op, a, b});
       }
-      case OpKind::scale: return scaled(values_.at(ops[0]), node.get<ScaleParams>().alpha);
+      case OpKind::scale: {
+        const ScaleParams& p = node.get<ScaleParams>();
+        return scaled(values_.at(ops[0]), p.alpha, p.alpha_imag);
+      }
       case OpKind::contract: {
         const std::uint32_t product = push({FusedOp::multiply, values_.at(ops[0]), values_.at(ops[1])});
         return scaled(product, node.get<ContractParams>().alpha);

@@ -51,7 +51,8 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
   NodeId f = id;
   double scale = 1.0;
   std::vector<NodeId> scales;
-  while (graph.node(f).kind == OpKind::scale && used_once(graph, f) && graph.node(f).sparse_maps.empty()) {
+  while (graph.node(f).kind == OpKind::scale && used_once(graph, f) && graph.node(f).sparse_maps.empty() &&
+         graph.node(f).get<ScaleParams>().alpha_imag == 0.0) {
     scale *= graph.node(f).get<ScaleParams>().alpha;
     scales.push_back(f);
     f = graph.operands(f)[0];
