@@ -1,6 +1,7 @@
 // CPU dense linear algebra kernels (backend/cpu/linalg): every result is checked through
 // the identities that define it (residuals, orthogonality, triangularity, ordering),
 // never against stored numbers, with tolerances scaled by the type's epsilon and n.
+// float and double here; the complex types in test_cpu_linalg_complex.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,7 +23,7 @@ namespace {
 
 #define TENEX_TEST_TUPLE_OF(T) \
   , std::tuple<T> {}
-using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_SCALAR(TENEX_TEST_TUPLE_OF)));
+using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_REAL_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
 // Reference arithmetic is done in double on row-major std::vector<double>.
