@@ -15,11 +15,14 @@
 #include <tuple>
 #include <vector>
 
+#include "support/linalg_matrices.hpp"
 #include "tenex/backend/cpu/linalg.hpp"
 #include "tenex/error.hpp"
 #include "tenex/scalar.hpp"
 
 namespace cpu = tenex::detail::cpu;
+using linalg_matrices::adjoint, linalg_matrices::column_orthogonality_error, linalg_matrices::distance,
+    linalg_matrices::from, linalg_matrices::multiply, linalg_matrices::norm, linalg_matrices::to;
 
 namespace {
 
@@ -50,56 +53,6 @@ std::string letter() {
   return std::is_same_v<T, std::complex<float>> ? "c" : "z";
 }
 
-Matrix random_matrix(std::size_t m, std::size_t n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  Matrix a(m * n);
-  for (Complex& x : a) {
-    const double re = dist(gen);
-    x = Complex(re, dist(gen));
-  }
-  return a;
-}
-
-Matrix multiply(const Matrix& a, const Matrix& b, std::size_t m, std::size_t k, std::size_t n) {
-  Matrix c(m * n, 0.0);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t l = 0; l < k; ++l)
-      for (std::size_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
-  return c;
-}
-
-// The conjugate transpose of a (m x n).
-Matrix adjoint(const Matrix& a, std::size_t m, std::size_t n) {
-  Matrix t(m * n);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) t[j * m + i] = std::conj(a[i * n + j]);
-  return t;
-}
-
-double norm(const Matrix& a) {
-  double s = 0;
-  for (const Complex& x : a) s += std::norm(x);
-  return std::sqrt(s);
-}
-
-double distance(const Matrix& a, const Matrix& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += std::norm(a[i] - b[i]);
-  return std::sqrt(s);
-}
-
-Matrix identity(std::size_t n) {
-  Matrix e(n * n, 0.0);
-  for (std::size_t i = 0; i < n; ++i) e[i * n + i] = 1.0;
-  return e;
-}
-
-// ||X^H X - I||_F for the columns of x (rows x cols).
-double column_orthogonality_error(const Matrix& x, std::size_t rows, std::size_t cols) {
-  return distance(multiply(adjoint(x, rows, cols), x, cols, rows, cols), identity(cols));
-}
-
 // Column j scaled by d[j].
 template <class V>
 Matrix scale_columns(Matrix x, std::size_t rows, std::size_t cols, const std::vector<V>& d) {
@@ -108,21 +61,9 @@ Matrix scale_columns(Matrix x, std::size_t rows, std::size_t cols, const std::ve
   return x;
 }
 
-template <class T>
-std::vector<T> to(const Matrix& a) {
-  std::vector<T> out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) out[i] = T(a[i]);
-  return out;
-}
-
-template <class T>
-Matrix from(const std::vector<T>& a) {
-  return Matrix(a.begin(), a.end());
-}
-
 // (M + M^H) / 2: Hermitian, with an exactly real diagonal.
 Matrix random_hermitian(std::size_t n, unsigned seed) {
-  const Matrix m = random_matrix(n, n, seed);
+  const Matrix m = linalg_matrices::random_matrix<Complex>(n, n, seed);
   Matrix h(n * n);
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) h[i * n + j] = 0.5 * (m[i * n + j] + std::conj(m[j * n + i]));
@@ -132,7 +73,7 @@ Matrix random_hermitian(std::size_t n, unsigned seed) {
 
 // M M^H / n + shift I, made exactly Hermitian: eigenvalues in [shift, shift + ~8].
 Matrix random_hpd(std::size_t n, unsigned seed, double shift = 1.0) {
-  const Matrix m = random_matrix(n, n, seed);
+  const Matrix m = linalg_matrices::random_matrix<Complex>(n, n, seed);
   Matrix s = multiply(m, adjoint(m, n, n), n, n, n);
   for (Complex& x : s) x /= static_cast<double>(n);
   for (std::size_t i = 0; i < n; ++i) s[i * n + i] = s[i * n + i].real() + shift;
@@ -227,7 +168,7 @@ std::vector<T> check_generalized(const Matrix& a_exact, const Matrix& b_exact, s
   const double scale = (norm(ax) + norm(bx) * largest) * norm(vx);
   const Matrix bv = multiply(bx, vx, n, n, n);
   CHECK(distance(multiply(ax, vx, n, n, n), scale_columns(bv, n, n, wr)) <= 10 * tol<T>(n) * scale);
-  CHECK(distance(multiply(adjoint(vx, n, n), bv, n, n, n), identity(n)) <= 10 * tol<T>(n));
+  CHECK(distance(multiply(adjoint(vx, n, n), bv, n, n, n), linalg_matrices::identity<Complex>(n)) <= 10 * tol<T>(n));
   CHECK(columns_have_real_positive_peak(v, n, n));
   CHECK(count.calls == (n == 0 ? 0u : 1u));
   return w;
@@ -418,16 +359,16 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: qr satisfies Q R = A, Q^H Q = I, 
                           cpu_linalg_complex_qr) {
   SUBCASE("0 x 3") { check_qr<T>({}, 0, 3); }
   SUBCASE("1 x 1") { check_qr<T>({Complex(-2, 1)}, 1, 1); }
-  SUBCASE("square") { check_qr<T>(random_matrix(30, 30, 15), 30, 30); }
-  SUBCASE("tall") { check_qr<T>(random_matrix(40, 17, 16), 40, 17); }
-  SUBCASE("wide") { check_qr<T>(random_matrix(17, 40, 17), 17, 40); }
+  SUBCASE("square") { check_qr<T>(linalg_matrices::random_matrix<Complex>(30, 30, 15), 30, 30); }
+  SUBCASE("tall") { check_qr<T>(linalg_matrices::random_matrix<Complex>(40, 17, 16), 40, 17); }
+  SUBCASE("wide") { check_qr<T>(linalg_matrices::random_matrix<Complex>(17, 40, 17), 17, 40); }
   SUBCASE("rank deficient (repeated column)") {
-    Matrix a = random_matrix(8, 5, 18);
+    Matrix a = linalg_matrices::random_matrix<Complex>(8, 5, 18);
     for (std::size_t i = 0; i < 8; ++i) a[i * 5 + 3] = a[i * 5 + 1];
     check_qr<T>(a, 8, 5);
   }
   SUBCASE("non-finite input") {
-    const std::vector<T> a = with_nan(to<T>(random_matrix(3, 2, 19)), 5);
+    const std::vector<T> a = with_nan(to<T>(linalg_matrices::random_matrix<Complex>(3, 2, 19)), 5);
     std::vector<T> q(6), r(4);
     CHECK_THROWS_WITH_AS(cpu::qr(a.data(), 3, 2, q.data(), r.data()), doctest::Contains("(nan) at (2, 1)"),
                          tenex::NumericalError);
@@ -442,17 +383,18 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: svd satisfies U diag(s) Vt = A, s
     const std::vector<T> s = check_svd<T>({Complex(3, -4)}, 1, 1);
     CHECK(std::abs(s[0].real() - 5) <= tol<T>(1) * 5);
   }
-  SUBCASE("square") { check_svd<T>(random_matrix(30, 30, 20), 30, 30); }
-  SUBCASE("tall") { check_svd<T>(random_matrix(40, 17, 21), 40, 17); }
-  SUBCASE("wide") { check_svd<T>(random_matrix(17, 40, 22), 17, 40); }
+  SUBCASE("square") { check_svd<T>(linalg_matrices::random_matrix<Complex>(30, 30, 20), 30, 30); }
+  SUBCASE("tall") { check_svd<T>(linalg_matrices::random_matrix<Complex>(40, 17, 21), 40, 17); }
+  SUBCASE("wide") { check_svd<T>(linalg_matrices::random_matrix<Complex>(17, 40, 22), 17, 40); }
   SUBCASE("rank one") {
-    const Matrix x = random_matrix(9, 1, 23), y = random_matrix(1, 7, 24);
+    const Matrix x = linalg_matrices::random_matrix<Complex>(9, 1, 23),
+                 y = linalg_matrices::random_matrix<Complex>(1, 7, 24);
     const std::vector<T> s = check_svd<T>(multiply(x, y, 9, 1, 7), 9, 7);
     CHECK(s[0].real() == doctest::Approx(norm(x) * norm(y)).epsilon(tol<T>(9)));
     for (std::size_t i = 1; i < s.size(); ++i) CHECK(s[i].real() <= tol<T>(9) * s[0].real());
   }
   SUBCASE("singular values are those of the real kernel on a real matrix") {
-    Matrix a = random_matrix(12, 8, 25);
+    Matrix a = linalg_matrices::random_matrix<Complex>(12, 8, 25);
     for (Complex& x : a) x = x.real();
     const std::vector<T> s = check_svd<T>(a, 12, 8);
     std::vector<Real<T>> ar(96), u(96), sr(8), vt(64);
@@ -461,7 +403,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: svd satisfies U diag(s) Vt = A, s
     for (std::size_t i = 0; i < 8; ++i) CHECK(std::abs(s[i].real() - sr[i]) <= tol<T>(12) * sr[0]);
   }
   SUBCASE("non-finite input") {
-    const std::vector<T> a = with_nan(to<T>(random_matrix(2, 3, 26)), 1);
+    const std::vector<T> a = with_nan(to<T>(linalg_matrices::random_matrix<Complex>(2, 3, 26)), 1);
     std::vector<T> u(4), s(2), vt(6);
     CHECK_THROWS_WITH_AS(cpu::svd(a.data(), 2, 3, u.data(), s.data(), vt.data()),
                          doctest::Contains("svd: the matrix has a non-finite entry (nan) at (0, 1)"),
@@ -474,16 +416,16 @@ TEST_CASE_TEMPLATE_APPLY(cpu_linalg_complex_svd, ComplexScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: matrix power equals repeated products", T, cpu_linalg_complex_power) {
   const std::size_t n = 7;
-  Matrix a_exact = random_matrix(n, n, 27);
+  Matrix a_exact = linalg_matrices::random_matrix<Complex>(n, n, 27);
   for (Complex& x : a_exact) x /= static_cast<double>(2 * n);  // every power's norm at most 1
   const std::vector<T> a = to<T>(a_exact);
   const Matrix ax = from(a);
-  Matrix expected = identity(n);
+  Matrix expected = linalg_matrices::identity<Complex>(n);
   for (unsigned p = 0; p <= 11; ++p) {
     CAPTURE(p);
     std::vector<T> out(n * n, T(7, 7));
     cpu::matrix_power(a.data(), n, p, out.data());
-    if (p == 0) CHECK(out == to<T>(identity(n)));
+    if (p == 0) CHECK(out == to<T>(linalg_matrices::identity<Complex>(n)));
     if (p == 1) CHECK(out == a);
     CHECK(distance(from(out), expected) <= tol<T>(n) * (p + 1));
     expected = multiply(expected, ax, n, n, n);
@@ -494,14 +436,14 @@ TEST_CASE_TEMPLATE_APPLY(cpu_linalg_complex_power, ComplexScalars);
 TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: inverse satisfies A inv(A) = I", T, cpu_linalg_complex_inverse) {
   SUBCASE("random") {
     const std::size_t n = 20;
-    const std::vector<T> a = to<T>(random_matrix(n, n, 28));
+    const std::vector<T> a = to<T>(linalg_matrices::random_matrix<Complex>(n, n, 28));
     const std::vector<T> a_before = a;
     std::vector<T> out(n * n);
     cpu::inverse(a.data(), n, out.data());
     CHECK(a == a_before);
     // cond(a) of a random 20 x 20 matrix is some tens: a budget of 100 x the backward error.
-    CHECK(distance(multiply(from(a), from(out), n, n, n), identity(n)) <= 100 * tol<T>(n));
-    CHECK(distance(multiply(from(out), from(a), n, n, n), identity(n)) <= 100 * tol<T>(n));
+    CHECK(distance(multiply(from(a), from(out), n, n, n), linalg_matrices::identity<Complex>(n)) <= 100 * tol<T>(n));
+    CHECK(distance(multiply(from(out), from(a), n, n, n), linalg_matrices::identity<Complex>(n)) <= 100 * tol<T>(n));
   }
   SUBCASE("tiny entries are scaled, not lost") {
     const Real<T> tiny = std::ldexp(Real<T>(1), -100), huge = std::ldexp(Real<T>(1), 100);
@@ -513,7 +455,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: inverse satisfies A inv(A) = I", 
     CHECK(out[1] == T(0));
   }
   SUBCASE("singular") {
-    Matrix a = random_matrix(5, 5, 29);
+    Matrix a = linalg_matrices::random_matrix<Complex>(5, 5, 29);
     for (std::size_t i = 0; i < 5; ++i) a[i * 5 + 4] = Complex(0, 2) * a[i * 5 + 1];
     const std::vector<T> at = to<T>(a);
     std::vector<T> out(25);
@@ -521,7 +463,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: inverse satisfies A inv(A) = I", 
                          doctest::Contains("inverse: the 5 x 5 matrix is singular"), tenex::NumericalError);
   }
   SUBCASE("non-finite input") {
-    const std::vector<T> a = with_nan(to<T>(random_matrix(3, 3, 30)), 4);
+    const std::vector<T> a = with_nan(to<T>(linalg_matrices::random_matrix<Complex>(3, 3, 30)), 4);
     std::vector<T> out(9);
     CHECK_THROWS_WITH_AS(cpu::inverse(a.data(), 3, out.data()), doctest::Contains("(nan) at (1, 1)"),
                          tenex::NumericalError);
@@ -546,9 +488,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: solve satisfies A x = b", T, cpu_
     }
     return worst;
   };
-  const std::vector<T> b = to<T>(random_matrix(outer * n, inner, 31));
+  const std::vector<T> b = to<T>(linalg_matrices::random_matrix<Complex>(outer * n, inner, 31));
   SUBCASE("general (LU)") {
-    const Matrix a = from(to<T>(random_matrix(n, n, 32)));
+    const Matrix a = from(to<T>(linalg_matrices::random_matrix<Complex>(n, n, 32)));
     const std::vector<T> at = to<T>(a);
     std::vector<T> x(b.size());
     const cpu::KernelCount count = cpu::solve(at.data(), n, b.data(), outer, inner, x.data());
@@ -572,8 +514,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: solve satisfies A x = b", T, cpu_
     CHECK(count.calls == 4);  // potrf, then getrf, gecon, getrs
   }
   SUBCASE("one right-hand side as the last mode") {
-    const Matrix a = from(to<T>(random_matrix(n, n, 35)));
-    const std::vector<T> at = to<T>(a), b1 = to<T>(random_matrix(n, 1, 36));
+    const Matrix a = from(to<T>(linalg_matrices::random_matrix<Complex>(n, n, 35)));
+    const std::vector<T> at = to<T>(a), b1 = to<T>(linalg_matrices::random_matrix<Complex>(n, 1, 36));
     std::vector<T> x(n);
     cpu::solve(at.data(), n, b1.data(), 1, 1, x.data());
     CHECK(distance(multiply(a, from(x), n, n, 1), from(b1)) <= tol<T>(n) * norm(a) * norm(from(x)));
@@ -611,7 +553,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu linalg complex: spd_power of a Hermitian positive
   SUBCASE("a^-1 a = I, a^2 = a a") {
     std::vector<T> inverse(n * n), square(n * n);
     cpu::spd_power(a.data(), n, -1.0, inverse.data());
-    CHECK(distance(multiply(from(inverse), ax, n, n, n), identity(n)) <= 10 * tol<T>(n));
+    CHECK(distance(multiply(from(inverse), ax, n, n, n), linalg_matrices::identity<Complex>(n)) <= 10 * tol<T>(n));
     cpu::spd_power(a.data(), n, 2.0, square.data());
     CHECK(distance(from(square), multiply(ax, ax, n, n, n)) <= tol<T>(n) * norm(ax) * norm(ax));
   }
