@@ -1,6 +1,7 @@
 // CPU dense linear algebra kernels (backend/cpu/linalg): every result is checked through
 // the identities that define it (residuals, orthogonality, triangularity, ordering),
 // never against stored numbers, with tolerances scaled by the type's epsilon and n.
+// float and double here; the complex types in test_cpu_linalg_complex.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,11 +13,15 @@
 #include <tuple>
 #include <vector>
 
+#include "support/linalg_matrices.hpp"
 #include "tenex/backend/cpu/linalg.hpp"
 #include "tenex/error.hpp"
 #include "tenex/scalar.hpp"
 
 namespace cpu = tenex::detail::cpu;
+using linalg_matrices::adjoint, linalg_matrices::column_orthogonality_error, linalg_matrices::distance,
+    linalg_matrices::from, linalg_matrices::identity, linalg_matrices::multiply, linalg_matrices::norm,
+    linalg_matrices::random_matrix, linalg_matrices::to;
 
 namespace {
 
@@ -25,7 +30,7 @@ namespace {
 using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_REAL_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
-// Reference arithmetic is done in double on row-major std::vector<double>.
+// Reference arithmetic is done in double on row-major std::vector<double> (support/linalg_matrices.hpp).
 using Matrix = std::vector<double>;
 
 template <class T>
@@ -43,62 +48,6 @@ double tol(std::size_t n) {
 template <class T>
 std::string letter() {
   return std::is_same_v<T, float> ? "s" : "d";
-}
-
-Matrix random_matrix(std::size_t m, std::size_t n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  Matrix a(m * n);
-  for (double& x : a) x = dist(gen);
-  return a;
-}
-
-Matrix multiply(const Matrix& a, const Matrix& b, std::size_t m, std::size_t k, std::size_t n) {
-  Matrix c(m * n, 0.0);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t l = 0; l < k; ++l)
-      for (std::size_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
-  return c;
-}
-
-Matrix transpose(const Matrix& a, std::size_t m, std::size_t n) {
-  Matrix t(m * n);
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j < n; ++j) t[j * m + i] = a[i * n + j];
-  return t;
-}
-
-double norm(const Matrix& a) {
-  double s = 0;
-  for (double x : a) s += x * x;
-  return std::sqrt(s);
-}
-
-double distance(const Matrix& a, const Matrix& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
-  return std::sqrt(s);
-}
-
-Matrix identity(std::size_t n) {
-  Matrix e(n * n, 0.0);
-  for (std::size_t i = 0; i < n; ++i) e[i * n + i] = 1.0;
-  return e;
-}
-
-// ||G - I||_F for the Gram matrix G = X^T X of the columns of x (rows x cols).
-double column_orthogonality_error(const Matrix& x, std::size_t rows, std::size_t cols) {
-  return distance(multiply(transpose(x, rows, cols), x, cols, rows, cols), identity(cols));
-}
-
-template <class T>
-std::vector<T> to(const Matrix& a) {
-  return std::vector<T>(a.begin(), a.end());
-}
-
-template <class T>
-Matrix from(const std::vector<T>& a) {
-  return Matrix(a.begin(), a.end());
 }
 
 // Random orthogonal matrix: modified Gram-Schmidt, twice, on a random matrix.
@@ -130,7 +79,7 @@ Matrix random_symmetric(std::size_t n, unsigned seed) {
 // M M^T / n + shift I: symmetric positive definite, eigenvalues in [shift, shift + ~4].
 Matrix random_spd(std::size_t n, unsigned seed, double shift = 1.0) {
   const Matrix m = random_matrix(n, n, seed);
-  Matrix s = multiply(m, transpose(m, n, n), n, n, n);
+  Matrix s = multiply(m, adjoint(m, n, n), n, n, n);
   for (double& x : s) x /= static_cast<double>(n);
   for (std::size_t i = 0; i < n; ++i) s[i * n + i] += shift;
   return s;
@@ -150,7 +99,7 @@ Matrix with_spectrum(const std::vector<double>& values, unsigned seed) {
   Matrix qd = q;
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) qd[i * n + j] *= values[j];
-  return multiply(qd, transpose(q, n, n), n, n, n);
+  return multiply(qd, adjoint(q, n, n), n, n, n);
 }
 
 // The sign convention of linalg.hpp: the entry of largest magnitude (first on ties) of
@@ -184,7 +133,7 @@ void check_cholesky(const Matrix& a_exact, std::size_t n) {
     CHECK(lx[i * n + i] > 0);
     for (std::size_t j = i + 1; j < n; ++j) CHECK(lx[i * n + j] == 0);
   }
-  const double residual = distance(multiply(lx, transpose(lx, n, n), n, n, n), ax);
+  const double residual = distance(multiply(lx, adjoint(lx, n, n), n, n, n), ax);
   CHECK(residual <= tol<T>(n) * norm(ax));
   CHECK(count.calls == (n == 0 ? 0u : 1u));
   CHECK(count.flops == doctest::Approx(std::pow(static_cast<double>(n), 3) / 3));
@@ -228,7 +177,7 @@ std::vector<T> check_generalized(const Matrix& a_exact, const Matrix& b_exact, s
   // grows by a small constant over the standard problem.
   const double scale = (norm(ax) + norm(bx) * largest) * norm(vx);
   CHECK(distance(multiply(ax, vx, n, n, n), bv_lambda) <= 10 * tol<T>(n) * scale);
-  const Matrix vtbv = multiply(transpose(vx, n, n), multiply(bx, vx, n, n, n), n, n, n);
+  const Matrix vtbv = multiply(adjoint(vx, n, n), multiply(bx, vx, n, n, n), n, n, n);
   CHECK(distance(vtbv, identity(n)) <= 10 * tol<T>(n));
   CHECK(std::is_sorted(w.begin(), w.end()));
   CHECK(columns_have_positive_peak(vx, n, n));
@@ -269,7 +218,7 @@ std::vector<T> check_svd(const Matrix& a_exact, std::size_t m, std::size_t n) {
   const std::size_t big = std::max(m, n);
   CHECK(distance(multiply(us, vtx, m, k, n), ax) <= tol<T>(big) * norm(ax));
   CHECK(column_orthogonality_error(ux, m, k) <= tol<T>(big));
-  CHECK(column_orthogonality_error(transpose(vtx, k, n), n, k) <= tol<T>(big));
+  CHECK(column_orthogonality_error(adjoint(vtx, k, n), n, k) <= tol<T>(big));
   CHECK(std::is_sorted(s.rbegin(), s.rend()));
   CHECK(std::all_of(s.begin(), s.end(), [](T x) { return x >= T(0); }));
   CHECK(columns_have_positive_peak(ux, m, k));

@@ -1,5 +1,7 @@
-// Dense decompositions through LAPACKE (row-major) and matrix powers through cblas.
-// The conventions (lower triangle read, sign fixing, flop formulas) are in linalg.hpp.
+// Dense decompositions through LAPACKE (row-major) and matrix powers through cblas, written
+// once over T: the complex types reach LAPACK's c and z routines through the overloads of
+// linalg_complex.hpp. The conventions (lower triangle read, sign and phase fixing, flop
+// formulas) are in linalg.hpp.
 #include "tenex/backend/cpu/linalg.hpp"
 
 #include <cblas.h>
@@ -9,6 +11,7 @@
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -18,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tenex/backend/cpu/linalg_complex.hpp"
 #include "tenex/error.hpp"
 #include "tenex/scalar.hpp"
 
@@ -128,11 +132,74 @@ void syrk_cm(lapack_int n, const double* u, double* c) {
   cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, n, n, 1.0, u, n, 0.0, c, n);
 }
 
+using complex_lapack::gecon_cm, complex_lapack::gemm, complex_lapack::geqrf, complex_lapack::gesdd,
+    complex_lapack::gesvd, complex_lapack::getrf_cm, complex_lapack::getri_cm, complex_lapack::getrs_cm,
+    complex_lapack::orgqr, complex_lapack::pocon_cm, complex_lapack::potrf, complex_lapack::potrf_cm,
+    complex_lapack::potrs_cm, complex_lapack::syevd, complex_lapack::syevd_cm, complex_lapack::sygvd,
+    complex_lapack::syrk_cm;
+
+// The LAPACK name of a step: precision letter (s, d, c, z) and suffix; `complex_suffix`
+// where the Hermitian routine has another name (syevd: heevd, sygvd: hegvd, orgqr: ungqr).
 template <class T>
-std::string routine_name(const char* suffix) {
-  static_assert(is_supported_scalar_v<T>, "tenex linear algebra supports T = float and T = double only");
-  std::string name(1, std::is_same_v<T, float> ? 's' : 'd');
-  return name += suffix;
+std::string routine_name(const char* suffix, const char* complex_suffix = nullptr) {
+  static_assert(is_supported_scalar_v<T>,
+                "tenex linear algebra supports T = float, double, std::complex<float> and std::complex<double> only");
+  std::string name(1, std::is_same_v<T, float>                 ? 's'
+                      : std::is_same_v<T, double>              ? 'd'
+                      : std::is_same_v<T, std::complex<float>> ? 'c'
+                                                               : 'z');
+  return name += is_complex_v<T> && complex_suffix != nullptr ? complex_suffix : suffix;
+}
+
+// ---- entries of either kind: a complex entry is a pair of reals.
+
+template <class T>
+T conjugate(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::conj(x);
+  } else {
+    return x;
+  }
+}
+
+template <class T>
+bool is_finite_entry(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::isfinite(x.real()) && std::isfinite(x.imag());
+  } else {
+    return std::isfinite(x);
+  }
+}
+
+template <class T>
+bool is_nan_entry(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::isnan(x.real()) || std::isnan(x.imag());
+  } else {
+    return std::isnan(x);
+  }
+}
+
+// The entry in double precision (double or std::complex<double>), for the checks' sums.
+template <class T>
+auto widen(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::complex<double>(x);
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
+// A unit factor that makes x real and non-negative: the sign for reals, exactly -1 or 1 for
+// a complex number on the real axis, conj(x) / |x| otherwise.
+template <class T>
+T unit_phase(T x) {
+  if constexpr (is_complex_v<T>) {
+    if (x.imag() == 0) return x.real() < 0 ? T(-1) : T(1);
+    return std::conj(x) / std::abs(x);
+  } else {
+    return x < T(0) ? T(-1) : T(1);
+  }
 }
 
 // ---- argument preparation.
@@ -156,22 +223,27 @@ lapack_int to_lapack_int(std::size_t extent, const char* operation) {
 // The test is on the bits so that the loop vectorizes (a floating-point compare
 // reduction does not without -ffast-math) and the copy runs at memcpy speed: adding one
 // to the exponent field carries into the sign bit exactly when the field is all ones,
-// i.e. for NaN and infinity.
+// i.e. for NaN and infinity. A complex entry is checked as its two parts.
 template <class T>
 bool copy_checked(const T* from, std::size_t count, T* to) {
-  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-  static_assert(sizeof(Bits) == sizeof(T) && std::numeric_limits<T>::is_iec559);
-  constexpr int mantissa_bits = std::numeric_limits<T>::digits - 1;
-  constexpr Bits exponent_one = Bits(1) << mantissa_bits;
-  constexpr Bits exponent_mask = (~Bits(0) >> 1) & ~(exponent_one - 1);
-  constexpr Bits sign_bit = Bits(1) << (sizeof(T) * 8 - 1);
-  Bits seen = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    const T x = from[i];
-    to[i] = x;
-    seen |= (std::bit_cast<Bits>(x) & exponent_mask) + exponent_one;
+  if constexpr (is_complex_v<T>) {
+    using R = real_type_t<T>;
+    return copy_checked(reinterpret_cast<const R*>(from), 2 * count, reinterpret_cast<R*>(to));
+  } else {
+    using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+    static_assert(sizeof(Bits) == sizeof(T) && std::numeric_limits<T>::is_iec559);
+    constexpr int mantissa_bits = std::numeric_limits<T>::digits - 1;
+    constexpr Bits exponent_one = Bits(1) << mantissa_bits;
+    constexpr Bits exponent_mask = (~Bits(0) >> 1) & ~(exponent_one - 1);
+    constexpr Bits sign_bit = Bits(1) << (sizeof(T) * 8 - 1);
+    Bits seen = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const T x = from[i];
+      to[i] = x;
+      seen |= (std::bit_cast<Bits>(x) & exponent_mask) + exponent_one;
+    }
+    return (seen & sign_bit) == 0;
   }
-  return (seen & sign_bit) == 0;
 }
 
 // Copies the lower triangle of a into out and zeroes the upper one: what LAPACK reads
@@ -195,10 +267,10 @@ template <class T>
     const std::size_t end = lower_only ? i + 1 : n;
     for (std::size_t j = 0; j < end; ++j) {
       const T x = a[i * n + j];
-      if (!std::isfinite(x)) {
+      if (!is_finite_entry(x)) {
         throw NumericalError("tenex: " + std::string(operation) + ": " + which + " has a non-finite entry (" +
-                             (std::isnan(x) ? "nan" : "inf") + ") at (" + std::to_string(i) + ", " + std::to_string(j) +
-                             "); a decomposition needs finite input");
+                             (is_nan_entry(x) ? "nan" : "inf") + ") at (" + std::to_string(i) + ", " +
+                             std::to_string(j) + "); a decomposition needs finite input");
       }
     }
   }
@@ -207,44 +279,109 @@ template <class T>
 }
 
 // The sign convention of linalg.hpp: column j of `columns` (rows x k) gets its entry of
-// largest magnitude positive; when a column flips, row j of `paired_rows` (k x cols,
-// may be null) flips with it. Row-wise passes: a column walk of a large row-major
-// matrix would miss cache on every element.
+// largest magnitude positive (complex: multiplied by the unit phase that makes it real
+// positive, and then set to exactly its magnitude); row j of `paired_rows` (k x cols, may be
+// null) is multiplied by the conjugate phase, so a product columns * paired_rows is kept.
+// Row-wise passes: a column walk of a large row-major matrix would miss cache on every element.
 template <class T>
 void fix_column_signs(T* columns, std::size_t rows, std::size_t k, T* paired_rows, std::size_t cols) {
-  std::vector<T> largest(k, T(0));
+  using R = real_type_t<T>;
+  std::vector<R> largest(k, R(0));
   std::vector<T> value(k, T(0));
+  std::vector<std::size_t> where(k, 0);
   for (std::size_t i = 0; i < rows; ++i) {
     const T* row = columns + i * k;
     for (std::size_t j = 0; j < k; ++j) {
-      if (std::abs(row[j]) > largest[j]) {
-        largest[j] = std::abs(row[j]);
+      const R magnitude = std::abs(row[j]);
+      if (magnitude > largest[j]) {
+        largest[j] = magnitude;
         value[j] = row[j];
+        where[j] = i;
       }
     }
   }
-  std::vector<T> sign(k);
+  std::vector<T> phase(k);
   bool any = false;
   for (std::size_t j = 0; j < k; ++j) {
-    sign[j] = value[j] < T(0) ? T(-1) : T(1);
-    any = any || value[j] < T(0);
+    phase[j] = unit_phase(value[j]);
+    any = any || phase[j] != T(1);
   }
   if (!any) return;
   for (std::size_t i = 0; i < rows; ++i) {
     T* row = columns + i * k;
-    for (std::size_t j = 0; j < k; ++j) row[j] *= sign[j];
+    for (std::size_t j = 0; j < k; ++j) row[j] *= phase[j];
+  }
+  if constexpr (is_complex_v<T>) {
+    for (std::size_t j = 0; j < k; ++j) columns[where[j] * k + j] = largest[j];  // real, without the rounding
   }
   if (paired_rows != nullptr) {
     for (std::size_t j = 0; j < k; ++j) {
-      if (sign[j] < T(0)) {
-        for (std::size_t c = 0; c < cols; ++c) paired_rows[j * cols + c] = -paired_rows[j * cols + c];
+      if (phase[j] != T(1)) {
+        const T factor = conjugate(phase[j]);
+        for (std::size_t c = 0; c < cols; ++c) paired_rows[j * cols + c] *= factor;
       }
     }
   }
 }
 
-// What a positive info means, per routine (suffix without the precision letter).
-std::string explain_info(const std::string& suffix, long long info, std::size_t n) {
+// LAPACK writes eigenvalues and singular values as reals: straight into the kernel's output
+// for real T; for complex T into a buffer that store() copies out as complex numbers with
+// imaginary part 0.
+template <class T>
+class RealValues {
+ public:
+  RealValues(T* out, std::size_t count) : out_(out) {
+    if constexpr (is_complex_v<T>) buffer_.resize(count);
+  }
+  real_type_t<T>* data() {
+    if constexpr (is_complex_v<T>) {
+      return buffer_.data();
+    } else {
+      return out_;
+    }
+  }
+  void store() const { std::copy(buffer_.begin(), buffer_.end(), out_); }
+
+ private:
+  T* out_;
+  std::vector<real_type_t<T>> buffer_;  // empty for real T
+};
+
+std::string short_number(double v);  // with the matrix functions below
+
+// Hermitian inputs read from the lower triangle (cholesky): LAPACK takes only the real part
+// of the diagonal, so an imaginary part there, which no Hermitian matrix has, would be dropped
+// silently; beyond symmetry_tolerance relative to max |a| (lower triangle) it is an error.
+template <class T>
+void require_real_diagonal(const T* a, std::size_t n, const char* operation) {
+  if constexpr (is_complex_v<T>) {
+    double scale = 0, largest = 0;
+    std::size_t where = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j <= i; ++j) scale = std::max(scale, std::abs(widen(a[i * n + j])));
+      const double imaginary = std::abs(static_cast<double>(a[i * n + i].imag()));
+      if (imaginary > largest) {
+        largest = imaginary;
+        where = i;
+      }
+    }
+    const double tolerance = symmetry_tolerance<T>(n);
+    if (largest > tolerance * scale) {
+      const std::string at = std::to_string(where);
+      throw NumericalError("tenex: " + std::string(operation) + ": the " + std::to_string(n) + " x " +
+                           std::to_string(n) + " matrix is not Hermitian: its diagonal entry (" + at + ", " + at +
+                           ") has the imaginary part " + short_number(largest) + ", " + short_number(largest / scale) +
+                           " relative to max |a| = " + short_number(scale) + ", above the tolerance " +
+                           short_number(tolerance) + "; " + operation +
+                           " needs a Hermitian matrix, whose diagonal is real");
+    }
+  }
+}
+
+// What a positive info means, per routine (suffix without the precision letter; `complex`:
+// a c or z routine, whose matrices are Hermitian where the real ones' are symmetric).
+std::string explain_info(const std::string& suffix, bool complex, long long info, std::size_t n) {
+  const std::string symmetric = complex ? "Hermitian" : "symmetric";
   const auto nn = static_cast<long long>(n);
   const std::string i = std::to_string(info);
   // syevd/sygvd with vectors: divide and conquer failed on rows/columns info/(n+1) .. info%(n+1).
@@ -255,15 +392,14 @@ std::string explain_info(const std::string& suffix, long long info, std::size_t 
            "; the matrix may be badly scaled or contain values near overflow";
   };
   if (suffix == "potrf") {
-    return "the leading minor of order " + i +
-           " is not positive definite, so the matrix is not symmetric positive definite; cholesky needs a "
-           "symmetric positive definite matrix";
+    return "the leading minor of order " + i + " is not positive definite, so the matrix is not " + symmetric +
+           " positive definite; cholesky needs a " + symmetric + " positive definite matrix";
   }
-  if (suffix == "syevd") return divide_and_conquer();
-  if (suffix == "sygvd") {
+  if (suffix == "syevd" || suffix == "heevd") return divide_and_conquer();
+  if (suffix == "sygvd" || suffix == "hegvd") {
     if (info > nn) {
       return "the leading minor of order " + std::to_string(info - nn) +
-             " of b is not positive definite; the generalized eigensolver needs b symmetric positive definite";
+             " of b is not positive definite; the generalized eigensolver needs b " + symmetric + " positive definite";
     }
     return divide_and_conquer();
   }
@@ -289,8 +425,9 @@ void check_lapack_info(const char* routine, long long info, std::size_t n) {
     throw InternalError("tenex: " + name + " failed (info = " + std::to_string(info) + "): argument " +
                         std::to_string(-info) + " had an illegal value; this is a bug in tenex, please report it");
   }
-  throw NumericalError("tenex: " + name + " failed (info = " + std::to_string(info) +
-                       "): " + explain_info(name.size() > 1 ? name.substr(1) : name, info, n));
+  throw NumericalError("tenex: " + name + " failed (info = " + std::to_string(info) + "): " +
+                       explain_info(name.size() > 1 ? name.substr(1) : name,
+                                    name.size() > 1 && (name[0] == 'c' || name[0] == 'z'), info, n));
 }
 
 template <class T>
@@ -299,6 +436,7 @@ KernelCount cholesky(const T* a, std::size_t n, T* l) {
   if (n == 0) return count;
   const lapack_int ln = to_lapack_int(n, "cholesky");
   if (!copy_lower_checked(a, n, l)) throw_non_finite(a, n, n, true, "cholesky", "the matrix");
+  require_real_diagonal(a, n, "cholesky");
   check_lapack_info(routine_name<T>("potrf").c_str(), potrf(ln, l), n);
   const double dn = static_cast<double>(n);
   count.flops = dn * dn * dn / 3;
@@ -313,7 +451,9 @@ KernelCount eigen_symmetric(const T* a, std::size_t n, T* vectors, T* values) {
   const lapack_int ln = to_lapack_int(n, "eigen_solve");
   if (!copy_lower_checked(a, n, vectors)) throw_non_finite(a, n, n, true, "eigen_solve", "the matrix");
   require_symmetric(a, n, symmetry_tolerance<T>(n), "eigen_solve");
-  check_lapack_info(routine_name<T>("syevd").c_str(), syevd(ln, vectors, values), n);
+  RealValues<T> w(values, n);
+  check_lapack_info(routine_name<T>("syevd", "heevd").c_str(), syevd(ln, vectors, w.data()), n);
+  w.store();
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
   count.flops = 9 * dn * dn * dn;
@@ -332,7 +472,9 @@ KernelCount eigen_generalized(const T* a, const T* b, std::size_t n, T* vectors,
   if (!copy_lower_checked(b, n, b_factor.get())) throw_non_finite(b, n, n, true, "eigen_solve", "the matrix b");
   require_symmetric(a, n, symmetry_tolerance<T>(n), "eigen_solve", "a");
   require_symmetric(b, n, symmetry_tolerance<T>(n), "eigen_solve", "b");
-  check_lapack_info(routine_name<T>("sygvd").c_str(), sygvd(ln, vectors, b_factor.get(), values), n);
+  RealValues<T> w(values, n);
+  check_lapack_info(routine_name<T>("sygvd", "hegvd").c_str(), sygvd(ln, vectors, b_factor.get(), w.data()), n);
+  w.store();
   fix_column_signs(vectors, n, n, static_cast<T*>(nullptr), 0);
   const double dn = static_cast<double>(n);
   count.flops = 34 * dn * dn * dn / 3;
@@ -367,23 +509,26 @@ KernelCount qr(const T* a, std::size_t m, std::size_t n, T* q, T* r) {
       std::fill(r + i * n, r + i * n + i, T(0));
     }
   }
-  check_lapack_info(routine_name<T>("orgqr").c_str(), orgqr(lm, lk, q, lk, tau.data()), k);
+  check_lapack_info(routine_name<T>("orgqr", "ungqr").c_str(), orgqr(lm, lk, q, lk, tau.data()), k);
 
-  // Non-negative diagonal of R (linalg.hpp): flip row i of r with column i of q.
-  std::vector<T> sign(k);
+  // Real non-negative diagonal of R (linalg.hpp): row i of r times the unit phase that makes
+  // r(i,i) so, column i of q times its conjugate. (geqrf's diagonal is real already, as
+  // LAPACK's complex reflectors make it, so the phase is a sign in practice.)
+  std::vector<T> phase(k);
   bool any = false;
   for (std::size_t i = 0; i < k; ++i) {
-    sign[i] = r[i * n + i] < T(0) ? T(-1) : T(1);
-    any = any || sign[i] < T(0);
+    phase[i] = unit_phase(r[i * n + i]);
+    any = any || phase[i] != T(1);
   }
   if (any) {
     for (std::size_t i = 0; i < k; ++i) {
-      if (sign[i] < T(0)) {
-        for (std::size_t j = i; j < n; ++j) r[i * n + j] = -r[i * n + j];
+      if (phase[i] != T(1)) {
+        for (std::size_t j = i; j < n; ++j) r[i * n + j] *= phase[i];
+        if constexpr (is_complex_v<T>) r[i * n + i] = std::abs(r[i * n + i]);  // real, without the rounding
       }
     }
     for (std::size_t i = 0; i < m; ++i) {
-      for (std::size_t j = 0; j < k; ++j) q[i * k + j] *= sign[j];
+      for (std::size_t j = 0; j < k; ++j) q[i * k + j] *= conjugate(phase[j]);
     }
   }
 
@@ -406,21 +551,23 @@ KernelCount svd(const T* a, std::size_t m, std::size_t n, T* u, T* s, T* vt) {
 
   const auto work = std::make_unique_for_overwrite<T[]>(m * n);  // gesdd destroys its input
   if (!copy_checked(a, m * n, work.get())) throw_non_finite(a, m, n, false, "svd", "the matrix");
-  lapack_int info = gesdd(lm, ln, work.get(), s, u, lk, vt);
+  RealValues<T> values(s, k);
+  lapack_int info = gesdd(lm, ln, work.get(), values.data(), u, lk, vt);
   count.calls = 1;
   count.flops = flops_per_call;
   if (info > 0) {
     // bdsdc's divide and conquer failed; the QR iteration of gesvd is slower but may
     // still converge. Its own failure is the one reported.
     std::copy(a, a + m * n, work.get());
-    std::vector<T> superb(k > 1 ? k - 1 : 1);
-    info = gesvd(lm, ln, work.get(), s, u, lk, vt, superb.data());
+    std::vector<real_type_t<T>> superb(k > 1 ? k - 1 : 1);
+    info = gesvd(lm, ln, work.get(), values.data(), u, lk, vt, superb.data());
     check_lapack_info(routine_name<T>("gesvd").c_str(), info, k);
     count.calls = 2;
     count.flops += flops_per_call;
   } else {
     check_lapack_info(routine_name<T>("gesdd").c_str(), info, k);
   }
+  values.store();
   fix_column_signs(u, m, k, vt, n);
   return count;
 }
@@ -480,21 +627,22 @@ std::string short_number(double v) {
 }
 
 struct Asymmetry {
-  double largest = 0;  // max |a_ij - a_ji|
+  double largest = 0;  // max |a_ij - a_ji| (complex: |a_ij - conj(a_ji)|, diagonal included)
   std::size_t i = 0, j = 0;
   double scale = 0;  // max |a_ij|
 };
 
 // Row-major over i, column walk over the mirror: O(n^2) beside the O(n^3) that follows.
+// Complex: the distance from a^H, whose diagonal is real, so the diagonal counts too.
 template <class T>
 Asymmetry measure_asymmetry(const T* a, std::size_t n) {
   Asymmetry out;
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      const double x = std::abs(static_cast<double>(a[i * n + j]));
+      const double x = std::abs(widen(a[i * n + j]));
       if (x > out.scale) out.scale = x;
-      if (j < i) {
-        const double d = std::abs(static_cast<double>(a[i * n + j]) - static_cast<double>(a[j * n + i]));
+      if (j < i || (is_complex_v<T> && j == i)) {
+        const double d = std::abs(widen(a[i * n + j]) - conjugate(widen(a[j * n + i])));
         if (d > out.largest) {
           out.largest = d;
           out.i = i;
@@ -508,10 +656,10 @@ Asymmetry measure_asymmetry(const T* a, std::size_t n) {
 
 // Max row sum of the row-major a: the 1-norm of the column-major buffer (a^T) LAPACK sees.
 template <class T>
-T one_norm_of_transpose(const T* a, std::size_t n) {
-  T norm = 0;
+real_type_t<T> one_norm_of_transpose(const T* a, std::size_t n) {
+  real_type_t<T> norm = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    T row = 0;
+    real_type_t<T> row = 0;
     for (std::size_t j = 0; j < n; ++j) row += std::abs(a[i * n + j]);
     norm = std::max(norm, row);
   }
@@ -528,30 +676,53 @@ T one_norm_of_transpose(const T* a, std::size_t n) {
 // LU of a matrix of subnormal entries (1e-310 I) overflows (1 / pivot) and hands NaN to gecon,
 // and gecon gives a condition number of 0 to an identity scaled below 1e-300 or so; the
 // scaled matrix is neither, and its inverse, scaled back, is the inverse of a where that is
-// representable. 0 for a zero matrix.
+// representable. 0 for a zero matrix. Complex: the parts of a count as its entries.
 template <class T>
 int scale_exponent(const T* a, std::size_t count) {
-  T largest = 0;
-  for (std::size_t k = 0; k < count; ++k) largest = std::max(largest, std::abs(a[k]));
-  int e = 0;
-  if (largest > T(0)) std::frexp(largest, &e);  // largest = f 2^e, f in [0.5, 1)
-  return largest > T(0) ? e - 1 : 0;
+  if constexpr (is_complex_v<T>) {
+    return scale_exponent(reinterpret_cast<const real_type_t<T>*>(a), 2 * count);
+  } else {
+    T largest = 0;
+    for (std::size_t k = 0; k < count; ++k) largest = std::max(largest, std::abs(a[k]));
+    int e = 0;
+    if (largest > T(0)) std::frexp(largest, &e);  // largest = f 2^e, f in [0.5, 1)
+    return largest > T(0) ? e - 1 : 0;
+  }
+}
+
+template <class T>
+T scale_entry(T x, int e) {
+  if constexpr (is_complex_v<T>) {
+    return T(std::ldexp(x.real(), e), std::ldexp(x.imag(), e));
+  } else {
+    return std::ldexp(x, e);
+  }
 }
 
 template <class T>
 void scale_by_power_of_two(T* a, std::size_t count, int e) {
   if (e == 0) return;
-  for (std::size_t k = 0; k < count; ++k) a[k] = std::ldexp(a[k], e);
+  for (std::size_t k = 0; k < count; ++k) a[k] = scale_entry(a[k], e);
 }
 
 template <class T>
 [[noreturn]] void throw_overflow(const char* operation, std::string_view what, std::size_t n, const char* result_name,
                                  const std::string& detail) {
-  const char* type = std::is_same_v<T, float> ? "float" : "double";
+  const char* type = std::is_same_v<real_type_t<T>, float> ? "float" : "double";
   throw NumericalError("tenex: " + std::string(operation) + ": " + result_name + " of " + matrix_text(what, n) +
                        " overflows: " + detail + ", beyond the largest " + type + " " +
-                       short_number(std::numeric_limits<T>::max()) + "; it cannot be represented in " + type +
-                       " (scale the matrix)");
+                       short_number(std::numeric_limits<real_type_t<T>>::max()) + "; it cannot be represented in " +
+                       type + " (scale the matrix)");
+}
+
+// max(|re x|, |im x|) for complex x, |x| for real, in double: what overflows when scaled.
+template <class T>
+double largest_part(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::max(std::abs(static_cast<double>(x.real())), std::abs(static_cast<double>(x.imag())));
+  } else {
+    return std::abs(static_cast<double>(x));
+  }
 }
 
 // Scales `result` (count entries, the result for a / 2^e; row-major with `columns` columns,
@@ -562,9 +733,9 @@ template <class T>
 void unscale_checked(T* result, std::size_t count, std::size_t columns, int e, const char* operation,
                      std::string_view what, std::size_t n, const char* result_name) {
   for (std::size_t k = 0; k < count; ++k) {
-    const T x = std::ldexp(result[k], -e);
-    if (!std::isfinite(x)) {
-      const double magnitude = std::log10(std::abs(static_cast<double>(result[k]))) - e * std::log10(2.0);
+    const T x = scale_entry(result[k], -e);
+    if (!is_finite_entry(x)) {
+      const double magnitude = std::log10(largest_part(result[k])) - e * std::log10(2.0);
       std::ostringstream about;
       about << "1e+" << static_cast<long long>(std::floor(magnitude));
       const std::string entry =
@@ -580,7 +751,8 @@ void unscale_checked(T* result, std::size_t count, std::size_t columns, int e, c
 // entries below it that LAPACK's 1 / pivot is infinite) or a reciprocal condition number
 // below epsilon: singular to working precision.
 template <class T>
-void check_lu(const char* operation, std::string_view what, std::size_t n, lapack_int info, const T* lu, T anorm) {
+void check_lu(const char* operation, std::string_view what, std::size_t n, lapack_int info, const T* lu,
+              real_type_t<T> anorm) {
   if (info > 0) {
     throw_singular(operation, what, n,
                    routine_name<T>("getrf") + ": the pivot U(" + std::to_string(info) + "," + std::to_string(info) +
@@ -588,18 +760,19 @@ void check_lu(const char* operation, std::string_view what, std::size_t n, lapac
   }
   check_lapack_info(routine_name<T>("getrf").c_str(), info, n);
   for (std::size_t k = 0; k < n * n; ++k) {
-    if (!std::isfinite(lu[k])) {
+    if (!is_finite_entry(lu[k])) {
       throw_singular(operation, what, n,
                      "to working precision: its LU factors overflow, a pivot being too small relative to the "
                      "entries below it");
     }
   }
-  T rcond = 0;
+  using R = real_type_t<T>;
+  R rcond = 0;
   check_lapack_info(routine_name<T>("gecon").c_str(), gecon_cm(static_cast<lapack_int>(n), lu, anorm, &rcond), n);
-  if (!(rcond >= std::numeric_limits<T>::epsilon())) {
+  if (!(rcond >= std::numeric_limits<R>::epsilon())) {
     throw_singular(operation, what, n,
                    "to working precision: the reciprocal condition number " + short_number(rcond) +
-                       " is below the machine epsilon " + short_number(std::numeric_limits<T>::epsilon()));
+                       " is below the machine epsilon " + short_number(std::numeric_limits<R>::epsilon()));
   }
 }
 
@@ -607,7 +780,7 @@ void check_lu(const char* operation, std::string_view what, std::size_t n, lapac
 
 template <class T>
 double symmetry_tolerance(std::size_t n) {
-  return std::max(1024.0, 16.0 * static_cast<double>(n)) * std::numeric_limits<T>::epsilon();
+  return std::max(1024.0, 16.0 * static_cast<double>(n)) * std::numeric_limits<real_type_t<T>>::epsilon();
 }
 
 template <class T>
@@ -615,12 +788,13 @@ void require_symmetric(const T* a, std::size_t n, double relative_tolerance, con
                        std::string_view what) {
   const Asymmetry s = measure_asymmetry(a, n);
   if (s.largest > relative_tolerance * s.scale) {
-    throw NumericalError("tenex: " + std::string(operation) + ": " + matrix_text(what, n) +
-                         " is not symmetric: max |a(i,j) - a(j,i)| = " + short_number(s.largest) + " at (" +
-                         std::to_string(s.i) + ", " + std::to_string(s.j) + "), " +
-                         short_number(s.scale > 0 ? s.largest / s.scale : 0.0) +
+    const std::string kind = is_complex_v<T> ? "Hermitian" : "symmetric";
+    throw NumericalError("tenex: " + std::string(operation) + ": " + matrix_text(what, n) + " is not " + kind +
+                         ": max |a(i,j) - " + (is_complex_v<T> ? "conj(a(j,i))" : "a(j,i)") +
+                         "| = " + short_number(s.largest) + " at (" + std::to_string(s.i) + ", " + std::to_string(s.j) +
+                         "), " + short_number(s.scale > 0 ? s.largest / s.scale : 0.0) +
                          " relative to max |a| = " + short_number(s.scale) + ", above the tolerance " +
-                         short_number(relative_tolerance) + "; " + operation + " needs a symmetric matrix");
+                         short_number(relative_tolerance) + "; " + operation + " needs a " + kind + " matrix");
   }
 }
 
@@ -635,7 +809,7 @@ KernelCount inverse(const T* a, std::size_t n, T* out, std::string_view what) {
   // inverse(a) = inverse(a / 2^e) / 2^e (scale_exponent).
   const int e = scale_exponent(out, n * n);
   scale_by_power_of_two(out, n * n, -e);
-  const T anorm = one_norm_of_transpose(out, n);
+  const auto anorm = one_norm_of_transpose(out, n);
   std::vector<lapack_int> ipiv(n);
   const lapack_int info = getrf_cm(ln, out, ipiv.data());
   check_lu("inverse", what, n, info, out, anorm);
@@ -660,7 +834,7 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
   // (a / 2^e) y = b, x = y / 2^e (scale_exponent).
   const int e = scale_exponent(factor.get(), n * n);
   scale_by_power_of_two(factor.get(), n * n, -e);
-  const T anorm = one_norm_of_transpose(factor.get(), n);
+  const auto anorm = one_norm_of_transpose(factor.get(), n);
   // The right-hand sides as the columns of a column-major n x nrhs matrix; when the solved
   // mode is the last one (inner == 1), b already is one.
   const auto rhs = std::make_unique_for_overwrite<T[]>(n * nrhs);
@@ -674,24 +848,30 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
       }
     }
     for (std::size_t k = 0; k < n * nrhs; ++k) {
-      if (!std::isfinite(rhs[k])) throw_non_finite(b, outer * n, inner, false, "solve", "b");
+      if (!is_finite_entry(rhs[k])) throw_non_finite(b, outer * n, inner, false, "solve", "b");
     }
   }
   const double dn = static_cast<double>(n), dr = static_cast<double>(nrhs);
   const Asymmetry s = measure_asymmetry(a, n);
   bool solved = false;
-  if (s.largest <= static_cast<double>(n) * std::numeric_limits<T>::epsilon() * s.scale) {
+  using R = real_type_t<T>;
+  if (s.largest <= static_cast<double>(n) * std::numeric_limits<R>::epsilon() * s.scale) {
     // Column-major upper = row-major lower: the triangle every symmetric routine reads.
+    // Complex: the buffer read column-major is a^T = conj(a) for Hermitian a; conjugated, it
+    // is a itself, and potrs solves a x = b.
+    if constexpr (is_complex_v<T>) {
+      for (std::size_t k = 0; k < n * n; ++k) factor[k] = std::conj(factor[k]);
+    }
     const lapack_int info = potrf_cm(ln, factor.get());
     count.calls += 1;
     count.flops += dn * dn * dn / 3;
     if (info == 0) {
-      T rcond = 0;
+      R rcond = 0;
       check_lapack_info(routine_name<T>("pocon").c_str(), pocon_cm(ln, factor.get(), anorm, &rcond), n);
-      if (!(rcond >= std::numeric_limits<T>::epsilon())) {
+      if (!(rcond >= std::numeric_limits<R>::epsilon())) {
         throw_singular("solve", what, n,
                        "to working precision: the reciprocal condition number " + short_number(rcond) +
-                           " is below the machine epsilon " + short_number(std::numeric_limits<T>::epsilon()));
+                           " is below the machine epsilon " + short_number(std::numeric_limits<R>::epsilon()));
       }
       check_lapack_info(routine_name<T>("potrs").c_str(), potrs_cm(ln, lrhs, factor.get(), rhs.get()), n);
       count.calls += 2;
@@ -737,10 +917,12 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
   // Row-major lower triangle = column-major upper, what syevd_cm reads.
   if (!copy_lower_checked(a, n, vectors.get())) throw_non_finite(a, n, n, true, "pow", "the matrix");
   require_symmetric(a, n, symmetry_tolerance<T>(n), "pow", what);
-  std::vector<T> w(n);
-  check_lapack_info(routine_name<T>("syevd").c_str(), syevd_cm(ln, vectors.get(), w.data()), n);
+  // Complex: the column-major buffer is a^T = conj(a), with eigenvectors conj(V); U U^H below
+  // is then conj(a^p) = (a^p)^T column-major, i.e. a^p row-major.
+  std::vector<real_type_t<T>> w(n);
+  check_lapack_info(routine_name<T>("syevd", "heevd").c_str(), syevd_cm(ln, vectors.get(), w.data()), n);
   const double largest = std::max(std::abs(static_cast<double>(w[0])), std::abs(static_cast<double>(w[n - 1])));
-  const double zero = static_cast<double>(n) * std::numeric_limits<T>::epsilon() * largest;
+  const double zero = static_cast<double>(n) * std::numeric_limits<real_type_t<T>>::epsilon() * largest;
   const double smallest = static_cast<double>(w[0]);  // ascending
   if (p < 0 && !(smallest > zero)) {
     throw NumericalError("tenex: pow: " + matrix_text(what, n) + " is " +
@@ -754,20 +936,20 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
         short_number(smallest) + " (largest magnitude " + short_number(largest) + ", tolerance " + short_number(zero) +
         "); the fractional power " + short_number(p) + " needs a symmetric positive (semi)definite matrix");
   }
-  // a^p = sum_j w_j^p v_j v_j^T = U U^T with column j of U = w_j^(p/2) v_j.
+  // a^p = sum_j w_j^p v_j v_j^T = U U^T with column j of U = w_j^(p/2) v_j (complex: U U^H).
   for (std::size_t j = 0; j < n; ++j) {
     const double wj = std::max(0.0, static_cast<double>(w[j]));
-    const T f = static_cast<T>(wj == 0.0 ? 0.0 : std::pow(wj, p / 2));
+    const auto f = static_cast<real_type_t<T>>(wj == 0.0 ? 0.0 : std::pow(wj, p / 2));
     T* column = vectors.get() + j * n;
     for (std::size_t i = 0; i < n; ++i) column[i] *= f;
   }
   syrk_cm(ln, vectors.get(), out);
   for (std::size_t j = 0; j < n; ++j) {
-    for (std::size_t i = 0; i < j; ++i) out[i * n + j] = out[j * n + i];  // mirror: exactly symmetric
+    for (std::size_t i = 0; i < j; ++i) out[i * n + j] = conjugate(out[j * n + i]);  // mirror: exactly symmetric
   }
   // Finite input, so an entry beyond the range is an overflow (the power -1.5 of 1e-310 I).
   for (std::size_t k = 0; k < n * n; ++k) {
-    if (!std::isfinite(out[k])) {
+    if (!is_finite_entry(out[k])) {
       throw_overflow<T>("pow", what, n, ("the power " + short_number(p)).c_str(),
                         "its entry (" + std::to_string(k / n) + ", " + std::to_string(k % n) +
                             ") is out of range (its eigenvalues run from " + short_number(static_cast<double>(w[0])) +
@@ -792,7 +974,7 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
   template KernelCount inverse<T>(const T*, std::size_t, T*, std::string_view);                                   \
   template KernelCount solve<T>(const T*, std::size_t, const T*, std::size_t, std::size_t, T*, std::string_view); \
   template KernelCount spd_power<T>(const T*, std::size_t, double, T*, std::string_view);
-TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_LINALG)
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_LINALG)
 #undef TENEX_INSTANTIATE_LINALG
 
 }  // namespace tenex::detail::cpu

@@ -4,6 +4,13 @@
 // writes row-major results. Every LAPACK status goes through one checking wrapper: a
 // failure throws tenex::NumericalError naming the routine and its info value.
 //
+// T is float, double, std::complex<float> or std::complex<double>. For complex T read
+// "symmetric" as Hermitian (a = a^H), "transpose" in a factorization (l l^T, V^T b V, Q^T Q)
+// as the conjugate transpose, and "orthogonal" as unitary; LAPACK's c and z routines run
+// (heevd, hegvd, ungqr, herk where the real code has syevd, sygvd, orgqr, syrk).
+// Eigenvalues and singular values are real: for complex T they are written as complex
+// numbers with imaginary part exactly 0.
+//
 // Conventions shared by every routine (a CUDA backend must follow them so that backends
 // agree element by element wherever the factorization is unique up to signs):
 // - Symmetric inputs (cholesky, both eigen solvers) are read from the LOWER triangle only.
@@ -12,7 +19,14 @@
 //   free. We fix it: every eigenvector and every left singular vector has its entry of
 //   largest magnitude (the first such, on ties) positive; R of QR has a non-negative
 //   diagonal. A singular pair and a QR column/row pair are flipped together, so the
-//   factorization stays exact.
+//   factorization stays exact. Complex: the phase is fixed likewise, the column multiplied
+//   by the unit factor that makes that entry real and positive (the entry is then stored as
+//   exactly its magnitude), the paired row of Vt by its conjugate; R's diagonal is real and
+//   non-negative, column i of Q taking the conjugate of row i's factor.
+// - Complex Hermitian inputs: the diagonal must be real. cholesky, which reads only the
+//   lower triangle, rejects (NumericalError) an imaginary part on the diagonal above
+//   symmetry_tolerance relative to max |a|, which LAPACK would drop silently; the other
+//   Hermitian-only routines count it in the Hermitian check (require_symmetric).
 // - An input with a NaN or infinity (in the part that is read) throws NumericalError
 //   before LAPACK sees it.
 // - Flop counts (KernelCount::flops) are the usual textbook leading terms, k = min(m, n):
@@ -21,7 +35,8 @@
 //     geqrf 2mnk - 2k^3/3, orgqr (m x k from k reflectors) 2mk^2 - 2k^3/3;
 //     gesdd/gesvd (thin U, Vt) 14 M N^2 + 8 N^3 with M = max(m,n), N = min(m,n)
 //     (Golub & Van Loan, "U1, Sigma, V"), counted again when gesvd runs as a fallback;
-//     matrix power 2n^3 per gemm.
+//     matrix power 2n^3 per gemm. Complex matrices count the same formulas (operations on
+//     complex numbers, as contractions count their products).
 #pragma once
 
 #include <cstddef>
@@ -31,27 +46,29 @@
 
 namespace tenex::detail::cpu {
 
-/// l = lower Cholesky factor of a (n x n), a = l l^T; upper triangle of l set to zero.
+/// l = lower Cholesky factor of a (n x n), a = l l^T (complex: l l^H, real positive diagonal);
+/// upper triangle of l set to zero.
 template <class T>
 KernelCount cholesky(const T* a, std::size_t n, T* l);
 
-/// Symmetric eigenproblem (syevd): values ascending (n), vectors (n x n) with the
-/// eigenvectors as columns: a v_j = w_j v_j for column j.
+/// Symmetric eigenproblem (syevd; complex: Hermitian, heevd): values ascending (n, real),
+/// vectors (n x n) with the eigenvectors as columns: a v_j = w_j v_j for column j.
 template <class T>
 KernelCount eigen_symmetric(const T* a, std::size_t n, T* vectors, T* values);
 
-/// Generalized a v = w b v with b SPD (sygvd, itype 1): values ascending, vectors as
-/// columns normalised so that V^T b V = I.
+/// Generalized a v = w b v with b SPD (sygvd, itype 1; complex: a Hermitian, b Hermitian
+/// positive definite, hegvd): values ascending, vectors as columns normalised so that
+/// V^T b V = I (complex: V^H b V = I).
 template <class T>
 KernelCount eigen_generalized(const T* a, const T* b, std::size_t n, T* vectors, T* values);
 
 /// Reduced QR of a (m x n), k = min(m, n): q (m x k) with orthonormal columns, r (k x n)
-/// upper triangular (geqrf + orgqr).
+/// upper triangular (geqrf + orgqr; complex: ungqr, r with a real diagonal).
 template <class T>
 KernelCount qr(const T* a, std::size_t m, std::size_t n, T* q, T* r);
 
-/// Thin SVD of a (m x n), k = min(m, n): u (m x k), s (k, descending, non-negative),
-/// vt (k x n). gesdd, falling back to gesvd when gesdd does not converge.
+/// Thin SVD of a (m x n), k = min(m, n): u (m x k), s (k, descending, non-negative, real),
+/// vt (k x n); a = u diag(s) vt. gesdd, falling back to gesvd when gesdd does not converge.
 template <class T>
 KernelCount svd(const T* a, std::size_t m, std::size_t n, T* u, T* s, T* vt);
 
@@ -69,11 +86,14 @@ KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out);
 /// Relative tolerance of the symmetry check of the symmetric-only functions (eigen_solve,
 /// pow(a, double)): a is symmetric when max |a_ij - a_ji| <= tol * max |a_ij|, with
 /// tol = max(1024, 16 n) * epsilon: room for the rounding of a matrix assembled by products.
+/// Complex: the epsilon of the real type, and the check is the Hermitian one (require_symmetric).
 template <class T>
 double symmetry_tolerance(std::size_t n);
 
 /// Throws NumericalError naming `operation`, the largest asymmetry and where it is, unless
 /// a (n x n) is symmetric to `relative_tolerance` (NaN entries are left to the finiteness checks).
+/// Complex: Hermitian, max |a_ij - conj(a_ji)| over i >= j (the diagonal's imaginary parts
+/// count), "is not Hermitian" in the message.
 template <class T>
 void require_symmetric(const T* a, std::size_t n, double relative_tolerance, const char* operation,
                        std::string_view what = {});
@@ -84,8 +104,8 @@ KernelCount inverse(const T* a, std::size_t n, T* out, std::string_view what = {
 
 /// x = a^-1 b, a (n x n); b and x laid out alike as (outer, n, inner) row-major: the solved
 /// mode has extent n, every (outer, inner) pair is one right-hand side. a symmetric to
-/// working precision (max |a_ij - a_ji| <= n epsilon max |a|) is tried with Cholesky (potrf,
-/// potrs) first; otherwise, or when a is not positive definite, LU (getrf, getrs).
+/// working precision (max |a_ij - a_ji| <= n epsilon max |a|; complex: Hermitian) is tried with
+/// Cholesky (potrf, potrs) first; otherwise, or when a is not positive definite, LU (getrf, getrs).
 /// Singular: NumericalError.
 template <class T>
 KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std::size_t inner, T* x,
@@ -95,7 +115,8 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
 /// from its lower triangle after the symmetry check (symmetry_tolerance). Eigenvalues within
 /// n epsilon max |w| of zero count as zero: for p > 0 those slightly negative are clamped to
 /// zero, for p < 0 a zero or negative eigenvalue is a NumericalError, as is, for any p, an
-/// eigenvalue below that tolerance. out is exactly symmetric (syrk).
+/// eigenvalue below that tolerance. out is exactly symmetric (syrk). Complex: a Hermitian,
+/// out = V diag(w^p) V^H exactly Hermitian (herk, with a real diagonal).
 template <class T>
 KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_view what = {});
 
@@ -107,32 +128,5 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
 ///   "dpotrf failed (info = 3): the leading minor of order 3 is not positive definite ..."
 /// A cuSOLVER backend can pass its devInfo here to get the same messages.
 void check_lapack_info(const char* routine, long long info, std::size_t n);
-
-// Complex matrices: linalg_complex.cpp (linalg.cpp holds float and double).
-#define TENEX_DECLARE_LINALG_COMPLEX(T)                                                                  \
-  template <>                                                                                            \
-  KernelCount cholesky<T>(const T*, std::size_t, T*);                                                    \
-  template <>                                                                                            \
-  KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);                                         \
-  template <>                                                                                            \
-  KernelCount eigen_generalized<T>(const T*, const T*, std::size_t, T*, T*);                             \
-  template <>                                                                                            \
-  KernelCount qr<T>(const T*, std::size_t, std::size_t, T*, T*);                                         \
-  template <>                                                                                            \
-  KernelCount svd<T>(const T*, std::size_t, std::size_t, T*, T*, T*);                                    \
-  template <>                                                                                            \
-  KernelCount matrix_power<T>(const T*, std::size_t, unsigned, T*);                                      \
-  template <>                                                                                            \
-  double symmetry_tolerance<T>(std::size_t);                                                             \
-  template <>                                                                                            \
-  void require_symmetric<T>(const T*, std::size_t, double, const char*, std::string_view);               \
-  template <>                                                                                            \
-  KernelCount inverse<T>(const T*, std::size_t, T*, std::string_view);                                   \
-  template <>                                                                                            \
-  KernelCount solve<T>(const T*, std::size_t, const T*, std::size_t, std::size_t, T*, std::string_view); \
-  template <>                                                                                            \
-  KernelCount spd_power<T>(const T*, std::size_t, double, T*, std::string_view);
-TENEX_FOR_EACH_COMPLEX_SCALAR(TENEX_DECLARE_LINALG_COMPLEX)
-#undef TENEX_DECLARE_LINALG_COMPLEX
 
 }  // namespace tenex::detail::cpu
