@@ -43,8 +43,8 @@ using tuning::kOutputSpread;
 using tuning::kPlansTried;
 using tuning::kPlansTriedSmall;
 
-// The candidates a search times, from the model's plans (contraction_plan.hpp):
-// The cheapest plan first; where it writes c through a buffer or tiles (and is worth
+// The candidates a search times, from the model's plans (contraction_plan.hpp): the cheapest
+// plan first; where it writes c through a buffer or tiles (and is worth
 // timing), its twin with the buffer in the other order next (or, where it has none, the
 // cheapest plan with the same groups and the other order), whatever the model predicts
 // for it; the narrow and GETT kernels where they run (the GETT kernel first instead where the
