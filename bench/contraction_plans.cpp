@@ -33,6 +33,7 @@
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
 #include "tenex/backend/cpu/kernels.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
 
 namespace {
 
@@ -160,7 +161,7 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
       model_choice.ms, gemm_ms / model_choice.ms, plans, timed.size());
   const auto prepared = cpu::contraction::prepare(sizeof(T), true, ea, ma, eb, mb, mc);
   for (const auto& plan :
-       cpu::contraction::candidate_plans(prepared.problem, prepared.flops, cpu::contraction::kPlansTried)) {
+       cpu::plan_search::candidate_plans(prepared.problem, prepared.flops, cpu::plan_search::kPlansTried)) {
     std::printf("  candidate: %s\n", cpu::contraction::describe(prepared.problem, plan).c_str());
   }
   for (std::size_t x = 0; x < std::min(top, timed.size()); ++x) {

@@ -1576,8 +1576,9 @@ TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in t
     return bytes >= kCachedBytes ? bytes : 0;
   };
   bool buffered = false, permuted = false;
-  for (const contraction::Plan& plan : plans) {
-    if (plan.naive) continue;
+  for (const contraction::Plan& any : plans) {
+    if (!any.gemm()) continue;  // the plain loops take none; the other kernels, one small panel
+    const contraction::Gemm& plan = *any.gemm();
     std::size_t least = 0;
     if (plan.output == contraction::Output::buffered) least += kept(p.size[contraction::kC]);
     if (plan.output != contraction::Output::tiled || !plan.tile_pack) {
@@ -1594,11 +1595,11 @@ TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in t
     buffered = buffered || plan.output == contraction::Output::buffered;
     permuted = permuted || plan.permute_a;
     tenex::release_cached_memory();
-    contraction::prefault_scratch<double>(p, plan);
+    contraction::prefault_scratch<double>(p, any);
 #if defined(__SANITIZE_ADDRESS__)
     CHECK(tenex::cached_memory_bytes() == 0);  // nothing is cached under AddressSanitizer
 #else
-    INFO(contraction::describe(p, plan));
+    INFO(contraction::describe(p, any));
     CHECK(tenex::cached_memory_bytes() >= least);
 #endif
   }
@@ -1631,13 +1632,14 @@ TEST_CASE("cpu kernels: the plan search times the fewest GEMM calls and each way
                                                                 shape.b_extents, shape.b_modes, shape.c_modes);
     const contraction::Problem& p = prepared.problem;
     const std::vector<contraction::Plan> candidates =
-        contraction::candidate_plans(p, prepared.flops, contraction::kPlansTried);
+        cpu::plan_search::candidate_plans(p, prepared.flops, cpu::plan_search::kPlansTried);
     const std::vector<contraction::Plan>& plans = contraction::all_plans(p, prepared.flops);
     REQUIRE(!candidates.empty());
-    CHECK(candidates.size() <= contraction::kPlansTried);
+    CHECK(candidates.size() <= cpu::plan_search::kPlansTried);
     const contraction::Plan& best = candidates.front();
-    REQUIRE(!best.naive);
-    auto calls = [&](const contraction::Plan& x) {
+    REQUIRE(!best.naive());
+    auto calls = [&](const contraction::Plan& plan) {
+      const contraction::Gemm& x = contraction::memory_layout(plan);
       std::size_t all = 1;
       for (std::size_t e : p.extent) all *= e;
       return all /
@@ -1645,14 +1647,16 @@ TEST_CASE("cpu kernels: the plan search times the fewest GEMM calls and each way
     };
     std::size_t fewest_near = calls(best);
     for (const contraction::Plan& plan : plans) {
-      if (plan.naive) continue;
+      if (plan.naive()) continue;
       CHECK(plan.seconds >= best.seconds);
-      if (plan.seconds <= best.seconds * contraction::kCandidateSpread) {
+      if (plan.seconds <= best.seconds * cpu::plan_search::kCandidateSpread) {
         fewest_near = std::min(fewest_near, calls(plan));
       }
-      if (plan.seconds > best.seconds * contraction::kOutputSpread) continue;
+      if (plan.seconds > best.seconds * cpu::plan_search::kOutputSpread) continue;
+      const contraction::Gemm& layout = contraction::memory_layout(plan);
       const bool written = std::any_of(candidates.begin(), candidates.end(), [&](const contraction::Plan& x) {
-        return x.output == plan.output && x.flip_c == plan.flip_c;
+        return contraction::memory_layout(x).output == layout.output &&
+               contraction::memory_layout(x).flip_c == layout.flip_c;
       });
       INFO(contraction::describe(p, plan));
       CHECK(written);
@@ -1682,15 +1686,15 @@ TEST_CASE("cpu kernels: a small problem's search times more candidates, the chea
                              {0, 4, 5, 6, 7}, {5, 1, 2, 6, 7, 3});
     const contraction::Problem& p = prepared.problem;
     const std::vector<contraction::Plan> few =
-        contraction::candidate_plans(p, prepared.flops, contraction::kPlansTried);
+        cpu::plan_search::candidate_plans(p, prepared.flops, cpu::plan_search::kPlansTried);
     const std::vector<contraction::Plan> many =
-        contraction::candidate_plans(p, prepared.flops, contraction::kPlansTried, search_seconds);
+        cpu::plan_search::candidate_plans(p, prepared.flops, cpu::plan_search::kPlansTried, search_seconds);
     REQUIRE(!many.empty());
-    REQUIRE(!many.front().naive);
-    CHECK(few.size() <= contraction::kPlansTried);
-    const double fit = std::min(search_seconds / many.front().seconds, double(contraction::kPlansTriedSmall));
-    if (threads.held) CHECK(fit > double(contraction::kPlansTried));  // small enough to search wider
-    CHECK(many.size() <= contraction::kPlansTriedSmall);
+    REQUIRE(!many.front().naive());
+    CHECK(few.size() <= cpu::plan_search::kPlansTried);
+    const double fit = std::min(search_seconds / many.front().seconds, double(cpu::plan_search::kPlansTriedSmall));
+    if (threads.held) CHECK(fit > double(cpu::plan_search::kPlansTried));  // small enough to search wider
+    CHECK(many.size() <= cpu::plan_search::kPlansTriedSmall);
     // The first few are the same as without the wider search.
     for (std::size_t x = 0; x < few.size(); ++x) {
       CHECK(contraction::describe(p, few[x]) == contraction::describe(p, many[x]));
@@ -1703,13 +1707,14 @@ TEST_CASE("cpu kernels: a small problem's search times more candidates, the chea
     // Every plan within kOutputSpread of the cheapest, cheapest first (all_plans has them all).
     std::vector<const contraction::Plan*> near;
     for (const contraction::Plan& plan : contraction::all_plans(p, prepared.flops)) {
-      if (!plan.naive && plan.seconds <= many.front().seconds * contraction::kOutputSpread) near.push_back(&plan);
+      if (!plan.naive() && plan.seconds <= many.front().seconds * cpu::plan_search::kOutputSpread)
+        near.push_back(&plan);
     }
     std::stable_sort(near.begin(), near.end(), [](auto* x, auto* y) { return x->seconds < y->seconds; });
     const std::size_t expected = std::min(static_cast<std::size_t>(fit), near.size());
     CHECK(many.size() >= expected);
     // The plans the model ranks first are all among them (the filler takes the cheapest left).
-    for (std::size_t x = 0; x + contraction::kPlansTried < expected; ++x) {
+    for (std::size_t x = 0; x + cpu::plan_search::kPlansTried < expected; ++x) {
       const std::string text = contraction::describe(p, *near[x]);
       INFO(text);
       CHECK(std::find(texts.begin(), texts.end(), text) != texts.end());
@@ -1718,15 +1723,16 @@ TEST_CASE("cpu kernels: a small problem's search times more candidates, the chea
   {
     const contraction::Prepared prepared =
         contraction::prepare(sizeof(double), true, {170, 161, 170}, {0, 2, 3}, {170, 161}, {3, 1}, {0, 1, 2});
-    CHECK(contraction::candidate_plans(prepared.problem, prepared.flops, contraction::kPlansTried, search_seconds)
-              .size() <= contraction::kPlansTried);
+    CHECK(cpu::plan_search::candidate_plans(prepared.problem, prepared.flops, cpu::plan_search::kPlansTried,
+                                            search_seconds)
+              .size() <= cpu::plan_search::kPlansTried);
   }
 }
 
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: an operand packed chunk by chunk along k gives the right result", T,
                           cpu_kernels_contract_chunks) {
   // acd,dbc->ab (tccg13's shape): b holds k = (c, d) with b between them, so a plan permutes
-  // b, whole or (Plan::k_chunk) chunk by chunk along c while a is read as it is. With c = 7
+  // b, whole or (Gemm::k_chunk) chunk by chunk along c while a is read as it is. With c = 7
   // and chunks of 4, the last chunk is shorter. Every plan runs, with beta 0 and with beta
   // that reads c, against the reference.
   std::mt19937 rng(29);
@@ -1741,12 +1747,13 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: an operand packed chunk by chunk along k
       contraction::prepare(sizeof(T), true, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes);
   const std::vector<contraction::Plan>& plans = contraction::all_plans(prepared.problem, prepared.flops);
   bool direct = false, buffered = false;
-  for (const contraction::Plan& plan : plans) {
-    if (plan.k_chunk == 0) continue;
+  for (const contraction::Plan& any : plans) {
+    if (!any.gemm() || any.gemm()->k_chunk == 0) continue;
+    const contraction::Gemm& plan = *any.gemm();
     CHECK(plan.permute_a != plan.permute_b);
     CHECK(plan.output != contraction::Output::tiled);
     CHECK(plan.k_chunk < prepared.problem.extent[static_cast<std::size_t>(plan.gk.front())]);
-    CHECK(contraction::describe(prepared.problem, plan).find("at a time") != std::string::npos);
+    CHECK(contraction::describe(prepared.problem, any).find("at a time") != std::string::npos);
     direct = direct || plan.output == contraction::Output::direct;
     buffered = buffered || plan.output == contraction::Output::buffered;
   }
@@ -1770,17 +1777,19 @@ TEST_CASE("cpu kernels: a large operand is packed in chunks of a few MiB that re
   const contraction::Problem& p = prepared.problem;
   const std::vector<contraction::Plan>& plans = contraction::all_plans(p, prepared.flops);
   double chunked = std::numeric_limits<double>::infinity(), whole = chunked;
-  for (const contraction::Plan& plan : plans) {
-    if (plan.naive || !plan.permute_b || plan.permute_a || plan.output == contraction::Output::tiled) continue;
+  for (const contraction::Plan& any : plans) {
+    if (!any.gemm()) continue;
+    const contraction::Gemm& plan = *any.gemm();
+    if (!plan.permute_b || plan.permute_a || plan.output == contraction::Output::tiled) continue;
     if (plan.k_chunk > 0) {
-      INFO(contraction::describe(p, plan));
+      INFO(contraction::describe(p, any));
       const std::size_t bytes =
           p.size[contraction::kB] / p.extent[static_cast<std::size_t>(plan.gk.front())] * plan.k_chunk * 8;
       CHECK(bytes <= std::size_t{8} << 20);
       CHECK(plan.k_chunk >= 16);
-      chunked = std::min(chunked, plan.seconds);
+      chunked = std::min(chunked, any.seconds);
     } else {
-      whole = std::min(whole, plan.seconds);
+      whole = std::min(whole, any.seconds);
     }
   }
   if (threads.held) CHECK(chunked < whole);

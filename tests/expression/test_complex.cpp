@@ -83,8 +83,8 @@ TEST_CASE_TEMPLATE_DEFINE("complex: matrix products with conj on either operand 
         case 1: c("i,j") = tenex::conj(x("i,k")) * y("k,j"); break;
         case 2: c("i,j") = x("i,k") * tenex::conj(y("k,j")); break;
         case 3: c("i,j") = tenex::conj(x("i,k")) * tenex::conj(y("k,j")); break;
-        case 4: c("i,j") = tenex::conj(x("i,k")) * yt("j,k"); break;      // b transposed
-        default: c("j,i") = x("i,k") * tenex::conj(yt("j,k")); break;     // c transposed too
+        case 4: c("i,j") = tenex::conj(x("i,k")) * yt("j,k"); break;   // b transposed
+        default: c("j,i") = x("i,k") * tenex::conj(yt("j,k")); break;  // c transposed too
       }
       for (std::size_t i = 0; i < m; ++i) {
         for (std::size_t j = 0; j < n; ++j) {
@@ -282,7 +282,8 @@ TEST_CASE_TEMPLATE_DEFINE("complex: what needs an order is a tenex::Error naming
   // A complex factor on a real expression (the operators refuse it at compile time; the
   // class at run time).
   Tensor<typename T::value_type> real({2});
-  CHECK(error_of([&] { tenex::Scale<Tensor<typename T::value_type>>(real("i"), std::complex<double>(0, 1)); })
-            .find("complex factor") != std::string::npos);
+  CHECK(error_of([&] {
+          tenex::Scale<Tensor<typename T::value_type>>(real("i"), std::complex<double>(0, 1));
+        }).find("complex factor") != std::string::npos);
 }
 TEST_CASE_TEMPLATE_APPLY(complex_errors, tenex_test::ComplexScalars);

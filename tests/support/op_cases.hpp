@@ -13,6 +13,7 @@
 // without a matching entry in field_changes().
 #pragma once
 
+#include <complex>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -364,10 +365,9 @@ struct OpCase<tenex::MaskParams> {
 
 /// The function of the fused case: one object for the whole process (compared by identity).
 inline std::shared_ptr<const tenex::ScalarFunction> sample_scalar_function() {
-  static const auto f = std::make_shared<const tenex::ScalarFunction>(
-      tenex::ScalarFunction{"twice", [](double x) { return 2 * x; }, [](float x) { return 2 * x; },
-                            [](std::complex<float> x) { return 2.0f * x; },
-                            [](std::complex<double> x) { return 2.0 * x; }});
+  static const auto f = std::make_shared<const tenex::ScalarFunction>(tenex::ScalarFunction{
+      "twice", [](double x) { return 2 * x; }, [](float x) { return 2 * x; },
+      [](std::complex<float> x) { return 2.0f * x; }, [](std::complex<double> x) { return 2.0 * x; }});
   return f;
 }
 

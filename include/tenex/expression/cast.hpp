@@ -77,9 +77,9 @@ Unary<Tensor<R>> norm2(const Expression<Tensor<std::complex<R>>>& e) {
 }
 
 #define TENEX_DECLARE_CAST_FROM(U, V) extern template class Cast<U, V>;
-#define TENEX_DECLARE_CAST(U)          \
-  TENEX_DECLARE_CAST_FROM(U, float)    \
-  TENEX_DECLARE_CAST_FROM(U, double)   \
+#define TENEX_DECLARE_CAST(U)                     \
+  TENEX_DECLARE_CAST_FROM(U, float)               \
+  TENEX_DECLARE_CAST_FROM(U, double)              \
   TENEX_DECLARE_CAST_FROM(U, std::complex<float>) \
   TENEX_DECLARE_CAST_FROM(U, std::complex<double>)
 TENEX_FOR_EACH_SCALAR(TENEX_DECLARE_CAST)

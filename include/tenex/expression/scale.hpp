@@ -38,19 +38,15 @@ Scale<T> operator-(const Expression<T>& operand);
 /// Complex scalars on either side of a complex expression: `std::complex<double>(0, 1) * a("i")`.
 /// On a real expression they are a compile error: cast it first (tenex::cast).
 template <class T>
-  requires is_complex_v<typename ObjectTraits<T>::scalar>
-Scale<T> operator*(std::complex<double> factor, const Expression<T>& operand) {
-  return Scale<T>(operand, factor);
-}
+requires is_complex_v<typename ObjectTraits<T>::scalar> Scale<T>
+operator*(std::complex<double> factor, const Expression<T>& operand) { return Scale<T>(operand, factor); }
 template <class T>
-  requires is_complex_v<typename ObjectTraits<T>::scalar>
-Scale<T> operator*(const Expression<T>& operand, std::complex<double> factor) {
-  return Scale<T>(operand, factor);
-}
+requires is_complex_v<typename ObjectTraits<T>::scalar> Scale<T>
+operator*(const Expression<T>& operand, std::complex<double> factor) { return Scale<T>(operand, factor); }
 /// Throws tenex::Error for a divisor of 0.
 template <class T>
-  requires is_complex_v<typename ObjectTraits<T>::scalar>
-Scale<T> operator/(const Expression<T>& operand, std::complex<double> divisor) {
+requires is_complex_v<typename ObjectTraits<T>::scalar> Scale<T>
+operator/(const Expression<T>& operand, std::complex<double> divisor) {
   if (divisor == 0.0) throw Error("tenex: Scale: division of " + operand.to_string() + " by the scalar 0");
   return Scale<T>(operand, 1.0 / divisor);
 }

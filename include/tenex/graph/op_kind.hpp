@@ -166,8 +166,8 @@ struct FusedInstr {
 /// A C++ callable applied element-wise (tenex::map). Only the CPU runs it.
 struct ScalarFunction {
   std::string name;
-  std::function<double(double)> f64;  // set for double sets
-  std::function<float(float)> f32;    // set for float sets
+  std::function<double(double)> f64;                               // set for double sets
+  std::function<float(float)> f32;                                 // set for float sets
   std::function<std::complex<float>(std::complex<float>)> c64;     // set for complex<float> sets
   std::function<std::complex<double>(std::complex<double>)> c128;  // set for complex<double> sets
 };

@@ -34,7 +34,6 @@ U convert(V v) {
 
 template <class U, class V>
 class CastProducer final : public Producer {
-
  public:
   CastProducer(std::shared_ptr<Tensor<V>> source, std::shared_ptr<Storage<U>> target)
       : source_(std::move(source)), target_(std::move(target)) {}
@@ -99,8 +98,7 @@ Cast<U, V>::Cast(const Expression<Tensor<V>>& operand)
 template <class R>
 ComplexPart<R>::ComplexPart(const Expression<Tensor<std::complex<R>>>& operand, FusedOp part)
     : Expression<Tensor<R>>([&] {
-        if (part != FusedOp::real_part && part != FusedOp::imag_part && part != FusedOp::abs &&
-            part != FusedOp::arg) {
+        if (part != FusedOp::real_part && part != FusedOp::imag_part && part != FusedOp::abs && part != FusedOp::arg) {
           throw Error("tenex: ComplexPart of " + operand.to_string() + ": " + std::string(fused_op_name(part)) +
                       " is not real, imag, abs or arg");
         }
@@ -108,9 +106,9 @@ ComplexPart<R>::ComplexPart(const Expression<Tensor<std::complex<R>>>& operand, 
       }()) {}
 
 #define TENEX_INSTANTIATE_CAST_FROM(U, V) template class Cast<U, V>;
-#define TENEX_INSTANTIATE_CAST(U)                  \
-  TENEX_INSTANTIATE_CAST_FROM(U, float)            \
-  TENEX_INSTANTIATE_CAST_FROM(U, double)           \
+#define TENEX_INSTANTIATE_CAST(U)                     \
+  TENEX_INSTANTIATE_CAST_FROM(U, float)               \
+  TENEX_INSTANTIATE_CAST_FROM(U, double)              \
   TENEX_INSTANTIATE_CAST_FROM(U, std::complex<float>) \
   TENEX_INSTANTIATE_CAST_FROM(U, std::complex<double>)
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CAST)

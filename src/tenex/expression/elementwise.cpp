@@ -137,8 +137,7 @@ Reduction<T>::Reduction(const Expression<T>& operand, std::string_view labels, R
         const char* name = detail::reduce_name(op);
         const detail::NodePtr a = detail::einstein_operand(detail::operand_node(operand));
         if (op != ReduceOp::sum && is_complex_dtype(a->dtype)) {
-          throw Error(std::string("tenex: ") + name + " of " + operand.to_string() +
-                      ": complex numbers have no order");
+          throw Error(std::string("tenex: ") + name + " of " + operand.to_string() + ": complex numbers have no order");
         }
         std::vector<std::string> reduced = detail::parse_labels(labels);
         for (std::size_t i = 0; i < reduced.size(); ++i) {

@@ -120,7 +120,8 @@ NodeId MultiplicationNode::emit(Lowering& lowering, const std::vector<std::strin
 
 NodeId ScaleNode::emit(Lowering& lowering, const std::vector<std::string>& keep,
                        const std::vector<NodeId>& children) const {
-  return lowering.add(ScaleParams{factor, factor_imag}, keep, extents_of(*this, keep), {lowering.reduce_to(children[0], keep)});
+  return lowering.add(ScaleParams{factor, factor_imag}, keep, extents_of(*this, keep),
+                      {lowering.reduce_to(children[0], keep)});
 }
 
 NodeId PermutationNode::emit(Lowering& lowering, const std::vector<std::string>& keep,

@@ -4,9 +4,10 @@
 // The steps, each in its own file:
 //   - contraction_problem: the modes and extents checked, and the canonical problem;
 //   - operand_reduction: modes that one operand holds alone summed out of it;
-//   - contraction_plan: the candidate plans, their cost model, and the plan caches;
-//   - plan_search: which candidate runs on each call (TENEX_PLAN_SEARCH), and the plans kept
-//     for every thread and the plan file (plan_file);
+//   - contraction_plan: the plans (each one kernel kind: plain loops, narrow, GETT or GEMM),
+//     their cost model, and the plan caches;
+//   - plan_search: the candidates worth timing, which one runs on each call
+//     (TENEX_PLAN_SEARCH), and the plans kept for every thread and the plan file (plan_file);
 //   - plan_execution: the plain loops, or the chosen plan: operands packed afresh
 //     (operand_layout), the GEMMs of the loop nest (gemm_nest, gemm_call), c written in
 //     place, through a buffer or by tiles;
@@ -23,7 +24,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -49,7 +49,6 @@ using contraction::prepare;
 using contraction::Prepared;
 using contraction::Problem;
 using contraction::reduce_operand;
-using contraction::run_naive;
 using contraction::run_plan;
 
 template <class T>
@@ -117,24 +116,6 @@ Planned& planned(std::size_t element_size, bool complex, bool beta_zero, const E
   return recent.back();
 }
 
-// Records, for explain() and the tests, that `x` of the search's candidates ran (`runs`
-// plans in this call).
-void ran(plan_search::Search& search, const Problem& p, std::size_t x, std::size_t runs) {
-  if (search.ran_index != x || !search.ran) {
-    search.ran = std::make_shared<const std::string>(plan_search::plan_identity(p, search.candidates[x]));
-    search.ran_index = x;
-  }
-  plan_search::note(search);
-  plan_search::LastCall& last = plan_search::last_call();
-  last.plan_runs = runs;
-  last.origin = search.origin;
-  last.candidates = search.candidates.size();
-  last.tried =
-      search.mode == plan_search::Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
-  last.chosen = search.chosen;
-  last.plan = search.ran;
-}
-
 // contract(), running `forced` (an index into all_plans) when given, else the cheapest plan.
 template <class T>
 KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
@@ -192,7 +173,7 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
             return timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls);
           });
       plan_search::publish(search, p, prepared.flops);
-      ran(search, p, std::min(last, search.candidates.size() - 1), runs);
+      plan_search::ran(search, p, std::min(last, search.candidates.size() - 1), runs);
       counted.calls += calls;
       return counted;
     }
@@ -201,17 +182,13 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
       if (timed) {
         plan_search::measure_record(search, timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls));
         if (search.chosen) plan_search::publish(search, p, prepared.flops);
-        ran(search, p, std::min(x, search.candidates.size() - 1), 1);
+        plan_search::ran(search, p, std::min(x, search.candidates.size() - 1), 1);
         counted.calls += calls;
         return counted;
       }
       chosen = &search.candidates[x];
-      ran(search, p, x, 1);
+      plan_search::ran(search, p, x, 1);
     } else if (search.mode == plan_search::Mode::amortized && !search.chosen) {
-      plan_search::LastCall& last = plan_search::last_call();
-      last.spent = search.spent;
-      last.accumulated = search.accumulated;
-      last.model_seconds = search.model_seconds;
       const plan_search::Step step = plan_search::next_step(search);
       if (step.timed) {
         const Plan& plan = search.candidates[step.candidate];
@@ -227,18 +204,18 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
         }
         plan_search::record(search, step, seconds);
         if (search.chosen) plan_search::publish(search, p, prepared.flops);
-        ran(search, p, step.candidate, 1);
+        plan_search::ran(search, p, step.candidate, 1);
         counted.calls += calls;
         return counted;
       }
       chosen = &search.candidates[step.candidate];
-      ran(search, p, step.candidate, 1);
+      plan_search::ran(search, p, step.candidate, 1);
     } else {
       chosen = &search.candidates[*search.chosen];
-      ran(search, p, *search.chosen, 1);
+      plan_search::ran(search, p, *search.chosen, 1);
     }
   }
-  counted.calls += chosen->naive ? run_naive(p, alpha, a, b, beta, c) : run_plan(p, *chosen, alpha, a, b, beta, c);
+  counted.calls += run_plan(p, *chosen, alpha, a, b, beta, c);
   return counted;
 }
 

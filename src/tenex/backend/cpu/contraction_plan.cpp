@@ -5,7 +5,7 @@
 // operand out afresh:
 //   - a or b is permuted whole into a layout that suits the GEMM (cheap when it is small),
 //     or, where the other is read as it is, chunk by chunk along the slowest k mode into a
-//     buffer that stays in cache, the GEMMs accumulating over the chunks (Plan::k_chunk);
+//     buffer that stays in cache, the GEMMs accumulating over the chunks (Gemm::k_chunk);
 //   - c is written to a buffer laid out for the GEMM and permuted into place, either whole
 //     ("buffered") or one tile at a time, by tasks that loop over some outer modes of c
 //     ("tiled"): a tile stays in cache between the GEMMs that write it and the copy that
@@ -19,11 +19,13 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tenex/backend/cpu/gemm_call.hpp"
@@ -55,7 +57,6 @@ using tuning::kPermuteBandwidth;
 using tuning::kPrefetchRunBytes;
 using tuning::kScatteredRunSeconds;
 using tuning::kTiledSearchMin;
-using tuning::kTwinSeconds;
 using tuning::repack_bytes;
 using tuning::tile_bytes;
 
@@ -117,13 +118,13 @@ double far_rows(std::size_t x, std::ptrdiff_t sx, std::size_t y, std::ptrdiff_t 
   return static_cast<double>(rows);
 }
 
-// Plan::k_chunk for a plan that could pack its permuted operand chunk by chunk: chunks of
+// Gemm::k_chunk for a plan that could pack its permuted operand chunk by chunk: chunks of
 // about kChunkBytes, each reading runs of kChunkRunBytes or more; 0 where the plan permutes
 // no operand or both, tiles c, or the operand fits the cache (then it is permuted whole).
 // `every` (the list of all plans a test runs) also chunks small operands, in two or more
 // chunks, so that the path runs at small extents.
-std::size_t chunk_length(const Problem& p, const Plan& plan, bool every) {
-  if (plan.naive || plan.permute_a == plan.permute_b || plan.output == Output::tiled || plan.gk.empty()) return 0;
+std::size_t chunk_length(const Problem& p, const Gemm& plan, bool every) {
+  if (plan.permute_a == plan.permute_b || plan.output == Output::tiled || plan.gk.empty()) return 0;
   const int op = plan.permute_a ? kA : kB;
   const auto kc = static_cast<std::size_t>(plan.gk.front());
   const std::size_t extent = p.extent[kc];
@@ -166,23 +167,6 @@ double narrow_seconds(const Problem& p) {
   return std::max(compute, memory) + permute_seconds(panel * es) + kCallSeconds;
 }
 
-// A plan that runs one of the kernels without GEMM (`kernel`: &Plan::narrow or &Plan::gett).
-Plan kernel_plan(bool Plan::*kernel, double seconds) {
-  Plan plan;
-  plan.naive = false;
-  plan.*kernel = true;
-  plan.seconds = seconds;
-  return plan;
-}
-
-// The narrow kernel's plan, where it can run. It is not among the plans for_each_plan
-// visits: the model's guess at it is rough (kNarrowEfficiency), so it never ranks the plans,
-// and is only timed (candidate_plans).
-std::optional<Plan> narrow_plan(const Problem& p) {
-  if (narrow_small_operand(p) < 0) return std::nullopt;
-  return kernel_plan(&Plan::narrow, narrow_seconds(p));
-}
-
 // Seconds the GETT kernel is expected to take: its arithmetic (the panel operand's free values
 // padded to whole panels) at the GETT rate (probed, or kGettEfficiency of the GEMM's constant),
 // or the strip operand and c through memory where that takes longer.
@@ -199,25 +183,8 @@ double gett_seconds(const Problem& p) {
   return std::max(compute, memory) + kCallSeconds;
 }
 
-// The GETT kernel's plan, where it can run.
-std::optional<Plan> gett_plan(const Problem& p) {
-  if (gett_panel_operand(p) < 0) return std::nullopt;
-  return kernel_plan(&Plan::gett, gett_seconds(p));
-}
-
-// The GETT kernel's plan where the model may rank it against the GEMM plans: where both rates
-// were probed on this machine (or loaded), so that the model compares the two rates it gets
-// (where the BLAS is slow, the kernel can be several times faster; where it is fast, slower).
-// With the constants it is only timed, as the narrow kernel always is.
-std::optional<Plan> ranked_gett_plan(const Problem& p) {
-  if (!plan_search::gemm_rate(p.element_size).probed || !plan_search::gett_rate(p.element_size).probed) {
-    return std::nullopt;
-  }
-  return gett_plan(p);
-}
-
-// Seconds the plan is expected to take, or infinity when it cannot run.
-double plan_seconds(const Problem& p, const Plan& plan) {
+// Seconds the GEMM plan is expected to take, or infinity when it cannot run.
+double plan_seconds(const Problem& p, const Gemm& plan) {
   const std::size_t m = extent_of(p, plan.gm), n = extent_of(p, plan.gn), k = extent_of(p, plan.gk);
   Geometry g;
   g.m = m;
@@ -367,9 +334,7 @@ double plan_seconds(const Problem& p, const Plan& plan) {
   return seconds;
 }
 
-// Calls visit(plan) for every GEMM plan that can run (finite cost): which of a and b to
-// permute, how c is written, over which tile modes, and which groups to fuse. Tiled plans
-// are left out of small problems unless `all_tiles`.
+// for_each_gemm_plan (contraction_plan.hpp), without a call through std::function per plan.
 template <class Visit>
 void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) {
   const std::vector<char> all(p.modes(), 1);
@@ -404,8 +369,7 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
           runs_n.emplace_back();
           std::vector<Group> ks = runs_k;
           ks.emplace_back();
-          Plan plan;
-          plan.naive = false;
+          Gemm plan;
           plan.permute_a = permute_a;
           plan.permute_b = permute_b;
           plan.output = output;
@@ -425,21 +389,25 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
                     plan.gm = gm;
                     plan.gn = gn;
                     plan.gk = gk;
-                    Plan best = plan;
+                    Gemm best = plan;
+                    double best_seconds = 0;
                     for (int layout = 0; layout < layouts; ++layout) {
                       plan.flip_a = permute_a && layout % 2;
                       plan.flip_b = permute_b && (layout / (permute_a ? 2 : 1)) % 2;
-                      plan.seconds = plan_seconds(p, plan);
-                      if (layout == 0 || plan.seconds < best.seconds) best = plan;
+                      const double seconds = plan_seconds(p, plan);
+                      if (layout == 0 || seconds < best_seconds) {
+                        best = plan;
+                        best_seconds = seconds;
+                      }
                     }
-                    if (best.seconds < std::numeric_limits<double>::infinity()) {
-                      visit(best);
+                    if (best_seconds < std::numeric_limits<double>::infinity()) {
                       // The same plan with its permuted operand packed chunk by chunk.
-                      Plan chunked = best;
+                      Gemm chunked = best;
                       chunked.k_chunk = chunk_length(p, chunked, all_tiles);
+                      visit(Plan{std::move(best), best_seconds});
                       if (chunked.k_chunk > 0) {
-                        chunked.seconds = plan_seconds(p, chunked);
-                        if (chunked.seconds < std::numeric_limits<double>::infinity()) visit(chunked);
+                        const double seconds = plan_seconds(p, chunked);
+                        if (seconds < std::numeric_limits<double>::infinity()) visit(Plan{std::move(chunked), seconds});
                       }
                     }
                   }
@@ -451,16 +419,6 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
       }
     }
   }
-}
-
-Plan make_plan(const Problem& p, double flops) {
-  Plan best;
-  best.seconds = naive_seconds(p);
-  for_each_plan(p, flops, false, [&](const Plan& plan) {
-    if (plan.seconds < best.seconds) best = plan;
-  });
-  if (std::optional<Plan> gett = ranked_gett_plan(p); gett && gett->seconds < best.seconds) best = *gett;
-  return best;
 }
 
 // What a plan depends on: the canonical problem.
@@ -475,6 +433,38 @@ std::vector<std::size_t> plan_key(const Problem& p) {
 }
 
 }  // namespace
+
+std::optional<Plan> narrow_plan(const Problem& p) {
+  if (narrow_small_operand(p) < 0) return std::nullopt;
+  return Plan{Narrow{}, narrow_seconds(p)};
+}
+
+std::optional<Plan> gett_plan(const Problem& p) {
+  if (gett_panel_operand(p) < 0) return std::nullopt;
+  return Plan{Gett{}, gett_seconds(p)};
+}
+
+std::optional<Plan> ranked_gett_plan(const Problem& p) {
+  if (!plan_search::gemm_rate(p.element_size).probed || !plan_search::gett_rate(p.element_size).probed) {
+    return std::nullopt;
+  }
+  return gett_plan(p);
+}
+
+Plan naive_plan(const Problem& p) { return Plan{NaiveLoops{}, naive_seconds(p)}; }
+
+void for_each_gemm_plan(const Problem& p, double flops, bool all_tiles, const std::function<void(const Plan&)>& visit) {
+  for_each_plan(p, flops, all_tiles, visit);
+}
+
+Plan cheapest_plan(const Problem& p, double flops) {
+  Plan best = naive_plan(p);
+  for_each_plan(p, flops, false, [&](const Plan& plan) {
+    if (plan.seconds < best.seconds) best = plan;
+  });
+  if (std::optional<Plan> gett = ranked_gett_plan(p); gett && gett->seconds < best.seconds) best = *gett;
+  return best;
+}
 
 const std::vector<Plan>& all_plans(const Problem& p, double flops) {
   thread_local std::vector<std::size_t> key;
@@ -491,19 +481,28 @@ const std::vector<Plan>& all_plans(const Problem& p, double flops) {
   return plans;
 }
 
-std::string describe(const Problem& p, const Plan& x) {
-  if (x.naive) return "plain loops";
-  if (x.narrow) {
-    const int small = narrow_small_operand(p);
-    return std::string("narrow kernel, ") + (small == kA ? "a" : "b") + " packed; model " +
-           std::to_string(x.seconds * 1e3) + " ms";
-  }
-  if (x.gett) {
-    const bool a_panels = gett_panel_operand(p) == kA;
-    return std::string("GETT kernel, ") + (a_panels ? "a" : "b") + " packed in panels, " + (a_panels ? "b" : "a") +
-           " in strips" + (gett_boxed(p, p.threads) ? ", c written in boxes" : "") + "; model " +
-           std::to_string(x.seconds * 1e3) + " ms";
-  }
+const Gemm& memory_layout(const Plan& plan) {
+  static const Gemm in_place;
+  const Gemm* gemm = plan.gemm();
+  return gemm ? *gemm : in_place;
+}
+
+namespace {
+
+std::string describe_kernel(const Problem&, const NaiveLoops&) { return "plain loops"; }
+
+std::string describe_kernel(const Problem& p, const Narrow&) {
+  const int small = narrow_small_operand(p);
+  return std::string("narrow kernel, ") + (small == kA ? "a" : "b") + " packed";
+}
+
+std::string describe_kernel(const Problem& p, const Gett&) {
+  const bool a_panels = gett_panel_operand(p) == kA;
+  return std::string("GETT kernel, ") + (a_panels ? "a" : "b") + " packed in panels, " + (a_panels ? "b" : "a") +
+         " in strips" + (gett_boxed(p, p.threads) ? ", c written in boxes" : "");
+}
+
+std::string describe_kernel(const Problem& p, const Gemm& x) {
   auto group = [&](const std::vector<int>& g) {
     std::string text = "{";
     for (int d : g) {
@@ -525,135 +524,15 @@ std::string describe(const Problem& p, const Plan& x) {
   }
   if (x.flip_c) text += " (flipped)";
   text += "; m " + group(x.gm) + " n " + group(x.gn) + " k " + group(x.gk);
-  text += "; model " + std::to_string(x.seconds * 1e3) + " ms";
   return text;
 }
 
-std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds) {
-  std::vector<Plan> plans;
-  if (count < 2) {
-    plans.push_back(make_plan(p, flops));
-    return plans;
-  }
-  // One pass over the plans (the search costs milliseconds on problems with many modes).
-  Plan best;
-  best.seconds = naive_seconds(p);
-  std::vector<Plan> others;
-  for_each_plan(p, flops, false, [&](const Plan& plan) {
-    if (plan.seconds < best.seconds) best = plan;
-    if (plan.seconds <= best.seconds * kOutputSpread) others.push_back(plan);
-  });
-  // The GETT kernel first where the model ranks it (probed rates) and predicts it cheapest.
-  std::optional<Plan> gett_first = ranked_gett_plan(p);
-  if (gett_first && gett_first->seconds < best.seconds) {
-    plans.push_back(*gett_first);
-  } else {
-    gett_first.reset();
-  }
-  plans.push_back(best);
-  if (best.naive) return plans;
-  // The best plan's twin with c's buffer in the other order comes next, whatever the model
-  // predicts for it: which order the GEMM writes c in decides how OpenBLAS orients its
-  // kernel, which the model does not see (a 3-index c from 3-index operands in float: the model's tiled plan, predicted
-  // 11 ms, runs 29 ms; its twin, predicted 24.5 ms, runs 22 ms). A second pass over the plans,
-  // only for buffered and tiled choices worth timing. Where no plan differs from the best in
-  // c's order alone, the cheapest with c in the other order and the same GEMM groups stands in
-  // (khg,ekha->gae: the model's buffered plan permutes a, flipped, predicted 5 ms,
-  // and runs 18 ms; no plan writes the other buffer with a flipped; the stand-in, a as is,
-  // runs 13.5 ms).
-  if (best.output != Output::direct && best.seconds >= kTwinSeconds) {
-    std::optional<Plan> twin, stand_in;
-    for_each_plan(p, flops, false, [&](const Plan& plan) {
-      if (plan.flip_c == best.flip_c || plan.output != best.output || plan.gm != best.gm || plan.gn != best.gn ||
-          plan.gk != best.gk || plan.tiles != best.tiles) {
-        return;
-      }
-      if (!twin && plan.permute_a == best.permute_a && plan.permute_b == best.permute_b &&
-          plan.tile_pack == best.tile_pack && plan.flip_a == best.flip_a && plan.flip_b == best.flip_b) {
-        twin = plan;
-      }
-      if (!stand_in || plan.seconds < stand_in->seconds) stand_in = plan;
-    });
-    if (!twin) twin = stand_in;
-    if (twin && plans.size() < count) plans.push_back(*twin);
-  }
-  // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
-  // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
-  if (std::optional<Plan> narrow = narrow_plan(p); narrow && plans.size() < count) plans.push_back(*narrow);
-  if (std::optional<Plan> gett = gett_plan(p); gett && !gett_first && plans.size() < count) plans.push_back(*gett);
-  std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
-  std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
-  // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
-  // the model overstates what one large GEMM and a permutation of c cost against many
-  // smaller GEMMs that write c in place (acd,db->abc: 170 GEMMs of 161 x 161 x 170
-  // direct, predicted 23 ms, run 30 ms; one GEMM of 27370 x 161 x 170 into a buffer,
-  // predicted 33 ms, runs 25 ms).
-  double points = 1;  // the product of every extent
-  for (std::size_t e : p.extent) points *= static_cast<double>(e);
-  auto calls = [&](const Plan& x) {
-    return points / static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn) * extent_of(p, x.gk));
-  };
-  if (!others.empty() && plans.size() < count) {
-    const Plan* fewest = &others.front();
-    for (const Plan& x : others) {
-      if (calls(x) < calls(*fewest)) fewest = &x;
-    }
-    if (calls(*fewest) < calls(best) && fewest->seconds <= best.seconds * kCandidateSpread) plans.push_back(*fewest);
-  }
-  // Then the cheapest way to write c, and in which order, that no plan so far has (within
-  // kOutputSpread), then the cheapest of each kind of plan (within kCandidateSpread).
-  auto add_kinds = [&](auto kind) {
-    for (const Plan& plan : others) {
-      if (plans.size() >= count) break;
-      const bool seen = std::any_of(plans.begin(), plans.end(), [&](const Plan& x) { return kind(x) == kind(plan); });
-      if (!seen) plans.push_back(plan);
-    }
-  };
-  add_kinds([](const Plan& x) { return std::make_pair(x.output, x.flip_c); });
-  // The wider list for small problems: every plan within kOutputSpread, small operands packed
-  // chunk by chunk and tiled plans of few flops among them (as all_plans has them), cheapest
-  // first.
-  std::vector<Plan> wider;
-  const double fit =
-      search_seconds > 0 ? std::min(search_seconds / best.seconds, static_cast<double>(kPlansTriedSmall)) : 0;
-  const std::size_t most = std::max(count, static_cast<std::size_t>(fit));
-  if (most > count) {
-    for_each_plan(p, flops, true, [&](const Plan& plan) {
-      if (plan.seconds <= best.seconds * kOutputSpread) wider.push_back(plan);
-    });
-    std::stable_sort(wider.begin(), wider.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
-  }
-  std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
-  // What a plan does to memory. Permuting even an operand that fits the L2 counts: it can
-  // turn a transposed GEMM operand into a plain one, which the model hardly sees
-  // (zwr,puz->urwp: permuting b, 200 KB, as well as a runs 2.0 ms against 4.3 ms in
-  // bench_contraction_plans).
-  //
-  // And whether the part of c one GEMM writes fits the L2: a GEMM of short K over a c larger
-  // than that goes through c in memory more than once (OpenBLAS scales c by beta in a pass of
-  // its own, then adds the products), which the model does not see
-  // (efgc,gdab->abcdef, K = 23: one GEMM of 5888 x 5888 into c direct, predicted 23 ms, runs
-  // 58 ms; GEMMs of 368 x 16 per value of two modes, predicted 29 ms, run 35 ms).
-  auto part_fits = [&](const Plan& x) {
-    const auto part =
-        static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn)) * static_cast<double>(p.element_size);
-    return part <= tile_bytes();
-  };
-  add_kinds([&](const Plan& x) {
-    return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,
-                           x.k_chunk > 0, part_fits(x));
-  });
-  auto same = [](const Plan& x, const Plan& y) {
-    return x.narrow == y.narrow && x.gett == y.gett && x.permute_a == y.permute_a && x.permute_b == y.permute_b &&
-           x.output == y.output && x.tile_pack == y.tile_pack && x.flip_c == y.flip_c && x.flip_a == y.flip_a &&
-           x.flip_b == y.flip_b && x.gm == y.gm && x.gn == y.gn && x.gk == y.gk && x.tiles == y.tiles &&
-           x.k_chunk == y.k_chunk;
-  };
-  for (const Plan& plan : wider) {
-    if (plans.size() >= most) break;
-    if (std::none_of(plans.begin(), plans.end(), [&](const Plan& x) { return same(x, plan); })) plans.push_back(plan);
-  }
-  return plans;
+}  // namespace
+
+std::string describe(const Problem& p, const Plan& x) {
+  std::string text = std::visit([&](const auto& kernel) { return describe_kernel(p, kernel); }, x.kernel);
+  if (x.naive()) return text;
+  return text + "; model " + std::to_string(x.seconds * 1e3) + " ms";
 }
 
 }  // namespace tenex::detail::cpu::contraction

@@ -1,25 +1,42 @@
 // Contraction plans: which operands to lay out afresh, which groups of modes to fuse into
 // the GEMM's m, n and k, and how c is written, every candidate costed by a small model and
-// the cheapest chosen (or the plain loops), or the few best timed (contract.cpp).
+// the cheapest chosen (or the plain loops), or the few best timed (plan_search.hpp).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tenex/backend/cpu/contraction_problem.hpp"
-#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::contraction {
 
 enum class Output : unsigned char { direct, buffered, tiled };
 
-struct Plan {
-  bool naive = true;  // plain loops instead of GEMM
-  // The narrow kernel instead of GEMM (narrow_kernel.hpp): the other fields stay as they are.
-  bool narrow = false;
-  // The GETT kernel instead of GEMM (gett_kernel.hpp): the other fields stay as they are.
-  bool gett = false;
+// A plan's kernel, one of four kinds (Kernel); only a GEMM plan has a layout to choose.
+
+// The plain loops (run_naive): tiny problems, Hadamard products and scalars.
+struct NaiveLoops {
+  bool operator==(const NaiveLoops&) const = default;
+};
+
+// The narrow kernel (narrow_kernel.hpp): it finds the small operand and packs it itself.
+struct Narrow {
+  bool operator==(const Narrow&) const = default;
+};
+
+// The GETT kernel (gett_kernel.hpp): it picks its panel operand and how it writes c itself.
+struct Gett {
+  bool operator==(const Gett&) const = default;
+};
+
+// GEMMs over fused groups of modes, with the operands read as they are or laid out afresh,
+// and c written in place, through a buffer, or one tile at a time (plan_execution.hpp).
+struct Gemm {
   bool permute_a = false, permute_b = false;
   Output output = Output::direct;
   // Tiled plans: the permuted operands are packed per task, only the part the tile reads
@@ -36,38 +53,49 @@ struct Plan {
   // gk's slowest mode at a time into a buffer that stays in cache, and the GEMMs accumulate
   // chunk by chunk (0: permuted whole).
   std::size_t k_chunk = 0;
-  double seconds = std::numeric_limits<double>::infinity();
+  bool operator==(const Gemm&) const = default;
 };
+
+using Kernel = std::variant<NaiveLoops, Narrow, Gett, Gemm>;
+
+struct Plan {
+  Kernel kernel;                                             // the plain loops unless set
+  double seconds = std::numeric_limits<double>::infinity();  // the model's prediction
+
+  bool naive() const { return std::holds_alternative<NaiveLoops>(kernel); }
+  // The GEMM layout, or null for the other kinds.
+  const Gemm* gemm() const { return std::get_if<Gemm>(&kernel); }
+};
+
+// What a plan does to memory, as a GEMM layout: a GEMM plan's own; the narrow and GETT kernels
+// read a and b where they lie and write c in place, as a GEMM plan that permutes nothing and
+// writes c directly does (with no group fused). The search compares plans of every kind by it
+// (plan_search::candidate_plans). Not for the plain loops.
+const Gemm& memory_layout(const Plan& plan);
 
 // Every candidate, the plain loops last (see contract_with_plan). The last problem's list is
 // kept, as a test runs each of its plans in turn.
 const std::vector<Plan>& all_plans(const Problem& p, double flops);
 
-// The cheapest plan first; where it writes c through a buffer or tiles (and is worth
-// timing), its twin with the buffer in the other order next (or, where it has none, the
-// cheapest plan with the same groups and the other order), whatever the model predicts
-// for it; the narrow and GETT kernels where they run (the GETT kernel first instead where the
-// model ranks it, with probed rates, and predicts it cheapest: see ranked_gett_plan);
-// where the cheapest makes more GEMM calls than another within kCandidateSpread,
-// the cheapest of those with the fewest calls; the cheapest of each way to write c (direct,
-// or buffered or tiled in either order) within kOutputSpread that no plan so far has; then,
-// up to `count` in all, others within kCandidateSpread that differ from every plan before
-// them in what they do to memory (which operands they permute, how c is written and in which
-// order, whether tiles pack): the plans worth timing when the model's ranking is in doubt
-// (see contract.cpp). Then, where the model predicts the cheapest to take so little that
-// more of them together run within `search_seconds`, the cheapest others within
-// kOutputSpread not yet among them, up to kPlansTriedSmall in all: on problems of a
-// millisecond the model's error is wider than its spread (a 6-index contraction of a
-// millisecond: six candidates ran 1.15-1.3 ms; a plan predicted 1.1x the cheapest, packing a
-// chunk by chunk, ran 0.89 ms). Only the cheapest when the plain loops win.
-std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds = 0);
-
-// The search's limits (tuning.hpp): candidates timed, at most for small problems, and the
-// model's spreads within which a plan is worth a try.
-using tuning::kCandidateSpread;
-using tuning::kOutputSpread;
-using tuning::kPlansTried;
-using tuning::kPlansTriedSmall;
+// The plans the search (plan_search.hpp) picks its candidates from, each with the model's time:
+//   - the plain loops;
+//   - the cheapest by the model: the plain loops, a GEMM plan, or the GETT kernel where the
+//     model ranks it (ranked_gett_plan);
+//   - the narrow kernel's, where it can run: the model's guess at it is rough
+//     (kNarrowEfficiency), so it never ranks the plans and is only timed;
+//   - the GETT kernel's, where it can run; ranked_gett_plan: the same, only where both rates
+//     were probed on this machine (or loaded), so that the model compares the two rates it gets
+//     (where the BLAS is slow, the kernel can be several times faster; where it is fast,
+//     slower); with the constants it is only timed, as the narrow kernel always is;
+//   - every GEMM plan that can run (finite cost), passed to `visit`: which of a and b to
+//     permute, how c is written, over which tile modes, and which groups to fuse. Tiled plans
+//     are left out of small problems unless `all_tiles`.
+Plan naive_plan(const Problem& p);
+Plan cheapest_plan(const Problem& p, double flops);
+std::optional<Plan> narrow_plan(const Problem& p);
+std::optional<Plan> gett_plan(const Problem& p);
+std::optional<Plan> ranked_gett_plan(const Problem& p);
+void for_each_gemm_plan(const Problem& p, double flops, bool all_tiles, const std::function<void(const Plan&)>& visit);
 
 // One line: what the plan does (operands permuted or packed per tile, how c is written, the
 // fused groups as mode:extent) and the model's predicted time.

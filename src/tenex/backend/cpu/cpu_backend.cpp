@@ -210,7 +210,8 @@ KernelCount CpuBackend<T>::run_divide(const DivideParams& params, const KernelAr
 
 template <class T>
 KernelCount CpuBackend<T>::run_scale(const ScaleParams& params, const KernelArgs<T>& args) {
-  return cpu::scale(scalar_factor<T>(params.alpha, params.alpha_imag), args.operands[0].data, args.out.data, args.node.size());
+  return cpu::scale(scalar_factor<T>(params.alpha, params.alpha_imag), args.operands[0].data, args.out.data,
+                    args.node.size());
 }
 
 template <class T>

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <stdexcept>
+#include <variant>
 #include <vector>
 
 #include "tenex/backend/cpu/gemm_nest.hpp"
@@ -84,16 +86,16 @@ struct TilePack {
   std::size_t size = 1;
 };
 
-bool packs_per_tile(const Plan& plan) { return plan.output == Output::tiled && plan.tile_pack; }
+bool packs_per_tile(const Gemm& plan) { return plan.output == Output::tiled && plan.tile_pack; }
 
 // The layout an operand is permuted to (for a plan that permutes it).
-std::vector<int> operand_layout(const Problem& p, const Plan& plan, int op) {
+std::vector<int> operand_layout(const Problem& p, const Gemm& plan, int op) {
   const std::vector<int>& tiles = packs_per_tile(plan) ? plan.tiles : std::vector<int>{};
   return op == kA ? fresh_layout(p, kA, plan.gm, plan.gk, tiles, plan.flip_a)
                   : fresh_layout(p, kB, plan.gk, plan.gn, tiles, plan.flip_b);
 }
 
-bool permutes(const Plan& plan, int op) { return op == kA ? plan.permute_a : plan.permute_b; }
+bool permutes(const Gemm& plan, int op) { return op == kA ? plan.permute_a : plan.permute_b; }
 
 // The elements of one tile of c (all of c for a buffered plan), and of one operand's pack.
 std::size_t elements(const Problem& p, const std::vector<int>& layout) {
@@ -102,23 +104,23 @@ std::size_t elements(const Problem& p, const std::vector<int>& layout) {
   return size;
 }
 
-std::size_t tile_count(const Problem& p, const Plan& plan) {
+std::size_t tile_count(const Problem& p, const Gemm& plan) {
   std::size_t tasks = 1;
   for (int d : plan.tiles) tasks *= p.extent[static_cast<std::size_t>(d)];
   return tasks;
 }
 
 // The threads a tiled plan runs its tasks on: each has its own buffer and packs.
-std::size_t tile_team(const Problem& p, const Plan& plan) {
+std::size_t tile_team(const Problem& p, const Gemm& plan) {
   double flops = 2.0;
   for (std::size_t e : p.extent) flops *= static_cast<double>(e);
   const auto threads = static_cast<std::size_t>(omp_in_parallel() ? 1 : omp_get_max_threads());
   return threads > 1 && tile_count(p, plan) > 1 && flops >= kParallelFlops ? threads : 1;
 }
 
-// The problem with gk's slowest mode cut to one chunk (Plan::k_chunk): the extents of the
+// The problem with gk's slowest mode cut to one chunk (Gemm::k_chunk): the extents of the
 // chunk's buffer.
-Problem chunk_problem(const Problem& p, const Plan& plan) {
+Problem chunk_problem(const Problem& p, const Gemm& plan) {
   Problem chunk = p;
   chunk.extent[static_cast<std::size_t>(plan.gk.front())] = plan.k_chunk;
   return chunk;
@@ -130,7 +132,7 @@ Problem chunk_problem(const Problem& p, const Plan& plan) {
 // into `target` (beta on the first chunk). `nest` holds the whole problem's loops, with the
 // chunk buffer's strides for the permuted operand.
 template <class T>
-std::size_t run_chunks(const Problem& p, const Plan& plan, const Nest& nest, const std::vector<std::ptrdiff_t>& packed,
+std::size_t run_chunks(const Problem& p, const Gemm& plan, const Nest& nest, const std::vector<std::ptrdiff_t>& packed,
                        T alpha, const T* a, const T* b, T beta, T* target) {
   const int op = plan.permute_a ? kA : kB;
   const auto kc = static_cast<std::size_t>(plan.gk.front());
@@ -167,18 +169,29 @@ std::size_t run_chunks(const Problem& p, const Plan& plan, const Nest& nest, con
   return calls;
 }
 
-}  // namespace
+// The kernels without GEMM take one block whole; the plain loops none.
+template <class T>
+void prefault_block(std::size_t elements) {
+  Scratch<T> block(elements);
+  touch_pages(block.get(), elements);
+}
 
 template <class T>
-void prefault_scratch(const Problem& p, const Plan& plan) {
-  if (plan.naive) return;
+void prefault_kernel(const Problem&, const NaiveLoops&) {}
+
+template <class T>
+void prefault_kernel(const Problem& p, const Narrow&) {
+  prefault_block<T>(narrow_panel_elements(p));
+}
+
+template <class T>
+void prefault_kernel(const Problem& p, const Gett&) {
+  prefault_block<T>(gett_scratch_elements(p, p.threads));
+}
+
+template <class T>
+void prefault_kernel(const Problem& p, const Gemm& plan) {
   std::vector<std::size_t> sizes;
-  if (plan.narrow || plan.gett) {  // one block, which the kernel takes whole
-    const std::size_t elements = plan.narrow ? narrow_panel_elements(p) : gett_scratch_elements(p, p.threads);
-    Scratch<T> block(elements);
-    touch_pages(block.get(), elements);
-    return;
-  }
   const bool per_tile = packs_per_tile(plan);
   for (int op : {kA, kB}) {
     if (!permutes(plan, op)) continue;
@@ -199,12 +212,10 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
   }
 }
 
+// The GEMM nest of a GEMM plan: operands laid out as it says, c written in place, through a
+// buffer, or one tile at a time.
 template <class T>
-std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
-  if constexpr (!is_complex_v<T>) {  // the kernels of real arithmetic (never planned for complex)
-    if (plan.narrow) return run_narrow(p, alpha, a, b, beta, c);
-    if (plan.gett) return run_gett(p, alpha, a, b, beta, c);
-  }
+std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, const T* b, T beta, T* c) {
   std::size_t calls = 0;
   // Operands laid out afresh.
   std::optional<Scratch<T>> a_copy, b_copy;
@@ -352,6 +363,43 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   }
   if (error) std::rethrow_exception(error);
   return calls + tasks * (nest_calls + 1);
+}
+
+}  // namespace
+
+template <class T>
+void prefault_scratch(const Problem& p, const Plan& plan) {
+  std::visit([&](const auto& kernel) { prefault_kernel<T>(p, kernel); }, plan.kernel);
+}
+
+template <class T>
+std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
+  struct Run {
+    const Problem& p;
+    T alpha;
+    const T* a;
+    const T* b;
+    T beta;
+    T* c;
+    std::size_t operator()(const NaiveLoops&) const { return run_naive(p, alpha, a, b, beta, c); }
+    // The kernels of real arithmetic; never planned for complex elements (Problem::complex).
+    std::size_t operator()(const Narrow&) const {
+      if constexpr (is_complex_v<T>) {
+        throw std::logic_error("run_plan: the narrow kernel for complex elements");
+      } else {
+        return run_narrow(p, alpha, a, b, beta, c);
+      }
+    }
+    std::size_t operator()(const Gett&) const {
+      if constexpr (is_complex_v<T>) {
+        throw std::logic_error("run_plan: the GETT kernel for complex elements");
+      } else {
+        return run_gett(p, alpha, a, b, beta, c);
+      }
+    }
+    std::size_t operator()(const Gemm& gemm) const { return run_gemm(p, gemm, alpha, a, b, beta, c); }
+  };
+  return std::visit(Run{p, alpha, a, b, beta, c}, plan.kernel);
 }
 
 #define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                    \

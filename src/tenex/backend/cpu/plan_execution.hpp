@@ -1,5 +1,6 @@
-// Running a chosen plan: the plain loops, or the GEMM nest with the operands laid out as the
-// plan says and c written in place, through a buffer, or one tile at a time.
+// Running a chosen plan: the plain loops, the narrow or GETT kernel, or the GEMM nest with the
+// operands laid out as the plan says and c written in place, through a buffer, or one tile at
+// a time.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,8 @@ namespace tenex::detail::cpu::contraction {
 template <class T>
 std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c);
 
-// c = alpha * sum a b + beta c as `plan` says. Returns the number of GEMM and copy calls.
+// c = alpha * sum a b + beta c as `plan` says: the plain loops, the narrow or GETT kernel, or
+// the GEMM nest. Returns the number of kernel, GEMM and copy calls.
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c);
 

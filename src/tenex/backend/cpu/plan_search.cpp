@@ -15,9 +15,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "tenex/backend/cpu/tuning.hpp"
 
@@ -106,6 +110,158 @@ std::string plan_identity(const contraction::Problem& p, const contraction::Plan
   return text;
 }
 
+// ---------------------------------------------------------------------------------------
+// The candidates.
+
+namespace {
+
+using contraction::cheapest_plan;
+using contraction::extent_of;
+using contraction::for_each_gemm_plan;
+using contraction::Gemm;
+using contraction::gett_plan;
+using contraction::memory_layout;
+using contraction::naive_plan;
+using contraction::narrow_plan;
+using contraction::Output;
+using contraction::Plan;
+using contraction::Problem;
+using contraction::ranked_gett_plan;
+using tuning::kTwinSeconds;
+using tuning::tile_bytes;
+
+}  // namespace
+
+std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds) {
+  std::vector<Plan> plans;
+  if (count < 2) {
+    plans.push_back(cheapest_plan(p, flops));
+    return plans;
+  }
+  // One pass over the plans (the search costs milliseconds on problems with many modes).
+  Plan best = naive_plan(p);
+  std::vector<Plan> others;
+  for_each_gemm_plan(p, flops, false, [&](const Plan& plan) {
+    if (plan.seconds < best.seconds) best = plan;
+    if (plan.seconds <= best.seconds * kOutputSpread) others.push_back(plan);
+  });
+  // The GETT kernel first where the model ranks it (probed rates) and predicts it cheapest.
+  std::optional<Plan> gett_first = ranked_gett_plan(p);
+  if (gett_first && gett_first->seconds < best.seconds) {
+    plans.push_back(*gett_first);
+  } else {
+    gett_first.reset();
+  }
+  plans.push_back(best);
+  if (best.naive()) return plans;
+  const Gemm& chosen = *best.gemm();
+  // The best plan's twin with c's buffer in the other order comes next, whatever the model
+  // predicts for it: which order the GEMM writes c in decides how OpenBLAS orients its
+  // kernel, which the model does not see (a 3-index c from 3-index operands in float: the model's tiled plan, predicted
+  // 11 ms, runs 29 ms; its twin, predicted 24.5 ms, runs 22 ms). A second pass over the plans,
+  // only for buffered and tiled choices worth timing. Where no plan differs from the best in
+  // c's order alone, the cheapest with c in the other order and the same GEMM groups stands in
+  // (khg,ekha->gae: the model's buffered plan permutes a, flipped, predicted 5 ms,
+  // and runs 18 ms; no plan writes the other buffer with a flipped; the stand-in, a as is,
+  // runs 13.5 ms).
+  if (chosen.output != Output::direct && best.seconds >= kTwinSeconds) {
+    std::optional<Plan> twin, stand_in;
+    for_each_gemm_plan(p, flops, false, [&](const Plan& plan) {
+      const Gemm& x = *plan.gemm();
+      if (x.flip_c == chosen.flip_c || x.output != chosen.output || x.gm != chosen.gm || x.gn != chosen.gn ||
+          x.gk != chosen.gk || x.tiles != chosen.tiles) {
+        return;
+      }
+      if (!twin && x.permute_a == chosen.permute_a && x.permute_b == chosen.permute_b &&
+          x.tile_pack == chosen.tile_pack && x.flip_a == chosen.flip_a && x.flip_b == chosen.flip_b) {
+        twin = plan;
+      }
+      if (!stand_in || plan.seconds < stand_in->seconds) stand_in = plan;
+    });
+    if (!twin) twin = stand_in;
+    if (twin && plans.size() < count) plans.push_back(*twin);
+  }
+  // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
+  // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
+  if (std::optional<Plan> narrow = narrow_plan(p); narrow && plans.size() < count) plans.push_back(*narrow);
+  if (std::optional<Plan> gett = gett_plan(p); gett && !gett_first && plans.size() < count) plans.push_back(*gett);
+  std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
+  std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
+  // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
+  // the model overstates what one large GEMM and a permutation of c cost against many
+  // smaller GEMMs that write c in place (acd,db->abc: 170 GEMMs of 161 x 161 x 170
+  // direct, predicted 23 ms, run 30 ms; one GEMM of 27370 x 161 x 170 into a buffer,
+  // predicted 33 ms, runs 25 ms).
+  double points = 1;  // the product of every extent
+  for (std::size_t e : p.extent) points *= static_cast<double>(e);
+  auto calls = [&](const Plan& plan) {
+    const Gemm& x = *plan.gemm();
+    return points / static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn) * extent_of(p, x.gk));
+  };
+  if (!others.empty() && plans.size() < count) {
+    const Plan* fewest = &others.front();
+    for (const Plan& x : others) {
+      if (calls(x) < calls(*fewest)) fewest = &x;
+    }
+    if (calls(*fewest) < calls(best) && fewest->seconds <= best.seconds * kCandidateSpread) plans.push_back(*fewest);
+  }
+  // Then the cheapest way to write c, and in which order, that no plan so far has (within
+  // kOutputSpread), then the cheapest of each kind of plan (within kCandidateSpread). The
+  // narrow and GETT kernels count by their memory_layout: c written directly, nothing permuted.
+  auto add_kinds = [&](auto kind) {
+    for (const Plan& plan : others) {
+      if (plans.size() >= count) break;
+      const bool seen = std::any_of(plans.begin(), plans.end(),
+                                    [&](const Plan& x) { return kind(memory_layout(x)) == kind(memory_layout(plan)); });
+      if (!seen) plans.push_back(plan);
+    }
+  };
+  add_kinds([](const Gemm& x) { return std::make_pair(x.output, x.flip_c); });
+  // The wider list for small problems: every plan within kOutputSpread, small operands packed
+  // chunk by chunk and tiled plans of few flops among them (as all_plans has them), cheapest
+  // first.
+  std::vector<Plan> wider;
+  const double fit =
+      search_seconds > 0 ? std::min(search_seconds / best.seconds, static_cast<double>(kPlansTriedSmall)) : 0;
+  const std::size_t most = std::max(count, static_cast<std::size_t>(fit));
+  if (most > count) {
+    for_each_gemm_plan(p, flops, true, [&](const Plan& plan) {
+      if (plan.seconds <= best.seconds * kOutputSpread) wider.push_back(plan);
+    });
+    std::stable_sort(wider.begin(), wider.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
+  }
+  std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
+  // What a plan does to memory. Permuting even an operand that fits the L2 counts: it can
+  // turn a transposed GEMM operand into a plain one, which the model hardly sees
+  // (zwr,puz->urwp: permuting b, 200 KB, as well as a runs 2.0 ms against 4.3 ms in
+  // bench_contraction_plans).
+  //
+  // And whether the part of c one GEMM writes fits the L2: a GEMM of short K over a c larger
+  // than that goes through c in memory more than once (OpenBLAS scales c by beta in a pass of
+  // its own, then adds the products), which the model does not see
+  // (efgc,gdab->abcdef, K = 23: one GEMM of 5888 x 5888 into c direct, predicted 23 ms, runs
+  // 58 ms; GEMMs of 368 x 16 per value of two modes, predicted 29 ms, run 35 ms).
+  auto part_fits = [&](const Gemm& x) {
+    const auto part =
+        static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn)) * static_cast<double>(p.element_size);
+    return part <= tile_bytes();
+  };
+  add_kinds([&](const Gemm& x) {
+    return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,
+                           x.k_chunk > 0, part_fits(x));
+  });
+  for (const Plan& plan : wider) {
+    if (plans.size() >= most) break;
+    if (std::none_of(plans.begin(), plans.end(), [&](const Plan& x) { return x.kernel == plan.kernel; })) {
+      plans.push_back(plan);
+    }
+  }
+  return plans;
+}
+
+// ---------------------------------------------------------------------------------------
+// The search.
+
 Store& store();
 
 void start(Search& search, const contraction::Problem& p, double flops) {
@@ -132,8 +288,7 @@ void start(Search& search, const contraction::Problem& p, double flops) {
     }
   }
   const std::size_t count = search.mode == Mode::estimate ? 1 : kPlansTried;
-  search.candidates =
-      contraction::candidate_plans(p, flops, count, search.mode == Mode::measure ? kSearchFloorSeconds : 0.0);
+  search.candidates = candidate_plans(p, flops, count, search.mode == Mode::measure ? kSearchFloorSeconds : 0.0);
   if (search.candidates.front().seconds < kMeasuredSeconds) search.candidates.resize(1);
   if (search.candidates.size() == 1) search.chosen = 0;
   search.origin = search.chosen ? Origin::model : Origin::searching;
@@ -150,6 +305,10 @@ void keep_fastest(Search& search) {
 }  // namespace
 
 Step next_step(Search& search) {
+  LastCall& last = last_call();
+  last.spent = search.spent;
+  last.accumulated = search.accumulated;
+  last.model_seconds = search.model_seconds;
   if (search.chosen) return {*search.chosen, false};
   // Not yet timed, or not yet paid for: the model's plan, timed.
   const double trial = kTrialLimit * search.model_seconds;
@@ -185,6 +344,21 @@ void record(Search& search, const Step& step, double seconds) {
     search.seconds[0] = search.model_seconds;
     keep_fastest(search);
   }
+}
+
+void ran(Search& search, const contraction::Problem& p, std::size_t x, std::size_t runs) {
+  if (search.ran_index != x || !search.ran) {
+    search.ran = std::make_shared<const std::string>(plan_identity(p, search.candidates[x]));
+    search.ran_index = x;
+  }
+  note(search);
+  LastCall& last = last_call();
+  last.plan_runs = runs;
+  last.origin = search.origin;
+  last.candidates = search.candidates.size();
+  last.tried = search.mode == Mode::amortized ? search.trials + (search.calls > 0 ? 1 : 0) : search.seconds.size();
+  last.chosen = search.chosen;
+  last.plan = search.ran;
 }
 
 std::pair<std::size_t, bool> measure_step(Search& search) {

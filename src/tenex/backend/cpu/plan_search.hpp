@@ -16,6 +16,7 @@
 
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/machine.hpp"
+#include "tenex/backend/cpu/tuning.hpp"
 
 namespace tenex::detail::cpu::plan_search {
 
@@ -34,6 +35,34 @@ const char* mode_name(Mode mode);
 
 // Why the plan that ran was chosen (explain()).
 enum class Origin : unsigned char { model, measured, loaded, searching };
+
+// The search's limits (tuning.hpp): candidates timed, at most for small problems, and the
+// model's spreads within which a plan is worth a try.
+using tuning::kCandidateSpread;
+using tuning::kOutputSpread;
+using tuning::kPlansTried;
+using tuning::kPlansTriedSmall;
+
+// The candidates a search times, from the model's plans (contraction_plan.hpp): the cheapest
+// plan first; where it writes c through a buffer or tiles (and is worth
+// timing), its twin with the buffer in the other order next (or, where it has none, the
+// cheapest plan with the same groups and the other order), whatever the model predicts
+// for it; the narrow and GETT kernels where they run (the GETT kernel first instead where the
+// model ranks it, with probed rates, and predicts it cheapest: see ranked_gett_plan);
+// where the cheapest makes more GEMM calls than another within kCandidateSpread,
+// the cheapest of those with the fewest calls; the cheapest of each way to write c (direct,
+// or buffered or tiled in either order) within kOutputSpread that no plan so far has; then,
+// up to `count` in all, others within kCandidateSpread that differ from every plan before
+// them in what they do to memory (which operands they permute, how c is written and in which
+// order, whether tiles pack): the plans worth timing when the model's ranking is in doubt
+// (the search below). Then, where the model predicts the cheapest to take so little that
+// more of them together run within `search_seconds`, the cheapest others within
+// kOutputSpread not yet among them, up to kPlansTriedSmall in all: on problems of a
+// millisecond the model's error is wider than its spread (a 6-index contraction of a
+// millisecond: six candidates ran 1.15-1.3 ms; a plan predicted 1.1x the cheapest, packing a
+// chunk by chunk, ran 0.89 ms). Only the cheapest when the plain loops win.
+std::vector<contraction::Plan> candidate_plans(const contraction::Problem& p, double flops, std::size_t count,
+                                               double search_seconds = 0);
 
 // The plan search of one contraction shape on one thread.
 struct Search {
@@ -68,7 +97,8 @@ std::string plan_identity(const contraction::Problem& p, const contraction::Plan
 // all_plans: an entry that no longer matches is dropped).
 void start(Search& search, const contraction::Problem& p, double flops);
 
-// amortized: the candidate this call runs, and whether to time it.
+// amortized: the candidate this call runs, and whether to time it (LastCall's spent,
+// accumulated and model_seconds: the search before this call).
 struct Step {
   std::size_t candidate = 0;
   bool timed = false;
@@ -76,6 +106,10 @@ struct Step {
 Step next_step(Search& search);
 // amortized: what the call of `step` took.
 void record(Search& search, const Step& step, double seconds);
+
+// After a call: records, for explain() and the tests (note, last_call), that `x` of the
+// candidates ran (`runs` plans in this call).
+void ran(Search& search, const contraction::Problem& p, std::size_t x, std::size_t runs);
 
 // measure: the per-call steps of the search spread over calls (larger problems, beta != 0).
 std::pair<std::size_t, bool> measure_step(Search& search);

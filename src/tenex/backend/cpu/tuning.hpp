@@ -80,7 +80,7 @@ constexpr double kPrefetchRunBytes = 512.0;
 constexpr double kCachedOperandBytes = 4.0 * 1024 * 1024;
 // Seconds of writing one run of a tile to a page other than the previous run's (a TLB miss).
 constexpr double kScatteredRunSeconds = 25e-9;
-// Bytes of one chunk of an operand packed chunk by chunk along a k mode (Plan::k_chunk): on
+// Bytes of one chunk of an operand packed chunk by chunk along a k mode (Gemm::k_chunk): on
 // acd,dbc->ab (b of 35 MB), chunks of 1.75 MB ran at 0.75 of GEMM, 3.5 MB at 0.85, 7 MB 0.80.
 constexpr double kChunkBytes = 4.0 * 1024 * 1024;
 // Bytes each chunk reads in one run from the operand as it is, at least (two cache lines).
