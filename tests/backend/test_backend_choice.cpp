@@ -7,6 +7,8 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/environment_scope.hpp"
+
 namespace {
 
 using tenex::Shape;
@@ -45,4 +47,53 @@ TEST_CASE("backend choice: an unknown TENEX_BACKEND is an error of the first set
   e("i") = 2.0 * a("i");
   ::unsetenv("TENEX_BACKEND");
   CHECK(e.at(1) == 4.0);
+}
+
+// The pipeline reads TENEX_BACKEND and TENEX_MEMORY_LIMIT once per set, when the set runs (not
+// once per expression made): a change between two sets of the same shape, the second of which
+// finds the first's plan in the plan cache, is honoured, and so is one made after the
+// statement was written but before its set runs.
+TEST_CASE("backend choice: TENEX_BACKEND and TENEX_MEMORY_LIMIT changed between sets of one shape are honoured") {
+  Tensor<double> a(Shape{2}, {1, 2});
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    Tensor<double> before;
+    before("i") = 2.0 * a("i");
+    CHECK(before.at(1) == 4.0);
+    Tensor<double> bad;
+    {
+      const EnvironmentScope scope("TENEX_BACKEND", "gpu");
+      bad("i") = 2.0 * a("i");
+    }
+    CHECK_THROWS_WITH_AS(bad.wait(), doctest::Contains("TENEX_BACKEND=gpu names no backend"), tenex::BackendError);
+    Tensor<double> late;
+    {
+      auto ai = a("i");  // the set stays open until ai goes: the variable is read then
+      late("i") = 3.0 * ai;
+      ::setenv("TENEX_BACKEND", "bogus", 1);
+    }
+    ::unsetenv("TENEX_BACKEND");
+    CHECK_THROWS_WITH_AS(late.wait(), doctest::Contains("TENEX_BACKEND=bogus names no backend"), tenex::BackendError);
+    Tensor<double> after;
+    after("i") = 2.0 * a("i");
+    CHECK(after.at(1) == 4.0);
+  }
+  // A product whose result takes 6400 bytes: within 6400, not within 6399.
+  Tensor<double> b(Shape{20, 30}), d(Shape{30, 40});
+  tenex::fill_random(b, 1);
+  tenex::fill_random(d, 2);
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    Tensor<double> free, over, fits;
+    free("i,j") = b("i,k") * d("k,j");
+    CHECK_NOTHROW(free.wait());
+    {
+      const EnvironmentScope scope("TENEX_MEMORY_LIMIT", "6399");
+      over("i,j") = b("i,k") * d("k,j");
+      CHECK_THROWS_WITH_AS(over.wait(), doctest::Contains("memory limit"), tenex::BackendError);
+      const EnvironmentScope enough("TENEX_MEMORY_LIMIT", "6400");
+      fits("i,j") = b("i,k") * d("k,j");
+      CHECK(tenex::allclose(fits, free));
+    }
+  }
 }

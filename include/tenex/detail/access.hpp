@@ -55,9 +55,10 @@ struct Access {
   static void set_storage(Tensor<T>& t, std::shared_ptr<Storage<T>> storage) {
     t.set_storage(std::move(storage));
   }
-  /// What the target object `target` remembers of its last assignment.
+  /// What the target object `target` remembers of its last assignment (null until it is
+  /// first assigned to: most Indexed objects are operands).
   template <class T>
-  static const std::shared_ptr<TargetRecord>& target_record(const Indexed<T>& target) {
+  static std::shared_ptr<TargetRecord>& target_record(const Indexed<T>& target) {
     return target.record_;
   }
   /// The state behind a tenex::dist::Context (C is that class; a template so that this header

@@ -80,8 +80,8 @@ class TENEX_API Indexed : public Expression<T> {
   std::vector<std::string> written_;
   // What this target object (copies have their own) remembers of its last assignment, so a
   // failed multi-target statement can undo the targets it already assigned
-  // (detail::Access::target_record).
-  std::shared_ptr<detail::TargetRecord> record_;
+  // (detail::Access::target_record). Made by the first assignment to this object.
+  mutable std::shared_ptr<detail::TargetRecord> record_;
 };
 
 /// Several targets at once: `tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));`

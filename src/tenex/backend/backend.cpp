@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "tenex/backend/plugins.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
+#include "tenex/backend_choice.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
 
@@ -46,9 +48,9 @@ thread_local RunStats last_stats;
 // 0: not set by set_memory_limit; TENEX_MEMORY_LIMIT decides.
 std::atomic<std::size_t> chosen_memory_limit{0};
 
-/// TENEX_MEMORY_LIMIT in bytes: digits, then optionally K, M or G (powers of 1024).
-std::size_t memory_limit_from_environment() {
-  const char* text = std::getenv("TENEX_MEMORY_LIMIT");
+/// TENEX_MEMORY_LIMIT's value `text` (null: unset) in bytes: digits, then optionally K, M or
+/// G (powers of 1024).
+std::size_t memory_limit_from_value(const char* text) {
   if (!text || !*text) return 0;
   const std::string value = text;
   auto bad = [&](const std::string& why) {
@@ -136,9 +138,23 @@ namespace detail {
 
 void set_last_run_stats(const RunStats& stats) { last_stats = stats; }
 
-std::size_t memory_limit() {
+std::size_t memory_limit() { return memory_limit(std::getenv("TENEX_MEMORY_LIMIT")); }
+
+std::size_t memory_limit(const char* value_of_variable) {
   const std::size_t chosen = chosen_memory_limit.load();
-  return chosen != 0 ? chosen : memory_limit_from_environment();
+  return chosen != 0 ? chosen : memory_limit_from_value(value_of_variable);
+}
+
+std::optional<BackendKind> chosen_default_backend() {
+  const int chosen = chosen_backend.load();
+  if (chosen < 0) return std::nullopt;
+  return static_cast<BackendKind>(chosen);
+}
+
+BackendKind environment_backend(const char* value_of_variable) {
+  bool valid = true;
+  std::string value;
+  return from_value(value_of_variable, valid, value);
 }
 
 void register_backend(const BackendEntry& entry) {

@@ -180,9 +180,11 @@ std::vector<NodeId> depth_first_order(const OpGraph& graph) {
 
 }  // namespace
 
-Schedule schedule_of(const OpGraph& graph) {
+Schedule schedule_of(const OpGraph& graph) { return schedule_of(graph, memory_limit()); }
+
+Schedule schedule_of(const OpGraph& graph, std::size_t limit) {
   Schedule schedule;
-  schedule.order = memory_limit() != 0 ? depth_first_order(graph) : graph.topological_order();
+  schedule.order = limit != 0 ? depth_first_order(graph) : graph.topological_order();
   schedule.uses.assign(graph.size(), 0);
   schedule.operands.resize(graph.size());
   schedule.slot.assign(graph.size(), Schedule::unbound);
@@ -201,13 +203,13 @@ void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule) {
 }
 
 template <class T>
-RunStats execute(const OpGraph& graph, Backend<T>& backend, Backend<T>* host) {
-  return execute(graph, schedule_of(graph), {}, backend, host);
+RunStats execute(const OpGraph& graph, std::size_t limit, Backend<T>& backend, Backend<T>* host) {
+  return execute(graph, schedule_of(graph, limit), {}, limit, backend, host);
 }
 
 template <class T>
 RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vector<std::shared_ptr<void>>& storages,
-                 Backend<T>& backend, Backend<T>* host) {
+                 std::size_t limit, Backend<T>& backend, Backend<T>* host) {
   RunStats stats;
   backend.begin_set();
   struct EndSet {
@@ -219,20 +221,25 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   stats.graph_nodes = graph.size();
   const std::vector<NodeId>& order = schedule.order;
   const std::vector<std::vector<NodeId>>& operands = schedule.operands;
-  std::vector<std::size_t> uses = schedule.uses;
-  const std::size_t limit = memory_limit();
   MemoryPlan planned;
   const std::vector<char>* takes_over = &schedule.takes_over;
   if (limit != 0 || schedule.takes_over.size() != graph.size()) {
-    planned = plan_memory(graph, order, operands, uses, sizeof(T), limit, backend.name());
+    planned = plan_memory(graph, order, operands, schedule.uses, sizeof(T), limit, backend.name());
     takes_over = &planned.takes_over;
   }
   auto storage_of = [&](NodeId id, const OpNode& node) -> Storage<T>& {
     const std::size_t slot = schedule.slot[id];
     return *static_cast<Storage<T>*>((slot == Schedule::unbound ? node.storage : storages.at(slot)).get());
   };
-  std::vector<Buffer> owned(graph.size());
-  std::vector<View<const T>> value(graph.size());
+  // What the run keeps per node, in one allocation (a tiny set pays for each one).
+  struct NodeState {
+    Buffer owned;
+    View<const T> value;
+    std::size_t uses = 0;
+    bool sparse = false;
+  };
+  std::vector<NodeState> nodes(graph.size());
+  for (NodeId id = 0; id < graph.size(); ++id) nodes[id].uses = schedule.uses[id];
   std::size_t held_bytes = 0;
 
   auto allocate = [&](NodeId id, std::size_t elements) {
@@ -245,8 +252,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
                          std::to_string(held_bytes) + " bytes of intermediates are held");
     }
   };
-  std::vector<char> sparse(graph.size(), 0);
-  for (NodeId id : order) sparse[id] = runs_sparse(graph, id, operands[id]);
+  for (NodeId id : order) nodes[id].sparse = runs_sparse(graph, id, operands[id]);
   // A node the backend declines: its operands copied to `host`'s memory, run there, the
   // result copied back into args.out.
   auto run_on_host = [&](const KernelArgs<T>& args) {
@@ -275,7 +281,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     try {
       std::string why;
       KernelCount count;
-      if (sparse[id]) {
+      if (nodes[id].sparse) {
         count = backend.run_sparse(args);
       } else if (host && host != &backend && !backend.supports(args.node, why)) {
         count = run_on_host(args);
@@ -290,11 +296,17 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     }
   };
   auto release = [&](NodeId op) {
-    if (--uses[op] == 0 && owned[op]) {
-      held_bytes -= owned[op].bytes();
-      owned[op].reset();
+    NodeState& state = nodes[op];
+    if (--state.uses == 0 && state.owned) {
+      held_bytes -= state.owned.bytes();
+      state.owned.reset();
     }
   };
+  // The operand lists handed to each kernel, reused from node to node.
+  std::vector<const OpNode*> operand_nodes;
+  std::vector<View<const T>> operand_values;
+  operand_nodes.reserve(4);
+  operand_values.reserve(4);
 
   for (NodeId id : order) {
     const OpNode& node = graph.node(id);
@@ -308,20 +320,22 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         if (const std::exception_ptr error = storage.error()) throw CallableException{error};
         throw;
       }
-      value[id] = backend.read(storage);
+      nodes[id].value = backend.read(storage);
     } else {
-      KernelArgs<T> args{node, {}, {}, {}};
+      operand_nodes.clear();
+      operand_values.clear();
+      KernelArgs<T> args{node, std::move(operand_nodes), std::move(operand_values), {}};
       for (NodeId op : operands[id]) {
         args.operand_nodes.push_back(&graph.node(op));
-        args.operands.push_back(value[op]);
+        args.operands.push_back(nodes[op].value);
       }
       if (node.kind == OpKind::output) {
         Storage<T>& storage = storage_of(id, node);
         const NodeId op = operands[id][0];
         // The value is already in the target's layout and nothing else reads it: hand it over.
         if ((*takes_over)[id]) {
-          held_bytes -= owned[op].bytes();
-          backend.write(storage, std::move(owned[op]));
+          held_bytes -= nodes[op].owned.bytes();
+          backend.write(storage, std::move(nodes[op].owned));
         } else {
           Buffer buffer = allocate(id, node.size());
           args.out = View<T>{static_cast<T*>(buffer.data()), node.size(), buffer.device()};
@@ -330,19 +344,22 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         }
         storage.fulfil(nullptr);
       } else {
+        Buffer& owned = nodes[id].owned;
         if ((*takes_over)[id]) {
           // A contraction with an addend the executor owns, read by it alone, in its layout:
           // the addend's buffer is the output (the kernel sees operand 2 alias args.out).
-          owned[id] = std::move(owned[operands[id][2]]);
+          owned = std::move(nodes[operands[id][2]].owned);
         } else {
-          owned[id] = allocate(id, node.elements);
-          held_bytes += owned[id].bytes();
+          owned = allocate(id, node.elements);
+          held_bytes += owned.bytes();
         }
         stats.peak_bytes = std::max(stats.peak_bytes, held_bytes);
-        args.out = View<T>{static_cast<T*>(owned[id].data()), node.elements, owned[id].device()};
+        args.out = View<T>{static_cast<T*>(owned.data()), node.elements, owned.device()};
         run(id, args);
-        value[id] = View<const T>{args.out.data, args.out.size, args.out.device};
+        nodes[id].value = View<const T>{args.out.data, args.out.size, args.out.device};
       }
+      operand_nodes = std::move(args.operand_nodes);
+      operand_values = std::move(args.operands);
     }
     stats.peak_bytes = std::max(stats.peak_bytes, held_bytes);
     for (NodeId op : operands[id]) release(op);
@@ -352,9 +369,9 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
 
 #define TENEX_INSTANTIATE_EXECUTOR(T)                                                                      \
   template std::string check_supported<T>(const OpGraph&, const Backend<T>&, const Backend<T>*);           \
-  template RunStats execute<T>(const OpGraph&, Backend<T>&, Backend<T>*);                                  \
+  template RunStats execute<T>(const OpGraph&, std::size_t, Backend<T>&, Backend<T>*);                     \
   template RunStats execute<T>(const OpGraph&, const Schedule&, const std::vector<std::shared_ptr<void>>&, \
-                               Backend<T>&, Backend<T>*);
+                               std::size_t, Backend<T>&, Backend<T>*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EXECUTOR)
 #undef TENEX_INSTANTIATE_EXECUTOR
 

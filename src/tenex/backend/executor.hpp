@@ -28,8 +28,9 @@ bool runs_sparse(const OpGraph& graph, NodeId id);
 /// (tenex::Error; out of memory names the node, its labels, extents and bytes). A node
 /// `backend` does not support runs on `host` (see check_supported), its operands copied to
 /// the host and its result back.
+/// `memory_limit` caps the intermediates held (0: none; the pipeline reads it once per set).
 template <class T>
-RunStats execute(const OpGraph& graph, Backend<T>& backend, Backend<T>* host = nullptr);
+RunStats execute(const OpGraph& graph, std::size_t memory_limit, Backend<T>& backend, Backend<T>* host = nullptr);
 
 /// What execute() works out about a graph before running it, kept by a graph that runs
 /// many times (a cached plan, runtime/plan_cache.hpp) so that a run walks no Boost graph.
@@ -47,7 +48,10 @@ struct Schedule {
   /// memory limit.
   std::vector<char> takes_over;
 };
+/// Under a memory limit (memory_limit(), or the one given) the order holds fewer
+/// intermediates at once.
 Schedule schedule_of(const OpGraph& graph);
+Schedule schedule_of(const OpGraph& graph, std::size_t memory_limit);
 /// Fills schedule.takes_over for `graph`.
 void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule);
 
@@ -55,6 +59,6 @@ void plan_buffer_hand_overs(const OpGraph& graph, Schedule& schedule);
 /// schedule.slot. `graph` is only read, so threads may share it.
 template <class T>
 RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vector<std::shared_ptr<void>>& storages,
-                 Backend<T>& backend, Backend<T>* host = nullptr);
+                 std::size_t memory_limit, Backend<T>& backend, Backend<T>* host = nullptr);
 
 }  // namespace tenex::detail

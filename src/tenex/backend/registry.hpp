@@ -64,6 +64,9 @@ Backend<T>& thread_backend(const BackendEntry& entry, std::unique_ptr<Backend<T>
 void check_backend_environment();
 /// The same, given TENEX_BACKEND's value (null when unset) read by the caller.
 void check_backend_environment(const char* value_of_variable);
+/// The kind a TENEX_BACKEND value (null: unset) names; automatic for one that names none
+/// (check_backend_environment reports it).
+BackendKind environment_backend(const char* value_of_variable);
 /// The backend that runs a set that asked for `kind` (automatic: CUDA where a device
 /// exists, else the CPU). Throws BackendError when `kind` is not available.
 const BackendEntry& choose_backend(BackendKind kind);

@@ -78,6 +78,7 @@ template <class T>
 std::vector<Operand<T>> operands_of(const Handle& handle) {
   std::vector<Operand<T>> out;
   if (!handle.node) return out;
+  out.reserve(handle.node->children.size());
   for (const NodePtr& child : handle.node->children)
     out.push_back(Access::make<Operand<T>>(Handle{child, handle.state}));
   return out;

@@ -121,14 +121,13 @@ std::weak_ptr<const void> lifetime_of(const Shape&) { return {}; }
 template <class T>
 Indexed<T>::Indexed(T& object, std::string_view labels)
     : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(&object),
-      alive_(detail::lifetime_of(object)), record_(std::make_shared<detail::TargetRecord>()) {
+      alive_(detail::lifetime_of(object)) {
   written_ = static_cast<const detail::IndexedNode&>(*this->handle_.node).written;
 }
 
 template <class T>
 Indexed<T>::Indexed(const Indexed& other)
-    : Expression<T>(other), object_(other.object_), alive_(other.alive_), written_(other.written_),
-      record_(std::make_shared<detail::TargetRecord>()) {}
+    : Expression<T>(other), object_(other.object_), alive_(other.alive_), written_(other.written_) {}
 template <class T>
 Indexed<T>::Indexed(Indexed&& other) noexcept
     : Expression<T>(std::move(other)), object_(other.object_), alive_(std::move(other.alive_)),
@@ -256,6 +255,8 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
   const std::string eigen = eigen_mode_label(rhs);
   if (!eigen.empty() && !contains_label(target, eigen)) unnamed.push_back(eigen);
   std::size_t next_unnamed = 0;
+  plan.rhs_labels.reserve(target.size());
+  plan.extents.reserve(target.size());
   for (const std::string& t : target) {
     std::size_t at = find_label(rhs.labels, t);
     if (at == rhs.labels.size()) {
@@ -321,6 +322,10 @@ std::function<void()> record(Tensor<S>& object, Handle& handle, TargetPlan& plan
   // The plan is not used after this: its labels move into the recorded statement.
   LinkedState::record(handle.state, Assignment{handle.node, std::move(plan.rhs_labels), std::move(plan.target_labels),
                                                storage, cancelled});
+  if (!cancelled) {
+    Access::set_storage(object, std::move(storage));
+    return {};
+  }
   auto previous = Access::storage(object);
   Access::set_storage(object, storage);
   Tensor<S>* target = &object;
@@ -331,19 +336,30 @@ std::function<void()> record(Tensor<S>& object, Handle& handle, TargetPlan& plan
   };
 }
 
-std::function<void()> record(Shape& object, Handle&, TargetPlan& plan, const std::shared_ptr<bool>&) {
+std::function<void()> record(Shape& object, Handle&, TargetPlan& plan, const std::shared_ptr<bool>& cancelled) {
   // A shape set needs no data: its result is known now.
+  if (!cancelled) {
+    object = Shape(plan.extents);
+    return {};
+  }
   Shape previous = object;
   object = Shape(plan.extents);
   Shape* target = &object;
   return [target, previous]() { *target = previous; };
 }
 
+/// The record of the target object `target`, made by its first assignment of a factor.
+template <class T>
+const std::shared_ptr<TargetRecord>& record_of(const Indexed<T>& target) {
+  std::shared_ptr<TargetRecord>& record = Access::target_record(target);
+  if (!record) record = std::make_shared<TargetRecord>();
+  return record;
+}
+
 }  // namespace
 
 template <class T>
-Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode,
-                       const std::shared_ptr<TargetRecord>& record) {
+Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode) {
   require_handle(Access::handle(target));
   NodePtr value = operand_node(rhs);
   const ExprNode* decomposition = decomposition_of(*value);
@@ -375,12 +391,19 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
     const std::size_t which = decomposition ? static_cast<const FactorNode&>(*value).which : 0;
     check_eigen_mode_names(decomposition, which, target.written_labels(), plan.eigen_mode);
     std::string eigen_mode = plan.eigen_mode;
+    if (!decomposition) {
+      // Only a factor's assignment is ever undone (by a sibling factor's failing): no record.
+      detail::record(object, handle, plan, nullptr);
+      last_factor_assignment = LastFactorAssignment{};
+      return handle;
+    }
+    const std::shared_ptr<TargetRecord>& record = record_of(target);
     auto cancelled = std::make_shared<bool>(false);
     std::function<void()> undo = detail::record(object, handle, plan, cancelled);
     record->cancelled = cancelled;
     record->undo = std::move(undo);
-    last_factor_assignment = LastFactorAssignment{decomposition, decomposition ? record : nullptr, which,
-                                                  join_labels(target.written_labels()), std::move(eigen_mode)};
+    last_factor_assignment =
+        LastFactorAssignment{decomposition, record, which, join_labels(target.written_labels()), std::move(eigen_mode)};
     return handle;
   } catch (...) {
     const LastFactorAssignment last = last_factor_assignment;
@@ -399,7 +422,7 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
 
 template <class T>
 AssignTo<T>::AssignTo(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode)
-    : Nary<1, T>(detail::make_assignment(target, object, rhs, mode, detail::Access::target_record(target))) {}
+    : Nary<1, T>(detail::make_assignment(target, object, rhs, mode)) {}
 
 // Defined here, not in tensor/: the tensor layer knows nothing of expressions.
 Indexed<Shape> Shape::operator()(std::string_view labels) { return Indexed<Shape>(*this, labels); }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "tenex/backend/executor.hpp"
+#include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/detail/lowering.hpp"
@@ -15,8 +16,14 @@ namespace tenex::detail {
 CompileSettings compile_settings() {
   CompileSettings settings;
   settings.env = pipeline_environment();
-  settings.memory_limit = memory_limit();
+  settings.memory_limit = memory_limit(settings.env.memory_limit);
   return settings;
+}
+
+void resolve_backend(SetRecord& set, const CompileSettings& settings) {
+  if (!set.backend_from_environment) return;
+  set.backend = environment_backend(settings.env.backend);
+  set.backend_from_environment = false;
 }
 
 template <class T>

@@ -30,6 +30,9 @@ struct CompileSettings {
   std::size_t memory_limit = 0;  // set_memory_limit's, else TENEX_MEMORY_LIMIT's; 0: none
 };
 CompileSettings compile_settings();
+/// The backend `set` asks for: TENEX_BACKEND's (read into `settings`) when the set recorded
+/// no set_default_backend choice.
+void resolve_backend(SetRecord& set, const CompileSettings& settings);
 
 /// The backends a set runs on: the chosen one and, for a device backend, the CPU backend that
 /// runs what it declines (tenex::map's callables).

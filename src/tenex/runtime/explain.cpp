@@ -345,13 +345,14 @@ std::string explain(const Expression<T>& e) {
 
     detail::SetRecord set;
     set.dtype = dtype_of<T>();
-    set.backend = root->backend();
+    root->backend(set);
     set.assignments = std::move(batch);
     set.sparse_maps = root->sparse_maps();
     // As the pipeline compiles it (run_typed), without running it or touching the plan cache.
     detail::CompileSettings settings = detail::compile_settings();
     settings.env.plan_cache = false;
     detail::check_backend_environment(settings.env.backend);
+    detail::resolve_backend(set, settings);
     const detail::BackendEntry& entry = detail::choose_backend(set.backend);
     detail::Plan plan;
     visit_dtype(set.dtype, [&](auto zero) {

@@ -72,6 +72,7 @@ void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
   const CompileSettings settings = compile_settings();  // 1. the settings, read once per set
   check_backend_environment(settings.env.backend);
+  resolve_backend(set, settings);
   SetBackends<T> backends;
   set_backends(choose_backend(set.backend), backends);  // 2. choose the backend
   Plan plan = compile(set, backends, settings);         // 3. compile (or the plan cache's plan)
@@ -84,8 +85,8 @@ void run_typed(SetRecord& set) {
   if (plan.graph) dump_graph(*plan.graph);  // 4. dump if asked (a dump turns the plan cache off)
   if (!plan.unsupported.empty()) throw BackendError(plan.unsupported);
   RunStats stats = plan.cached ? execute(plan.cached->graph, plan.cached->schedule, plan.storages,  // 5. execute
-                                         *backends.backend, backends.host)
-                               : execute(*plan.graph, *backends.backend, backends.host);
+                                         settings.memory_limit, *backends.backend, backends.host)
+                               : execute(*plan.graph, settings.memory_limit, *backends.backend, backends.host);
   stats.plan_reused = plan.reused;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   set_last_run_stats(stats);

@@ -212,7 +212,7 @@ PipelineEnvironment pipeline_environment() {
   PipelineEnvironment env;
   env.passes = std::string_view("", 1);
   constexpr std::string_view prefix = "TENEX_";
-  std::array<bool, 4> seen{};
+  std::array<bool, 5> seen{};
   for (char** entry = environ; entry && *entry; ++entry) {
     const char* text = *entry;
     if (text[0] != 'T' || std::strncmp(text, prefix.data(), prefix.size()) != 0) continue;
@@ -233,6 +233,9 @@ PipelineEnvironment pipeline_environment() {
     } else if (name == "BACKEND" && !seen[3]) {
       env.backend = value.data();  // the rest of the entry: null-terminated
       seen[3] = true;
+    } else if (name == "MEMORY_LIMIT" && !seen[4]) {
+      env.memory_limit = value.data();
+      seen[4] = true;
     }
   }
   return env;

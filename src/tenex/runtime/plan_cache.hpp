@@ -74,10 +74,11 @@ void remember_plan(const SetKey& key, std::shared_ptr<const CachedPlan> plan);
 /// The variables a set's pipeline reads, found in one pass over the environment (each
 /// set reads them again: tests change them between sets).
 struct PipelineEnvironment {
-  bool plan_cache = true;         // TENEX_PLAN_CACHE is not "0"
-  std::string_view passes;        // TENEX_PASSES; "\0" when unset (no value can be that)
-  std::string_view dump_graph;    // TENEX_DUMP_GRAPH; empty when unset
-  const char* backend = nullptr;  // TENEX_BACKEND; null when unset
+  bool plan_cache = true;              // TENEX_PLAN_CACHE is not "0"
+  std::string_view passes;             // TENEX_PASSES; "\0" when unset (no value can be that)
+  std::string_view dump_graph;         // TENEX_DUMP_GRAPH; empty when unset
+  const char* backend = nullptr;       // TENEX_BACKEND; null when unset
+  const char* memory_limit = nullptr;  // TENEX_MEMORY_LIMIT; null when unset
 };
 PipelineEnvironment pipeline_environment();
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <utility>
 
+#include "tenex/backend_choice.hpp"
 #include "tenex/error.hpp"
 #include "tenex/tensor/storage.hpp"
 
@@ -37,7 +38,13 @@ void fail(DType dtype, const std::shared_ptr<void>& storage, const std::exceptio
 
 void install_set_runner(SetRunner runner) { installed_runner.store(runner); }
 
-LinkedState::LinkedState(DType dtype) : dtype_(dtype), backend_(default_backend()) {}
+// The environment is left to the pipeline, read once per set: a statement makes several
+// states (one per Indexed), most of which merge at once.
+LinkedState::LinkedState(DType dtype) : dtype_(dtype) {
+  const std::optional<BackendKind> chosen = chosen_default_backend();
+  backend_ = chosen.value_or(BackendKind::automatic);
+  backend_from_environment_ = !chosen;
+}
 
 LinkedState::~LinkedState() {
   // A forwarded state handed its work to its root, which outlives it. (Forwarding chains
@@ -130,9 +137,10 @@ std::vector<Assignment> LinkedState::recorded() const {
   return top().assignments_;
 }
 
-BackendKind LinkedState::backend() const {
+void LinkedState::backend(SetRecord& set) const {
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
-  return top().backend_;
+  set.backend = top().backend_;
+  set.backend_from_environment = top().backend_from_environment_;
 }
 
 std::size_t LinkedState::find_label_seen(const std::string& label) const {
@@ -187,6 +195,7 @@ void LinkedState::flush() noexcept {
     if (t.assignments_.empty()) return;
     set.dtype = t.dtype_;
     set.backend = t.backend_;
+    set.backend_from_environment = t.backend_from_environment_;
     set.assignments = std::move(t.assignments_);
     t.assignments_.clear();
     t.has_run_ = true;

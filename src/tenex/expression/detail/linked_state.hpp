@@ -48,6 +48,9 @@ struct RegisteredSparseMap {
 struct SetRecord {
   DType dtype = DType::f64;
   BackendKind backend = BackendKind::automatic;
+  // No set_default_backend choice when the set was made: TENEX_BACKEND decides, read by
+  // the pipeline when the set runs (resolve_backend in runtime/compile.hpp sets `backend`).
+  bool backend_from_environment = false;
   std::vector<Assignment> assignments;
   std::vector<RegisteredSparseMap> sparse_maps;
 };
@@ -87,12 +90,14 @@ class LinkedState final : public Producer {
   void flush() noexcept override;
   /// The statements recorded and not yet run (on the root), for tenex::explain.
   std::vector<Assignment> recorded() const;
-  /// The backend the set asks for (on the root), for tenex::explain.
-  BackendKind backend() const;
+  /// The backend the set asks for (on the root), for tenex::explain: set.backend and
+  /// set.backend_from_environment as a flush hands them to the pipeline.
+  void backend(SetRecord& set) const;
 
  private:
   DType dtype_;
-  BackendKind backend_;
+  BackendKind backend_;            // set_default_backend's choice when the state was made
+  bool backend_from_environment_;  // none: TENEX_BACKEND decides when the set runs
   std::shared_ptr<LinkedState> forward_;
   std::size_t size_ = 1;  // states in this set (roots only)
   bool has_run_ = false;
