@@ -382,7 +382,7 @@ TEST_CASE("plan file: a plan of every kind round-trips, and a plan line of this 
   const Shape s{"i,k * k,j, narrow", {0, 2}, {2, 1}, {0, 1}, {120, 8, 64}};
   const contraction::Prepared prepared = contraction::prepare(8, true, s.of(s.a), s.a, s.of(s.b), s.b, s.c);
   const std::vector<contraction::Plan> plans = contraction::all_plans(prepared.problem, prepared.flops);
-  const std::string key = search::shape_key(8, true, 1, s.a, s.of(s.a), s.b, s.of(s.b), s.c);
+  const std::string key = search::shape_key(8, false, true, 1, s.a, s.of(s.a), s.b, s.of(s.b), s.c);
   // The first plan of each kind, and of each way a GEMM plan writes c or packs an operand.
   std::vector<std::size_t> firsts;
   std::vector<std::string> kinds;
