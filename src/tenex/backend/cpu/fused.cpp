@@ -3,10 +3,14 @@
 // program on strips of the innermost mode, in cache-sized tiles, on the OpenMP threads.
 //
 // Each instruction runs as a tight loop over a strip of up to kStrip points, so the
-// interpretation costs one switch per instruction and strip. The functions of the table that
-// have a vector form (add, subtract, multiply, divide, max, min, negate, abs, sqrt, square,
-// reciprocal, clamp, sign) and the sums of a reduction run on Google Highway's vectors; the
-// others (exp, log, pow, ..., tenex::map callables) call their scalar definition per point.
+// interpretation costs one switch per instruction and strip; arithmetic that feeds one other
+// arithmetic instruction runs inside that instruction's loop (a compound, see compounds()),
+// so a chain such as a + 2 b - c / d reads its operands in one loop, as by hand. A result
+// that is only written and larger than kStreamStoreBytes is stored past the caches. The
+// functions of the table that have a vector form (add, subtract, multiply, divide, max, min,
+// negate, abs, sqrt, square, reciprocal, clamp, sign) and the sums of a reduction run on
+// Google Highway's vectors; the others (exp, log, pow, ..., tenex::map callables) call their
+// scalar definition per point.
 // This file compiles itself once per SIMD target (hwy/foreach_target.h) and fused() runs the
 // target simd.hpp picks. An operand read with stride 1 along the strip is used in place; a
 // transposed operand (one whose stride-1 mode is another mode of the space, the "block" mode)
