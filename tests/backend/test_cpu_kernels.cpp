@@ -1558,6 +1558,117 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's reductions on every S
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_reductions, Scalars);
 
+namespace {
+
+/// A program whose last instruction is outer(l, r), each side a value or an arithmetic
+/// instruction of two values (op 0 add, 1 subtract, 2 multiply, 3 divide, 4 a value): what
+/// the kernel runs as one compound loop. Values: a, b, the constants 0.75 and -1.5; each
+/// value of an inner instruction times -1.5 where `scaled` (the fusion pass's scale); the
+/// right side reads b with a constant where `with_constant`, and only b and constants where
+/// `only_b` (with b(i) a value per strip: the whole compound is).
+tenex::FusedParams compound_program(int outer, int left, int right, bool scaled, bool with_constant, bool only_b) {
+  using tenex::FusedOp;
+  const FusedOp ops[] = {FusedOp::add, FusedOp::subtract, FusedOp::multiply, FusedOp::divide};
+  tenex::FusedParams p;
+  p.program = {{FusedOp::load, 0, 0, 0, 0},
+               {FusedOp::load, 1, 0, 0, 0},
+               {FusedOp::constant, 0, 0, 0.75, 0},
+               {FusedOp::constant, 0, 0, -1.5, 0}};
+  auto push = [&](tenex::FusedInstr in) {
+    p.program.push_back(in);
+    return static_cast<std::uint32_t>(p.program.size() - 1);
+  };
+  auto value = [&](std::uint32_t v) { return scaled ? push({FusedOp::multiply, v, 3, 0, 0}) : v; };
+  auto side = [&](int op, std::uint32_t x, std::uint32_t y) {
+    if (op == 4) return x;
+    const std::uint32_t vx = value(x), vy = value(y);
+    return push({ops[op], vx, vy, 0, 0});
+  };
+  const std::uint32_t l = side(left, only_b ? 1 : 0, only_b ? 2 : 1);
+  const std::uint32_t r = side(right, 1, with_constant ? 2 : 0);
+  push({ops[outer], l, r, 0, 0});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's compound instructions on every SIMD target", T,
+                          cpu_kernels_fused_compounds) {
+  // Every compound the kernel runs in one loop (4 outer operations x 5 x 5 sides, scaled
+  // values, constants, a whole compound of values uniform on the strip), on a(i, j) and
+  // b(j, i) or b(i), odd extents, NaN, Inf and zeros: the same bits as the instructions one
+  // at a time in the table's scalar definitions.
+  std::mt19937 rng(73);
+  std::vector<tenex::FusedParams> programs;
+  for (int outer = 0; outer < 4; ++outer) {
+    for (int left = 0; left < 5; ++left) {
+      for (int right = 0; right < 5; ++right) {
+        for (const bool scaled : {false, true}) {
+          for (const bool with_constant : {false, true}) {
+            for (const bool only_b : {false, true}) {
+              programs.push_back(compound_program(outer, left, right, scaled, with_constant, only_b));
+            }
+          }
+        }
+      }
+    }
+  }
+  // 130 x 257 runs on two threads (past kFusedParallelMin points), 3 x 17 on one.
+  for (const auto& [ni, nj] : {std::pair<std::size_t, std::size_t>{3, 17}, {130, 257}}) {
+    for (const bool broadcast : {false, true}) {
+      const FusedCase<T> c{ni, nj, broadcast, values_with_specials<T>(ni * nj, rng),
+                           values_with_specials<T>(broadcast ? ni : ni * nj, rng)};
+      for (std::size_t k = 0; k < programs.size(); ++k) {
+        if (k % 2 == 1 && !broadcast) continue;  // only b: uniform on the strip where b is b(i)
+        const tenex::FusedParams& p = programs[k];
+        std::vector<T> want(ni * nj);
+        for (std::size_t i = 0; i < ni; ++i) {
+          for (std::size_t j = 0; j < nj; ++j) want[i * nj + j] = FusedCase<T>::value(p, c.a[i * nj + j], c.b_at(i, j));
+        }
+        for_each_simd_target([&] {
+          at_one_and_two_threads([&] {
+            const std::vector<T> out = c.run(p, Modes{0, 1});
+            std::size_t bad = 0;
+            for (std::size_t x = 0; x < out.size(); ++x) bad += same_value(out[x], want[x]) ? 0 : 1;
+            INFO("program ", k, " (outer, left, right, scaled, constant, only b: compound_program), extents ", ni,
+                 " x ", nj, std::string(broadcast ? " b(i)" : " b(j,i)"));
+            CHECK(bad == 0);
+          });
+        });
+      }
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_compounds, Scalars);
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel streams a large result past the caches", T,
+                          cpu_kernels_fused_streamed) {
+  // A result over 32 MB that is only written takes streamed stores (whole vectors, rows that
+  // start off a vector's alignment): a + 2 b - a / b(i), the same bits as one point at a time.
+  std::mt19937 rng(74);
+  const std::size_t ni = sizeof(T) == 8 ? 2051 : 2901, nj = sizeof(T) == 8 ? 2053 : 2903;
+  REQUIRE(ni * nj * sizeof(T) > (std::size_t{32} << 20));
+  const FusedCase<T> c{ni, nj, true, values_with_specials<T>(ni * nj, rng), values_with_specials<T>(ni, rng)};
+  tenex::FusedParams p;
+  p.program = {{tenex::FusedOp::load, 0, 0, 0, 0},     {tenex::FusedOp::load, 1, 0, 0, 0},
+               {tenex::FusedOp::constant, 0, 0, 2, 0}, {tenex::FusedOp::multiply, 1, 2, 0, 0},
+               {tenex::FusedOp::add, 0, 3, 0, 0},      {tenex::FusedOp::divide, 0, 1, 0, 0},
+               {tenex::FusedOp::subtract, 4, 5, 0, 0}};
+  std::vector<T> want(ni * nj);
+  for (std::size_t i = 0; i < ni; ++i) {
+    for (std::size_t j = 0; j < nj; ++j) want[i * nj + j] = FusedCase<T>::value(p, c.a[i * nj + j], c.b_at(i, j));
+  }
+  for_each_simd_target([&] {
+    at_one_and_two_threads([&] {
+      const std::vector<T> out = c.run(p, Modes{0, 1});
+      std::size_t bad = 0;
+      for (std::size_t x = 0; x < out.size(); ++x) bad += same_value(out[x], want[x]) ? 0 : 1;
+      CHECK(bad == 0);
+    });
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_streamed, Scalars);
+
 TEST_CASE("cpu kernels: a timed candidate's scratch is faulted in and waits in the block cache") {
   // c(i,j,l) = a(k,i,l) b(k,j): a of 2 MiB and c of 3 MiB, whose blocks the cache keeps (b, of
   // 48 KiB, is left to malloc). Before the plan search times a candidate, prefault_scratch
