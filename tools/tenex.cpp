@@ -425,14 +425,14 @@ int einsum(const Options& o, const Spec& spec) {
   // Complex: the backend counts operations on complex numbers (a multiply-add is 2), as the
   // GEMM's 2 n^3 below does; a complex multiply-add is 8 real flops.
   const char* unit = tenex::is_complex_v<T> ? " complex" : "";
-  std::cout << "rate: " << format("%.2f", t.flops / t.seconds * 1e-9) << unit << " GFLOP/s ("
-            << format("%.4g", t.flops) << unit << " flops counted)\n";
-  const char* routine = std::is_same_v<T, float>                  ? "sgemm"
-                        : std::is_same_v<T, double>               ? "dgemm"
+  std::cout << "rate: " << format("%.2f", t.flops / t.seconds * 1e-9) << unit << " GFLOP/s (" << format("%.4g", t.flops)
+            << unit << " flops counted)\n";
+  const char* routine = std::is_same_v<T, float>                 ? "sgemm"
+                        : std::is_same_v<T, double>              ? "dgemm"
                         : std::is_same_v<T, std::complex<float>> ? "cgemm"
-                                                                  : "zgemm";
-  std::cout << "gemm: " << milliseconds(t.gemm_seconds) << " for one " << routine
-            << " m=n=k=" << t.gemm_n << " (" << format("%.4g", 2.0 * std::pow(double(t.gemm_n), 3)) << " flops, "
+                                                                 : "zgemm";
+  std::cout << "gemm: " << milliseconds(t.gemm_seconds) << " for one " << routine << " m=n=k=" << t.gemm_n << " ("
+            << format("%.4g", 2.0 * std::pow(double(t.gemm_n), 3)) << " flops, "
             << format("%.2f", 2.0 * std::pow(double(t.gemm_n), 3) / t.gemm_seconds * 1e-9) << " GFLOP/s)\n";
   std::cout << "ratio to GEMM: " << format("%.2f", t.gemm_seconds / t.seconds)
             << " (GEMM time / tenex time; 1 or more: as fast as one GEMM of the same flops)\n";

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -1905,3 +1906,90 @@ TEST_CASE("cpu kernels: a large operand is packed in chunks of a few MiB that re
   }
   if (threads.held) CHECK(chunked < whole);
 }
+
+// Complex contractions: every candidate plan (GEMM plans that read an operand in place, with
+// ConjTrans/ConjNoTrans, or lay it out afresh; the plain loops) with either operand, both or
+// neither read conjugated, against loops in std::complex<double>.
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex contractions with conjugated operands, every plan", T,
+                          cpu_kernels_complex_conj) {
+  using C = std::complex<double>;
+  struct Shape {
+    Extents a_ext;
+    Modes a_modes;
+    Extents b_ext;
+    Modes b_modes;
+    Modes c_modes;
+  };
+  // Modes: 0 = i, 1 = j, 2 = k, 3 = l (extents 5, 6, 4, 3).
+  const std::size_t ext[] = {5, 6, 4, 3};
+  const std::vector<Shape> shapes = {
+      {{5, 4}, {0, 2}, {4, 6}, {2, 1}, {0, 1}},                // a(i,k) b(k,j) -> c(i,j)
+      {{4, 5}, {2, 0}, {6, 4}, {1, 2}, {1, 0}},                // a(k,i) b(j,k) -> c(j,i)
+      {{5, 3, 4}, {0, 3, 2}, {4, 6, 3}, {2, 1, 3}, {1, 0}},    // two summed modes, a permuted
+      {{3, 5, 4}, {3, 0, 2}, {4, 3, 6}, {2, 3, 1}, {0, 3, 1}}  // l a batch mode
+  };
+  std::mt19937 rng(71);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (std::size_t s = 0; s < shapes.size(); ++s) {
+    const Shape& sh = shapes[s];
+    CAPTURE(s);
+    auto fill = [&](const Extents& e) {
+      std::size_t n = 1;
+      for (std::size_t x : e) n *= x;
+      std::vector<T> v(n);
+      for (T& x : v) x = T(static_cast<typename T::value_type>(u(rng)), static_cast<typename T::value_type>(u(rng)));
+      return v;
+    };
+    const std::vector<T> a = fill(sh.a_ext), b = fill(sh.b_ext);
+    Extents c_ext;
+    for (int m : sh.c_modes) c_ext.push_back(ext[m]);
+    const std::size_t plans = cpu::contract_plan_count<T>(sh.a_ext, sh.a_modes, sh.b_ext, sh.b_modes, sh.c_modes, true);
+    for (int variant = 0; variant < 4; ++variant) {
+      const cpu::Conjugated conj{(variant & 1) != 0, (variant & 2) != 0};
+      // The reference: sum over every index combination.
+      std::vector<C> expected(a.size() + b.size(), C(0));
+      std::size_t c_size = 1;
+      for (std::size_t e : c_ext) c_size *= e;
+      expected.assign(c_size, C(0));
+      std::size_t idx[4];
+      for (idx[0] = 0; idx[0] < ext[0]; ++idx[0]) {
+        for (idx[1] = 0; idx[1] < ext[1]; ++idx[1]) {
+          for (idx[2] = 0; idx[2] < ext[2]; ++idx[2]) {
+            for (idx[3] = 0; idx[3] < ext[3]; ++idx[3]) {
+              auto flat = [&](const Modes& modes, const Extents& e) {
+                std::size_t f = 0;
+                for (std::size_t d = 0; d < modes.size(); ++d) f = f * e[d] + idx[modes[d]];
+                return f;
+              };
+              // Modes on no operand (j for a(i,k) b(k,...)) do not multiply the sum: only the
+              // combinations whose unused modes are 0 count.
+              bool used[4] = {false, false, false, false};
+              for (int m : sh.a_modes) used[m] = true;
+              for (int m : sh.b_modes) used[m] = true;
+              bool skip = false;
+              for (int m = 0; m < 4; ++m) skip = skip || (!used[m] && idx[m] != 0);
+              if (skip) continue;
+              C x(a[flat(sh.a_modes, sh.a_ext)]), y(b[flat(sh.b_modes, sh.b_ext)]);
+              if (conj.a) x = std::conj(x);
+              if (conj.b) y = std::conj(y);
+              expected[flat(sh.c_modes, c_ext)] += x * y;
+            }
+          }
+        }
+      }
+      for (std::size_t plan = 0; plan < plans; ++plan) {
+        CAPTURE(variant);
+        CAPTURE(plan);
+        std::vector<T> c(c_size, T(7, 7));
+        cpu::contract_with_plan(plan, T(1), a.data(), sh.a_ext, sh.a_modes, b.data(), sh.b_ext, sh.b_modes, T(0),
+                                c.data(), sh.c_modes, conj);
+        double worst = 0;
+        for (std::size_t x = 0; x < c_size; ++x) {
+          worst = std::max(worst, std::abs(C(c[x].real(), c[x].imag()) - expected[x]));
+        }
+        CHECK(worst <= (std::is_same_v<T, std::complex<float>> ? 1e-4 : 1e-12));
+      }
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_complex_conj, std::tuple<std::complex<float>, std::complex<double>>);

@@ -287,3 +287,25 @@ TEST_CASE_TEMPLATE_DEFINE("complex: what needs an order is a tenex::Error naming
         }).find("complex factor") != std::string::npos);
 }
 TEST_CASE_TEMPLATE_APPLY(complex_errors, tenex_test::ComplexScalars);
+
+TEST_CASE("complex: conj on a factor is read by the GEMM, not a pass of its own") {
+  using C = std::complex<double>;
+  EnvironmentScope passes("TENEX_PASSES", "all");
+  const Tensor<C> a = random<C>({40, 30}, 61), b = random<C>({40, 20}, 62);
+  Tensor<C> x = a, y = b, c;
+  c("i,j") = tenex::conj(x("k,i")) * y("k,j");  // a^H b: ConjTrans on a read in place
+  c.wait();
+  const std::string plan = tenex::explain();
+  CHECK(plan.find("contract conj_a") != std::string::npos);
+  CHECK(plan.find("in 1 kernel") != std::string::npos);
+  for (std::size_t i = 0; i < 30; ++i) {
+    for (std::size_t j = 0; j < 20; ++j) {
+      C sum = 0;
+      for (std::size_t k = 0; k < 40; ++k) sum += std::conj(a.at(k, i)) * b.at(k, j);
+      CHECK(near(c.at(i, j), sum, 10.0));
+    }
+  }
+  c("i,j") = x("k,i") * tenex::conj(y("k,j"));
+  c.wait();
+  CHECK(tenex::explain().find("contract conj_b") != std::string::npos);
+}

@@ -80,7 +80,7 @@ static_assert(std::is_empty_v<tenex::InputParams> && std::is_empty_v<tenex::Redu
                   std::is_empty_v<tenex::SvdParams>,
               "a parameter struct without fields got one: give its OpCase field_changes()");
 static_assert(sizeof(tenex::OutputParams) == sizeof(std::vector<std::string>), "OutputParams changed");
-static_assert(sizeof(tenex::ContractParams) == 2 * sizeof(double), "ContractParams changed");
+static_assert(sizeof(tenex::ContractParams) == 3 * sizeof(double), "ContractParams changed");
 static_assert(sizeof(tenex::ElementwiseParams) == 2 * sizeof(double), "ElementwiseParams changed");
 static_assert(sizeof(tenex::AddParams) == 2 * sizeof(double), "AddParams changed");
 static_assert(sizeof(tenex::SubtractParams) == 2 * sizeof(double), "SubtractParams changed");
@@ -155,9 +155,12 @@ struct OpCase<tenex::ReduceParams> {
 template <>
 struct OpCase<tenex::ContractParams> {
   using P = tenex::ContractParams;
-  static P sample() { return P{2.5, 0.0}; }
+  static P sample() { return P{2.5, 0.0, false, false}; }
   static std::vector<FieldChange<P>> field_changes() {
-    return {{"alpha", [](P& p) { p.alpha = 3.0; }}, {"beta", [](P& p) { p.beta = 1.0; }}};
+    return {{"alpha", [](P& p) { p.alpha = 3.0; }},
+            {"beta", [](P& p) { p.beta = 1.0; }},
+            {"conj_a", [](P& p) { p.conj_a = true; }},
+            {"conj_b", [](P& p) { p.conj_b = true; }}};
   }
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {

@@ -53,9 +53,12 @@ struct ReduceParams {
 };
 /// alpha * sum of a*b over the labels the result lacks (a GEMM), plus beta * d when a
 /// third operand d (the addend, with the result's labels in any order) is given.
+/// Complex sets: a (conj_a) or b (conj_b) is read conjugated (fold_scales folds a
+/// tenex::conj of a factor into its product).
 struct ContractParams {
   double alpha = 1.0;
   double beta = 0.0;
+  bool conj_a = false, conj_b = false;
   bool operator==(const ContractParams&) const = default;
 };
 /// Element-wise alpha * a (op) alpha_b * b, broadcasting by label.

@@ -34,6 +34,8 @@ std::string describe(const ContractParams& p) {
   std::string text;
   if (p.alpha != 1.0) text += concat(" alpha=", number(p.alpha));
   if (p.beta != 0.0) text += concat(" beta=", number(p.beta));
+  if (p.conj_a) text += " conj_a";
+  if (p.conj_b) text += " conj_b";
   return text;
 }
 std::string describe(const ElementwiseParams& p) {

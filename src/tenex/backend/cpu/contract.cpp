@@ -82,11 +82,11 @@ struct Planned {
 };
 
 template <class T>
-double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
-                 std::size_t& calls) {
+double timed_run(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c, std::size_t& calls,
+                 Conjugated conj) {
   contraction::prefault_scratch<T>(p, plan);
   const auto start = std::chrono::steady_clock::now();
-  calls = run_plan(p, plan, alpha, a, b, beta, c);
+  calls = run_plan(p, plan, alpha, a, b, beta, c, conj);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -120,7 +120,8 @@ Planned& planned(std::size_t element_size, bool complex, bool beta_zero, const E
 template <class T>
 KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
                          const Modes& a_modes, const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
-                         const Modes& c_modes) {
+                         const Modes& c_modes, Conjugated conj) {
+  if constexpr (!is_complex_v<T>) conj = {};  // the conjugate of a real number is itself
   Planned& memo = planned(sizeof(T), is_complex_v<T>, beta == T(0), a_extents, a_modes, b_extents, b_modes, c_modes);
   const Prepared& prepared = memo.prepared;
   KernelCount counted;
@@ -163,14 +164,14 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
           search,
           [&](std::size_t x) {
             contraction::prefault_scratch<T>(p, search.candidates[x]);
-            calls = run_plan(p, search.candidates[x], alpha, a, b, beta, c);
+            calls = run_plan(p, search.candidates[x], alpha, a, b, beta, c, conj);
             ++runs;
             last = x;
           },
           [&](std::size_t x) {
             ++runs;
             last = x;
-            return timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls);
+            return timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls, conj);
           });
       plan_search::publish(search, p, prepared.flops);
       plan_search::ran(search, p, std::min(last, search.candidates.size() - 1), runs);
@@ -180,7 +181,7 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
     if (search.mode == plan_search::Mode::measure && !search.chosen) {
       const auto [x, timed] = plan_search::measure_step(search);
       if (timed) {
-        plan_search::measure_record(search, timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls));
+        plan_search::measure_record(search, timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls, conj));
         if (search.chosen) plan_search::publish(search, p, prepared.flops);
         plan_search::ran(search, p, std::min(x, search.candidates.size() - 1), 1);
         counted.calls += calls;
@@ -197,10 +198,10 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
         double seconds = 0;
         if (step.candidate == 0) {
           const auto start = std::chrono::steady_clock::now();
-          calls = run_plan(p, plan, alpha, a, b, beta, c);
+          calls = run_plan(p, plan, alpha, a, b, beta, c, conj);
           seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         } else {
-          seconds = timed_run(p, plan, alpha, a, b, beta, c, calls);
+          seconds = timed_run(p, plan, alpha, a, b, beta, c, calls, conj);
         }
         plan_search::record(search, step, seconds);
         if (search.chosen) plan_search::publish(search, p, prepared.flops);
@@ -215,7 +216,7 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
       plan_search::ran(search, p, *search.chosen, 1);
     }
   }
-  counted.calls += run_plan(p, *chosen, alpha, a, b, beta, c);
+  counted.calls += run_plan(p, *chosen, alpha, a, b, beta, c, conj);
   return counted;
 }
 
@@ -223,8 +224,9 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
 
 template <class T>
 KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
-                     const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes) {
-  return run_contract<T>(std::nullopt, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes);
+                     const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes,
+                     Conjugated conj) {
+  return run_contract<T>(std::nullopt, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes, conj);
 }
 
 template <class T>
@@ -238,8 +240,8 @@ std::size_t contract_plan_count(const Extents& a_extents, const Modes& a_modes, 
 template <class T>
 KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Extents& a_extents, const Modes& a_modes,
                                const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
-                               const Modes& c_modes) {
-  return run_contract<T>(plan, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes);
+                               const Modes& c_modes, Conjugated conj) {
+  return run_contract<T>(plan, alpha, a, a_extents, a_modes, b, b_extents, b_modes, beta, c, c_modes, conj);
 }
 
 template <class T>
@@ -286,11 +288,11 @@ KernelCount assign_scaled(T beta, const T* d, const Modes& d_modes, T* c, const 
 
 #define TENEX_INSTANTIATE_CONTRACT(T)                                                                                 \
   template KernelCount contract<T>(T, const T*, const Extents&, const Modes&, const T*, const Extents&, const Modes&, \
-                                   T, T*, const Modes&);                                                              \
+                                   T, T*, const Modes&, Conjugated);                                                  \
   template std::size_t contract_plan_count<T>(const Extents&, const Modes&, const Extents&, const Modes&,             \
                                               const Modes&, bool);                                                    \
   template KernelCount contract_with_plan<T>(std::size_t, T, const T*, const Extents&, const Modes&, const T*,        \
-                                             const Extents&, const Modes&, T, T*, const Modes&);                      \
+                                             const Extents&, const Modes&, T, T*, const Modes&, Conjugated);          \
   template std::string contract_plan_description<T>(std::size_t, const Extents&, const Modes&, const Extents&,        \
                                                     const Modes&, const Modes&, bool);                                \
   template KernelCount assign_scaled<T>(T, const T*, const Modes&, T*, const Modes&, const Extents&);

@@ -177,8 +177,9 @@ KernelCount CpuBackend<T>::run_contract(const ContractParams& params, const Kern
       beta = T(1);
     }
   }
-  KernelCount count = cpu::contract(static_cast<T>(params.alpha), args.operands[0].data, a.extents, ma,
-                                    args.operands[1].data, b.extents, mb, beta, args.out.data, mc);
+  KernelCount count =
+      cpu::contract(static_cast<T>(params.alpha), args.operands[0].data, a.extents, ma, args.operands[1].data,
+                    b.extents, mb, beta, args.out.data, mc, cpu::Conjugated{params.conj_a, params.conj_b});
   count.flops += init.flops;
   return count;
 }

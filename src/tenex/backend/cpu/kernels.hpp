@@ -56,9 +56,16 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
 /// (2*m*n*k*batch) plus the additions of any summing out. Runs on the OpenMP threads; while
 /// they call GEMMs a pthreads OpenBLAS is set to one thread (then restored). Scratch memory
 /// comes from the block cache (tensor/host_memory.hpp), which keeps it for the next call.
+/// Which operands of a complex contraction are read conjugated (a real one ignores it): the
+/// GEMM reads an operand it takes in place conjugated (ConjTrans, ConjNoTrans); one the plan
+/// lays out afresh, or the plain loops read, is conjugated as it is copied.
+struct Conjugated {
+  bool a = false, b = false;
+};
 template <class T>
 KernelCount contract(T alpha, const T* a, const Extents& a_extents, const Modes& a_modes, const T* b,
-                     const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes);
+                     const Extents& b_extents, const Modes& b_modes, T beta, T* c, const Modes& c_modes,
+                     Conjugated conj = {});
 
 /// For tests: contract() chooses among candidate plans (which operands to permute, which
 /// modes to fuse into the GEMM, how c is written, or plain loops). contract_plan_count gives
@@ -71,7 +78,7 @@ std::size_t contract_plan_count(const Extents& a_extents, const Modes& a_modes, 
 template <class T>
 KernelCount contract_with_plan(std::size_t plan, T alpha, const T* a, const Extents& a_extents, const Modes& a_modes,
                                const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
-                               const Modes& c_modes);
+                               const Modes& c_modes, Conjugated conj = {});
 /// For bench/contraction_plans: what candidate `plan` does (operands permuted or packed per
 /// tile, how c is written, the fused groups) and the model's predicted seconds, in one line.
 template <class T>

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <complex>
 #include <cstddef>
 #include <exception>
 #include <optional>
@@ -215,7 +216,8 @@ void prefault_kernel(const Problem& p, const Gemm& plan) {
 // The GEMM nest of a GEMM plan: operands laid out as it says, c written in place, through a
 // buffer, or one tile at a time.
 template <class T>
-std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, const T* b, T beta, T* c) {
+std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, const T* b, T beta, T* c,
+                     Conjugated conj = {}) {
   std::size_t calls = 0;
   // Operands laid out afresh.
   std::optional<Scratch<T>> a_copy, b_copy;
@@ -273,6 +275,8 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
   g.b_n = group_stride(sb, plan.gn);
   g.c_m = group_stride(sc, plan.gm);
   g.c_n = group_stride(sc, plan.gn);
+  g.conj_a = conj.a;  // operands read in place (run_plan conjugates the copies of the others)
+  g.conj_b = conj.b;
   std::vector<Loop> tile_loops;
   for (int d : p.order[kC]) {
     const auto u = static_cast<std::size_t>(d);
@@ -372,8 +376,45 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
   std::visit([&](const auto& kernel) { prefault_kernel<T>(p, kernel); }, plan.kernel);
 }
 
+namespace {
+
+// The operand `op` conjugated element by element into `copy` (its own layout): for an operand a
+// plan lays out afresh or the plain loops read (the GEMM reads the others conjugated).
 template <class T>
-std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c) {
+const T* conjugated_copy(const Problem& p, int op, const T* in, std::optional<Scratch<T>>& copy) {
+  const std::size_t n = p.size[static_cast<std::size_t>(op)];
+  copy.emplace(n);
+  T* out = copy->get();
+  [[maybe_unused]] const bool par = n >= (std::size_t{1} << 16);
+#pragma omp parallel for if (par)
+  for (std::size_t i = 0; i < n; ++i) out[i] = std::conj(in[i]);
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
+                     Conjugated conj) {
+  if constexpr (is_complex_v<T>) {
+    if (conj.a || conj.b) {
+      const Gemm* gemm = std::get_if<Gemm>(&plan.kernel);
+      std::optional<Scratch<T>> a_conj, b_conj;
+      std::size_t copies = 0;
+      if (conj.a && (!gemm || permutes(*gemm, kA))) {
+        a = conjugated_copy(p, kA, a, a_conj);
+        conj.a = false;
+        ++copies;
+      }
+      if (conj.b && (!gemm || permutes(*gemm, kB))) {
+        b = conjugated_copy(p, kB, b, b_conj);
+        conj.b = false;
+        ++copies;
+      }
+      if (!gemm) return copies + run_naive(p, alpha, a, b, beta, c);
+      return copies + run_gemm(p, *gemm, alpha, a, b, beta, c, conj);
+    }
+  }
   struct Run {
     const Problem& p;
     T alpha;
@@ -402,9 +443,9 @@ std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, co
   return std::visit(Run{p, alpha, a, b, beta, c}, plan.kernel);
 }
 
-#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                    \
-  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*);             \
-  template std::size_t run_plan<T>(const Problem&, const Plan&, T, const T*, const T*, T, T*); \
+#define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                                \
+  template std::size_t run_naive<T>(const Problem&, T, const T*, const T*, T, T*);                         \
+  template std::size_t run_plan<T>(const Problem&, const Plan&, T, const T*, const T*, T, T*, Conjugated); \
   template void prefault_scratch<T>(const Problem&, const Plan&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_PLAN_EXECUTION)
 #undef TENEX_INSTANTIATE_PLAN_EXECUTION

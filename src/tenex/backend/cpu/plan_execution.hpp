@@ -18,7 +18,10 @@ std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta,
 // c = alpha * sum a b + beta c as `plan` says: the plain loops, the narrow or GETT kernel, or
 // the GEMM nest. Returns the number of kernel, GEMM and copy calls.
 template <class T>
-std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c);
+// `conj` (complex elements): operands read conjugated; the GEMM reads one it takes in place
+// conjugated, one laid out afresh or read by the plain loops is conjugated as it is copied.
+std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
+                     Conjugated conj = {});
 
 // Writes one element per page of `data` (size elements), so that a timed run that writes
 // it does not also pay for its first touch.

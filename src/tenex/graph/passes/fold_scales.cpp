@@ -85,4 +85,35 @@ void fold_scales(OpGraph& graph) {
   }
 }
 
+namespace {
+
+// Whether `node` only conjugates its one operand, element by element, with nothing reduced.
+bool only_conjugates(const OpGraph& graph, NodeId id) {
+  const OpNode& node = graph.node(id);
+  if (node.kind != OpKind::fused || !node.sparse_maps.empty() || graph.operands(id).size() != 1) return false;
+  const FusedParams& p = node.get<FusedParams>();
+  return p.program.size() == 2 && p.program[0].op == FusedOp::load && p.program[0].a == 0 &&
+         p.program[1].op == FusedOp::conj && p.program[1].a == 0 &&
+         graph.node(graph.operands(id)[0]).labels == node.labels &&
+         graph.node(graph.operands(id)[0]).sparse_maps.empty();
+}
+
+}  // namespace
+
+void fold_conjugations(OpGraph& graph) {
+  for (NodeId id : graph.topological_order()) {
+    OpNode& node = graph.node(id);
+    if (node.kind != OpKind::contract || !is_complex_dtype(node.dtype) || !node.sparse_maps.empty()) continue;
+    const std::vector<NodeId> operands = graph.operands(id);
+    for (std::size_t i = 0; i < 2 && i < operands.size(); ++i) {
+      if (!only_conjugates(graph, operands[i])) continue;
+      ContractParams& p = node.get<ContractParams>();
+      bool& conj = i == 0 ? p.conj_a : p.conj_b;
+      conj = !conj;
+      graph.set_operand(id, i, graph.operands(operands[i]).at(0));
+      if (!graph.has_consumers(operands[i])) graph.detach(operands[i]);
+    }
+  }
+}
+
 }  // namespace tenex::passes

@@ -26,6 +26,7 @@ constexpr Pass kPasses[] = {
     {"slice", [](OpGraph& g, std::size_t limit) { slice_contractions(g, limit); }},
     {"collapse", [](OpGraph& g, std::size_t) { collapse_chains(g); }},
     {"fuse", [](OpGraph& g, std::size_t) { fuse_elementwise(g); }},
+    {"fold_scales", [](OpGraph& g, std::size_t) { fold_conjugations(g); }},
     {"sparse", nullptr},  // after the masks: see optimize()
 };
 

@@ -15,6 +15,10 @@ namespace tenex::passes {
 void eliminate_common_subexpressions(OpGraph& graph);
 /// Folds scale nodes into the alpha of the contraction or element-wise node they scale.
 void fold_scales(OpGraph& graph);
+/// Folds a conjugation (a fused node that only conjugates) of a complex product's factor into
+/// the product (ContractParams::conj_a, conj_b): the GEMM reads the factor conjugated. Runs
+/// after the fusion pass, under the name fold_scales.
+void fold_conjugations(OpGraph& graph);
 /// Flattens chains of contractions (through scales) that nothing else reads into one
 /// n-ary product and re-evaluates it in the order of fewest flops (dynamic programming up
 /// to 10 factors, greedy with a priority queue of the pairs that share a label beyond:
