@@ -1593,6 +1593,24 @@ tenex::FusedParams compound_program(int outer, int left, int right, bool scaled,
 
 }  // namespace
 
+// The fused kernel's result of `p` on case `c`, on every SIMD target at one and two threads,
+// bit for bit the program's value one point at a time (FusedCase::value).
+template <class T>
+void check_fused_bits(const FusedCase<T>& c, const tenex::FusedParams& p) {
+  std::vector<T> want(c.ni * c.nj);
+  for (std::size_t i = 0; i < c.ni; ++i) {
+    for (std::size_t j = 0; j < c.nj; ++j) want[i * c.nj + j] = FusedCase<T>::value(p, c.a[i * c.nj + j], c.b_at(i, j));
+  }
+  for_each_simd_target([&] {
+    at_one_and_two_threads([&] {
+      const std::vector<T> out = c.run(p, Modes{0, 1});
+      std::size_t bad = 0;
+      for (std::size_t x = 0; x < out.size(); ++x) bad += same_value(out[x], want[x]) ? 0 : 1;
+      CHECK(bad == 0);
+    });
+  });
+}
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's compound instructions on every SIMD target", T,
                           cpu_kernels_fused_compounds) {
   // Every compound the kernel runs in one loop (4 outer operations x 5 x 5 sides, scaled
@@ -1622,20 +1640,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel's compound instructions
       for (std::size_t k = 0; k < programs.size(); ++k) {
         if (k % 2 == 1 && !broadcast) continue;  // only b: uniform on the strip where b is b(i)
         const tenex::FusedParams& p = programs[k];
-        std::vector<T> want(ni * nj);
-        for (std::size_t i = 0; i < ni; ++i) {
-          for (std::size_t j = 0; j < nj; ++j) want[i * nj + j] = FusedCase<T>::value(p, c.a[i * nj + j], c.b_at(i, j));
-        }
-        for_each_simd_target([&] {
-          at_one_and_two_threads([&] {
-            const std::vector<T> out = c.run(p, Modes{0, 1});
-            std::size_t bad = 0;
-            for (std::size_t x = 0; x < out.size(); ++x) bad += same_value(out[x], want[x]) ? 0 : 1;
-            INFO("program ", k, " (outer, left, right, scaled, constant, only b: compound_program), extents ", ni,
-                 " x ", nj, std::string(broadcast ? " b(i)" : " b(j,i)"));
-            CHECK(bad == 0);
-          });
-        });
+        INFO("program ", k, " (outer, left, right, scaled, constant, only b: compound_program), extents ", ni, " x ",
+             nj, std::string(broadcast ? " b(i)" : " b(j,i)"));
+        check_fused_bits(c, p);
       }
     }
   }
@@ -1655,18 +1662,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the fused kernel streams a large result 
                {tenex::FusedOp::constant, 0, 0, 2, 0}, {tenex::FusedOp::multiply, 1, 2, 0, 0},
                {tenex::FusedOp::add, 0, 3, 0, 0},      {tenex::FusedOp::divide, 0, 1, 0, 0},
                {tenex::FusedOp::subtract, 4, 5, 0, 0}};
-  std::vector<T> want(ni * nj);
-  for (std::size_t i = 0; i < ni; ++i) {
-    for (std::size_t j = 0; j < nj; ++j) want[i * nj + j] = FusedCase<T>::value(p, c.a[i * nj + j], c.b_at(i, j));
-  }
-  for_each_simd_target([&] {
-    at_one_and_two_threads([&] {
-      const std::vector<T> out = c.run(p, Modes{0, 1});
-      std::size_t bad = 0;
-      for (std::size_t x = 0; x < out.size(); ++x) bad += same_value(out[x], want[x]) ? 0 : 1;
-      CHECK(bad == 0);
-    });
-  });
+  check_fused_bits(c, p);
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_fused_streamed, Scalars);
 
@@ -1947,10 +1943,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex contractions with conjugated ope
     for (int variant = 0; variant < 4; ++variant) {
       const cpu::Conjugated conj{(variant & 1) != 0, (variant & 2) != 0};
       // The reference: sum over every index combination.
-      std::vector<C> expected(a.size() + b.size(), C(0));
       std::size_t c_size = 1;
       for (std::size_t e : c_ext) c_size *= e;
-      expected.assign(c_size, C(0));
+      std::vector<C> expected(c_size, C(0));
       std::size_t idx[4];
       for (idx[0] = 0; idx[0] < ext[0]; ++idx[0]) {
         for (idx[1] = 0; idx[1] < ext[1]; ++idx[1]) {

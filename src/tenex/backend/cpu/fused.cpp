@@ -396,16 +396,16 @@ class Evaluator {
     T s;
   };
 
+  // The arithmetic of a compound's op number: 0 add, 1 subtract, 2 multiply, 3 divide.
+  static constexpr FusedOp arithmetic_op(int op) {
+    return op == 0 ? FusedOp::add : op == 1 ? FusedOp::subtract : op == 2 ? FusedOp::multiply : FusedOp::divide;
+  }
   template <int op>
   static HWY_INLINE V arithmetic(D d, V a, V b) {
     if constexpr (op == kTake) {
       return a;
     } else {
-      constexpr FusedOp f = op == 0   ? FusedOp::add
-                            : op == 1 ? FusedOp::subtract
-                            : op == 2 ? FusedOp::multiply
-                                      : FusedOp::divide;
-      return VectorForm<f>::apply(d, a, b, a, b);
+      return VectorForm<arithmetic_op(op)>::apply(d, a, b, a, b);
     }
   }
   template <int op>
@@ -413,11 +413,7 @@ class Evaluator {
     if constexpr (op == kTake) {
       return a;
     } else {
-      constexpr FusedOp f = op == 0   ? FusedOp::add
-                            : op == 1 ? FusedOp::subtract
-                            : op == 2 ? FusedOp::multiply
-                                      : FusedOp::divide;
-      return Function<f>::apply(a, b, T(0), T(0));
+      return Function<arithmetic_op(op)>::apply(a, b, T(0), T(0));
     }
   }
   template <bool scaled>

@@ -48,7 +48,6 @@ T evaluate(const FusedParams& params, const std::vector<const T*>& operands, con
   for (std::size_t i = 0; i < n; ++i) {
     const FusedInstr& in = params.program[i];
     using R = real_type_t<T>;
-    const T x(static_cast<R>(in.x)), y(static_cast<R>(in.y));
     if (in.op == FusedOp::load) {
       values[i] = operands[in.a][at[in.a]];
     } else if (in.op == FusedOp::constant) {
@@ -62,7 +61,7 @@ T evaluate(const FusedParams& params, const std::vector<const T*>& operands, con
       }
     } else {
       const T b = function_info(in.op).values == 2 ? values[in.b] : T(0);
-      values[i] = apply_function(in.op, values[in.a], b, x, y);
+      values[i] = apply_function(in.op, values[in.a], b, T(static_cast<R>(in.x)), T(static_cast<R>(in.y)));
     }
   }
   return values[n - 1];

@@ -576,8 +576,6 @@ void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> su
     // Sums of complex numbers are sums of their parts; a factor that is not real scales the
     // (smaller) result afterwards.
     using R = real_type_t<T>;
-    std::size_t count = 1;
-    for (const Dim& d : kept) count *= d.extent;
     for (Dim& d : summed) {
       d.in *= 2;
       d.out *= 2;

@@ -391,56 +391,57 @@ const T* conjugated_copy(const Problem& p, int op, const T* in, std::optional<Sc
   return out;
 }
 
+// Runs the kernel a plan names; `conj`: the operands the GEMM reads conjugated in place.
+template <class T>
+struct Run {
+  const Problem& p;
+  T alpha;
+  const T* a;
+  const T* b;
+  T beta;
+  T* c;
+  Conjugated conj;
+  std::size_t operator()(const NaiveLoops&) const { return run_naive(p, alpha, a, b, beta, c); }
+  // The kernels of real arithmetic; never planned for complex elements (Problem::complex).
+  std::size_t operator()(const Narrow&) const {
+    if constexpr (is_complex_v<T>) {
+      throw std::logic_error("run_plan: the narrow kernel for complex elements");
+    } else {
+      return run_narrow(p, alpha, a, b, beta, c);
+    }
+  }
+  std::size_t operator()(const Gett&) const {
+    if constexpr (is_complex_v<T>) {
+      throw std::logic_error("run_plan: the GETT kernel for complex elements");
+    } else {
+      return run_gett(p, alpha, a, b, beta, c);
+    }
+  }
+  std::size_t operator()(const Gemm& gemm) const { return run_gemm(p, gemm, alpha, a, b, beta, c, conj); }
+};
+
 }  // namespace
 
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
                      Conjugated conj) {
+  // A conjugated operand the plan does not hand to the GEMM in place is conjugated in a copy.
+  std::optional<Scratch<T>> a_conj, b_conj;
+  std::size_t copies = 0;
   if constexpr (is_complex_v<T>) {
-    if (conj.a || conj.b) {
-      const Gemm* gemm = std::get_if<Gemm>(&plan.kernel);
-      std::optional<Scratch<T>> a_conj, b_conj;
-      std::size_t copies = 0;
-      if (conj.a && (!gemm || permutes(*gemm, kA))) {
-        a = conjugated_copy(p, kA, a, a_conj);
-        conj.a = false;
-        ++copies;
-      }
-      if (conj.b && (!gemm || permutes(*gemm, kB))) {
-        b = conjugated_copy(p, kB, b, b_conj);
-        conj.b = false;
-        ++copies;
-      }
-      if (!gemm) return copies + run_naive(p, alpha, a, b, beta, c);
-      return copies + run_gemm(p, *gemm, alpha, a, b, beta, c, conj);
+    const Gemm* gemm = std::get_if<Gemm>(&plan.kernel);
+    if (conj.a && (!gemm || permutes(*gemm, kA))) {
+      a = conjugated_copy(p, kA, a, a_conj);
+      conj.a = false;
+      ++copies;
+    }
+    if (conj.b && (!gemm || permutes(*gemm, kB))) {
+      b = conjugated_copy(p, kB, b, b_conj);
+      conj.b = false;
+      ++copies;
     }
   }
-  struct Run {
-    const Problem& p;
-    T alpha;
-    const T* a;
-    const T* b;
-    T beta;
-    T* c;
-    std::size_t operator()(const NaiveLoops&) const { return run_naive(p, alpha, a, b, beta, c); }
-    // The kernels of real arithmetic; never planned for complex elements (Problem::complex).
-    std::size_t operator()(const Narrow&) const {
-      if constexpr (is_complex_v<T>) {
-        throw std::logic_error("run_plan: the narrow kernel for complex elements");
-      } else {
-        return run_narrow(p, alpha, a, b, beta, c);
-      }
-    }
-    std::size_t operator()(const Gett&) const {
-      if constexpr (is_complex_v<T>) {
-        throw std::logic_error("run_plan: the GETT kernel for complex elements");
-      } else {
-        return run_gett(p, alpha, a, b, beta, c);
-      }
-    }
-    std::size_t operator()(const Gemm& gemm) const { return run_gemm(p, gemm, alpha, a, b, beta, c); }
-  };
-  return std::visit(Run{p, alpha, a, b, beta, c}, plan.kernel);
+  return copies + std::visit(Run<T>{p, alpha, a, b, beta, c, conj}, plan.kernel);
 }
 
 #define TENEX_INSTANTIATE_PLAN_EXECUTION(T)                                                                \
