@@ -57,8 +57,8 @@ KernelCount reduce(const T* in, const Extents& in_extents, const Modes& in_modes
 /// they call GEMMs a pthreads OpenBLAS is set to one thread (then restored). Scratch memory
 /// comes from the block cache (tensor/host_memory.hpp), which keeps it for the next call.
 /// Which operands of a complex contraction are read conjugated (a real one ignores it): the
-/// GEMM reads an operand it takes in place conjugated (ConjTrans, ConjNoTrans); one the plan
-/// lays out afresh, or the plain loops read, is conjugated as it is copied.
+/// GEMM reads them conjugated (ConjTrans, ConjNoTrans), in place or from the copy a plan lays
+/// out afresh; the plain loops (tiny products) read a conjugated copy.
 struct Conjugated {
   bool a = false, b = false;
 };

@@ -275,7 +275,7 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
   g.b_n = group_stride(sb, plan.gn);
   g.c_m = group_stride(sc, plan.gm);
   g.c_n = group_stride(sc, plan.gn);
-  g.conj_a = conj.a;  // operands read in place (run_plan conjugates the copies of the others)
+  g.conj_a = conj.a;  // in place or laid out afresh, the GEMM reads them conjugated
   g.conj_b = conj.b;
   std::vector<Loop> tile_loops;
   for (int d : p.order[kC]) {
@@ -378,8 +378,8 @@ void prefault_scratch(const Problem& p, const Plan& plan) {
 
 namespace {
 
-// The operand `op` conjugated element by element into `copy` (its own layout): for an operand a
-// plan lays out afresh or the plain loops read (the GEMM reads the others conjugated).
+// The operand `op` conjugated element by element into `copy` (its own layout): for the plain
+// loops (a GEMM plan reads its operands conjugated).
 template <class T>
 const T* conjugated_copy(const Problem& p, int op, const T* in, std::optional<Scratch<T>>& copy) {
   const std::size_t n = p.size[static_cast<std::size_t>(op)];
@@ -425,17 +425,19 @@ struct Run {
 template <class T>
 std::size_t run_plan(const Problem& p, const Plan& plan, T alpha, const T* a, const T* b, T beta, T* c,
                      Conjugated conj) {
-  // A conjugated operand the plan does not hand to the GEMM in place is conjugated in a copy.
+  // A GEMM plan reads a conjugated operand conjugated (ConjTrans, ConjNoTrans), whether in
+  // place or from the copy it lays out afresh (conjugation commutes with the permutation); the
+  // plain loops read a conjugated copy.
   std::optional<Scratch<T>> a_conj, b_conj;
   std::size_t copies = 0;
   if constexpr (is_complex_v<T>) {
-    const Gemm* gemm = std::get_if<Gemm>(&plan.kernel);
-    if (conj.a && (!gemm || permutes(*gemm, kA))) {
+    const bool gemm = std::holds_alternative<Gemm>(plan.kernel);
+    if (conj.a && !gemm) {
       a = conjugated_copy(p, kA, a, a_conj);
       conj.a = false;
       ++copies;
     }
-    if (conj.b && (!gemm || permutes(*gemm, kB))) {
+    if (conj.b && !gemm) {
       b = conjugated_copy(p, kB, b, b_conj);
       conj.b = false;
       ++copies;
