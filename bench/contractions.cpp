@@ -1,16 +1,17 @@
 // Benchmark: tenex contractions on the TCCG cases against one GEMM of the same size.
 //
-//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--first-call] [--permutations]
-//   bench_contractions [cases.tsv] --cold N [--filter NAME] [--float]
+//   bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [TYPE] [--conj] [--first-call] [--permutations]
+//   bench_contractions [cases.tsv] --cold N [--filter NAME] [TYPE] [--conj]
 //   bench_contractions --mp2 [--nocc 40] [--nvirt 200] [--naux 800] [--repeat N]
 //
 // The cases file (default: the TENEX_TCCG_TSV the build points at) has one case a line:
 // name, einsum ("bda,dc->abc": a's labels, b's labels, the result's), extents
 // ("a=312,b=312,..."), gflop and group, tab-separated; '#' starts a comment. For each case
-// this times the tenex statement c("a,b,c") = A("b,d,a") * B("d,c") (double, or float with
-// --float; it runs at its ';') and one cblas_dgemm (cblas_sgemm) of the same m, n, k on fresh
-// contiguous matrices, where m is
-// the product of A's free extents, n of B's and k of the contracted ones. Runs alternate
+// this times the tenex statement c("a,b,c") = A("b,d,a") * B("d,c") (it runs at its ';') and
+// one GEMM of the same m, n, k on fresh contiguous matrices, where m is the product of A's free
+// extents, n of B's and k of the contracted ones. TYPE is the element type and the GEMM's
+// routine: --double (dgemm, the default), --float (sgemm), --complex64 (cgemm), --complex128
+// (zgemm). --conj (complex types) times c = conj(A) * B instead, against the same GEMM. Runs alternate
 // between the two so that drift in machine load hits both; each side reports its best of
 // --repeat runs after one warm-up. ratio = gemm / tenex: 1 or more means tenex is as fast as
 // one GEMM of the same size. `check` is the largest relative difference of a few elements of
@@ -41,6 +42,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -74,11 +76,12 @@ struct Options {
   std::string path;
   int repeat = 5;
   std::string filter;
-  bool single = false;        // float instead of double
-  bool permutations = false;  // the permutation table instead of the cases
-  bool mp2 = false;           // the MP2 example's contraction stage instead of the cases
-  bool first_call = false;    // also the first call's time (the plan search) against the best
-  int cold = 0;               // --cold N: the first N calls of each case against N GEMMs
+  std::string type = "double";  // float, double, complex64, complex128
+  bool conj = false;            // conj(A) * B (complex types)
+  bool permutations = false;    // the permutation table instead of the cases
+  bool mp2 = false;             // the MP2 example's contraction stage instead of the cases
+  bool first_call = false;      // also the first call's time (the plan search) against the best
+  int cold = 0;                 // --cold N: the first N calls of each case against N GEMMs
   std::size_t nocc = 40, nvirt = 200, naux = 800;
 };
 
@@ -90,8 +93,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
 #endif
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == "--float") {
-      options.single = true;
+    if (arg == "--float" || arg == "--double" || arg == "--complex64" || arg == "--complex128") {
+      options.type = arg.substr(2);
+    } else if (arg == "--conj") {
+      options.conj = true;
     } else if (arg == "--permutations") {
       options.permutations = true;
     } else if (arg == "--mp2") {
@@ -125,6 +130,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
     }
   }
   if (options.path.empty() && !options.permutations && !options.mp2) return std::nullopt;
+  if (options.conj && options.type.rfind("complex", 0) != 0) return std::nullopt;
   return options;
 }
 
@@ -166,7 +172,8 @@ std::size_t offset_of(const Case& c, const std::string& letters, const std::map<
 // Largest relative difference between a few elements of the result and sums over the
 // contracted labels computed here.
 template <class T>
-double check_result(const Case& c, const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& result) {
+double check_result(const Case& c, const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& result, bool conj) {
+  using C = std::complex<double>;
   std::string contracted;
   for (char ch : c.a) {
     if (c.b.find(ch) != std::string::npos && c.c.find(ch) == std::string::npos) contracted += ch;
@@ -179,7 +186,8 @@ double check_result(const Case& c, const Tensor<T>& a, const Tensor<T>& b, const
   for (int sample = 0; sample < 8; ++sample) {
     std::map<char, std::size_t> value;
     for (char ch : c.c) value[ch] = std::uniform_int_distribution<std::size_t>(0, c.extent.at(ch) - 1)(rng);
-    double sum = 0, magnitude = 0;
+    C sum = 0;
+    double magnitude = 0;
     const std::size_t terms = product_of(c, contracted);
     for (std::size_t t = 0; t < terms; ++t) {
       std::size_t rest = t;
@@ -187,12 +195,12 @@ double check_result(const Case& c, const Tensor<T>& a, const Tensor<T>& b, const
         value[contracted[x]] = rest % c.extent.at(contracted[x]);
         rest /= c.extent.at(contracted[x]);
       }
-      const double term =
-          static_cast<double>(pa[offset_of(c, c.a, value)]) * static_cast<double>(pb[offset_of(c, c.b, value)]);
+      const C x(pa[offset_of(c, c.a, value)]), y(pb[offset_of(c, c.b, value)]);
+      const C term = (conj ? std::conj(x) : x) * y;
       sum += term;
       magnitude += std::abs(term);
     }
-    const auto got = static_cast<double>(pc[offset_of(c, c.c, value)]);
+    const C got(pc[offset_of(c, c.c, value)]);
     worst = std::max(worst, std::abs(got - sum) / std::max(magnitude, std::numeric_limits<double>::min()));
   }
   return worst;
@@ -211,27 +219,65 @@ void xgemm(int m, int n, int k, const float* a, const float* b, float* c) {
 void xgemm(int m, int n, int k, const double* a, const double* b, double* c) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
 }
+void xgemm(int m, int n, int k, const std::complex<float>* a, const std::complex<float>* b, std::complex<float>* c) {
+  const std::complex<float> one(1), zero(0);
+  cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, k, b, n, &zero, c, n);
+}
+void xgemm(int m, int n, int k, const std::complex<double>* a, const std::complex<double>* b, std::complex<double>* c) {
+  const std::complex<double> one(1), zero(0);
+  cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, k, b, n, &zero, c, n);
+}
+
+// The value of `f(T{})` for the element type an option names (float, double, complex64, complex128).
+template <class F>
+auto with_type(const std::string& type, F f) {
+  if (type == "float") return f(float{});
+  if (type == "complex64") return f(std::complex<float>{});
+  if (type == "complex128") return f(std::complex<double>{});
+  return f(double{});
+}
+const char* gemm_routine(const std::string& type) {
+  return type == "float" ? "sgemm" : type == "complex64" ? "cgemm" : type == "complex128" ? "zgemm" : "dgemm";
+}
 
 // A case's tenex operands and the contiguous matrices of the GEMM of the same m, n, k.
 template <class T>
 struct CaseOperands {
-  explicit CaseOperands(const Case& c)
-      : a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), la(labels_of(c.a)),
+  CaseOperands(const Case& c, bool conj_a)
+      : conj(conj_a), a(tenex::Shape(extents_of(c, c.a))), b(tenex::Shape(extents_of(c, c.b))), la(labels_of(c.a)),
         lb(labels_of(c.b)), lc(labels_of(c.c)), size(gemm_size(c)), ga(size.m * size.k), gb(size.k * size.n),
         gc(size.m * size.n) {
     tenex::fill_random(a, 1);
     tenex::fill_random(b, 2);
     std::mt19937_64 rng(3);
-    std::uniform_real_distribution<T> uniform(-1.0, 1.0);
-    for (T& x : ga) x = uniform(rng);
-    for (T& x : gb) x = uniform(rng);
+    using R = tenex::real_type_t<T>;
+    std::uniform_real_distribution<R> uniform(-1.0, 1.0);
+    auto draw = [&] {
+      if constexpr (tenex::is_complex_v<T>) {
+        const R re = uniform(rng);
+        return T(re, uniform(rng));
+      } else {
+        return uniform(rng);
+      }
+    };
+    for (T& x : ga) x = draw();
+    for (T& x : gb) x = draw();
   }
-  void contract() { result(lc) = a(la) * b(lb); }
+  void contract() {
+    if constexpr (tenex::is_complex_v<T>) {
+      if (conj) {
+        result(lc) = tenex::conj(a(la)) * b(lb);
+        return;
+      }
+    }
+    result(lc) = a(la) * b(lb);
+  }
   void gemm() {
     xgemm(static_cast<int>(size.m), static_cast<int>(size.n), static_cast<int>(size.k), ga.data(), gb.data(),
           gc.data());
   }
 
+  bool conj;
   Tensor<T> a, b, result;
   std::string la, lb, lc;
   GemmSize size;
@@ -239,8 +285,8 @@ struct CaseOperands {
 };
 
 template <class T>
-Row bench_case(const Case& c, int repeat) {
-  CaseOperands<T> x(c);
+Row bench_case(const Case& c, int repeat, bool conj) {
+  CaseOperands<T> x(c, conj);
   Row row;
   const std::function<void()> with_tenex = [&] { x.contract(); };
   const std::function<void()> with_gemm = [&] { x.gemm(); };
@@ -250,7 +296,7 @@ Row bench_case(const Case& c, int repeat) {
     row.tenex_ms = std::min(row.tenex_ms, milliseconds_of(with_tenex));
     row.gemm_ms = std::min(row.gemm_ms, milliseconds_of(with_gemm));
   }
-  row.check = check_result(c, x.a, x.b, x.result);
+  row.check = check_result(c, x.a, x.b, x.result, conj);
   return row;
 }
 
@@ -392,13 +438,13 @@ struct ColdRow {
 };
 
 template <class T>
-ColdRow bench_cold(const Case& c, int calls) {
-  CaseOperands<T> x(c);
+ColdRow bench_cold(const Case& c, int calls, bool conj) {
+  CaseOperands<T> x(c, conj);
   ColdRow row;
   for (int call = 0; call < calls; ++call) row.tenex_ms.push_back(milliseconds_of([&] { x.contract(); }));
   x.gemm();
   for (int call = 0; call < calls; ++call) row.gemm_ms += milliseconds_of([&] { x.gemm(); });
-  row.check = check_result(c, x.a, x.b, x.result);
+  row.check = check_result(c, x.a, x.b, x.result, conj);
   return row;
 }
 
@@ -406,8 +452,7 @@ ColdRow bench_cold(const Case& c, int calls) {
 int run_cold(const Options& options, const std::vector<Case>& cases) {
   const char* mode = std::getenv("TENEX_PLAN_SEARCH");
   std::printf("# the first %d tenex calls of each case (TENEX_PLAN_SEARCH=%s) vs %d %s calls of the same m, n, k\n",
-              options.cold, mode != nullptr ? mode : "amortized (default)", options.cold,
-              options.single ? "sgemm" : "dgemm");
+              options.cold, mode != nullptr ? mode : "amortized (default)", options.cold, gemm_routine(options.type));
   std::printf(
       "# cold ratio = gemm_ms / tenex_ms (>= 0.8: the target); worst/model = slowest call / median of calls 2..N\n");
   std::printf("%-8s %-24s %10s %10s %10s %7s %8s %10s\n", "name", "einsum", "first_ms", "tenex_ms", "gemm_ms", "ratio",
@@ -416,7 +461,8 @@ int run_cold(const Options& options, const std::vector<Case>& cases) {
   double worst_of_all = 0;
   for (const Case& c : cases) {
     if (!options.filter.empty() && c.name.find(options.filter) == std::string::npos) continue;
-    const ColdRow row = options.single ? bench_cold<float>(c, options.cold) : bench_cold<double>(c, options.cold);
+    const ColdRow row =
+        with_type(options.type, [&](auto zero) { return bench_cold<decltype(zero)>(c, options.cold, options.conj); });
     double total = 0;
     for (double ms : row.tenex_ms) total += ms;
     std::vector<double> later(row.tenex_ms.begin() + 1, row.tenex_ms.end());
@@ -449,8 +495,10 @@ int main(int argc, char** argv) {
   if (!options || options->cold == 0) ::setenv("TENEX_PLAN_SEARCH", "measure", 0);
   if (!options) {
     std::printf(
-        "usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [--float] [--first-call] [--permutations]\n"
-        "       bench_contractions [cases.tsv] --cold N [--filter NAME] [--float]\n"
+        "usage: bench_contractions [cases.tsv] [--repeat N] [--filter NAME] [TYPE] [--conj] [--first-call]\n"
+        "                          [--permutations]\n"
+        "       bench_contractions [cases.tsv] --cold N [--filter NAME] [TYPE] [--conj]\n"
+        "       TYPE: --double (default), --float, --complex64, --complex128; --conj: conj(A) * B, complex\n"
         "       bench_contractions --mp2 [--nocc N] [--nvirt N] [--naux N] [--repeat N]\n");
     return 2;
   }
@@ -460,17 +508,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (options->permutations) {
-      if (options->single) {
-        bench_permutations<float>(options->repeat);
-      } else {
-        bench_permutations<double>(options->repeat);
-      }
+      with_type(options->type, [&](auto zero) { bench_permutations<decltype(zero)>(options->repeat); });
       return 0;
     }
     const std::vector<Case> cases = read_cases(options->path);
     if (options->cold > 0) return run_cold(*options, cases);
-    std::printf("# tenex contraction vs one %s of the same m, n, k (%s), best of %d runs;\n",
-                options->single ? "sgemm" : "dgemm", options->single ? "float" : "double", options->repeat);
+    std::printf("# tenex contraction%s vs one %s of the same m, n, k (%s), best of %d runs;\n",
+                options->conj ? " conj(A) * B" : "", gemm_routine(options->type), options->type.c_str(),
+                options->repeat);
     std::printf("# ratio = gemm_ms / tenex_ms (>= 1: as fast as GEMM)\n");
     std::printf("%-8s %-24s %7s %10s %10s %7s %10s", "name", "einsum", "gflop", "tenex_ms", "gemm_ms", "ratio",
                 "check");
@@ -479,7 +524,8 @@ int main(int argc, char** argv) {
     std::vector<double> ratios, firsts;
     for (const Case& c : cases) {
       if (!options->filter.empty() && c.name.find(options->filter) == std::string::npos) continue;
-      const Row row = options->single ? bench_case<float>(c, options->repeat) : bench_case<double>(c, options->repeat);
+      const Row row = with_type(
+          options->type, [&](auto zero) { return bench_case<decltype(zero)>(c, options->repeat, options->conj); });
       const GemmSize size = gemm_size(c);
       const double gflop =
           2.0 * static_cast<double>(size.m) * static_cast<double>(size.n) * static_cast<double>(size.k) * 1e-9;
