@@ -38,6 +38,7 @@
 #include "tenex/scalar.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/memory.hpp"
+#include "tenex/tensor/npy.hpp"
 #include "tenex/tensor/shape.hpp"
 #include "tenex/tensor/tensor.hpp"
 
