@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -331,13 +332,17 @@ void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_
   const double tolerance = std::max(1024.0, 16.0 * static_cast<double>(n)) *
                            static_cast<double>(std::numeric_limits<real_type_t<T>>::epsilon());
   if (global[0] > tolerance * global[1]) {
-    const std::string matrix = (what.empty() ? "the " : "the matrix " + what + ", ") + std::to_string(n) + " x " +
-                               std::to_string(n) + (what.empty() ? " matrix," : ",");
+    auto number = [](double x) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", x);
+      return std::string(text);
+    };
+    const std::string size = std::to_string(n) + " x " + std::to_string(n);
+    const std::string matrix = what.empty() ? "the " + size + " matrix" : "the matrix " + what + " (" + size + ")";
     throw NumericalError("tenex: " + std::string(operation) + ": " + matrix + " is not Hermitian: max " +
-                         (diagonal_only ? "|imag a(i,i)|" : "|a(i,j) - conj(a(j,i))|") + " = " +
-                         std::to_string(global[0]) + " relative to max |a| = " + std::to_string(global[1]) +
-                         " is above the tolerance " + std::to_string(tolerance) + "; " + operation +
-                         " needs a Hermitian matrix");
+                         (diagonal_only ? "|imag a(i,i)|" : "|a(i,j) - conj(a(j,i))|") + " = " + number(global[0]) +
+                         ", relative to max |a| = " + number(global[1]) + " above the tolerance " + number(tolerance) +
+                         "; " + operation + " needs a Hermitian matrix");
   }
 }
 
