@@ -1,10 +1,12 @@
 // Strong scaling of the distributed backend (docs/distributed.md): one contraction with
-// remaps and one Cholesky factorization, on whatever ranks mpirun gives, time per phase.
+// remaps and one Cholesky factorization, on whatever ranks mpirun gives, time per phase; and
+// complex<double> products (pzgemm) with and without a conj on a factor.
 //
 //   for n in 1 2 3 4; do
 //     OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -n $n build/bench/bench_dist_scaling
 //   done
-//   bench_dist_scaling [--occ 20] [--virt 100] [--aux 500] [--chol 2000] [--block 64] [--repeat 3]
+//   bench_dist_scaling [--occ 20] [--virt 100] [--aux 500] [--chol 2000] [--zgemm 1000] [--block 64]
+//                      [--repeat 3]
 //
 // The contraction is MP2's V(i,a,j,b) = B(Q,i,a) B(Q,j,b): B is stored as the matrix
 // (Q,i | a), so both operands are remapped (to (i,a | Q) and (Q | j,b)) before one p?gemm;
@@ -15,6 +17,7 @@
 #include <tenex/tenex.hpp>
 
 #include <algorithm>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,7 +26,7 @@
 namespace {
 
 struct Options {
-  std::size_t occ = 20, virt = 100, aux = 500, chol = 2000, block = 64, repeat = 3;
+  std::size_t occ = 20, virt = 100, aux = 500, chol = 2000, zgemm = 1000, block = 64, repeat = 3;
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -33,6 +36,7 @@ bool parse(int argc, char** argv, Options& o) {
                         : name == "--virt"   ? &o.virt
                         : name == "--aux"    ? &o.aux
                         : name == "--chol"   ? &o.chol
+                        : name == "--zgemm"  ? &o.zgemm
                         : name == "--block"  ? &o.block
                         : name == "--repeat" ? &o.repeat
                                              : nullptr;
@@ -75,7 +79,8 @@ int main(int argc, char** argv) {
   int status = 0;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
-                 "usage: bench_dist_scaling [--occ N] [--virt N] [--aux N] [--chol N] [--block N] [--repeat N]\n");
+                 "usage: bench_dist_scaling [--occ N] [--virt N] [--aux N] [--chol N] [--zgemm N] [--block N] "
+                 "[--repeat N]\n");
     status = 2;
   } else {
     try {
@@ -119,6 +124,43 @@ int main(int argc, char** argv) {
         });
         const double dn = static_cast<double>(n);
         report("cholesky " + std::to_string(n) + " x " + std::to_string(n), s, dn * dn * dn / 3.0);
+      }
+      {
+        // Complex products: plain, a conj read as a 'C' transpose (no pass), and a conj on a
+        // factor read as stored (conjugated locally in a copy).
+        using Z = std::complex<double>;
+        const std::size_t n = o.zgemm;
+        auto entry = [](const auto& i) {
+          return Z(1e-3 * static_cast<double>((i[0] * 7 + i[1] * 3) % 17),
+                   1e-3 * static_cast<double>((i[0] + i[1]) % 5));
+        };
+        DistributedTensor<Z> a(ctx, {n, n}, entry), b(ctx, {n, n}, entry);
+        const double flops = 8.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+        const std::string size = std::to_string(n);
+        report("zgemm a(i,k) b(k,j) " + size,
+               measure(o,
+                       [&] {
+                         DistributedTensor<Z> c(ctx);
+                         c("i,j") = a("i,k") * b("k,j");
+                         c.local_rows();
+                       }),
+               flops);
+        report("zgemm conj(a(k,i)) b(k,j) " + size,
+               measure(o,
+                       [&] {
+                         DistributedTensor<Z> c(ctx);
+                         c("i,j") = tenex::conj(a("k,i")) * b("k,j");
+                         c.local_rows();
+                       }),
+               flops);
+        report("zgemm conj(a(i,k)) b(k,j) " + size,
+               measure(o,
+                       [&] {
+                         DistributedTensor<Z> c(ctx);
+                         c("i,j") = tenex::conj(a("i,k")) * b("k,j");
+                         c.local_rows();
+                       }),
+               flops);
       }
       tenex::set_default_backend(tenex::BackendKind::cpu);
     } catch (const tenex::Error& e) {

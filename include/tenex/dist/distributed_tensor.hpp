@@ -10,7 +10,8 @@
 //   c("i,j") = a("i,k") * a("j,k");          // every rank, same statement; p?gemm
 //   tenex::Tensor<double> full = c.gather();  // on rank 0 (extents {0} elsewhere); collective
 //
-// Every constructor and gather() is collective: all ranks of the context call it.
+// Every constructor and gather() is collective: all ranks of the context call it. T is
+// float, double, std::complex<float> or std::complex<double>.
 #pragma once
 
 #include <cstddef>
@@ -81,7 +82,7 @@ class TENEX_API DistributedTensor {
 };
 
 #define TENEX_DECLARE_DISTRIBUTED_TENSOR(T) extern template class DistributedTensor<T>;
-TENEX_FOR_EACH_REAL_SCALAR(TENEX_DECLARE_DISTRIBUTED_TENSOR)
+TENEX_FOR_EACH_SCALAR(TENEX_DECLARE_DISTRIBUTED_TENSOR)
 #undef TENEX_DECLARE_DISTRIBUTED_TENSOR
 
 }  // namespace tenex::dist

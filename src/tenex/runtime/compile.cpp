@@ -28,7 +28,7 @@ void resolve_backend(SetRecord& set, const CompileSettings& settings) {
 
 template <class T>
 void set_backends(const BackendEntry& chosen, SetBackends<T>& out) {
-  // A backend without this element type (complex on the CUDA and distributed backends)
+  // A backend without this element type (complex on the CUDA backend)
   // leaves the set to the CPU.
   const BackendEntry* cpu_entry = factory_of<T>(chosen) ? nullptr : find_backend(BackendKind::cpu);
   const BackendEntry& entry = cpu_entry ? *cpu_entry : chosen;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -17,6 +19,7 @@
 #include "tenex/error.hpp"
 #include "tenex/graph/functions.hpp"
 #include "tenex/labels.hpp"
+#include "tenex/scalar.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::dist::detail {
@@ -142,6 +145,13 @@ std::size_t find_label(const Labels& labels, const std::string& l) {
 }
 bool has(const Labels& labels, const std::string& l) { return find_label(labels, l) < labels.size(); }
 
+/// A number of a program (a function's parameter) as T: a complex T takes it as its real
+/// part, as the CPU's complex kernel does.
+template <class T>
+T parameter(double x) {
+  return scalar_factor<T>(x, 0.0);
+}
+
 /// The program at one point, each function by its scalar definition in the table
 /// (tenex/graph/functions.hpp), as the CPU backend evaluates it.
 template <class T>
@@ -155,18 +165,22 @@ T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vecto
     T v = T(0);
     switch (in_.op) {
       case FusedOp::load: v = loads[in_.a]; break;
-      case FusedOp::constant: v = static_cast<T>(in_.x); break;
+      case FusedOp::constant: v = scalar_factor<T>(in_.x, in_.y); break;  // complex sets: x + i y
       case FusedOp::call: {
         const ScalarFunction& f = *params.functions.at(in_.b);
         if constexpr (std::is_same_v<T, float>) {
           v = f.f32(a);
-        } else {
+        } else if constexpr (std::is_same_v<T, double>) {
           v = f.f64(a);
+        } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+          v = f.c64(a);
+        } else {
+          v = f.c128(a);
         }
         break;
       }
 #define TENEX_DIST_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda) \
-  case FusedOp::op: v = Function<FusedOp::op>::apply(a, b, static_cast<T>(in_.x), static_cast<T>(in_.y)); break;
+  case FusedOp::op: v = Function<FusedOp::op>::apply(a, b, parameter<T>(in_.x), parameter<T>(in_.y)); break;
         TENEX_FOR_EACH_FUNCTION(TENEX_DIST_FUNCTION)
 #undef TENEX_DIST_FUNCTION
     }
@@ -186,7 +200,15 @@ T reduce_combine(Accumulate reduce, T acc, T v) {
 
 template <class T>
 MPI_Datatype mpi_type() {
-  return std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
+  if constexpr (std::is_same_v<T, float>) {
+    return MPI_FLOAT;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return MPI_DOUBLE;
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    return MPI_C_FLOAT_COMPLEX;
+  } else {
+    return MPI_C_DOUBLE_COMPLEX;
+  }
 }
 
 /// Sets the diagonal of a square matrix to one (the rest is zero already).
@@ -266,6 +288,62 @@ void check_info(const DistContext& ctx, int info, const std::string& routine, co
 bool force_syevr() {
   const char* v = std::getenv("TENEX_DIST_FORCE_SYEVR");
   return v && v[0] == '1';
+}
+
+template <class R>
+R lamch(const DistContext& ctx, const char* what) {
+  if constexpr (std::is_same_v<R, float>) {
+    return pslamch_(&ctx.blacs, what);
+  } else {
+    return pdlamch_(&ctx.blacs, what);
+  }
+}
+
+/// Complex matrices: LAPACK reads one triangle of a Hermitian matrix (and only the real part
+/// of its diagonal), so a matrix that is not Hermitian would give a wrong answer silently.
+/// Throws NumericalError on every rank when max |a(i,j) - conj(a(j,i))| (diagonal_only: max
+/// |imag a(i,i)|) exceeds the CPU backend's tolerance relative to max |a|. Collective.
+template <class T>
+void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_t n, const char* operation,
+                       const std::string& what, bool diagonal_only) {
+  MatrixPtr<T> t;
+  if (!diagonal_only) {
+    RemapRule rule;
+    rule.from = {1, 0};
+    t = allocate_canonical<T>(ctx, {n, n});
+    remap(ctx, *a, rule, *t);
+  }
+  double local[2] = {0, 0};  // largest deviation, max |a|
+  for (int c = 0; c < a->local_cols; ++c) {
+    const auto gc = a->global_col(ctx, c);
+    for (int r = 0; r < a->local_rows; ++r) {
+      const std::size_t at = static_cast<std::size_t>(c) * static_cast<std::size_t>(a->lld()) + r;
+      const T x = a->local[at];
+      local[1] = std::max(local[1], static_cast<double>(std::abs(x)));
+      if (diagonal_only) {
+        if (a->global_row(ctx, r) == gc) local[0] = std::max(local[0], static_cast<double>(std::abs(x.imag())));
+      } else {
+        local[0] = std::max(local[0], static_cast<double>(std::abs(x - std::conj(t->local[at]))));
+      }
+    }
+  }
+  double global[2] = {0, 0};
+  MPI_Allreduce(local, global, 2, MPI_DOUBLE, MPI_MAX, ctx.comm);
+  const double tolerance = std::max(1024.0, 16.0 * static_cast<double>(n)) *
+                           static_cast<double>(std::numeric_limits<real_type_t<T>>::epsilon());
+  if (global[0] > tolerance * global[1]) {
+    auto number = [](double x) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", x);
+      return std::string(text);
+    };
+    const std::string size = std::to_string(n) + " x " + std::to_string(n);
+    const std::string matrix = what.empty() ? "the " + size + " matrix" : "the matrix " + what + " (" + size + ")";
+    throw NumericalError("tenex: " + std::string(operation) + ": " + matrix + " is not Hermitian: max " +
+                         (diagonal_only ? "|imag a(i,i)|" : "|a(i,j) - conj(a(j,i))|") + " = " + number(global[0]) +
+                         ", relative to max |a| = " + number(global[1]) + " above the tolerance " + number(tolerance) +
+                         "; " + operation + " needs a Hermitian matrix");
+  }
 }
 
 }  // namespace
@@ -438,6 +516,19 @@ bool stored_as(const DistMatrix<T>& m, const Labels& labels, const Labels& first
   return true;
 }
 
+/// The p?gemm flag that reads `m` as op(m), op given by `trans` ('N' or 'T'), conjugated
+/// when `conj`: a transposed read becomes 'C' (no pass over m); PBLAS has no conjugated
+/// untransposed read, so then m is conjugated locally (no messages), in place when `owned`
+/// (a layout made for this product), else in a copy.
+template <class T>
+char conjugate_flag(const DistContext& ctx, MatrixPtr<T>& m, char trans, bool conj, bool owned) {
+  if (!conj) return trans;
+  if (trans == 'T') return 'C';
+  if (!owned) m = copy_of(ctx, *m);
+  for (T& x : m->local) x = conj_value(x);
+  return 'N';
+}
+
 Labels concat(const Labels& a, const Labels& b, const Labels& c = {}) {
   Labels r = a;
   r.insert(r.end(), b.begin(), b.end());
@@ -498,7 +589,9 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
   for (const auto& l : cl.free_a) m *= extent(l);
   for (const auto& l : cl.free_b) n *= extent(l);
   for (const auto& l : cl.contracted) k *= extent(l);
-  const T alpha = static_cast<T>(params.alpha);
+  const T alpha = scalar_factor<T>(params.alpha, 0.0);
+  // Complex sets: conj_a / conj_b read a factor conjugated (always false in real sets).
+  const bool conj_a = params.conj_a, conj_b = params.conj_b;
   MatrixPtr<T> result;
   if (cl.batch.empty()) {
     // op(A) is (free_a | contracted), op(B) is (contracted | free_b): p?gemm's flags take a
@@ -523,18 +616,24 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
       mb = in_layout(ctx, b, lb, concat(cl.contracted, cl.free_b), extents(concat(cl.contracted, cl.free_b)),
                      cl.contracted.size());
     }
+    // A layout made here (not an operand's own matrix) may be conjugated in place.
+    const bool owned_a = ma != a && ma != b, owned_b = mb != a && mb != b;
     const std::size_t split = canonical_split(lc.size());
     if (lc == concat(cl.free_a, cl.free_b) && split == cl.free_a.size()) {
       result = allocate_matrix<T>(ctx, args.node.extents, split);
-      gemm(ctx, ta, tb, alpha, *ma, *mb, T(0), *result);
+      const char fa = conjugate_flag(ctx, ma, ta, conj_a, owned_a), fb = conjugate_flag(ctx, mb, tb, conj_b, owned_b);
+      gemm(ctx, fa, fb, alpha, *ma, *mb, T(0), *result);
     } else if (lc == concat(cl.free_b, cl.free_a) && split == cl.free_b.size()) {
       // C^T = op(B)^T op(A)^T: the flags flip, the operands swap.
       result = allocate_matrix<T>(ctx, args.node.extents, split);
-      gemm(ctx, tb == 'N' ? 'T' : 'N', ta == 'N' ? 'T' : 'N', alpha, *mb, *ma, T(0), *result);
+      const char fb = conjugate_flag(ctx, mb, tb == 'N' ? 'T' : 'N', conj_b, owned_b);
+      const char fa = conjugate_flag(ctx, ma, ta == 'N' ? 'T' : 'N', conj_a, owned_a);
+      gemm(ctx, fb, fa, alpha, *mb, *ma, T(0), *result);
     } else {
       const Labels lt = concat(cl.free_a, cl.free_b);
       MatrixPtr<T> c = allocate_matrix<T>(ctx, extents(lt), cl.free_a.size());
-      gemm(ctx, ta, tb, alpha, *ma, *mb, T(0), *c);
+      const char fa = conjugate_flag(ctx, ma, ta, conj_a, owned_a), fb = conjugate_flag(ctx, mb, tb, conj_b, owned_b);
+      gemm(ctx, fa, fb, alpha, *ma, *mb, T(0), *c);
       result = in_canonical(ctx, c, lt, lc, args.node.extents);
     }
   } else {
@@ -554,14 +653,15 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
       const int bi = checked_int(batch, "batch");
       copy_block(ctx, im, ik, *ma, bi * im, 0, *pa, 0, 0);
       copy_block(ctx, ik, in, *mb, bi * ik, 0, *pb, 0, 0);
-      gemm(ctx, 'N', 'N', alpha, *pa, *pb, T(0), *pc);
+      const char fa = conjugate_flag(ctx, pa, 'N', conj_a, true), fb = conjugate_flag(ctx, pb, 'N', conj_b, true);
+      gemm(ctx, fa, fb, alpha, *pa, *pb, T(0), *pc);
       copy_block(ctx, im, in, *pc, 0, 0, *mc, bi * im, 0);
     }
     result = in_canonical(ctx, mc, labels_c, lc, args.node.extents);
   }
   if (addend && params.beta != 0.0) {
     MatrixPtr<T> d = in_canonical(ctx, addend, args.operand_nodes[2]->labels, lc, args.node.extents);
-    const T beta = static_cast<T>(params.beta);
+    const T beta = scalar_factor<T>(params.beta, 0.0);
     if (result == a || result == b) result = copy_of(ctx, *result);
     for (std::size_t x = 0; x < result->local.size(); ++x) result->local[x] += beta * d->local[x];
   }
@@ -642,7 +742,7 @@ template <class T>
 KernelCount binary(const DistContext& ctx, const KernelArgs<T>& args, const ElementwiseParams& p, int op) {
   const SpaceOperands<T> in(ctx, args, args.node.labels, args.node.extents);
   MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
-  const T alpha = static_cast<T>(p.alpha), alpha_b = static_cast<T>(p.alpha_b);
+  const T alpha = scalar_factor<T>(p.alpha, 0.0), alpha_b = scalar_factor<T>(p.alpha_b, 0.0);
   in.for_each(ctx, *c, [&](std::size_t at, const std::vector<T>& loads) {
     const T u = alpha * loads[0], v = alpha_b * loads[1];
     c->local[at] = op == 0 ? u + v : op == 1 ? u - v : u / v;
@@ -672,7 +772,7 @@ KernelCount DistBackend<T>::run_scale(const ScaleParams& params, const KernelArg
   MatrixPtr<T> a =
       in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents);
   MatrixPtr<T> c = copy_of(ctx, *a);
-  const T alpha = static_cast<T>(params.alpha);
+  const T alpha = scalar_factor<T>(params.alpha, params.alpha_imag);  // complex sets: alpha + i alpha_imag
   for (T& x : c->local) x *= alpha;
   set_out(args, {c});
   return {static_cast<double>(args.node.size()), 1};
@@ -681,6 +781,17 @@ KernelCount DistBackend<T>::run_scale(const ScaleParams& params, const KernelArg
 template <class T>
 KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArgs<T>& args) {
   const DistContext& ctx = context();
+  if constexpr (is_complex_v<T>) {  // the expression layer refuses these first; checked here as the CPU does
+    for (const FusedInstr& in : params.program) {
+      if (is_function(in.op) && !defined_for_complex(in.op)) {
+        throw Error("tenex: distributed backend: " + std::string(function_info(in.op).name) +
+                    " is not defined for complex numbers");
+      }
+    }
+    if (params.reduce != ReduceOp::sum) {
+      throw Error("tenex: distributed backend: max and min reductions are not defined for complex numbers");
+    }
+  }
   // The iteration space: the result's labels, then those the operands add (reduced).
   Labels space = args.node.labels;
   Extents extents = args.node.extents;
@@ -710,9 +821,11 @@ KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArg
                                                              : Accumulate::sum;
   if (args.node.labels.empty()) {
     // A full reduction: locally, then MPI_Allreduce.
-    const T identity = reduce == Accumulate::sum   ? T(0)
-                       : reduce == Accumulate::max ? -std::numeric_limits<T>::infinity()
-                                                   : std::numeric_limits<T>::infinity();
+    T identity = T(0);
+    if constexpr (!is_complex_v<T>) {
+      if (reduce == Accumulate::max) identity = -std::numeric_limits<T>::infinity();
+      if (reduce == Accumulate::min) identity = std::numeric_limits<T>::infinity();
+    }
     T local = identity;
     for (T v : x->local) local = reduce_combine(reduce, local, v);
     T total = local;
@@ -834,30 +947,36 @@ KernelCount DistBackend<T>::run_cholesky(const CholeskyParams& params, const Ker
     l = copy_of(ctx, *a);
   }
   const int in = checked_int(n, "matrix order"), one = 1;
+  if constexpr (is_complex_v<T>) require_hermitian(ctx, l, n, "cholesky", "", true);
   int info = 0;
   if (in > 0) {
     if constexpr (std::is_same_v<T, float>) {
       pspotrf_("L", &in, l->local.data(), &one, &one, l->desc, &info);
-    } else {
+    } else if constexpr (std::is_same_v<T, double>) {
       pdpotrf_("L", &in, l->local.data(), &one, &one, l->desc, &info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcpotrf_("L", &in, l->local.data(), &one, &one, l->desc, &info);
+    } else {
+      pzpotrf_("L", &in, l->local.data(), &one, &one, l->desc, &info);
     }
   }
+  const std::string symmetric = is_complex_v<T> ? "Hermitian" : "symmetric";
   check_info(ctx, info, "p?potrf",
              "cholesky: the leading minor of order " + std::to_string(info) + " of the " + std::to_string(n) + " x " +
-                 std::to_string(n) +
-                 " matrix is not positive definite, so the matrix is not symmetric positive definite; cholesky "
-                 "needs a symmetric positive definite matrix");
+                 std::to_string(n) + " matrix is not positive definite, so the matrix is not " + symmetric +
+                 " positive definite; cholesky needs a " + symmetric + " positive definite matrix");
   zero_triangle(ctx, *l, true);
   set_out(args, {l});
   const double nn = static_cast<double>(n);
   return {nn * nn * nn / 3.0, 1};
 }
 
+namespace {
+
+/// Symmetric eigenproblems of real matrices: p?syevd (p?syevr when its workspace query fails
+/// or TENEX_DIST_FORCE_SYEVR=1), generalized p?sygvx.
 template <class T>
-KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
-  PhaseTimer timer(phase_clock().compute_seconds);
-  const DistContext& ctx = context();
-  const std::size_t n = args.node.extents[0];
+KernelCount eigen_symmetric(const DistContext& ctx, const KernelArgs<T>& args, std::size_t n) {
   const int in = checked_int(n, "matrix order"), one = 1;
   MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
   MatrixPtr<T> z = allocate_canonical<T>(ctx, {n, n});
@@ -964,6 +1083,143 @@ KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const Kerne
   return {9.0 * nn * nn * nn, 1};
 }
 
+/// Hermitian eigenproblems of complex matrices: p?heevd (p?heevr when its workspace query
+/// fails or TENEX_DIST_FORCE_SYEVR=1), generalized p?hegvx. The eigenvalues are real; the
+/// packed value holds them with a zero imaginary part, as the CPU backend's does.
+template <class T>
+KernelCount eigen_hermitian(const DistContext& ctx, const KernelArgs<T>& args, std::size_t n) {
+  using R = real_type_t<T>;
+  constexpr bool single = std::is_same_v<T, std::complex<float>>;
+  const int in = checked_int(n, "matrix order"), one = 1;
+  MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
+  MatrixPtr<T> z = allocate_canonical<T>(ctx, {n, n});
+  std::vector<R> w(n);
+  int info = 0;
+  const double nn = static_cast<double>(n);
+  if (in == 0) {
+    set_out(args, {z, allocate_canonical<T>(ctx, {n})});
+    return {0, 0};
+  }
+  const bool generalized = args.operands.size() == 2;
+  require_hermitian(ctx, a, n, "eigen_solve", generalized ? "a" : "", false);
+  auto values = [&] {
+    std::vector<T> v(n);
+    for (std::size_t k = 0; k < n; ++k) v[k] = T(w[k], R(0));
+    return vector_of(ctx, v, n);
+  };
+  std::vector<T> work(1);
+  std::vector<R> rwork(3);
+  std::vector<int> iwork(1);
+  // Sizes the three workspaces from a query's answers (padded as the real drivers' are).
+  auto size_workspaces = [&](int extra) {
+    work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), extra);
+    rwork = workspace<R>(ctx, static_cast<double>(rwork[0]), extra);
+    const int liwork = padded(static_cast<double>(iwork[0]), 0);
+    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
+  };
+  if (generalized) {
+    MatrixPtr<T> b = copy_of(ctx, *operand(args, 1));
+    require_hermitian(ctx, b, n, "eigen_solve", "b", false);
+    const int ibtype = 1, il = 0, iu = 0;
+    const R vl = 0, vu = 0, orfac = R(-1), abstol = 2 * lamch<R>(ctx, "S");
+    int found = 0, vectors = 0;
+    std::vector<int> ifail(n), iclustr(2 * static_cast<std::size_t>(ctx.size));
+    std::vector<R> gap(static_cast<std::size_t>(ctx.size));
+    auto call = [&](int lwork, int lrwork, int liwork) {
+      if constexpr (single) {
+        pchegvx_(&ibtype, "V", "A", "L", &in, a->local.data(), &one, &one, a->desc, b->local.data(), &one, &one,
+                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one, &one,
+                 z->desc, work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, ifail.data(),
+                 iclustr.data(), gap.data(), &info);
+      } else {
+        pzhegvx_(&ibtype, "V", "A", "L", &in, a->local.data(), &one, &one, a->desc, b->local.data(), &one, &one,
+                 b->desc, &vl, &vu, &il, &iu, &abstol, &found, &vectors, w.data(), &orfac, z->local.data(), &one, &one,
+                 z->desc, work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, ifail.data(),
+                 iclustr.data(), gap.data(), &info);
+      }
+    };
+    call(-1, -1, -1);
+    check_info(ctx, info, "p?hegvx", "eigen_solve: the workspace query failed");
+    // Room for reorthogonalizing clusters of close eigenvalues (the query assumes none).
+    size_workspaces(checked_int(n * std::min<std::size_t>(n, 512), "workspace"));
+    call(static_cast<int>(work.size()), static_cast<int>(rwork.size()), static_cast<int>(iwork.size()));
+    std::string what = "eigen_solve(a, b): ";
+    if (info > 0 && (info & 16)) {
+      what += "the leading minor of order " + std::to_string(ifail[0]) +
+              " of b is not positive definite; the generalized eigensolver needs b Hermitian positive definite";
+    } else {
+      what += "the eigensolver did not converge";
+    }
+    check_info(ctx, info, "p?hegvx", what);
+    set_out(args, {z, values()});
+    return {14.0 * nn * nn * nn, 1};
+  }
+  bool use_heevr = force_syevr();
+  if (!use_heevr) {
+    const int query = -1;
+    if constexpr (single) {
+      pcheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &query, rwork.data(), &query, iwork.data(), &query, &info);
+    } else {
+      pzheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &query, rwork.data(), &query, iwork.data(), &query, &info);
+    }
+    use_heevr = info != 0;  // the query failed: p?heevr instead
+  }
+  if (!use_heevr) {
+    size_workspaces(0);
+    const int lwork = static_cast<int>(work.size()), lrwork = static_cast<int>(rwork.size()),
+              liwork = static_cast<int>(iwork.size());
+    if constexpr (single) {
+      pcheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, &info);
+    } else {
+      pzheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
+               work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, &info);
+    }
+    check_info(ctx, info, "p?heevd", "eigen_solve: the eigensolver did not converge");
+  } else {
+    const int il = 0, iu = 0;
+    const R vl = 0, vu = 0;
+    int found = 0, vectors = 0;
+    auto call = [&](int lwork, int lrwork, int liwork) {
+      if constexpr (single) {
+        pcheevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
+                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, rwork.data(), &lrwork,
+                 iwork.data(), &liwork, &info);
+      } else {
+        pzheevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
+                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, rwork.data(), &lrwork,
+                 iwork.data(), &liwork, &info);
+      }
+    };
+    work.assign(3, T(0));
+    rwork.assign(3, R(0));
+    iwork.assign(1, 0);
+    call(-1, -1, -1);
+    check_info(ctx, info, "p?heevr", "eigen_solve: the workspace query of p?heevr failed");
+    size_workspaces(0);
+    call(static_cast<int>(work.size()), static_cast<int>(rwork.size()), static_cast<int>(iwork.size()));
+    check_info(ctx, info, "p?heevr", "eigen_solve: the eigensolver did not converge");
+  }
+  set_out(args, {z, values()});
+  return {9.0 * nn * nn * nn, 1};
+}
+
+}  // namespace
+
+template <class T>
+KernelCount DistBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const std::size_t n = args.node.extents[0];
+  if constexpr (is_complex_v<T>) {
+    return eigen_hermitian(ctx, args, n);
+  } else {
+    return eigen_symmetric(ctx, args, n);
+  }
+}
+
 template <class T>
 KernelCount DistBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
   PhaseTimer timer(phase_clock().compute_seconds);
@@ -983,13 +1239,17 @@ KernelCount DistBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
   auto geqrf = [&] {
     if constexpr (std::is_same_v<T, float>) {
       psgeqrf_(&im, &in, a->local.data(), &one, &one, a->desc, tau.data(), work.data(), &lwork, &info);
-    } else {
+    } else if constexpr (std::is_same_v<T, double>) {
       pdgeqrf_(&im, &in, a->local.data(), &one, &one, a->desc, tau.data(), work.data(), &lwork, &info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcgeqrf_(&im, &in, a->local.data(), &one, &one, a->desc, tau.data(), work.data(), &lwork, &info);
+    } else {
+      pzgeqrf_(&im, &in, a->local.data(), &one, &one, a->desc, tau.data(), work.data(), &lwork, &info);
     }
   };
   geqrf();
   check_info(ctx, info, "p?geqrf", "qr: the workspace query failed");
-  work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+  work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), 0);
   lwork = static_cast<int>(work.size());
   geqrf();
   check_info(ctx, info, "p?geqrf", "qr failed");
@@ -999,14 +1259,18 @@ KernelCount DistBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
   auto orgqr = [&] {
     if constexpr (std::is_same_v<T, float>) {
       psorgqr_(&im, &ik, &ik, q->local.data(), &one, &one, q->desc, tau.data(), work.data(), &lwork, &info);
-    } else {
+    } else if constexpr (std::is_same_v<T, double>) {
       pdorgqr_(&im, &ik, &ik, q->local.data(), &one, &one, q->desc, tau.data(), work.data(), &lwork, &info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcungqr_(&im, &ik, &ik, q->local.data(), &one, &one, q->desc, tau.data(), work.data(), &lwork, &info);
+    } else {
+      pzungqr_(&im, &ik, &ik, q->local.data(), &one, &one, q->desc, tau.data(), work.data(), &lwork, &info);
     }
   };
   lwork = -1;
   orgqr();
   check_info(ctx, info, "p?orgqr", "qr: the workspace query failed");
-  work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+  work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), 0);
   lwork = static_cast<int>(work.size());
   orgqr();
   check_info(ctx, info, "p?orgqr", "qr failed");
@@ -1023,30 +1287,41 @@ KernelCount DistBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args)
   MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
   MatrixPtr<T> u = allocate_canonical<T>(ctx, {m, k});
   MatrixPtr<T> vt = allocate_canonical<T>(ctx, {k, n});
-  std::vector<T> s(k);
+  using R = real_type_t<T>;
+  std::vector<R> s(k);  // singular values are real (complex matrices: A = U S V^H, vt holds V^H)
   if (k == 0) {
     set_out(args, {u, allocate_canonical<T>(ctx, {k}), vt});
     return {0, 0};
   }
   const int im = checked_int(m, "rows"), in = checked_int(n, "columns"), one = 1;
   std::vector<T> work(1);
+  std::vector<R> rwork;  // complex drivers only: 1 + 4 max(m, n)
+  if constexpr (is_complex_v<T>) rwork = workspace<R>(ctx, 1.0 + 4.0 * static_cast<double>(std::max(m, n)), 0);
   int info = 0, lwork = -1;
   auto call = [&] {
     if constexpr (std::is_same_v<T, float>) {
       psgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
                vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
-    } else {
+    } else if constexpr (std::is_same_v<T, double>) {
       pdgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
                vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, &info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
+               vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, rwork.data(), &info);
+    } else {
+      pzgesvd_("V", "V", &im, &in, a->local.data(), &one, &one, a->desc, s.data(), u->local.data(), &one, &one, u->desc,
+               vt->local.data(), &one, &one, vt->desc, work.data(), &lwork, rwork.data(), &info);
     }
   };
   call();
   check_info(ctx, info, "p?gesvd", "svd: the workspace query failed");
-  work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
+  work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), 0);
   lwork = static_cast<int>(work.size());
   call();
   check_info(ctx, info, "p?gesvd", "svd: the SVD did not converge");
-  set_out(args, {u, vector_of(ctx, s, k), vt});
+  std::vector<T> values(k);
+  for (std::size_t x = 0; x < k; ++x) values[x] = static_cast<T>(s[x]);
+  set_out(args, {u, vector_of(ctx, values, k), vt});
   const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
   return {4.0 * dm * dn * dk + 8.0 * dk * dk * dk, 1};
 }
@@ -1055,6 +1330,12 @@ namespace {
 bool dist_available() { return current_context() != nullptr; }
 std::unique_ptr<Backend<float>> make_dist_f32() { return std::make_unique<DistBackend<float>>(); }
 std::unique_ptr<Backend<double>> make_dist_f64() { return std::make_unique<DistBackend<double>>(); }
+std::unique_ptr<Backend<std::complex<float>>> make_dist_c64() {
+  return std::make_unique<DistBackend<std::complex<float>>>();
+}
+std::unique_ptr<Backend<std::complex<double>>> make_dist_c128() {
+  return std::make_unique<DistBackend<std::complex<double>>>();
+}
 }  // namespace
 
 tenex::detail::BackendEntry dist_backend_entry() {
@@ -1064,6 +1345,8 @@ tenex::detail::BackendEntry dist_backend_entry() {
   entry.available = &dist_available;
   entry.make_f32 = &make_dist_f32;
   entry.make_f64 = &make_dist_f64;
+  entry.make_c64 = &make_dist_c64;
+  entry.make_c128 = &make_dist_c128;
   return entry;
 }
 
@@ -1073,7 +1356,7 @@ tenex::detail::BackendEntry dist_backend_entry() {
   template const DistValue<T>* distributed_value<T>(Storage<T>&);       \
   template void register_proxy<T>(const Tensor<T>*);                    \
   template void unregister_proxy<T>(const Tensor<T>*);
-TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
 #undef TENEX_INSTANTIATE_DIST_BACKEND
 
 }  // namespace tenex::dist::detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -303,8 +304,10 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
   MPI_Alltoallv(data_or_dummy(send), send_counts.data(), send_displs.data(), MPI_BYTE, data_or_dummy(receive),
                 receive_counts.data(), receive_displs.data(), MPI_BYTE, ctx.comm);
   T start = T(0);
-  if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
-  if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
+  if constexpr (!is_complex_v<T>) {  // complex numbers have no order: their reductions are sums
+    if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
+    if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
+  }
   std::fill(dst.local.begin(), dst.local.end(), start);
   T* local = dst.local.data();
   switch (rule.reduce) {
@@ -400,6 +403,12 @@ void gemm(const DistContext&, char trans_a, char trans_b, T alpha, const DistMat
   if constexpr (std::is_same_v<T, float>) {
     psgemm_(&trans_a, &trans_b, &m, &n, &k, &alpha, data_or_dummy(a.local), &one, &one, a.desc, data_or_dummy(b.local),
             &one, &one, b.desc, &beta, data_or_dummy(c.local), &one, &one, c.desc);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    pcgemm_(&trans_a, &trans_b, &m, &n, &k, &alpha, data_or_dummy(a.local), &one, &one, a.desc, data_or_dummy(b.local),
+            &one, &one, b.desc, &beta, data_or_dummy(c.local), &one, &one, c.desc);
+  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
+    pzgemm_(&trans_a, &trans_b, &m, &n, &k, &alpha, data_or_dummy(a.local), &one, &one, a.desc, data_or_dummy(b.local),
+            &one, &one, b.desc, &beta, data_or_dummy(c.local), &one, &one, c.desc);
   } else {
     pdgemm_(&trans_a, &trans_b, &m, &n, &k, &alpha, data_or_dummy(a.local), &one, &one, a.desc, data_or_dummy(b.local),
             &one, &one, b.desc, &beta, data_or_dummy(c.local), &one, &one, c.desc);
@@ -414,6 +423,12 @@ void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>&
   const int ia = src_row + 1, ja = src_col + 1, ib = dst_row + 1, jb = dst_col + 1;
   if constexpr (std::is_same_v<T, float>) {
     psgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
+              &ctx.blacs);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    pcgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
+              &ctx.blacs);
+  } else if constexpr (std::is_same_v<T, std::complex<double>>) {
+    pzgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
               &ctx.blacs);
   } else {
     pdgemr2d_(&rows, &cols, data_or_dummy(src.local), &ia, &ja, src.desc, data_or_dummy(dst.local), &ib, &jb, dst.desc,
@@ -430,7 +445,7 @@ void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>&
   template void gemm<T>(const DistContext&, char, char, T, const DistMatrix<T>&, const DistMatrix<T>&, T,            \
                         DistMatrix<T>&);                                                                             \
   template void copy_block<T>(const DistContext&, int, int, const DistMatrix<T>&, int, int, DistMatrix<T>&, int, int);
-TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_DIST_MATRIX)
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_MATRIX)
 #undef TENEX_INSTANTIATE_DIST_MATRIX
 
 }  // namespace tenex::dist::detail

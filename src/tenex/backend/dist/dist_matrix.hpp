@@ -81,7 +81,8 @@ std::vector<T> gather(const DistContext& ctx, const DistMatrix<T>& m, int root);
 template <class T>
 void scatter_local(const DistContext& ctx, const T* full, DistMatrix<T>& m);
 
-/// Collective: c = alpha * op(a) op(b) + beta * c with p?gemm (whole matrices).
+/// Collective: c = alpha * op(a) op(b) + beta * c with p?gemm (whole matrices); trans 'N', 'T', or
+/// 'C' (complex: conjugate transpose).
 template <class T>
 void gemm(const DistContext& ctx, char trans_a, char trans_b, T alpha, const DistMatrix<T>& a, const DistMatrix<T>& b,
           T beta, DistMatrix<T>& c);

@@ -250,7 +250,7 @@ std::size_t DistributedTensor<T>::local_cols_of(const Context& context, const Sh
 }
 
 #define TENEX_INSTANTIATE_DISTRIBUTED_TENSOR(T) template class DistributedTensor<T>;
-TENEX_FOR_EACH_REAL_SCALAR(TENEX_INSTANTIATE_DISTRIBUTED_TENSOR)
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DISTRIBUTED_TENSOR)
 #undef TENEX_INSTANTIATE_DISTRIBUTED_TENSOR
 
 }  // namespace tenex::dist

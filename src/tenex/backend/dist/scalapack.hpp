@@ -1,10 +1,13 @@
 // The ScaLAPACK, PBLAS and BLACS entry points the distributed backend calls. Debian's
 // libscalapack-openmpi-dev has no C header: these are the Fortran symbols (all arguments by
 // pointer, hidden string lengths omitted, which the gfortran ABI allows for length-1
-// character arguments) and BLACS's C interface.
+// character arguments) and BLACS's C interface. COMPLEX and COMPLEX*16 arguments are
+// std::complex<float> and std::complex<double> (the same layout: two reals).
 #pragma once
 
 #include <mpi.h>
+
+#include <complex>
 
 extern "C" {
 // BLACS
@@ -25,6 +28,12 @@ void psgemr2d_(const int* m, const int* n, const float* a, const int* ia, const 
 void pdgemr2d_(const int* m, const int* n, const double* a, const int* ia, const int* ja, const int* desca, double* b,
                const int* ib, const int* jb, const int* descb, const int* ictxt);
 
+void pcgemr2d_(const int* m, const int* n, const std::complex<float>* a, const int* ia, const int* ja, const int* desca,
+               std::complex<float>* b, const int* ib, const int* jb, const int* descb, const int* ictxt);
+void pzgemr2d_(const int* m, const int* n, const std::complex<double>* a, const int* ia, const int* ja,
+               const int* desca, std::complex<double>* b, const int* ib, const int* jb, const int* descb,
+               const int* ictxt);
+
 // PBLAS
 void psgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k, const float* alpha,
              const float* a, const int* ia, const int* ja, const int* desca, const float* b, const int* ib,
@@ -34,6 +43,14 @@ void pdgemm_(const char* transa, const char* transb, const int* m, const int* n,
              const double* a, const int* ia, const int* ja, const int* desca, const double* b, const int* ib,
              const int* jb, const int* descb, const double* beta, double* c, const int* ic, const int* jc,
              const int* descc);
+void pcgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+             const std::complex<float>* alpha, const std::complex<float>* a, const int* ia, const int* ja,
+             const int* desca, const std::complex<float>* b, const int* ib, const int* jb, const int* descb,
+             const std::complex<float>* beta, std::complex<float>* c, const int* ic, const int* jc, const int* descc);
+void pzgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+             const std::complex<double>* alpha, const std::complex<double>* a, const int* ia, const int* ja,
+             const int* desca, const std::complex<double>* b, const int* ib, const int* jb, const int* descb,
+             const std::complex<double>* beta, std::complex<double>* c, const int* ic, const int* jc, const int* descc);
 
 // ScaLAPACK
 void pslaset_(const char* uplo, const int* m, const int* n, const float* alpha, const float* beta, float* a,
@@ -80,6 +97,60 @@ void psorgqr_(const int* m, const int* n, const int* k, float* a, const int* ia,
               const float* tau, float* work, const int* lwork, int* info);
 void pdorgqr_(const int* m, const int* n, const int* k, double* a, const int* ia, const int* ja, const int* desca,
               const double* tau, double* work, const int* lwork, int* info);
+// ScaLAPACK, complex: Hermitian drivers (eigenvalues, singular values and the real
+// workspace are real), unitary Q.
+void pcpotrf_(const char* uplo, const int* n, std::complex<float>* a, const int* ia, const int* ja, const int* desca,
+              int* info);
+void pzpotrf_(const char* uplo, const int* n, std::complex<double>* a, const int* ia, const int* ja, const int* desca,
+              int* info);
+void pcheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a, const int* ia, const int* ja,
+              const int* desca, float* w, std::complex<float>* z, const int* iz, const int* jz, const int* descz,
+              std::complex<float>* work, const int* lwork, float* rwork, const int* lrwork, int* iwork,
+              const int* liwork, int* info);
+void pzheevd_(const char* jobz, const char* uplo, const int* n, std::complex<double>* a, const int* ia, const int* ja,
+              const int* desca, double* w, std::complex<double>* z, const int* iz, const int* jz, const int* descz,
+              std::complex<double>* work, const int* lwork, double* rwork, const int* lrwork, int* iwork,
+              const int* liwork, int* info);
+void pcheevr_(const char* jobz, const char* range, const char* uplo, const int* n, std::complex<float>* a,
+              const int* ia, const int* ja, const int* desca, const float* vl, const float* vu, const int* il,
+              const int* iu, int* m, int* nz, float* w, std::complex<float>* z, const int* iz, const int* jz,
+              const int* descz, std::complex<float>* work, const int* lwork, float* rwork, const int* lrwork,
+              int* iwork, const int* liwork, int* info);
+void pzheevr_(const char* jobz, const char* range, const char* uplo, const int* n, std::complex<double>* a,
+              const int* ia, const int* ja, const int* desca, const double* vl, const double* vu, const int* il,
+              const int* iu, int* m, int* nz, double* w, std::complex<double>* z, const int* iz, const int* jz,
+              const int* descz, std::complex<double>* work, const int* lwork, double* rwork, const int* lrwork,
+              int* iwork, const int* liwork, int* info);
+void pchegvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo, const int* n,
+              std::complex<float>* a, const int* ia, const int* ja, const int* desca, std::complex<float>* b,
+              const int* ib, const int* jb, const int* descb, const float* vl, const float* vu, const int* il,
+              const int* iu, const float* abstol, int* m, int* nz, float* w, const float* orfac, std::complex<float>* z,
+              const int* iz, const int* jz, const int* descz, std::complex<float>* work, const int* lwork, float* rwork,
+              const int* lrwork, int* iwork, const int* liwork, int* ifail, int* iclustr, float* gap, int* info);
+void pzhegvx_(const int* ibtype, const char* jobz, const char* range, const char* uplo, const int* n,
+              std::complex<double>* a, const int* ia, const int* ja, const int* desca, std::complex<double>* b,
+              const int* ib, const int* jb, const int* descb, const double* vl, const double* vu, const int* il,
+              const int* iu, const double* abstol, int* m, int* nz, double* w, const double* orfac,
+              std::complex<double>* z, const int* iz, const int* jz, const int* descz, std::complex<double>* work,
+              const int* lwork, double* rwork, const int* lrwork, int* iwork, const int* liwork, int* ifail,
+              int* iclustr, double* gap, int* info);
+void pcgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, std::complex<float>* a, const int* ia,
+              const int* ja, const int* desca, float* s, std::complex<float>* u, const int* iu, const int* ju,
+              const int* descu, std::complex<float>* vt, const int* ivt, const int* jvt, const int* descvt,
+              std::complex<float>* work, const int* lwork, float* rwork, int* info);
+void pzgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, std::complex<double>* a, const int* ia,
+              const int* ja, const int* desca, double* s, std::complex<double>* u, const int* iu, const int* ju,
+              const int* descu, std::complex<double>* vt, const int* ivt, const int* jvt, const int* descvt,
+              std::complex<double>* work, const int* lwork, double* rwork, int* info);
+void pcgeqrf_(const int* m, const int* n, std::complex<float>* a, const int* ia, const int* ja, const int* desca,
+              std::complex<float>* tau, std::complex<float>* work, const int* lwork, int* info);
+void pzgeqrf_(const int* m, const int* n, std::complex<double>* a, const int* ia, const int* ja, const int* desca,
+              std::complex<double>* tau, std::complex<double>* work, const int* lwork, int* info);
+void pcungqr_(const int* m, const int* n, const int* k, std::complex<float>* a, const int* ia, const int* ja,
+              const int* desca, const std::complex<float>* tau, std::complex<float>* work, const int* lwork, int* info);
+void pzungqr_(const int* m, const int* n, const int* k, std::complex<double>* a, const int* ia, const int* ja,
+              const int* desca, const std::complex<double>* tau, std::complex<double>* work, const int* lwork,
+              int* info);
 float pslamch_(const int* ictxt, const char* cmach);
 double pdlamch_(const int* ictxt, const char* cmach);
 }
