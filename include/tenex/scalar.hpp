@@ -68,6 +68,20 @@ struct ObjectTraits<Tensor<T>> {
   using scalar = T;
 };
 
+/// The object that holds the real values of a decomposition of `T` (the eigenvalues of a
+/// Hermitian matrix, singular values): Tensor<R> for Tensor<std::complex<R>>, T itself otherwise.
+template <class T>
+struct real_object {
+  using type = T;
+};
+template <class R>
+struct real_object<Tensor<std::complex<R>>> {
+  using type = Tensor<R>;
+};
+/// real_object<T>::type: `real_object_t<Tensor<std::complex<double>>>` is Tensor<double>.
+template <class T>
+using real_object_t = typename real_object<T>::type;
+
 /// The element type tag carried by graphs (a Shape set carries no data).
 enum class DType { f32, f64, c64, c128, shape };
 

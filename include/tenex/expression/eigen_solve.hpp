@@ -1,11 +1,13 @@
-// tenex/expression/eigen_solve.hpp — symmetric and generalized symmetric eigenproblems.
+// tenex/expression/eigen_solve.hpp — symmetric (Hermitian) and generalized eigenproblems.
 //
 // Eigenvalues ascending, eigenvectors as columns: for a("i,j") the vectors are
 // labelled (i,j) and the values (j). Both factors of one call share one
-// decomposition, computed once per set.
+// decomposition, computed once per set. The eigenvalues of a Hermitian matrix are real:
+// for a complex T they are an expression over the real tensor type (real_object_t<T>).
 //
 //   std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j"));
 //   auto [C, eps] = tenex::eigen_solve(F("m,n"), S("m,n"));   // F C = S C eps
+//   std::make_pair(V("i,k"), e("k")) = tenex::eigen_solve(H("i,j"));   // V complex, e real
 #pragma once
 
 #include <cstddef>
@@ -42,19 +44,22 @@ class TENEX_API EigenValues : public Nary<1, T> {
   explicit EigenValues(detail::Handle handle) : Nary<1, T>(std::move(handle)) {}
 };
 
-/// Symmetric a (square, rank 2): a v = w v.
+/// Symmetric (complex T: Hermitian) a (square, rank 2): a v = w v. The eigenvalues of a complex
+/// a are over real_object_t<T> (Tensor<double> for Tensor<std::complex<double>>).
 template <class T>
-std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a);
-/// a v = w b v with b symmetric positive definite, of a's shape; vectors satisfy V^T b V = I.
+std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expression<T>& a);
+/// a v = w b v with b symmetric (Hermitian) positive definite, of a's shape; vectors satisfy
+/// V^T b V = I (V^H b V = I).
 template <class T>
-std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b);
+std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expression<T>& a, const Expression<T>& b);
 
-#define TENEX_DECLARE_EIGEN_SOLVE(T)                                                                         \
-  extern template class EigenVectors<T>;                                                                     \
-  extern template class EigenValues<T>;                                                                      \
-  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&); \
-  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&,  \
-                                                                                      const Expression<T>&);
+#define TENEX_DECLARE_EIGEN_SOLVE(T)                                                                  \
+  extern template class EigenVectors<T>;                                                              \
+  extern template class EigenValues<T>;                                                               \
+  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve<T>( \
+      const Expression<T>&);                                                                          \
+  extern template TENEX_API std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve<T>( \
+      const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EIGEN_SOLVE)
 #undef TENEX_DECLARE_EIGEN_SOLVE
 

@@ -65,8 +65,8 @@ class TENEX_API Indexed : public Expression<T> {
   // tenex::eigen_solve(*this), tenex::eigen_solve(*this, b) and tenex::cholesky(*this).
   //   std::make_pair(v("i,j"), w("j")) = a("i,j").eigen_solve();
   //   L("i,j") = a("i,j").cholesky();
-  std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve() const;
-  std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& b) const;
+  std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve() const;
+  std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expression<T>& b) const;
   CholeskyVectors<T> cholesky() const;
 
  private:
@@ -84,10 +84,19 @@ class TENEX_API Indexed : public Expression<T> {
   mutable std::shared_ptr<detail::TargetRecord> record_;
 };
 
-/// Several targets at once: `tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));`
+namespace detail {
+template <class T>
+inline constexpr bool is_indexed_v = false;
+template <class T>
+inline constexpr bool is_indexed_v<Indexed<T>> = true;
+}  // namespace detail
+
+/// Several targets at once: `tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j"));`. The
+/// targets may be of different object types where the right side's are (the real singular
+/// values of a complex svd: `tenex::tie(U("i,k"), S("k"), Vt("k,j")) = tenex::svd(z("i,j"));`).
 template <class T, class... Rest>
 std::tuple<Indexed<T>, Rest...> tie(Indexed<T> first, Rest... rest) {
-  static_assert((std::is_same_v<Rest, Indexed<T>> && ...), "tenex::tie takes Indexed targets of one object type");
+  static_assert((detail::is_indexed_v<Rest> && ...), "tenex::tie takes Indexed targets: tie(q(\"i,k\"), r(\"k,j\"))");
   return std::tuple<Indexed<T>, Rest...>(std::move(first), std::move(rest)...);
 }
 

@@ -2,13 +2,18 @@
 // real(z) + 0i, ...) is assigned, in its own set, to a hidden tensor of its element type; the
 // node reads a tensor of the new type whose producer converts that value when it is first read
 // (when the set using it runs). From complex to real the conversion keeps the real part.
+// detail::real_factor does the same for the real values of a complex decomposition.
 #include "tenex/expression/cast.hpp"
 
 #include <exception>
 #include <mutex>
+#include <string>
+#include <typeinfo>
 #include <utility>
+#include <vector>
 
 #include "tenex/expression/detail/make.hpp"
+#include "tenex/expression/detail/real_factor.hpp"
 #include "tenex/expression/elementwise.hpp"
 #include "tenex/expression/indexed.hpp"
 #include "tenex/tensor/storage.hpp"
@@ -62,14 +67,35 @@ class CastProducer final : public Producer {
   std::weak_ptr<Storage<U>> target_;
 };
 
-template <class Made, class U, class V>
-Handle make_cast(const Expression<Tensor<V>>& operand, FusedOp part = FusedOp::load) {
+/// Labels for the hidden tensor: the operand's, each new mode of a decomposition (which no
+/// label written by a user can name) given a plain name the operand does not use.
+std::string hidden_target_labels(const std::vector<std::string>& labels) {
+  std::vector<std::string> out;
+  std::size_t next = 0;
+  for (const std::string& l : labels) {
+    if (!is_new_mode_label(l)) {
+      out.push_back(l);
+      continue;
+    }
+    std::string name;
+    do {
+      name = "new" + std::to_string(next++);
+    } while (contains_label(labels, name));
+    out.push_back(std::move(name));
+  }
+  return join_labels(out);
+}
+
+template <class U, class V>
+Handle make_cast(const Expression<Tensor<V>>& operand, const std::type_info& made, FusedOp part = FusedOp::load,
+                 bool reads_factor = false) {
   const NodePtr a = einstein_operand(operand_node(operand));
   auto source = std::make_shared<Tensor<V>>();
+  const std::string labels = hidden_target_labels(a->labels);
   if (part == FusedOp::load) {
-    (*source)(join_labels(a->labels)) = operand;  // recorded in the operand's set
+    (*source)(labels) = operand;  // recorded in the operand's set
   } else {
-    (*source)(join_labels(a->labels)) = Unary<Tensor<V>>(operand, part);
+    (*source)(labels) = Unary<Tensor<V>>(operand, part);
   }
   auto target = std::make_shared<Storage<U>>(Shape(a->extents), Storage<U>::Init::deferred);
   auto producer = std::make_shared<CastProducer<U, V>>(std::move(source), target);
@@ -81,7 +107,9 @@ Handle make_cast(const Expression<Tensor<V>>& operand, FusedOp part = FusedOp::l
   node->extents = a->extents;
   node->storage = target;
   node->keep_alive = std::move(producer);
-  made_by<Made>(node);
+  if (reads_factor) node->factor = a;
+  node->made_by = &made;
+  node->finish();
   auto state = std::make_shared<LinkedState>(node->dtype);
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
@@ -89,11 +117,21 @@ Handle make_cast(const Expression<Tensor<V>>& operand, FusedOp part = FusedOp::l
 
 }  // namespace
 
+template <class R>
+Handle real_factor(const Expression<Tensor<std::complex<R>>>& factor, const std::type_info& made_by) {
+  // The real part, not a plain conversion: the hidden statement's right side is then not a bare
+  // factor, so it takes no part in the bookkeeping of the user's multi-target statements.
+  return make_cast<R>(factor, made_by, FusedOp::real_part, true);
+}
+
+template Handle real_factor<float>(const Expression<Tensor<std::complex<float>>>&, const std::type_info&);
+template Handle real_factor<double>(const Expression<Tensor<std::complex<double>>>&, const std::type_info&);
+
 }  // namespace detail
 
 template <class U, class V>
 Cast<U, V>::Cast(const Expression<Tensor<V>>& operand)
-    : Expression<Tensor<U>>(detail::make_cast<Cast<U, V>, U>(operand)) {}
+    : Expression<Tensor<U>>(detail::make_cast<U>(operand, typeid(Cast<U, V>))) {}
 
 template <class R>
 ComplexPart<R>::ComplexPart(const Expression<Tensor<std::complex<R>>>& operand, FusedOp part)
@@ -102,7 +140,7 @@ ComplexPart<R>::ComplexPart(const Expression<Tensor<std::complex<R>>>& operand, 
           throw Error("tenex: ComplexPart of " + operand.to_string() + ": " + std::string(fused_op_name(part)) +
                       " is not real, imag, abs or arg");
         }
-        return detail::make_cast<ComplexPart<R>, R>(operand, part);
+        return detail::make_cast<R>(operand, typeid(ComplexPart<R>), part);
       }()) {}
 
 #define TENEX_INSTANTIATE_CAST_FROM(U, V) template class Cast<U, V>;

@@ -219,12 +219,23 @@ struct TargetPlan {
   std::string eigen_mode;  // the target's label for the mode of the eigenpairs (eigen_mode_label)
 };
 
+/// The factor of a decomposition `rhs` stands for: `rhs` itself, or the complex factor whose
+/// real values it reads (the eigenvalues or singular values of a complex matrix, a node over
+/// the real tensor type). Null for other sides.
+const FactorNode* factor_of(const ExprNode& rhs) {
+  if (const auto* factor = dynamic_cast<const FactorNode*>(&rhs)) return factor;
+  if (const auto* indexed = dynamic_cast<const IndexedNode*>(&rhs); indexed && indexed->factor) {
+    return dynamic_cast<const FactorNode*>(indexed->factor.get());
+  }
+  return nullptr;
+}
+
 /// For a factor of eigen_solve, the mode of the eigenpairs: the eigenvectors' second label,
 /// the eigenvalues' only one (the operand's second label). A target that lacks that label
 /// names the mode itself, as a target names the new mode of QR and SVD:
 /// std::make_pair(C("m,p"), e("p")) = eigen_solve(F("m,n"), S("m,n")). Empty for other sides.
 std::string eigen_mode_label(const ExprNode& rhs) {
-  const auto* factor = dynamic_cast<const FactorNode*>(&rhs);
+  const FactorNode* factor = factor_of(rhs);
   if (!factor || factor->children.empty()) return {};
   const auto* decomposition = dynamic_cast<const DecompositionNode*>(factor->children[0].get());
   if (!decomposition || decomposition->op != OpKind::eigen_solve) return {};
@@ -273,32 +284,33 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
   return plan;
 }
 
-/// The last statement recorded on this thread whose right side is a factor of a
-/// decomposition: when assigning a sibling factor of the same call fails while the first
-/// target object is still alive (std::make_pair(v, w) = eigen_solve(a)), the first is
-/// undone, so a failed multi-target statement changes none of its targets. The undo data
-/// lives in the target object and dies with it.
+/// The last statements recorded on this thread, in a row, whose right sides are factors of
+/// one decomposition: when assigning a sibling factor of the same call fails while the earlier
+/// target objects are still alive (std::make_pair(v, w) = eigen_solve(a), tenex::tie(u, s, vt)
+/// = svd(a)), those are undone, so a failed multi-target statement changes none of its targets,
+/// whatever their element types. The undo data lives in the target objects and dies with them.
 struct LastFactorAssignment {
-  const ExprNode* decomposition = nullptr;
-  std::weak_ptr<TargetRecord> target;
-  std::size_t which = 0;           // the factor assigned
-  std::string labels, eigen_mode;  // its target's labels, and its name for eigen_solve's mode
+  std::weak_ptr<const ExprNode> decomposition;       // weak: a new call's node may reuse the address
+  std::vector<std::weak_ptr<TargetRecord>> targets;  // in the order assigned
+  std::size_t which = 0;                             // the factor assigned last
+  std::string labels, eigen_mode;                    // its target's labels, and its name for eigen_solve's mode
 };
 thread_local LastFactorAssignment last_factor_assignment;
 
-const ExprNode* decomposition_of(const ExprNode& rhs) {
-  if (const auto* f = dynamic_cast<const FactorNode*>(&rhs)) return f->children[0].get();
+NodePtr decomposition_of(const ExprNode& rhs) {
+  if (const FactorNode* f = factor_of(rhs)) return f->children[0];
   return nullptr;
 }
 
 /// The targets of one statement's eigenvectors and eigenvalues (std::make_pair(C("m,p"), e("p"))
 /// = eigen_solve(...)) name the mode of the eigenpairs alike: the vectors' target's label for
 /// it is the values' target's label. Throws ShapeError when they do not.
-void check_eigen_mode_names(const ExprNode* decomposition, std::size_t which, const std::vector<std::string>& target,
+void check_eigen_mode_names(const NodePtr& decomposition, std::size_t which, const std::vector<std::string>& target,
                             const std::string& eigen_mode) {
   const LastFactorAssignment& last = last_factor_assignment;
-  if (eigen_mode.empty() || !decomposition || last.decomposition != decomposition || last.which == which ||
-      last.eigen_mode.empty() || last.eigen_mode == eigen_mode || last.target.expired()) {
+  if (eigen_mode.empty() || !decomposition || last.decomposition.lock() != decomposition || last.which == which ||
+      last.eigen_mode.empty() || last.eigen_mode == eigen_mode || last.targets.empty() ||
+      last.targets.back().expired()) {
     return;
   }
   const bool vectors = which == 0;
@@ -362,7 +374,7 @@ template <class T>
 Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode) {
   require_handle(Access::handle(target));
   NodePtr value = operand_node(rhs);
-  const ExprNode* decomposition = decomposition_of(*value);
+  const NodePtr decomposition = decomposition_of(*value);
   try {
     Handle handle = make_handle(value, {&detail::Access::handle(rhs), &detail::Access::handle(target)});
     if (mode != AssignMode::replace) {
@@ -388,7 +400,7 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       handle.state = LinkedState::merge(handle.state, combined.state);
     }
     TargetPlan plan = plan_target(target.written_labels(), *handle.node);
-    const std::size_t which = decomposition ? static_cast<const FactorNode&>(*value).which : 0;
+    const std::size_t which = decomposition ? factor_of(*value)->which : 0;
     check_eigen_mode_names(decomposition, which, target.written_labels(), plan.eigen_mode);
     std::string eigen_mode = plan.eigen_mode;
     if (!decomposition) {
@@ -402,17 +414,24 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
     std::function<void()> undo = detail::record(object, handle, plan, cancelled);
     record->cancelled = cancelled;
     record->undo = std::move(undo);
-    last_factor_assignment =
-        LastFactorAssignment{decomposition, record, which, join_labels(target.written_labels()), std::move(eigen_mode)};
+    LastFactorAssignment next{decomposition, {}, which, join_labels(target.written_labels()), std::move(eigen_mode)};
+    if (last_factor_assignment.decomposition.lock() == decomposition) {
+      next.targets = std::move(last_factor_assignment.targets);
+    }
+    next.targets.push_back(record);
+    last_factor_assignment = std::move(next);
     return handle;
   } catch (...) {
-    const LastFactorAssignment last = last_factor_assignment;
+    const LastFactorAssignment last = std::move(last_factor_assignment);
     last_factor_assignment = LastFactorAssignment{};
-    if (auto sibling = last.target.lock(); decomposition && sibling && last.decomposition == decomposition &&
-                                           sibling->undo && sibling->cancelled && !*sibling->cancelled) {
-      *sibling->cancelled = true;
-      sibling->undo();
-      sibling->undo = nullptr;
+    if (decomposition && last.decomposition.lock() == decomposition) {
+      for (auto it = last.targets.rbegin(); it != last.targets.rend(); ++it) {
+        auto sibling = it->lock();
+        if (!sibling || !sibling->undo || !sibling->cancelled || *sibling->cancelled) continue;
+        *sibling->cancelled = true;
+        sibling->undo();
+        sibling->undo = nullptr;
+      }
     }
     throw;
   }

@@ -2,11 +2,14 @@
 // inverses and solves.
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 #include "tenex/expression/chip.hpp"
 #include "tenex/expression/cholesky.hpp"
 #include "tenex/expression/detail/make.hpp"
+#include "tenex/expression/detail/real_factor.hpp"
 #include "tenex/expression/eigen_solve.hpp"
 #include "tenex/expression/indexed.hpp"
 #include "tenex/expression/inverse.hpp"
@@ -57,6 +60,20 @@ std::shared_ptr<FactorNode> factor(const NodePtr& decomp, std::size_t which, std
   node->labels = std::move(labels);
   node->extents = std::move(extents);
   return made_by<C>(std::move(node));
+}
+
+/// The values (factor `which`) of a decomposition whose values are real, as class V over
+/// real_object_t<T>: the factor itself for a real T; for a complex T its real part, an
+/// expression over the real tensor type that reads the decomposition the complex factors share.
+template <class V, class T>
+V values_factor(const NodePtr& decomp, std::size_t which, std::vector<std::string> labels,
+                std::vector<std::size_t> extents, const Handle& set) {
+  if constexpr (std::is_same_v<real_object_t<T>, T>) {
+    return Access::make<V>(make_handle(factor<V>(decomp, which, std::move(labels), std::move(extents)), {&set}));
+  } else {
+    Handle complex = make_handle(factor<Operand<T>>(decomp, which, std::move(labels), std::move(extents)), {&set});
+    return Access::make<V>(real_factor(Access::make<Operand<T>>(std::move(complex)), typeid(V)));
+  }
 }
 
 template <class N>
@@ -196,18 +213,18 @@ CholeskyVectors<T> cholesky(const Expression<T>& a) {
 }
 
 template <class T>
-std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a) {
+std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expression<T>& a) {
   const auto node = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(a)), true);
   auto decomp = detail::decomposition(OpKind::eigen_solve, {node});
   const auto& l = node->labels;
   const std::size_t n = node->extents[0];
   Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&Access::handle(a)});
-  Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&Access::handle(a)});
-  return {Access::make<EigenVectors<T>>(std::move(vectors)), Access::make<EigenValues<T>>(std::move(values))};
+  auto values = detail::values_factor<EigenValues<real_object_t<T>>, T>(decomp, 1, {l[1]}, {n}, Access::handle(a));
+  return {Access::make<EigenVectors<T>>(std::move(vectors)), std::move(values)};
 }
 
 template <class T>
-std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, const Expression<T>& b) {
+std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expression<T>& a, const Expression<T>& b) {
   const auto node_a = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(a)), true);
   const auto node_b = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(b)), true);
   if (node_a->extents != node_b->extents) {
@@ -218,8 +235,8 @@ std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve(const Expression<T>& a, c
   const std::size_t n = node_a->extents[0];
   Handle vectors =
       make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&Access::handle(a), &Access::handle(b)});
-  Handle values = make_handle(detail::factor<EigenValues<T>>(decomp, 1, {l[1]}, {n}), {&vectors});
-  return {Access::make<EigenVectors<T>>(std::move(vectors)), Access::make<EigenValues<T>>(std::move(values))};
+  auto values = detail::values_factor<EigenValues<real_object_t<T>>, T>(decomp, 1, {l[1]}, {n}, vectors);
+  return {Access::make<EigenVectors<T>>(std::move(vectors)), std::move(values)};
 }
 
 template <class T>
@@ -235,17 +252,16 @@ std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
 }
 
 template <class T>
-std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd(const Expression<T>& a) {
+std::tuple<SVDFactor<T>, SVDFactor<real_object_t<T>>, SVDFactor<T>> svd(const Expression<T>& a) {
   const auto node = detail::matrix_operand("svd", detail::einstein_operand(operand_node(a)), false);
   auto decomp = detail::decomposition(OpKind::svd, {node});
   const auto& l = node->labels;
   const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
   const std::string inner = detail::make_new_mode_label();
   Handle u = make_handle(detail::factor<SVDFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&Access::handle(a)});
-  Handle s = make_handle(detail::factor<SVDFactor<T>>(decomp, 1, {inner}, {k}), {&Access::handle(a)});
+  auto s = detail::values_factor<SVDFactor<real_object_t<T>>, T>(decomp, 1, {inner}, {k}, Access::handle(a));
   Handle vt = make_handle(detail::factor<SVDFactor<T>>(decomp, 2, {inner, l[1]}, {k, n}), {&Access::handle(a)});
-  return {Access::make<SVDFactor<T>>(std::move(u)), Access::make<SVDFactor<T>>(std::move(s)),
-          Access::make<SVDFactor<T>>(std::move(vt))};
+  return {Access::make<SVDFactor<T>>(std::move(u)), std::move(s), Access::make<SVDFactor<T>>(std::move(vt))};
 }
 
 template <class T>
@@ -379,11 +395,11 @@ Solve<T> solve(const Expression<T>& a, const Expression<T>& b) {
 }
 
 template <class T>
-std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve() const {
+std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> Indexed<T>::eigen_solve() const {
   return tenex::eigen_solve<T>(*this);
 }
 template <class T>
-std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve(const Expression<T>& b) const {
+std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> Indexed<T>::eigen_solve(const Expression<T>& b) const {
   return tenex::eigen_solve<T>(*this, b);
 }
 template <class T>
@@ -425,11 +441,7 @@ double Pow<T>::power() const {
   template class Chip<T>;                                                                                         \
   template class Pow<T>;                                                                                          \
   template TENEX_API CholeskyVectors<T> cholesky<T>(const Expression<T>&);                                        \
-  template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&);             \
-  template TENEX_API std::pair<EigenVectors<T>, EigenValues<T>> eigen_solve<T>(const Expression<T>&,              \
-                                                                               const Expression<T>&);             \
   template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&);                             \
-  template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<T>, SVDFactor<T>> svd<T>(const Expression<T>&);           \
   template TENEX_API Slice<T> slice<T>(const Expression<T>&, std::vector<std::size_t>, std::vector<std::size_t>); \
   template TENEX_API Chip<T> chip<T>(const Expression<T>&, std::string_view, std::size_t);                        \
   template TENEX_API Pow<T> pow<T>(const Expression<T>&, int);                                                    \
@@ -438,10 +450,20 @@ double Pow<T>::power() const {
   template class Solve<T>;                                                                                        \
   template TENEX_API Inverse<T> inverse<T>(const Expression<T>&);                                                 \
   template TENEX_API Solve<T> solve<T>(const Expression<T>&, const Expression<T>&);                               \
-  template std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve() const;                            \
-  template std::pair<EigenVectors<T>, EigenValues<T>> Indexed<T>::eigen_solve(const Expression<T>&) const;        \
   template CholeskyVectors<T> Indexed<T>::cholesky() const;
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
+
+// The decompositions whose values are real: over real_object_t<T> (Tensor<R> for a complex T).
+#define TENEX_INSTANTIATE_REAL_VALUED(T)                                                                               \
+  template TENEX_API std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve<T>(const Expression<T>&);   \
+  template TENEX_API std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve<T>(const Expression<T>&,    \
+                                                                                              const Expression<T>&);   \
+  template TENEX_API std::tuple<SVDFactor<T>, SVDFactor<real_object_t<T>>, SVDFactor<T>> svd<T>(const Expression<T>&); \
+  template std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> Indexed<T>::eigen_solve() const;                  \
+  template std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> Indexed<T>::eigen_solve(const Expression<T>&)     \
+      const;
+TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_REAL_VALUED)
+#undef TENEX_INSTANTIATE_REAL_VALUED
 
 }  // namespace tenex

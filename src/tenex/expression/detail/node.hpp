@@ -84,6 +84,10 @@ struct IndexedNode final : ExprNode {
   std::string unreadable;                  // why this operand cannot be read, if it cannot
   bool shape_error = false;                // unreadable because of labels/extents (ShapeError)
   std::shared_ptr<const void> keep_alive;  // what produces `storage` when no set does (tenex::cast)
+  /// A real value of a complex decomposition (Hermitian eigenvalues, singular values): the
+  /// complex FactorNode whose real part `storage` receives. Its target names the factor's modes
+  /// as a factor's target does, and is undone with a failing sibling target (indexed.cpp).
+  NodePtr factor;
 
   std::string_view kind_name() const override { return "indexed"; }
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
