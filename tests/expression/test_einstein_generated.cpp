@@ -12,7 +12,8 @@
 // whole right-hand side), complex scale factors, and the element-wise functions defined for
 // complex numbers on random operands (exp, log, sqrt, ..., and abs, real, imag, arg cast back
 // to complex). A further complex category enumerates conj on every operand position of
-// products of two and three factors, in place, permuted and batched.
+// products of two and three factors, in place, permuted and batched; a last one has a few
+// large statements.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -521,6 +522,47 @@ std::vector<Case> conjugation_cases() {
   return cases;
 }
 
+// A few complex statements over 30,000 to 60,000 elements, past the size from which the fused,
+// element-wise and permutation kernels split their work between threads.
+std::vector<Case> large_cases() {
+  auto operand = [](std::string labels, ref::Extents extents, bool denominator = false) {
+    return Operand{std::move(labels), std::move(extents), denominator};
+  };
+  std::vector<Case> cases(4);
+  // conj(t0) + t1 permuted / t2 broadcast.
+  cases[0].operands = {operand("i,j,k", {40, 30, 32}), operand("k,j,i", {32, 30, 40}), operand("j", {30}, true)};
+  cases[0].elementwise = true;
+  cases[0].terms = {{0}, {1}, {2}};
+  cases[0].ops = {ref::Op::add, ref::Op::divide};
+  cases[0].functions = {Function::conj, Function::none, Function::none};
+  cases[0].target = "k,i,j";
+  // A function of a factor and a conjugated factor of a matrix product.
+  cases[1].operands = {operand("i,k", {64, 48}), operand("k,j", {48, 72})};
+  cases[1].functions = {Function::exp, Function::conj};
+  cases[1].target = "j,i";
+  // A Hadamard label kept, two summed, one factor conjugated, a complex factor.
+  cases[2].operands = {operand("i,j,k", {40, 30, 32}), operand("k,i,j", {32, 40, 30})};
+  cases[2].functions = {Function::conj, Function::none};
+  cases[2].target = "i";
+  cases[2].modifier = Modifier::scale_left;
+  cases[2].complex_factor = true;
+  cases[2].calpha = Complex(0.5, -1.5);
+  // The conjugate of a whole sum of terms, accumulated.
+  cases[3].operands = {operand("i,j", {200, 180}), operand("j,i", {180, 200})};
+  cases[3].elementwise = true;
+  cases[3].terms = {{0}, {1}};
+  cases[3].ops = {ref::Op::subtract};
+  cases[3].functions = {Function::sqrt, Function::none};
+  cases[3].conj_all = true;
+  cases[3].assign = Assign::add;
+  cases[3].target = "i,j";
+  for (std::size_t n = 0; n < cases.size(); ++n) {
+    cases[n].category = "large";
+    cases[n].seed = n + 1;
+  }
+  return cases;
+}
+
 struct Category {
   const char* name;
   Case (*generate)(Random&);
@@ -962,6 +1004,11 @@ TEST_CASE_TEMPLATE_DEFINE("einstein generated: conj on every factor of products 
   for (const Case& c : conjugation_cases()) run_case<T>(c);
 }
 TEST_CASE_TEMPLATE_APPLY(einstein_conjugation, ComplexScalars);
+
+TEST_CASE_TEMPLATE_DEFINE("einstein generated: large complex statements", T, einstein_large) {
+  for (const Case& c : large_cases()) run_case<T>(c);
+}
+TEST_CASE_TEMPLATE_APPLY(einstein_large, ComplexScalars);
 
 // The complex decorations cover what the issue asks for: conj on every operand position of
 // products of two and of three factors, a conj over a whole statement, complex factors with
