@@ -1,8 +1,11 @@
 // Conformance (ggml's test-backend-ops idea): every op kind of TENEX_FOR_EACH_OP, on every
-// backend this build has and this machine can run, in float and double, driven through
-// the public DSL and compared with the naive reference (support/reference.hpp) or, for
-// the decompositions, with their defining identities evaluated by plain loops in double
-// (L L^T = A, A V = V diag(w), A V = B V diag(w), Q R = A, U diag(S) Vt = A).
+// backend this build has and this machine can run, in float, double, complex<float> and
+// complex<double>, driven through the public DSL and compared with the naive reference
+// (support/reference.hpp) or, for the decompositions, with their defining identities
+// evaluated by plain loops in double or complex<double> (L L^H = A, A V = V diag(w),
+// A V = B V diag(w), Q R = A, U diag(S) Vt = A; ^H is the transpose for real matrices).
+// A backend without complex sets (CUDA) leaves them to the CPU: the complex suite asks for
+// each backend all the same, and its results are the CPU's.
 //
 // Each statement runs with TENEX_DUMP_GRAPH set, and the optimized graph it ran must hold
 // the kind under test; every kind named in any dumped graph is recorded, and at the end of
@@ -36,7 +39,6 @@
 #include <tenex/config.hpp>
 #include <tenex/tenex.hpp>
 
-#include "support/dense.hpp"
 #include "support/dumped_graphs.hpp"
 #include "support/environment_scope.hpp"
 
@@ -46,9 +48,11 @@
 namespace {
 
 namespace ref = tenex_test::reference;
+using ref::Complex;
 using tenex::BackendKind;
 using tenex::Shape;
 using tenex::Tensor;
+using tenex_test::ComplexScalars;
 using tenex_test::Scalars;
 
 #define TENEX_TEST_KIND_NAME(name, arity, Params) #name,
@@ -57,16 +61,28 @@ const std::vector<std::string> table_names = {TENEX_FOR_EACH_OP(TENEX_TEST_KIND_
 
 // ---- data --------------------------------------------------------------------------------
 
+/// The real type of T's values: the element type of eigenvalues and singular values.
+template <class T>
+using Real = tenex::real_type_t<T>;
+
+/// Values uniform in [lo, hi]; for a complex T both parts are.
 template <class T>
 Tensor<T> random_tensor(const Shape& shape, std::uint64_t seed, double lo = -1.0, double hi = 1.0) {
   ref::Random rng(seed);
   std::vector<T> values(shape.size());
-  for (T& v : values) v = static_cast<T>(lo + (hi - lo) * (rng.uniform() + 1.0) / 2.0);
+  for (T& v : values) {
+    const double re = lo + (hi - lo) * (rng.uniform() + 1.0) / 2.0;
+    if constexpr (tenex::is_complex_v<T>) {
+      v = T(static_cast<Real<T>>(re), static_cast<Real<T>>(lo + (hi - lo) * (rng.uniform() + 1.0) / 2.0));
+    } else {
+      v = static_cast<T>(re);
+    }
+  }
   return Tensor<T>(shape, std::move(values));
 }
 
 template <class T>
-ref::Array array(const Tensor<T>& t, std::string_view labels) {
+auto array(const Tensor<T>& t, std::string_view labels) {
   return ref::to_array(t, labels);
 }
 
@@ -74,20 +90,19 @@ ref::Labels labels(std::string_view text) { return ref::parse_labels(text); }
 
 template <class T>
 constexpr double eps() {
-  return static_cast<double>(std::numeric_limits<T>::epsilon());
+  return static_cast<double>(std::numeric_limits<Real<T>>::epsilon());
 }
 
 /// "" when `got` has the extents of `expected` and its values within rtol = atol = 64 eps(T)
 /// of it, relative to `magnitude` (the same computation on absolute values).
-template <class T>
-std::string mismatch(const Tensor<T>& got, const ref::Array& expected, const ref::Array& magnitude) {
+template <class T, class V>
+std::string mismatch(const Tensor<T>& got, const ref::BasicArray<V>& expected, const ref::BasicArray<V>& magnitude) {
   const ref::Extents extents(got.shape().extents().begin(), got.shape().extents().end());
   if (extents != expected.extents) {
     return "shape " + ref::format_extents(extents) + ", expected " + ref::format_extents(expected.extents);
   }
   const auto values = got.to_vector();
-  return ref::compare(std::vector<double>(values.begin(), values.end()), expected, magnitude, 64 * eps<T>(),
-                      64 * eps<T>());
+  return ref::compare(ref::widened(values), expected, magnitude, 64 * eps<T>(), 64 * eps<T>());
 }
 
 #define CHECK_MATCHES(got, expected, magnitude)                       \
@@ -98,28 +113,124 @@ std::string mismatch(const Tensor<T>& got, const ref::Array& expected, const ref
   } while (false)
 
 /// Same values exactly (copies, permutations, slices, chips: no arithmetic).
-template <class T>
-void check_exact(const Tensor<T>& got, const ref::Array& expected) {
+template <class T, class V>
+void check_exact(const Tensor<T>& got, const ref::BasicArray<V>& expected) {
   REQUIRE(ref::Extents(got.shape().extents().begin(), got.shape().extents().end()) == expected.extents);
   const auto values = got.to_vector();
   REQUIRE(values.size() == expected.values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     CAPTURE(i);
-    CHECK(static_cast<double>(values[i]) == expected.values[i]);
+    CHECK(static_cast<V>(values[i]) == expected.values[i]);
   }
 }
 
-// ---- plain dense matrices in double: the oracle side of the identities --------------------
+// ---- plain dense matrices in double or complex<double>: the oracle side of the identities ----
 
-using tenex_test::Dense;
-using tenex_test::dense;
-using tenex_test::dense_vector;
-using tenex_test::product;
-using tenex_test::tensor;
-using tenex_test::transpose;
+template <class S>
+struct Matrix {
+  std::size_t rows = 0, cols = 0;
+  std::vector<S> v;
+  Matrix() = default;
+  Matrix(std::size_t r, std::size_t c) : rows(r), cols(c), v(r * c, S(0)) {}
+  S& operator()(std::size_t i, std::size_t j) { return v[i * cols + j]; }
+  S operator()(std::size_t i, std::size_t j) const { return v[i * cols + j]; }
+};
+using Dense = Matrix<double>;
+
+/// A rank-2 tensor as a matrix of double (real T) or complex<double>.
+template <class T>
+Matrix<ref::ValueOf<T>> dense(const Tensor<T>& t) {
+  REQUIRE(t.rank() == 2);
+  Matrix<ref::ValueOf<T>> d(t.shape().extent(0), t.shape().extent(1));
+  for (std::size_t i = 0; i < d.rows; ++i) {
+    for (std::size_t j = 0; j < d.cols; ++j) d(i, j) = static_cast<ref::ValueOf<T>>(t.at(i, j));
+  }
+  return d;
+}
+
+/// A rank-1 tensor of real values (eigenvalues, singular values) as doubles; held in a complex
+/// tensor, their imaginary parts must be 0.
+template <class R>
+std::vector<double> dense_vector(const Tensor<R>& t) {
+  REQUIRE(t.rank() == 1);
+  std::vector<double> out(t.shape().extent(0));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if constexpr (tenex::is_complex_v<R>) {
+      CHECK(t.at(i).imag() == 0);
+      out[i] = static_cast<double>(t.at(i).real());
+    } else {
+      out[i] = static_cast<double>(t.at(i));
+    }
+  }
+  return out;
+}
+
+/// The object an expression over it writes (in unevaluated operands only): the tensor types
+/// that hold the eigenvalues and singular values of a Tensor<T>'s decompositions.
+template <class O>
+O object_of(const tenex::Expression<O>&);
+template <class T>
+using EigenValuesTensor =
+    decltype(object_of(std::get<1>(tenex::eigen_solve(std::declval<tenex::Indexed<Tensor<T>>>()))));
+template <class T>
+using SingularValuesTensor = decltype(object_of(std::get<1>(tenex::svd(std::declval<tenex::Indexed<Tensor<T>>>()))));
+
+template <class T, class S>
+Tensor<T> tensor(const Matrix<S>& d) {
+  std::vector<T> values(d.v.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(d.v[i]);
+  return Tensor<T>(Shape{d.rows, d.cols}, std::move(values));
+}
+
+template <class S>
+Matrix<S> product(const Matrix<S>& a, const Matrix<S>& b) {
+  REQUIRE(a.cols == b.rows);
+  Matrix<S> c(a.rows, b.cols);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t k = 0; k < a.cols; ++k) {
+      for (std::size_t j = 0; j < b.cols; ++j) c(i, j) += a(i, k) * b(k, j);
+    }
+  }
+  return c;
+}
+
+double conjugate(double x) { return x; }
+Complex conjugate(Complex x) { return std::conj(x); }
+
+/// The conjugate transpose (the transpose of a real matrix).
+template <class S>
+Matrix<S> adjoint(const Matrix<S>& a) {
+  Matrix<S> t(a.cols, a.rows);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t j = 0; j < a.cols; ++j) t(j, i) = conjugate(a(i, j));
+  }
+  return t;
+}
+
+/// The transpose (no conjugation), and the conjugate element by element.
+template <class S>
+Matrix<S> transpose(const Matrix<S>& a) {
+  Matrix<S> t(a.cols, a.rows);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t j = 0; j < a.cols; ++j) t(j, i) = a(i, j);
+  }
+  return t;
+}
+template <class S>
+Matrix<S> conjugated(Matrix<S> a) {
+  for (S& x : a.v) x = conjugate(x);
+  return a;
+}
+
+Dense identity(std::size_t n) {
+  Dense d(n, n);
+  for (std::size_t i = 0; i < n; ++i) d(i, i) = 1.0;
+  return d;
+}
 
 /// a with column j scaled by w[j] (a diag(w)).
-Dense scale_columns(Dense a, const std::vector<double>& w) {
+template <class S>
+Matrix<S> scale_columns(Matrix<S> a, const std::vector<double>& w) {
   REQUIRE(w.size() == a.cols);
   for (std::size_t i = 0; i < a.rows; ++i) {
     for (std::size_t j = 0; j < a.cols; ++j) a(i, j) *= w[j];
@@ -127,19 +238,19 @@ Dense scale_columns(Dense a, const std::vector<double>& w) {
   return a;
 }
 
-using tenex_test::identity;
-
-double norm(const Dense& a) {
+template <class S>
+double norm(const Matrix<S>& a) {
   double s = 0;
-  for (double x : a.v) s += x * x;
+  for (S x : a.v) s += std::norm(x);
   return std::sqrt(s);
 }
 
-double max_difference(const Dense& a, const Dense& b) {
+template <class S1, class S2>
+double max_difference(const Matrix<S1>& a, const Matrix<S2>& b) {
   REQUIRE(a.rows == b.rows);
   REQUIRE(a.cols == b.cols);
   double m = 0;
-  for (std::size_t i = 0; i < a.v.size(); ++i) m = std::max(m, std::abs(a.v[i] - b.v[i]));
+  for (std::size_t i = 0; i < a.v.size(); ++i) m = std::max(m, std::abs(Complex(a.v[i]) - Complex(b.v[i])));
   return m;
 }
 
@@ -156,23 +267,34 @@ double residual_bound(std::size_t n, double scale) {
     CHECK(difference_ <= (bound));                                               \
   } while (false)
 
-/// A random symmetric matrix, and a symmetric positive definite one (M M^T + n I).
+/// `s` made exactly Hermitian (symmetric): its lower triangle the adjoint of its upper one
+/// and a real diagonal, as LAPACK's Hermitian routines require of their input.
+template <class S>
+Matrix<S> hermitian_part(Matrix<S> s) {
+  for (std::size_t i = 0; i < s.rows; ++i) {
+    s(i, i) = S(std::real(s(i, i)));
+    for (std::size_t j = 0; j < i; ++j) s(i, j) = conjugate(s(j, i));
+  }
+  return s;
+}
+
+/// A random Hermitian (real: symmetric) matrix, and a positive definite one (M M^H + n I).
 template <class T>
 Tensor<T> symmetric(std::size_t n, std::uint64_t seed) {
-  const Dense m = dense(random_tensor<T>(Shape{n, n}, seed));
-  Dense s(n, n);
+  const auto m = dense(random_tensor<T>(Shape{n, n}, seed));
+  auto s = m;
   for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j < n; ++j) s(i, j) = m(i, j) + m(j, i);
+    for (std::size_t j = 0; j < n; ++j) s(i, j) = m(i, j) + conjugate(m(j, i));
   }
-  return tensor<T>(s);
+  return tensor<T>(hermitian_part(s));
 }
 
 template <class T>
 Tensor<T> positive_definite(std::size_t n, std::uint64_t seed) {
-  const Dense m = dense(random_tensor<T>(Shape{n, n}, seed));
-  Dense s = product(m, transpose(m));
+  const auto m = dense(random_tensor<T>(Shape{n, n}, seed));
+  auto s = product(m, adjoint(m));
   for (std::size_t i = 0; i < n; ++i) s(i, i) += static_cast<double>(n);
-  return tensor<T>(s);
+  return tensor<T>(hermitian_part(s));
 }
 
 // ---- the dumped graphs ------------------------------------------------------------------
@@ -309,9 +431,27 @@ struct Conformance<tenex::ContractParams> {
     auto a = random_tensor<T>(Shape{4, 5}, 31), b = random_tensor<T>(Shape{5, 3}, 32);
     Tensor<T> c;
     ctx.run({"contract"}, [&] { c("i,j") = a("i,k") * b("k,j"); });
-    const auto ops = std::vector<ref::Array>{array(a, "i,k"), array(b, "k,j")};
+    const auto ops = std::vector<ref::BasicArray<ref::ValueOf<T>>>{array(a, "i,k"), array(b, "k,j")};
     CHECK_MATCHES(c, ref::einsum(ops, labels("i,j")),
                   ref::einsum({ref::absolute(ops[0]), ref::absolute(ops[1])}, labels("i,j")));
+    if constexpr (tenex::is_complex_v<T>) {
+      // conj on either factor or both, read in place or permuted (the contraction still
+      // holds it: the passes fold it into the product).
+      auto bt = random_tensor<T>(Shape{3, 5}, 37);
+      const auto abt = array(bt, "j,k");
+      const auto mag = ref::einsum({ref::absolute(ops[0]), ref::absolute(ops[1])}, labels("i,j"));
+      Tensor<T> c1, c2, c3, c4;
+      ctx.run({"contract"}, [&] { c1("i,j") = tenex::conj(a("i,k")) * b("k,j"); });
+      CHECK_MATCHES(c1, ref::einsum({ref::conjugated(ops[0]), ops[1]}, labels("i,j")), mag);
+      ctx.run({"contract"}, [&] { c2("i,j") = a("i,k") * tenex::conj(b("k,j")); });
+      CHECK_MATCHES(c2, ref::einsum({ops[0], ref::conjugated(ops[1])}, labels("i,j")), mag);
+      ctx.run({"contract"}, [&] { c3("j,i") = tenex::conj(a("i,k")) * tenex::conj(bt("j,k")); });
+      CHECK_MATCHES(c3, ref::einsum({ref::conjugated(ops[0]), ref::conjugated(abt)}, labels("j,i")),
+                    ref::einsum({ref::absolute(ops[0]), ref::absolute(abt)}, labels("j,i")));
+      ctx.run({"contract"}, [&] { c4("i,j") = tenex::conj(a("i,k") * bt("j,k")); });
+      CHECK_MATCHES(c4, ref::conjugated(ref::einsum({ops[0], abt}, labels("i,j"))),
+                    ref::einsum({ref::absolute(ops[0]), ref::absolute(abt)}, labels("i,j")));
+    }
     // Two summed labels, a batch label, and a scalar result.
     auto x = random_tensor<T>(Shape{2, 3, 4}, 33), y = random_tensor<T>(Shape{4, 3, 5}, 34);
     Tensor<T> z;
@@ -326,10 +466,12 @@ struct Conformance<tenex::ContractParams> {
     CHECK_MATCHES(w, ref::einsum({wu, wv}, labels("b,i,j")),
                   ref::einsum({ref::absolute(wu), ref::absolute(wv)}, labels("b,i,j")));
     Tensor<T> s;
-    // A dot product is memory-bound: the fusion pass reduces it in one fused pass.
-    ctx.run({"fused"}, [&] { s("") = a("i,k") * a("i,k"); });
+    // A dot product is memory-bound: the fusion pass reduces a real one in one fused pass; a
+    // complex one stays a contraction.
+    ctx.run({tenex::is_complex_v<T> ? "contract" : "fused"}, [&] { s("") = a("i,k") * a("i,k"); });
     const auto aa = array(a, "i,k");
-    CHECK_MATCHES(s, ref::einsum({aa, aa}, labels("")), ref::einsum({aa, aa}, labels("")));
+    CHECK_MATCHES(s, ref::einsum({aa, aa}, labels("")),
+                  ref::einsum({ref::absolute(aa), ref::absolute(aa)}, labels("")));
   }
 };
 
@@ -355,7 +497,7 @@ struct ElementwiseConformance {
         return x / y;
       }
     };
-    auto magnitude = [&](const ref::Array& x, const ref::Array& y, const ref::Labels& out) {
+    auto magnitude = [&](const auto& x, const auto& y, const ref::Labels& out) {
       if constexpr (op == ref::Op::divide) {
         return ref::absolute(ref::elementwise(op, x, y, out));
       } else {
@@ -392,9 +534,22 @@ struct Conformance<tenex::ScaleParams> {
     CHECK_MESSAGE(graphs[0].find("scale alpha=2.5") != std::string::npos, graphs[0]);
     const auto expected = ref::scaled(array(a, "i,j"), 2.5);
     CHECK_MATCHES(c, expected, ref::absolute(expected));
-    // Scaled and transposed: the fusion pass makes it one fused pass (scale and permutation).
-    ctx.run({"fused"}, [&] { n("j,i") = -a("i,j"); });
+    // Scaled and transposed: the fusion pass makes a real one one fused pass (scale and
+    // permutation); a complex one stays a permutation and a scale.
+    ctx.run({tenex::is_complex_v<T> ? "scale" : "fused"}, [&] { n("j,i") = -a("i,j"); });
     check_exact(n, ref::scaled(ref::permuted(array(a, "i,j"), labels("j,i")), -1.0));
+    if constexpr (tenex::is_complex_v<T>) {  // a complex factor on either side, and a divisor
+      Tensor<T> l, r, q;
+      ctx.run({"scale"}, [&] { l("i,j") = Complex(0.5, -1.5) * a("i,j"); });
+      ctx.run({"scale"}, [&] { r("i,j") = a("i,j") * Complex(0, 1); });
+      ctx.run({"scale"}, [&] { q("i,j") = a("i,j") / Complex(2, 1); });
+      for (const auto& [got, factor] : {std::pair<const Tensor<T>*, Complex>{&l, Complex(0.5, -1.5)},
+                                        {&r, Complex(0, 1)},
+                                        {&q, 1.0 / Complex(2, 1)}}) {
+        const auto want = ref::scaled(array(a, "i,j"), factor);
+        CHECK_MATCHES(*got, want, ref::absolute(want));
+      }
+    }
   }
 };
 
@@ -404,21 +559,21 @@ struct Conformance<tenex::CholeskyParams> {
   static void run(Context& ctx) {
     const std::size_t n = 5;
     auto a = positive_definite<T>(n, 61);
-    const Dense ad = dense(a);
+    const auto ad = dense(a);
     Tensor<T> l, lt;
     ctx.run({"cholesky"}, [&] { l("i,j") = tenex::cholesky(a("i,j")); });
-    const Dense ld = dense(l);
+    const auto ld = dense(l);
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t j = i + 1; j < n; ++j) CHECK(ld(i, j) == 0.0);  // lower triangular
     }
-    CHECK_IDENTITY(product(ld, transpose(ld)), ad, residual_bound<T>(n, norm(ad)));
-    // The factor stored transposed: Lt = L^T, upper triangular, Lt^T Lt = A.
+    CHECK_IDENTITY(product(ld, adjoint(ld)), ad, residual_bound<T>(n, norm(ad)));
+    // The factor stored transposed: Lt = L^T, upper triangular, Lt^T conj(Lt) = A.
     ctx.run({"cholesky"}, [&] { lt("j,i") = tenex::cholesky(a("i,j")); });
-    const Dense ltd = dense(lt);
+    const auto ltd = dense(lt);
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t j = 0; j < i; ++j) CHECK(ltd(i, j) == 0.0);
     }
-    CHECK_IDENTITY(product(transpose(ltd), ltd), ad, residual_bound<T>(n, norm(ad)));
+    CHECK_IDENTITY(product(transpose(ltd), conjugated(ltd)), ad, residual_bound<T>(n, norm(ad)));
   }
 };
 
@@ -433,25 +588,27 @@ struct Conformance<tenex::EigenSolveParams> {
   static void run(Context& ctx) {
     const std::size_t n = 5;
     auto a = symmetric<T>(n, 71);
-    const Dense ad = dense(a);
-    Tensor<T> v, w;
+    const auto ad = dense(a);
+    Tensor<T> v;
+    EigenValuesTensor<T> w;
     ctx.run({"eigen_solve", "factor"}, [&] { std::make_pair(v("i,j"), w("j")) = tenex::eigen_solve(a("i,j")); });
-    const Dense vd = dense(v);
+    const auto vd = dense(v);
     const std::vector<double> wd = dense_vector(w);
     check_ascending<T>(wd);
     CHECK_IDENTITY(product(ad, vd), scale_columns(vd, wd), residual_bound<T>(n, norm(ad)));
-    CHECK_IDENTITY(product(transpose(vd), vd), identity(n), residual_bound<T>(n, 1.0));
+    CHECK_IDENTITY(product(adjoint(vd), vd), identity(n), residual_bound<T>(n, 1.0));
 
     // The generalized problem a v = w b v, b positive definite.
     auto b = positive_definite<T>(n, 72);
-    const Dense bd = dense(b);
-    Tensor<T> gv, gw;
+    const auto bd = dense(b);
+    Tensor<T> gv;
+    EigenValuesTensor<T> gw;
     ctx.run({"eigen_solve", "factor"}, [&] {
       auto [vectors, values] = tenex::eigen_solve(a("i,j"), b("i,j"));
       gv("i,j") = vectors;
       gw("j") = values;
     });
-    const Dense gvd = dense(gv);
+    const auto gvd = dense(gv);
     const std::vector<double> gwd = dense_vector(gw);
     check_ascending<T>(gwd);
     CHECK_IDENTITY(product(ad, gvd), scale_columns(product(bd, gvd), gwd),
@@ -468,17 +625,17 @@ struct Conformance<tenex::QrParams> {
       CAPTURE(n);
       const std::size_t k = std::min(m, n);
       auto a = random_tensor<T>(Shape{m, n}, 80 + m);
-      const Dense ad = dense(a);
+      const auto ad = dense(a);
       Tensor<T> q, r;
       ctx.run({"qr", "factor"}, [&] { tenex::tie(q("i,k"), r("k,j")) = tenex::qr(a("i,j")); });
       REQUIRE(q.shape() == Shape{m, k});
       REQUIRE(r.shape() == Shape{k, n});
-      const Dense qd = dense(q), rd = dense(r);
+      const auto qd = dense(q), rd = dense(r);
       for (std::size_t i = 0; i < k; ++i) {
         for (std::size_t j = 0; j < i; ++j) CHECK(rd(i, j) == 0.0);  // upper triangular
       }
       CHECK_IDENTITY(product(qd, rd), ad, residual_bound<T>(std::max(m, n), norm(ad)));
-      CHECK_IDENTITY(product(transpose(qd), qd), identity(k), residual_bound<T>(m, 1.0));
+      CHECK_IDENTITY(product(adjoint(qd), qd), identity(k), residual_bound<T>(m, 1.0));
     }
   }
 };
@@ -492,8 +649,9 @@ struct Conformance<tenex::SvdParams> {
       CAPTURE(n);
       const std::size_t k = std::min(m, n);
       auto a = random_tensor<T>(Shape{m, n}, 90 + m);
-      const Dense ad = dense(a);
-      Tensor<T> u, s, vt;
+      const auto ad = dense(a);
+      Tensor<T> u, vt;
+      SingularValuesTensor<T> s;
       ctx.run({"svd", "factor"}, [&] {
         auto [uf, sf, vtf] = tenex::svd(a("i,j"));
         u("i,k") = uf;
@@ -503,15 +661,15 @@ struct Conformance<tenex::SvdParams> {
       REQUIRE(u.shape() == Shape{m, k});
       REQUIRE(s.shape() == Shape{k});
       REQUIRE(vt.shape() == Shape{k, n});
-      const Dense ud = dense(u), vtd = dense(vt);
+      const auto ud = dense(u), vtd = dense(vt);
       const std::vector<double> sd = dense_vector(s);
       for (std::size_t i = 0; i < k; ++i) {
         CHECK(sd[i] >= 0.0);
         if (i > 0) CHECK(sd[i - 1] >= sd[i]);  // descending
       }
       CHECK_IDENTITY(product(scale_columns(ud, sd), vtd), ad, residual_bound<T>(std::max(m, n), norm(ad)));
-      CHECK_IDENTITY(product(transpose(ud), ud), identity(k), residual_bound<T>(m, 1.0));
-      CHECK_IDENTITY(product(vtd, transpose(vtd)), identity(k), residual_bound<T>(n, 1.0));
+      CHECK_IDENTITY(product(adjoint(ud), ud), identity(k), residual_bound<T>(m, 1.0));
+      CHECK_IDENTITY(product(vtd, adjoint(vtd)), identity(k), residual_bound<T>(n, 1.0));
     }
   }
 };
@@ -524,8 +682,8 @@ struct Conformance<tenex::FactorParams> {
   static void run(Context& ctx) {
     const std::size_t n = 6;
     auto a = symmetric<T>(n, 101);
-    const Dense ad = dense(a);
-    Tensor<T> w;
+    const auto ad = dense(a);
+    EigenValuesTensor<T> w;
     const auto graphs = ctx.run({"factor", "eigen_solve"}, [&] {
       auto [vectors, values] = tenex::eigen_solve(a("i,j"));
       w("j") = values;
@@ -537,7 +695,7 @@ struct Conformance<tenex::FactorParams> {
     check_ascending<T>(wd);
     double trace = 0, sum = 0, squares = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      trace += ad(i, i);
+      trace += std::real(ad(i, i));
       sum += wd[i];
       squares += wd[i] * wd[i];
     }
@@ -597,12 +755,12 @@ struct Conformance<tenex::PowParams> {
   static void run(Context& ctx) {
     const std::size_t n = 4;
     auto a = random_tensor<T>(Shape{n, n}, 131);
-    const Dense ad = dense(a);
+    const auto ad = dense(a);
     Tensor<T> p3, p1, p0;
     const auto graphs = ctx.run({"pow"}, [&] { p3("i,j") = tenex::pow(a("i,j"), 3); });
     REQUIRE(graphs.size() == 1);
     CHECK_MESSAGE(graphs[0].find("pow n=3") != std::string::npos, graphs[0]);
-    const Dense cube = product(product(ad, ad), ad);
+    const auto cube = product(product(ad, ad), ad);
     CHECK_IDENTITY(dense(p3), cube, residual_bound<T>(n, norm(ad) * norm(ad) * norm(ad)));
     ctx.run({}, [&] { p1("i,j") = tenex::pow(a("i,j"), 1); });
     CHECK_IDENTITY(dense(p1), ad, residual_bound<T>(n, norm(ad)));
@@ -657,23 +815,117 @@ struct Conformance<tenex::MaskParams> {
       y.set_sparse_map("i", "j", map);
       d("i,j") = y;
     });
-    const auto ops = std::vector<ref::Array>{array(a, "i,k"), array(b, "k,j")};
+    const auto ops = std::vector<ref::BasicArray<ref::ValueOf<T>>>{array(a, "i,k"), array(b, "k,j")};
     CHECK_MATCHES(d, ref::masked(ref::einsum(ops, labels("i,j")), pattern),
                   ref::einsum({ref::absolute(ops[0]), ref::absolute(ops[1])}, labels("i,j")));
   }
 };
 
-/// f applied to every element of `a`.
-template <class F>
-ref::Array mapped(ref::Array a, F f) {
-  for (double& v : a.values) v = f(v);
-  return a;
-}
-
 template <>
 struct Conformance<tenex::FusedParams> {
   template <class T>
   static void run(Context& ctx) {
+    if constexpr (tenex::is_complex_v<T>) {
+      run_complex<T>(ctx);
+    } else {
+      run_real<T>(ctx);
+    }
+  }
+
+  /// The functions defined for complex numbers (not those that compare, nor erf), their real
+  /// parts, the reductions that do not compare, and regions of several nodes.
+  template <class T>
+  static void run_complex(Context& ctx) {
+    using R = Real<T>;
+    auto x = random_tensor<T>(Shape{3, 5}, 151), p = random_tensor<T>(Shape{3, 5}, 152, 0.5, 2.0);
+    auto y = random_tensor<T>(Shape{5}, 153, 0.5, 2.0), z = random_tensor<T>(Shape{5, 3}, 154);
+    const auto ax = array(x, "i,j"), ap = array(p, "i,j");
+    using F = std::function<Complex(Complex)>;
+    const std::vector<std::tuple<std::string, std::function<tenex::Unary<Tensor<T>>()>, const ref::ComplexArray*, F>>
+        unary = {
+            {"exp", [&] { return tenex::exp(x("i,j")); }, &ax, [](Complex v) { return std::exp(v); }},
+            {"log", [&] { return tenex::log(p("i,j")); }, &ap, [](Complex v) { return std::log(v); }},
+            {"sqrt", [&] { return tenex::sqrt(p("i,j")); }, &ap, [](Complex v) { return std::sqrt(v); }},
+            {"square", [&] { return tenex::square(x("i,j")); }, &ax, [](Complex v) { return v * v; }},
+            {"sin", [&] { return tenex::sin(x("i,j")); }, &ax, [](Complex v) { return std::sin(v); }},
+            {"cos", [&] { return tenex::cos(x("i,j")); }, &ax, [](Complex v) { return std::cos(v); }},
+            {"tanh", [&] { return tenex::tanh(x("i,j")); }, &ax, [](Complex v) { return std::tanh(v); }},
+            {"conj", [&] { return tenex::conj(x("i,j")); }, &ax, [](Complex v) { return std::conj(v); }},
+            {"reciprocal", [&] { return tenex::reciprocal(p("i,j")); }, &ap, [](Complex v) { return 1.0 / v; }},
+            {"power", [&] { return tenex::power(p("i,j"), 1.5); }, &ap, [](Complex v) { return std::pow(v, 1.5); }},
+            {"e + 3", [&] { return x("i,j") + 3.0; }, &ax, [](Complex v) { return v + 3.0; }},
+            {"3 - e", [&] { return 3.0 - x("i,j"); }, &ax, [](Complex v) { return 3.0 - v; }},
+            {"1 / e", [&] { return 1.0 / p("i,j"); }, &ap, [](Complex v) { return 1.0 / v; }},
+            {"map", [&] { return tenex::map(x("i,j"), "cube", [](T v) { return v * v * v; }); }, &ax,
+             [](Complex v) { return v * v * v; }},
+        };
+    for (const auto& [name, make, operand, f] : unary) {
+      INFO("function ", name);
+      Tensor<T> r;
+      ctx.run({"fused"}, [&] { r("i,j") = make(); });
+      const auto want = ref::mapped(*operand, f);
+      CHECK_MATCHES(r, want, ref::absolute(want));
+    }
+    // The real values of complex elements, and a real value made complex again.
+    Tensor<R> re, im, mod, ang;
+    Tensor<T> back;
+    ctx.run({}, [&] { re("i,j") = tenex::real(x("i,j")); });
+    ctx.run({}, [&] { im("j,i") = tenex::imag(x("i,j")); });
+    ctx.run({}, [&] { mod("i,j") = tenex::abs(x("i,j")); });
+    ctx.run({}, [&] { ang("i,j") = tenex::arg(x("i,j")); });
+    ctx.run({}, [&] { back("i,j") = tenex::cast<T>(tenex::abs(x("i,j"))) * x("i,j"); });
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 5; ++j) {
+        const Complex v = x.at(i, j);
+        CHECK(re.at(i, j) == static_cast<R>(v.real()));
+        CHECK(im.at(j, i) == static_cast<R>(v.imag()));
+        CHECK(std::abs(mod.at(i, j) - std::abs(v)) <= 64 * eps<T>() * std::abs(v));
+        CHECK(std::abs(ang.at(i, j) - std::arg(v)) <= 64 * eps<T>() * 4);
+        CHECK(std::abs(Complex(back.at(i, j)) - std::abs(v) * v) <= 64 * eps<T>() * std::norm(v));
+      }
+    }
+    // Reductions by label: a sum, and the norm (real).
+    Tensor<T> rs;
+    Tensor<R> rn;
+    ctx.run({}, [&] { rs("i") = tenex::sum(x("i,j"), "j"); });
+    ctx.run({}, [&] { rn("") = tenex::norm2(x("i,j")); });
+    CHECK_MATCHES(rs, ref::einsum({ax}, labels("i")), ref::einsum({ref::absolute(ax)}, labels("i")));
+    double frob = 0;
+    for (const Complex v : ax.values) frob += std::norm(v);
+    CHECK(std::abs(double(rn.at()) - std::sqrt(frob)) <= 64 * eps<T>() * std::sqrt(frob));
+    // Several element-wise nodes, a transposed conjugated operand and a broadcast.
+    Tensor<T> chain;
+    const auto graphs = ctx.run(
+        {"fused"}, [&] { chain("i,j") = x("i,j") + Complex(0, 2) * tenex::conj(z("j,i")) - p("i,j") / y("j"); });
+    REQUIRE(graphs.size() == 1);
+    ref::ComplexArray echain = ax, mchain = ax;
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 5; ++j) {
+        const Complex a = x.at(i, j), b = Complex(0, 2) * std::conj(Complex(z.at(j, i))),
+                      c = Complex(p.at(i, j)) / Complex(y.at(j));
+        echain.values[i * 5 + j] = a + b - c;
+        mchain.values[i * 5 + j] = std::abs(a) + std::abs(b) + std::abs(c);
+      }
+    }
+    CHECK_MATCHES(chain, echain, mchain);
+    // A dot product over an element-wise operand with conj (folded into the contraction).
+    auto t4 = random_tensor<T>(Shape{3, 4, 3, 4}, 155), v4 = random_tensor<T>(Shape{3, 4, 3, 4}, 156);
+    Tensor<T> e;
+    const auto mp2 =
+        ctx.run({"contract"}, [&] { e("") = tenex::conj(t4("i,a,j,b")) * (2.0 * v4("i,a,j,b") - v4("i,b,j,a")); });
+    REQUIRE(mp2.size() == 1);
+    CHECK_MESSAGE(mp2[0].find("contract conj_a") != std::string::npos, mp2[0]);
+    const auto at4 = array(t4, "i,a,j,b");
+    const auto inner = ref::elementwise(ref::Op::subtract, ref::scaled(array(v4, "i,a,j,b"), 2.0), array(v4, "i,b,j,a"),
+                                        labels("i,a,j,b"));
+    const auto mag = ref::elementwise(ref::Op::add, ref::scaled(ref::absolute(array(v4, "i,a,j,b")), 2.0),
+                                      ref::absolute(array(v4, "i,b,j,a")), labels("i,a,j,b"));
+    CHECK_MATCHES(e, ref::einsum({ref::conjugated(at4), inner}, labels("")),
+                  ref::einsum({ref::absolute(at4), mag}, labels("")));
+  }
+
+  template <class T>
+  static void run_real(Context& ctx) {
     auto x = random_tensor<T>(Shape{3, 5}, 151), p = random_tensor<T>(Shape{3, 5}, 152, 0.5, 2.0);
     auto y = random_tensor<T>(Shape{5}, 153), z = random_tensor<T>(Shape{5, 3}, 154);
     const auto ax = array(x, "i,j"), ap = array(p, "i,j");
@@ -709,7 +961,7 @@ struct Conformance<tenex::FusedParams> {
       INFO("function ", name);
       Tensor<T> r;
       ctx.run({"fused"}, [&] { r("i,j") = make(); });
-      check(r, mapped(*operand, f));
+      check(r, ref::mapped(*operand, f));
     }
     // max and min broadcast by label.
     Tensor<T> mx, mn;
@@ -782,7 +1034,7 @@ struct Conformance<tenex::FusedParams> {
 /// A random matrix made well conditioned: M + n I.
 template <class T>
 Tensor<T> shifted_random(std::size_t n, std::uint64_t seed) {
-  Dense m = dense(random_tensor<T>(Shape{n, n}, seed));
+  auto m = dense(random_tensor<T>(Shape{n, n}, seed));
   for (std::size_t i = 0; i < n; ++i) m(i, i) += static_cast<double>(n);
   return tensor<T>(m);
 }
@@ -793,10 +1045,10 @@ struct Conformance<tenex::InverseParams> {
   static void run(Context& ctx) {
     const std::size_t n = 5;
     auto a = shifted_random<T>(n, 141);
-    const Dense ad = dense(a);
+    const auto ad = dense(a);
     Tensor<T> ai;
     ctx.run({"inverse"}, [&] { ai("i,j") = tenex::inverse(a("i,j")); });
-    const Dense aid = dense(ai);
+    const auto aid = dense(ai);
     CHECK_IDENTITY(product(ad, aid), identity(n), residual_bound<T>(n, norm(ad) * norm(aid)));
     CHECK_IDENTITY(product(aid, ad), identity(n), residual_bound<T>(n, norm(ad) * norm(aid)));
   }
@@ -811,18 +1063,18 @@ struct Conformance<tenex::SolveParams> {
     auto s = positive_definite<T>(n, 152);  // symmetric positive definite: Cholesky
     auto b = random_tensor<T>(Shape{n}, 153);
     auto bm = random_tensor<T>(Shape{n, 3}, 154);
-    const Dense ad = dense(a), sd = dense(s), bmd = dense(bm);
-    Dense bd(n, 1);
-    for (std::size_t i = 0; i < n; ++i) bd(i, 0) = static_cast<double>(b.at(i));
+    const auto ad = dense(a), sd = dense(s), bmd = dense(bm);
+    Matrix<ref::ValueOf<T>> bd(n, 1);
+    for (std::size_t i = 0; i < n; ++i) bd(i, 0) = static_cast<ref::ValueOf<T>>(b.at(i));
     Tensor<T> x, xm;
     const auto graphs = ctx.run({"solve"}, [&] { x("j") = tenex::solve(a("i,j"), b("i")); });
     REQUIRE(graphs.size() == 1);
     CHECK_MESSAGE(graphs[0].find("solve mode=0") != std::string::npos, graphs[0]);
-    Dense xd(n, 1);
-    for (std::size_t i = 0; i < n; ++i) xd(i, 0) = static_cast<double>(x.at(i));
+    Matrix<ref::ValueOf<T>> xd(n, 1);
+    for (std::size_t i = 0; i < n; ++i) xd(i, 0) = static_cast<ref::ValueOf<T>>(x.at(i));
     CHECK_IDENTITY(product(ad, xd), bd, residual_bound<T>(n, norm(ad) * norm(xd)));
     ctx.run({"solve"}, [&] { xm("j,k") = tenex::solve(s("i,j"), bm("i,k")); });
-    const Dense xmd = dense(xm);
+    const auto xmd = dense(xm);
     CHECK_IDENTITY(product(sd, xmd), bmd, residual_bound<T>(n, norm(sd) * norm(xmd)));
   }
 };
@@ -833,15 +1085,15 @@ struct Conformance<tenex::SpdPowParams> {
   static void run(Context& ctx) {
     const std::size_t n = 5;
     auto s = positive_definite<T>(n, 161);
-    const Dense sd = dense(s);
+    const auto sd = dense(s);
     Tensor<T> root, inverse_root;
     const auto graphs = ctx.run({"spd_pow"}, [&] { root("i,j") = tenex::pow(s("i,j"), 0.5); });
     REQUIRE(graphs.size() == 1);
     CHECK_MESSAGE(graphs[0].find("spd_pow p=0.5") != std::string::npos, graphs[0]);
-    const Dense rd = dense(root);
+    const auto rd = dense(root);
     CHECK_IDENTITY(product(rd, rd), sd, residual_bound<T>(n, norm(sd)));
     ctx.run({"spd_pow"}, [&] { inverse_root("i,j") = tenex::pow(s("i,j"), -0.5); });
-    const Dense ird = dense(inverse_root);
+    const auto ird = dense(inverse_root);
     CHECK_IDENTITY(product(product(ird, sd), ird), identity(n), residual_bound<T>(n, norm(sd) * norm(ird) * norm(ird)));
   }
 };
@@ -871,8 +1123,13 @@ TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against t
   }
   std::string ran;
   for (BackendKind b : backends) ran += (ran.empty() ? "" : ", ") + backend_name(b);
-  const std::string type = std::is_same_v<T, float> ? "float" : "double";
-  MESSAGE("conformance for ", type, " on: ", ran, skipped);
+  const std::string type = std::is_same_v<T, float>                 ? "float"
+                           : std::is_same_v<T, double>              ? "double"
+                           : std::is_same_v<T, std::complex<float>> ? "complex<float>"
+                                                                    : "complex<double>";
+  MESSAGE("conformance for ", type, " on: ", ran, skipped,
+          std::string(tenex::is_complex_v<T> && backends.size() > 1 ? " (complex sets asking for cuda run on the cpu)"
+                                                                    : ""));
 
   for (const BackendKind backend : backends) {
     Context ctx{backend_name(backend), {}};
@@ -901,7 +1158,63 @@ TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against t
     CHECK_MESSAGE(ctx.seen == table, "kinds never seen in an evaluated graph:", missing);
   }
 }
-TEST_CASE_TEMPLATE_APPLY(conformance, Scalars);
+TEST_CASE_TEMPLATE_APPLY(conformance, tenex_test::AllScalars);
+
+// The CUDA backend has no complex kernels: a complex set that asks for it runs on the CPU and
+// gets the CPU's result, bit for bit. Without a device, asking for it is the same error for a
+// complex set as for a real one.
+TEST_CASE_TEMPLATE_DEFINE("conformance: a complex set asking for the CUDA backend gets the CPU's result", T,
+                          conformance_complex_fallback) {
+  auto a = random_tensor<T>(Shape{6, 5}, 171), b = random_tensor<T>(Shape{5, 7}, 172);
+  auto statements = [&](std::vector<Tensor<T>>& r) {
+    r.resize(4);
+    r[0]("i,j") = tenex::conj(a("i,k")) * b("k,j");
+    r[1]("j,i") = a("i,k") * tenex::conj(b("k,j")) + Complex(0, 1) * a("i,k") * b("k,j");
+    r[2]("i") = tenex::exp(a("i,k")) * tenex::conj(a("i,k"));
+    r[3]("k,i") = a("i,k") / (2.0 + tenex::conj(a("i,k")));
+    for (auto& t : r) t.wait();
+  };
+  std::vector<Tensor<T>> cpu_results;
+  {
+    const BackendScope scope(BackendKind::cpu);
+    statements(cpu_results);
+  }
+  if (tenex::cuda_available()) {
+    std::vector<Tensor<T>> cuda_results;
+    {
+      const BackendScope scope(BackendKind::cuda);
+      statements(cuda_results);
+    }
+    for (std::size_t n = 0; n < cpu_results.size(); ++n) {
+      CAPTURE(n);
+      CHECK(cuda_results[n].to_vector() == cpu_results[n].to_vector());
+    }
+  } else {
+    CHECK_THROWS_AS(tenex::set_default_backend(BackendKind::cuda), tenex::BackendError);
+    Tensor<T> c;
+    {
+      const EnvironmentScope cuda("TENEX_BACKEND", "cuda");
+      c("i,j") = tenex::conj(a("i,k")) * b("k,j");
+    }
+    CHECK_THROWS_WITH_AS(c.wait(), doctest::Contains("asks for the CUDA backend"), tenex::BackendError);
+    Tensor<Real<T>> real_a(Shape{2}), real_c;
+    {
+      const EnvironmentScope cuda("TENEX_BACKEND", "cuda");
+      real_c("i") = 2.0 * real_a("i");
+    }
+    CHECK_THROWS_WITH_AS(real_c.wait(), doctest::Contains("asks for the CUDA backend"), tenex::BackendError);
+  }
+  // Whatever the backend, the CPU's results are right.
+  std::vector<Complex> want(6 * 7, 0.0);
+  for (std::size_t i = 0; i < 6; ++i) {
+    for (std::size_t j = 0; j < 7; ++j) {
+      for (std::size_t k = 0; k < 5; ++k) want[i * 7 + j] += std::conj(Complex(a.at(i, k))) * Complex(b.at(k, j));
+    }
+  }
+  const auto got = ref::widened(cpu_results[0].to_vector());
+  for (std::size_t n = 0; n < want.size(); ++n) CHECK(std::abs(got[n] - want[n]) <= 64 * eps<T>() * 5 * 2);
+}
+TEST_CASE_TEMPLATE_APPLY(conformance_complex_fallback, ComplexScalars);
 
 // ---- NaN and Inf -------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace tenex_test::reference {
 
@@ -14,9 +16,10 @@ std::string_view trim(std::string_view s) {
 }
 
 // Distinct labels of all arrays with their extents; throws on a label with two extents.
-std::map<std::string, std::size_t> label_extents(const std::vector<const Array*>& arrays) {
+template <class V>
+std::map<std::string, std::size_t> label_extents(const std::vector<const BasicArray<V>*>& arrays) {
   std::map<std::string, std::size_t> extents;
-  for (const Array* a : arrays) {
+  for (const BasicArray<V>* a : arrays) {
     for (std::size_t m = 0; m < a->labels.size(); ++m) {
       auto [it, inserted] = extents.emplace(a->labels[m], a->extents[m]);
       if (!inserted && it->second != a->extents[m]) {
@@ -34,7 +37,8 @@ struct Addressing {
   std::vector<std::size_t> strides;
 };
 
-Addressing addressing(const Array& a, const Labels& all) {
+template <class V>
+Addressing addressing(const BasicArray<V>& a, const Labels& all) {
   Addressing ad;
   ad.strides.assign(a.extents.size(), 1);
   for (std::size_t m = a.extents.size(); m-- > 1;) ad.strides[m - 1] = ad.strides[m] * a.extents[m];
@@ -115,18 +119,22 @@ std::size_t element_count(const Extents& extents) {
   return n;
 }
 
-Array make_array(std::string_view labels, Extents extents, std::vector<double> values) {
-  Array a{parse_labels(labels), std::move(extents), std::move(values)};
+namespace {
+
+template <class V>
+BasicArray<V> make_array_of(std::string_view labels, Extents extents, std::vector<V> values) {
+  BasicArray<V> a{parse_labels(labels), std::move(extents), std::move(values)};
   if (a.labels.size() != a.extents.size()) throw std::invalid_argument("reference: labels do not match the rank");
   if (a.values.size() != element_count(a.extents)) throw std::invalid_argument("reference: wrong number of values");
-  label_extents({&a});
+  label_extents<V>({&a});
   return a;
 }
 
-Array einsum(const std::vector<Array>& operands, const Labels& out_labels) {
+template <class V>
+BasicArray<V> einsum_of(const std::vector<BasicArray<V>>& operands, const Labels& out_labels) {
   check_unique(out_labels, "output");
-  std::vector<const Array*> ptrs;
-  for (const Array& a : operands) ptrs.push_back(&a);
+  std::vector<const BasicArray<V>*> ptrs;
+  for (const BasicArray<V>& a : operands) ptrs.push_back(&a);
   const auto extent_of = label_extents(ptrs);
 
   // Index space: output labels first, then every summed label.
@@ -143,44 +151,45 @@ Array einsum(const std::vector<Array>& operands, const Labels& out_labels) {
     all_extents.push_back(it->second);
   }
 
-  Array out;
+  BasicArray<V> out;
   out.labels = out_labels;
   out.extents.assign(all_extents.begin(), all_extents.begin() + static_cast<std::ptrdiff_t>(out_labels.size()));
-  out.values.assign(element_count(out.extents), 0.0);
+  out.values.assign(element_count(out.extents), V(0));
   const Addressing out_ad = addressing(out, all);
   std::vector<Addressing> ads;
-  for (const Array& a : operands) ads.push_back(addressing(a, all));
+  for (const BasicArray<V>& a : operands) ads.push_back(addressing(a, all));
 
   for_each_index(all_extents, [&](const std::vector<std::size_t>& index) {
-    double product = 1.0;
+    V product(1);
     for (std::size_t k = 0; k < operands.size(); ++k) product *= operands[k].values[offset_of(ads[k], index)];
     out.values[offset_of(out_ad, index)] += product;
   });
   return out;
 }
 
-Array elementwise(Op op, const Array& a, const Array& b, const Labels& out_labels) {
+template <class V>
+BasicArray<V> elementwise_of(Op op, const BasicArray<V>& a, const BasicArray<V>& b, const Labels& out_labels) {
   check_unique(out_labels, "output");
-  const auto extent_of = label_extents({&a, &b});
+  const auto extent_of = label_extents<V>({&a, &b});
   for (const auto& [label, extent] : extent_of) {
     bool in_out = false;
     for (const auto& o : out_labels) in_out = in_out || o == label;
     if (!in_out) throw std::invalid_argument("reference: elementwise operand label " + label + " is not in the output");
   }
-  Array out;
+  BasicArray<V> out;
   out.labels = out_labels;
   for (const std::string& l : out_labels) {
     auto it = extent_of.find(l);
     if (it == extent_of.end()) throw std::invalid_argument("reference: output label " + l + " is in no operand");
     out.extents.push_back(it->second);
   }
-  out.values.assign(element_count(out.extents), 0.0);
+  out.values.assign(element_count(out.extents), V(0));
   const Addressing out_ad = addressing(out, out_labels), a_ad = addressing(a, out_labels),
                    b_ad = addressing(b, out_labels);
   for_each_index(out.extents, [&](const std::vector<std::size_t>& index) {
-    const double x = a.values[offset_of(a_ad, index)];
-    const double y = b.values[offset_of(b_ad, index)];
-    double r = 0;
+    const V x = a.values[offset_of(a_ad, index)];
+    const V y = b.values[offset_of(b_ad, index)];
+    V r(0);
     switch (op) {
       case Op::add: r = x + y; break;
       case Op::subtract: r = x - y; break;
@@ -192,29 +201,17 @@ Array elementwise(Op op, const Array& a, const Array& b, const Labels& out_label
   return out;
 }
 
-Array scaled(const Array& a, double alpha) {
-  Array r = a;
-  for (double& v : r.values) v *= alpha;
-  return r;
-}
-
-Array absolute(const Array& a) {
-  Array r = a;
-  for (double& v : r.values) v = std::fabs(v);
-  return r;
-}
-
-Array relabelled(const Array& a, std::string_view labels) { return make_array(labels, a.extents, a.values); }
-
-Array permuted(const Array& a, const Labels& labels) {
+template <class V>
+BasicArray<V> permuted_of(const BasicArray<V>& a, const Labels& labels) {
   check_unique(a.labels, "permuted input");
   if (labels.size() != a.labels.size()) throw std::invalid_argument("reference: permuted needs the same labels");
-  return einsum({a}, labels);
+  return einsum_of<V>({a}, labels);
 }
 
-Array masked(const Array& a, const SparsePattern& pattern) {
+template <class V>
+BasicArray<V> masked_of(const BasicArray<V>& a, const SparsePattern& pattern) {
   check_unique(a.labels, "masked input");
-  Array r = a;
+  BasicArray<V> r = a;
   const Addressing ad = addressing(r, r.labels);
   auto position = [&](const std::string& label) {
     for (std::size_t m = 0; m < r.labels.size(); ++m) {
@@ -230,9 +227,102 @@ Array masked(const Array& a, const SparsePattern& pattern) {
     for (std::size_t p : from_pos) from.push_back(index[p]);
     for (std::size_t p : to_pos) to.push_back(index[p]);
     auto it = pattern.allowed.find(from);
-    if (it == pattern.allowed.end() || !it->second.count(to)) r.values[offset_of(ad, index)] = 0.0;
+    if (it == pattern.allowed.end() || !it->second.count(to)) r.values[offset_of(ad, index)] = V(0);
   });
   return r;
+}
+
+template <class V>
+std::string compare_of(const std::vector<V>& got, const BasicArray<V>& expected, const BasicArray<V>& magnitude,
+                       double rtol, double atol) {
+  if (got.size() != expected.values.size()) {
+    return "size mismatch: got " + std::to_string(got.size()) + " values, expected " +
+           std::to_string(expected.values.size());
+  }
+  auto text = [](const V& v) {
+    if constexpr (std::is_same_v<V, double>) {
+      return std::to_string(v);
+    } else {
+      return "(" + std::to_string(v.real()) + ", " + std::to_string(v.imag()) + ")";
+    }
+  };
+  std::size_t bad = 0;
+  std::string first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double scale = std::abs(expected.values[i]) + std::abs(magnitude.values[i]);
+    const double err = std::abs(got[i] - expected.values[i]);
+    if (!(err <= atol + rtol * scale)) {  // also catches NaN
+      if (bad++ == 0) {
+        first = "element " + std::to_string(i) + ": got " + text(got[i]) + ", expected " + text(expected.values[i]) +
+                " (tolerance " + std::to_string(atol + rtol * scale) + ")";
+      }
+    }
+  }
+  if (bad == 0) return {};
+  return std::to_string(bad) + " of " + std::to_string(got.size()) + " elements differ; first: " + first;
+}
+
+}  // namespace
+
+Array make_array(std::string_view labels, Extents extents, std::vector<double> values) {
+  return make_array_of(labels, std::move(extents), std::move(values));
+}
+ComplexArray make_array(std::string_view labels, Extents extents, std::vector<Complex> values) {
+  return make_array_of(labels, std::move(extents), std::move(values));
+}
+
+Array einsum(const std::vector<Array>& operands, const Labels& out_labels) { return einsum_of(operands, out_labels); }
+ComplexArray einsum(const std::vector<ComplexArray>& operands, const Labels& out_labels) {
+  return einsum_of(operands, out_labels);
+}
+
+Array elementwise(Op op, const Array& a, const Array& b, const Labels& out_labels) {
+  return elementwise_of(op, a, b, out_labels);
+}
+ComplexArray elementwise(Op op, const ComplexArray& a, const ComplexArray& b, const Labels& out_labels) {
+  return elementwise_of(op, a, b, out_labels);
+}
+
+Array scaled(const Array& a, double alpha) {
+  return mapped(a, [alpha](double v) { return v * alpha; });
+}
+ComplexArray scaled(const ComplexArray& a, Complex alpha) {
+  return mapped(a, [alpha](Complex v) { return v * alpha; });
+}
+
+Array absolute(const Array& a) {
+  return mapped(a, [](double v) { return std::fabs(v); });
+}
+ComplexArray absolute(const ComplexArray& a) {
+  return mapped(a, [](Complex v) { return Complex(std::abs(v)); });
+}
+
+ComplexArray conjugated(const ComplexArray& a) {
+  return mapped(a, [](Complex v) { return std::conj(v); });
+}
+
+ComplexArray complexified(const Array& a) {
+  return ComplexArray{a.labels, a.extents, {a.values.begin(), a.values.end()}};
+}
+
+Array relabelled(const Array& a, std::string_view labels) { return make_array(labels, a.extents, a.values); }
+ComplexArray relabelled(const ComplexArray& a, std::string_view labels) {
+  return make_array(labels, a.extents, a.values);
+}
+
+Array permuted(const Array& a, const Labels& labels) { return permuted_of(a, labels); }
+ComplexArray permuted(const ComplexArray& a, const Labels& labels) { return permuted_of(a, labels); }
+
+Array masked(const Array& a, const SparsePattern& pattern) { return masked_of(a, pattern); }
+ComplexArray masked(const ComplexArray& a, const SparsePattern& pattern) { return masked_of(a, pattern); }
+
+std::string compare(const std::vector<double>& got, const Array& expected, const Array& magnitude, double rtol,
+                    double atol) {
+  return compare_of(got, expected, magnitude, rtol, atol);
+}
+std::string compare(const std::vector<Complex>& got, const ComplexArray& expected, const ComplexArray& magnitude,
+                    double rtol, double atol) {
+  return compare_of(got, expected, magnitude, rtol, atol);
 }
 
 std::uint64_t Random::next() {
@@ -240,28 +330,6 @@ std::uint64_t Random::next() {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-std::string compare(const std::vector<double>& got, const Array& expected, const Array& magnitude, double rtol,
-                    double atol) {
-  if (got.size() != expected.values.size()) {
-    return "size mismatch: got " + std::to_string(got.size()) + " values, expected " +
-           std::to_string(expected.values.size());
-  }
-  std::size_t bad = 0;
-  std::string first;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double scale = std::fabs(expected.values[i]) + magnitude.values[i];
-    const double err = std::fabs(got[i] - expected.values[i]);
-    if (!(err <= atol + rtol * scale)) {  // also catches NaN
-      if (bad++ == 0) {
-        first = "element " + std::to_string(i) + ": got " + std::to_string(got[i]) + ", expected " +
-                std::to_string(expected.values[i]) + " (tolerance " + std::to_string(atol + rtol * scale) + ")";
-      }
-    }
-  }
-  if (bad == 0) return {};
-  return std::to_string(bad) + " of " + std::to_string(got.size()) + " elements differ; first: " + first;
 }
 
 double Random::uniform() { return static_cast<double>(next() >> 11) * (2.0 / 9007199254740992.0) - 1.0; }
