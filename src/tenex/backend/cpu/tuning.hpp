@@ -21,6 +21,13 @@
 namespace tenex::detail::cpu::tuning {
 
 // ---------------------------------------------------------------------------------------
+// Truncated SVD (linalg_truncated.cpp): gesvdx computes only the wanted triplets where at most
+// this share of min(m, n) is asked for (max_rank); above it the full gesdd and the cut is
+// faster. Measured with bench_truncated_svd (square matrices, double and complex double, one
+// and two threads): see docs/performance.md.
+constexpr double kSelectiveSvdShare = 0.25;
+
+// ---------------------------------------------------------------------------------------
 // Rates (the fallbacks of the probe).
 
 // GEMM flops per second of one core on large double matrices (twice that for float), where
