@@ -308,6 +308,11 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   // Truncated decompositions: their kept ranks, by node, once they have run.
   const TruncatedModes truncated = find_truncated_modes(graph, order, operands);
   std::vector<std::size_t> kept_rank(truncated.any() ? graph.size() : 0, 0);
+  if (truncated.any() && backend.name() != "cpu" && (!host || host == &backend)) {
+    throw BackendError("tenex: the " + std::string(backend.name()) +
+                       " backend does not run truncated decompositions (svd or eigen_solve with a Truncation), "
+                       "and no CPU backend runs them for it; run the set on the CPU backend");
+  }
   // Their kernels (and the factors reading their packed layout) are the CPU backend's.
   auto cpu_only = [&](NodeId id) {
     if (!truncated.any()) return false;
@@ -350,10 +355,6 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     try {
       std::string why;
       KernelCount count;
-      if (cpu_only(id) && backend.name() != "cpu" && (!host || host == &backend)) {
-        throw BackendError("tenex: the " + std::string(backend.name()) + " backend does not run " +
-                           node_text(graph, id) + ": truncated decompositions run on the CPU backend");
-      }
       if (nodes[id].sparse) {
         count = backend.run_sparse(args);
       } else if (host && host != &backend && (cpu_only(id) || !backend.supports(args.node, why))) {
