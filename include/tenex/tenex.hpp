@@ -41,6 +41,7 @@
 #include "tenex/tensor/npy.hpp"
 #include "tenex/tensor/shape.hpp"
 #include "tenex/tensor/tensor.hpp"
+#include "tenex/truncation.hpp"
 
 // The distributed backend's objects, when this build has it (tenex/dist/).
 #include "tenex/config.hpp"

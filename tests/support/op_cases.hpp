@@ -76,9 +76,12 @@ struct OpCase {
 
 // The size tripwires: a new field changes the size, and then field_changes() must list it.
 static_assert(std::is_empty_v<tenex::InputParams> && std::is_empty_v<tenex::ReduceParams> &&
-                  std::is_empty_v<tenex::EigenSolveParams> && std::is_empty_v<tenex::QrParams> &&
-                  std::is_empty_v<tenex::SvdParams>,
+                  std::is_empty_v<tenex::QrParams>,
               "a parameter struct without fields got one: give its OpCase field_changes()");
+static_assert(sizeof(tenex::TruncationParams) == 3 * sizeof(double), "TruncationParams changed");
+static_assert(sizeof(tenex::EigenSolveParams) == sizeof(tenex::TruncationParams) &&
+                  sizeof(tenex::SvdParams) == sizeof(tenex::TruncationParams),
+              "EigenSolveParams or SvdParams changed");
 static_assert(sizeof(tenex::OutputParams) == sizeof(std::vector<std::string>), "OutputParams changed");
 static_assert(sizeof(tenex::ContractParams) == 3 * sizeof(double), "ContractParams changed");
 static_assert(sizeof(tenex::ElementwiseParams) == 2 * sizeof(double), "ElementwiseParams changed");
@@ -236,7 +239,11 @@ template <>
 struct OpCase<tenex::EigenSolveParams> {
   using P = tenex::EigenSolveParams;
   static P sample() { return {}; }
-  static std::vector<FieldChange<P>> field_changes() { return {}; }
+  /// The truncation's numbers (a truncated eigen_solve takes one operand, the sample two).
+  static std::vector<FieldChange<P>> field_changes() {
+    return {{"truncation.max_rank", [](P& p) { p.truncation.max_rank = 2; }},
+            {"truncation.cutoff", [](P& p) { p.truncation.cutoff = 0.5; }}};
+  }
   /// The generalized problem (two operands); test_op_table checks the standard one too.
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
@@ -265,7 +272,10 @@ template <>
 struct OpCase<tenex::SvdParams> {
   using P = tenex::SvdParams;
   static P sample() { return {}; }
-  static std::vector<FieldChange<P>> field_changes() { return {}; }
+  static std::vector<FieldChange<P>> field_changes() {
+    return {{"truncation.max_rank", [](P& p) { p.truncation.max_rank = 2; }},
+            {"truncation.cutoff", [](P& p) { p.truncation.cutoff = 0.5; }}};
+  }
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
     return in.g.add(sample(), {in.ij});

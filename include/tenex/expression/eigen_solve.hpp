@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tenex/expression/expression.hpp"
+#include "tenex/truncation.hpp"
 
 namespace tenex {
 
@@ -62,5 +63,27 @@ std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expr
       const Expression<T>&, const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EIGEN_SOLVE)
 #undef TENEX_DECLARE_EIGEN_SOLVE
+
+// ---- Truncated eigen_solve: the same result classes as eigen_solve(a).
+
+/// The result of eigen_solve(a) for an Expression<T> a (and of the truncated eigen_solve).
+template <class T>
+using EigenSolveResult = decltype(eigen_solve(std::declval<const Expression<T>&>()));
+
+/// The symmetric (complex: Hermitian) standard problem truncated as `truncation` says
+/// (tenex/truncation.hpp; docs/linear-algebra.md, "Truncated decompositions"): the eigenpairs
+/// of largest |w| are kept, weighed by w^2, in descending order of |w|. The mode of the pairs
+/// is a new one, named by the targets like svd's: its extent is the kept rank, decided when
+/// the set runs (until then the upper bound min(max_rank, n); the same set sees the dropped
+/// pairs as zeros). tenex::last_truncation() then says what was kept and dropped.
+///
+///   std::make_pair(V("i,k"), w("k")) = tenex::eigen_solve(rho("i,j"), tenex::Truncation{.max_rank = 32});
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& truncation);
+
+#define TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE(T) \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE)
+#undef TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE
 
 }  // namespace tenex

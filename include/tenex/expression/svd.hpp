@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tenex/expression/expression.hpp"
+#include "tenex/truncation.hpp"
 
 namespace tenex {
 
@@ -40,5 +41,27 @@ std::tuple<SVDFactor<T>, SVDFactor<real_object_t<T>>, SVDFactor<T>> svd(const Ex
       const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_SVD)
 #undef TENEX_DECLARE_SVD
+
+// ---- Truncated SVD: the same result classes as svd(a).
+
+/// The result of svd(a) for an Expression<T> a (and of the truncated svd).
+template <class T>
+using SVDResult = decltype(svd(std::declval<const Expression<T>&>()));
+
+/// The SVD truncated as `truncation` says (tenex/truncation.hpp; docs/linear-algebra.md,
+/// "Truncated decompositions"): the kept singular triplets, S descending. The new mode's
+/// extent is the kept rank, decided when the set runs; until then the results' shapes use the
+/// upper bound min(max_rank, m, n), and statements of the same set see the dropped values and
+/// vectors as zeros. tenex::last_truncation() then says what was kept and dropped.
+///
+///   auto [u, s, vt] = tenex::svd(a("i,j"), tenex::Truncation{.max_rank = 64, .cutoff = 1e-10});
+///   U("i,k") = u;  S("k") = s;  Vt("k,j") = vt;
+template <class T>
+SVDResult<T> svd(const Expression<T>& a, const Truncation& truncation);
+
+#define TENEX_DECLARE_TRUNCATED_SVD(T) \
+  extern template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);
+TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_TRUNCATED_SVD)
+#undef TENEX_DECLARE_TRUNCATED_SVD
 
 }  // namespace tenex

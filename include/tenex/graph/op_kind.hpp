@@ -99,16 +99,30 @@ struct CholeskyParams {
   bool upper = false;
   bool operator==(const CholeskyParams&) const = default;
 };
+/// A truncated decomposition (tenex::Truncation): `truncated` set, at most `max_rank` values
+/// kept (0: no cap), the smallest whose squares sum to at most `cutoff` times the total
+/// dropped. The packed layout holds min(max_rank, k) values (packed_rank); the values beyond
+/// the kept rank, and their vectors, are zero; two elements after the factors hold the kept
+/// rank and the discarded weight (packed_truncation_offset).
+struct TruncationParams {
+  bool truncated = false;
+  std::size_t max_rank = 0;
+  double cutoff = 0.0;
+  bool operator==(const TruncationParams&) const = default;
+};
 /// Packed eigenvectors then eigenvalues of a (one operand) or of a v = w b v (two).
+/// Truncated (one operand only): the kept eigenpairs by descending |w|.
 struct EigenSolveParams {
+  TruncationParams truncation;
   bool operator==(const EigenSolveParams&) const = default;
 };
 /// Packed reduced Q then R.
 struct QrParams {
   bool operator==(const QrParams&) const = default;
 };
-/// Packed thin U, S, Vt.
+/// Packed thin U, S, Vt (truncated: the kept singular triplets).
 struct SvdParams {
+  TruncationParams truncation;
   bool operator==(const SvdParams&) const = default;
 };
 /// Factor `which` of a packed decomposition (see packed_factor_offset).
@@ -267,6 +281,17 @@ TENEX_API bool fused_op_keeps_zero(const FusedInstr& in, bool a_zero, bool b_zer
 /// k = min(m, n).
 TENEX_API std::size_t packed_size(OpKind decomposition, std::size_t m, std::size_t n);
 TENEX_API std::size_t packed_factor_offset(OpKind decomposition, std::size_t which, std::size_t m, std::size_t n);
+/// The same for a node's parameters, which may truncate: k is then packed_rank(params, m, n)
+/// and two elements follow the factors (the kept rank and the discarded weight, as real parts).
+TENEX_API std::size_t packed_size(const OpParams& params, std::size_t m, std::size_t n);
+TENEX_API std::size_t packed_factor_offset(const OpParams& params, std::size_t which, std::size_t m, std::size_t n);
+/// The truncation of a decomposition's parameters; null when they truncate nothing.
+TENEX_API const TruncationParams* truncation_of(const OpParams& params);
+/// The number of values a packed decomposition holds: min(m, n) (eigen_solve: n), capped by a
+/// truncation's max_rank.
+TENEX_API std::size_t packed_rank(const OpParams& params, std::size_t m, std::size_t n);
+/// Where a truncated decomposition's packed buffer holds the kept rank, then the discarded weight.
+TENEX_API std::size_t packed_truncation_offset(const OpParams& params, std::size_t m, std::size_t n);
 /// Number of factors of a packed decomposition (0 when `kind` is not one) and their DOT names.
 TENEX_API std::size_t packed_factor_count(OpKind decomposition);
 TENEX_API std::string_view packed_factor_name(OpKind decomposition, std::size_t which);

@@ -1,6 +1,7 @@
 #include "tenex/backend/executor.hpp"
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -9,9 +10,11 @@
 #include <vector>
 
 #include "tenex/backend/run_stats.hpp"
+#include "tenex/backend/truncated_modes.hpp"
 #include "tenex/callable_exception.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
+#include "tenex/last_truncation.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -37,6 +40,55 @@ bool runs_sparse(const OpGraph& graph, NodeId id, const std::vector<NodeId>& ope
     if (graph.node(op).compact) return true;
   }
   return false;
+}
+
+// ---- Truncated modes (truncated_modes.hpp): a target is shrunk to the kept rank when written,
+// and padded back with zeros where the same set reads it again. Row-major, on the host.
+
+// Calls run(from, to, count) for each contiguous run of the last mode of `small` (extents
+// <= `big`'s): `from` counts elements of `small`, `to` of `big`, in row-major order.
+template <class Run>
+void for_each_run(const std::vector<std::size_t>& small, const std::vector<std::size_t>& big, Run run) {
+  const std::size_t rank = small.size();
+  if (rank == 0) return run(std::size_t{0}, std::size_t{0}, std::size_t{1});
+  for (std::size_t e : small) {
+    if (e == 0) return;
+  }
+  std::vector<std::size_t> index(rank, 0), stride(rank, 1);
+  for (std::size_t d = rank - 1; d > 0; --d) stride[d - 1] = stride[d] * big[d];
+  std::size_t from = 0;
+  while (true) {
+    std::size_t to = 0;
+    for (std::size_t d = 0; d + 1 < rank; ++d) to += index[d] * stride[d];
+    run(from, to, small[rank - 1]);
+    from += small[rank - 1];
+    std::size_t d = rank - 1;
+    while (d > 0) {
+      if (++index[d - 1] < small[d - 1]) break;
+      index[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) return;
+  }
+}
+
+// In place: the elements of `small` (a block of `big` at the origin) moved to the front.
+template <class T>
+void compact_in_place(T* data, const std::vector<std::size_t>& big, const std::vector<std::size_t>& small) {
+  for_each_run(small, big, [&](std::size_t from, std::size_t to, std::size_t count) {
+    if (from != to) std::memmove(data + from, data + to, count * sizeof(T));
+  });
+}
+
+// `out` (of `big`) = `in` (of `small`) padded with zeros.
+template <class T>
+void pad(const T* in, const std::vector<std::size_t>& small, T* out, const std::vector<std::size_t>& big) {
+  std::size_t total = 1;
+  for (std::size_t e : big) total *= e;
+  std::fill(out, out + total, T(0));
+  for_each_run(small, big, [&](std::size_t from, std::size_t to, std::size_t count) {
+    std::copy(in + from, in + from + count, out + to);
+  });
 }
 
 }  // namespace
@@ -253,6 +305,28 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     }
   };
   for (NodeId id : order) nodes[id].sparse = runs_sparse(graph, id, operands[id]);
+  // Truncated decompositions: their kept ranks, by node, once they have run.
+  const TruncatedModes truncated = find_truncated_modes(graph, order, operands);
+  std::vector<std::size_t> kept_rank(truncated.any() ? graph.size() : 0, 0);
+  if (truncated.any() && backend.name() != "cpu" && (!host || host == &backend)) {
+    throw BackendError("tenex: the " + std::string(backend.name()) +
+                       " backend does not run truncated decompositions (svd or eigen_solve with a Truncation), "
+                       "and no CPU backend runs them for it; run the set on the CPU backend");
+  }
+  // Their kernels (and the factors reading their packed layout) are the CPU backend's.
+  auto cpu_only = [&](NodeId id) {
+    if (!truncated.any()) return false;
+    const OpNode& node = graph.node(id);
+    if (truncation_of(node.params)) return true;
+    return node.kind == OpKind::factor && truncation_of(graph.node(operands[id][0]).params) != nullptr;
+  };
+  auto kept_extents = [&](NodeId id) {
+    std::vector<std::size_t> extents = graph.node(id).extents;
+    for (std::size_t d = 0; d < extents.size(); ++d) {
+      if (truncated.source[id][d] != TruncatedModes::none) extents[d] = kept_rank[truncated.source[id][d]];
+    }
+    return extents;
+  };
   // A node the backend declines: its operands copied to `host`'s memory, run there, the
   // result copied back into args.out.
   auto run_on_host = [&](const KernelArgs<T>& args) {
@@ -283,7 +357,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
       KernelCount count;
       if (nodes[id].sparse) {
         count = backend.run_sparse(args);
-      } else if (host && host != &backend && !backend.supports(args.node, why)) {
+      } else if (host && host != &backend && (cpu_only(id) || !backend.supports(args.node, why))) {
         count = run_on_host(args);
       } else {
         count = backend.run(args);
@@ -321,6 +395,17 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         throw;
       }
       nodes[id].value = backend.read(storage);
+      if (truncated.truncated(id) && storage.shape().extents() != node.extents) {
+        // A target of this set shrunk to its kept rank: read padded back to the graph's extents.
+        std::vector<T> small(storage.shape().size()), big(node.size());
+        backend.to_host(small.data(), nodes[id].value.data, small.size() * sizeof(T));
+        pad(small.data(), storage.shape().extents(), big.data(), node.extents);
+        nodes[id].owned = allocate(id, big.size());
+        held_bytes += nodes[id].owned.bytes();
+        backend.from_host(nodes[id].owned.data(), big.data(), big.size() * sizeof(T));
+        nodes[id].value =
+            View<const T>{static_cast<const T*>(nodes[id].owned.data()), big.size(), nodes[id].owned.device()};
+      }
     } else {
       operand_nodes.clear();
       operand_values.clear();
@@ -342,6 +427,13 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
           run(id, args);
           backend.write(storage, std::move(buffer));
         }
+        if (truncated.truncated(id)) {
+          // The target takes the kept rank: its elements moved to the front, on the host.
+          const std::vector<std::size_t> extents = kept_extents(id);
+          storage.ensure_host();
+          compact_in_place(storage.writable_elements(), node.extents, extents);
+          storage.set_truncated_shape(Shape(extents));
+        }
         storage.fulfil(nullptr);
       } else {
         Buffer& owned = nodes[id].owned;
@@ -357,6 +449,13 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         args.out = View<T>{static_cast<T*>(owned.data()), node.elements, owned.device()};
         run(id, args);
         nodes[id].value = View<const T>{args.out.data, args.out.size, args.out.device};
+        if (const TruncationParams* t = truncation_of(node.params); t && !kept_rank.empty()) {
+          T report[2];
+          const std::size_t at = packed_truncation_offset(node.params, node.extents[0], node.extents[1]);
+          backend.to_host(report, args.out.data + at, sizeof report);
+          kept_rank[id] = static_cast<std::size_t>(std::real(report[0]));
+          set_last_truncation({kept_rank[id], static_cast<double>(std::real(report[1]))});
+        }
       }
       operand_nodes = std::move(args.operand_nodes);
       operand_values = std::move(args.operands);

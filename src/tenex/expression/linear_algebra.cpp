@@ -2,6 +2,7 @@
 // inverses and solves.
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -37,6 +38,43 @@ const NodePtr& matrix_operand(const char* operation, const NodePtr& a, bool squa
   return a;
 }
 
+// ---- Truncated decompositions (svd and eigen_solve with a tenex::Truncation): the truncated
+// call is the untruncated one made while a TruncationScope asks for a truncation, so it has the
+// untruncated call's result classes. The decomposition it makes truncates, and its factors give
+// the mode of the values the upper bound of the kept rank, min(max_rank, k), as extent (for
+// eigen_solve under a new label: the operand's second label no longer fits it).
+struct TruncationRequest {
+  bool requested = false;
+  Truncation truncation;
+  const ExprNode* decomposition = nullptr;  // the decomposition made for it
+  std::string mode, renamed;                // eigen_solve: the operand's second label, and its new name
+  std::size_t bound = 0;
+};
+thread_local TruncationRequest truncation_request;
+
+struct TruncationScope {
+  TruncationScope(const char* operation, const Truncation& t, const ExprNode& operand) {
+    if (std::isnan(t.cutoff) || t.cutoff < 0.0 || t.cutoff > 1.0) {
+      std::ostringstream cutoff;
+      cutoff << t.cutoff;
+      throw Error(std::string("tenex: ") + operation + ": the Truncation of " + operand.text() +
+                  " has cutoff = " + cutoff.str() +
+                  "; the cutoff is the fraction of the sum of squares that may be dropped, a number in [0, 1] "
+                  "(0: drop nothing by weight)");
+    }
+    truncation_request = TruncationRequest{true, t, nullptr, {}, {}, 0};
+  }
+  TruncationScope(const TruncationScope&) = delete;
+  TruncationScope& operator=(const TruncationScope&) = delete;
+  ~TruncationScope() { truncation_request = TruncationRequest{}; }
+  /// Throws InternalError unless the call made the truncated decomposition.
+  static void check_made(const char* operation) {
+    if (!truncation_request.decomposition) {
+      throw InternalError(std::string("tenex: ") + operation + " with a Truncation made no truncated decomposition");
+    }
+  }
+};
+
 /// The decomposition node shared by the factors of one call.
 std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr> operands) {
   auto node = std::make_shared<DecompositionNode>();
@@ -46,6 +84,20 @@ std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr>
   node->extents = operands[0]->extents;
   node->children = std::move(operands);
   node->made_by = &typeid(void);  // read through its factors only
+  TruncationRequest& request = truncation_request;
+  if (request.requested && !request.decomposition && (op == OpKind::svd || op == OpKind::eigen_solve) &&
+      node->children.size() == 1) {
+    const Truncation& t = request.truncation;
+    node->truncation = TruncationParams{true, t.max_rank, t.cutoff};
+    const std::size_t m = node->extents[0], n = node->extents[1];
+    const std::size_t k = op == OpKind::eigen_solve ? n : std::min(m, n);
+    request.bound = t.max_rank != 0 ? std::min(k, t.max_rank) : k;
+    request.decomposition = node.get();
+    if (op == OpKind::eigen_solve) {
+      request.mode = node->labels[1];
+      request.renamed = make_new_mode_label();
+    }
+  }
   node->finish();
   return node;
 }
@@ -59,6 +111,14 @@ std::shared_ptr<FactorNode> factor(const NodePtr& decomp, std::size_t which, std
   node->which = which;
   node->labels = std::move(labels);
   node->extents = std::move(extents);
+  if (const TruncationRequest& request = truncation_request; decomp.get() == request.decomposition) {
+    for (std::size_t d = 0; d < node->labels.size(); ++d) {
+      std::string& label = node->labels[d];
+      if (request.mode.empty() ? !is_new_mode_label(label) : label != request.mode) continue;
+      if (!request.mode.empty()) label = request.renamed;
+      node->extents[d] = request.bound;
+    }
+  }
   return made_by<C>(std::move(node));
 }
 
@@ -105,9 +165,9 @@ std::vector<std::string> DecompositionNode::child_keep(std::size_t i, const std:
 
 NodeId DecompositionNode::emit(Lowering& lowering, const std::vector<std::string>&,
                                const std::vector<NodeId>& children) const {
-  OpParams params = op == OpKind::eigen_solve ? OpParams(EigenSolveParams{})
+  OpParams params = op == OpKind::eigen_solve ? OpParams(EigenSolveParams{truncation})
                     : op == OpKind::qr        ? OpParams(QrParams{})
-                                              : OpParams(SvdParams{});
+                                              : OpParams(SvdParams{truncation});
   return lowering.add(std::move(params), labels, extents, children,
                       op == OpKind::eigen_solve && children.size() == 2 ? "generalized" : "");
 }
@@ -262,6 +322,24 @@ std::tuple<SVDFactor<T>, SVDFactor<real_object_t<T>>, SVDFactor<T>> svd(const Ex
   auto s = detail::values_factor<SVDFactor<real_object_t<T>>, T>(decomp, 1, {inner}, {k}, Access::handle(a));
   Handle vt = make_handle(detail::factor<SVDFactor<T>>(decomp, 2, {inner, l[1]}, {k, n}), {&Access::handle(a)});
   return {Access::make<SVDFactor<T>>(std::move(u)), std::move(s), Access::make<SVDFactor<T>>(std::move(vt))};
+}
+
+// ---- Truncated decompositions: the untruncated call made in a TruncationScope.
+
+template <class T>
+SVDResult<T> svd(const Expression<T>& a, const Truncation& truncation) {
+  detail::TruncationScope scope("svd", truncation, *operand_node(a));
+  SVDResult<T> result = svd(a);
+  scope.check_made("svd");
+  return result;
+}
+
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& truncation) {
+  detail::TruncationScope scope("eigen_solve", truncation, *operand_node(a));
+  EigenSolveResult<T> result = eigen_solve(a);
+  scope.check_made("eigen_solve");
+  return result;
 }
 
 template <class T>
@@ -450,7 +528,9 @@ double Pow<T>::power() const {
   template class Solve<T>;                                                                                        \
   template TENEX_API Inverse<T> inverse<T>(const Expression<T>&);                                                 \
   template TENEX_API Solve<T> solve<T>(const Expression<T>&, const Expression<T>&);                               \
-  template CholeskyVectors<T> Indexed<T>::cholesky() const;
+  template CholeskyVectors<T> Indexed<T>::cholesky() const;                                                       \
+  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);                                \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
 

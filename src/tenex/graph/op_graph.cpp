@@ -170,7 +170,7 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   }
   if (node.elements == 0) {
     node.elements = packed_factor_count(node.kind) > 0 && node.extents.size() == 2
-                        ? packed_size(node.kind, node.extents[0], node.extents[1])
+                        ? packed_size(node.params, node.extents[0], node.extents[1])
                         : node.size();
   }
   const NodeId id = impl_->vertices.size();

@@ -50,9 +50,14 @@ std::string describe(const ScaleParams& p) {
   return p.alpha != 1.0 ? concat(" alpha=", number(p.alpha)) : "";
 }
 std::string describe(const CholeskyParams& p) { return p.upper ? " upper" : ""; }
-std::string describe(const EigenSolveParams&) { return {}; }
+std::string describe(const TruncationParams& p) {
+  if (!p.truncated) return {};
+  return concat(" max_rank=", p.max_rank == 0 ? std::string("none") : std::to_string(p.max_rank),
+                " cutoff=", number(p.cutoff));
+}
+std::string describe(const EigenSolveParams& p) { return describe(p.truncation); }
 std::string describe(const QrParams&) { return {}; }
-std::string describe(const SvdParams&) { return {}; }
+std::string describe(const SvdParams& p) { return describe(p.truncation); }
 std::string describe(const FactorParams& p) { return concat(" ", std::to_string(p.which)); }
 std::string describe(const SliceParams& p) {
   return concat(" lo=", detail::format_extents(p.lo), " hi=", detail::format_extents(p.hi));
@@ -231,6 +236,40 @@ std::size_t packed_factor_offset(OpKind decomposition, std::size_t which, std::s
   if (decomposition == OpKind::qr) return m * k;
   if (decomposition == OpKind::svd) return which == 1 ? m * k : m * k + k;
   return 0;
+}
+
+// Truncated decompositions: the layouts above with k = packed_rank, then the kept rank and
+// the discarded weight.
+const TruncationParams* truncation_of(const OpParams& params) {
+  const TruncationParams* t = nullptr;
+  if (const auto* svd = std::get_if<SvdParams>(&params)) t = &svd->truncation;
+  if (const auto* eigen = std::get_if<EigenSolveParams>(&params)) t = &eigen->truncation;
+  return t && t->truncated ? t : nullptr;
+}
+
+std::size_t packed_rank(const OpParams& params, std::size_t m, std::size_t n) {
+  const std::size_t k = std::holds_alternative<EigenSolveParams>(params) ? n : std::min(m, n);
+  const TruncationParams* t = truncation_of(params);
+  return t && t->max_rank != 0 ? std::min(k, t->max_rank) : k;
+}
+
+std::size_t packed_size(const OpParams& params, std::size_t m, std::size_t n) {
+  const OpKind kind = op_kind_of_params(params);
+  if (!truncation_of(params)) return packed_size(kind, m, n);
+  const std::size_t k = packed_rank(params, m, n);
+  return (kind == OpKind::eigen_solve ? m * k + k : m * k + k + k * n) + 2;
+}
+
+std::size_t packed_factor_offset(const OpParams& params, std::size_t which, std::size_t m, std::size_t n) {
+  const OpKind kind = op_kind_of_params(params);
+  if (!truncation_of(params)) return packed_factor_offset(kind, which, m, n);
+  const std::size_t k = packed_rank(params, m, n);
+  if (which == 0) return 0;
+  return which == 1 ? m * k : m * k + k;
+}
+
+std::size_t packed_truncation_offset(const OpParams& params, std::size_t m, std::size_t n) {
+  return packed_size(params, m, n) - 2;
 }
 
 std::size_t packed_factor_count(OpKind decomposition) {

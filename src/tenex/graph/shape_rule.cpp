@@ -176,25 +176,28 @@ std::string rule(const PowParams&, OpNode& node, const Operands& operands, bool 
   return same_as_operand(node, operands, infer);
 }
 
-std::string rule_packed(OpKind kind, OpNode& node, const Operands& operands, bool infer, bool square) {
+std::string rule_packed(OpNode& node, const Operands& operands, bool infer, bool square) {
   if (std::string error = matrix_operand(operands, square); !error.empty()) return error;
   if (operands.size() == 2 && operands[0]->extents != operands[1]->extents) return "operands of different shapes";
   if (operands.empty()) return {};
   if (std::string error = same_as_operand(node, {operands[0]}, infer); !error.empty()) return error;
-  if (infer) node.elements = packed_size(kind, node.extents[0], node.extents[1]);
+  if (infer) node.elements = packed_size(node.params, node.extents[0], node.extents[1]);
   return {};
 }
-std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {
+std::string rule(const EigenSolveParams& p, OpNode& node, const Operands& operands, bool infer) {
   if (operands.empty() || operands.size() > 2) {
     return "takes one or two operands (a, or a and b), got " + std::to_string(operands.size());
   }
-  return rule_packed(OpKind::eigen_solve, node, operands, infer, true);
+  if (p.truncation.truncated && operands.size() == 2) {
+    return "a truncated eigen_solve takes one operand (the standard problem), got 2";
+  }
+  return rule_packed(node, operands, infer, true);
 }
 std::string rule(const QrParams&, OpNode& node, const Operands& operands, bool infer) {
-  return rule_packed(OpKind::qr, node, operands, infer, false);
+  return rule_packed(node, operands, infer, false);
 }
 std::string rule(const SvdParams&, OpNode& node, const Operands& operands, bool infer) {
-  return rule_packed(OpKind::svd, node, operands, infer, false);
+  return rule_packed(node, operands, infer, false);
 }
 
 std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, bool infer) {
@@ -207,11 +210,11 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
     return "factor " + std::to_string(p.which) + " of a " + std::string(op_kind_name(packed.kind)) + " does not exist";
   }
   if (packed.extents.size() != 2) return "the packed operand is not a matrix decomposition";
-  const std::size_t m = packed.extents[0], n = packed.extents[1], k = std::min(m, n);
+  const std::size_t m = packed.extents[0], n = packed.extents[1], k = packed_rank(packed.params, m, n);
   std::vector<std::size_t> expected;
   switch (packed.kind) {
     case OpKind::eigen_solve:
-      expected = p.which == 0 ? std::vector<std::size_t>{m, m} : std::vector<std::size_t>{m};
+      expected = p.which == 0 ? std::vector<std::size_t>{m, k} : std::vector<std::size_t>{k};
       break;
     case OpKind::qr: expected = p.which == 0 ? std::vector<std::size_t>{m, k} : std::vector<std::size_t>{k, n}; break;
     case OpKind::svd:

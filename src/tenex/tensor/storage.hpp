@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <utility>
 
 #include "tenex/export.hpp"
 #include "tenex/tensor/buffer.hpp"
@@ -129,6 +130,10 @@ class Storage {
     std::lock_guard<std::recursive_mutex> lock(sets_mutex());
     return producer_.lock();
   }
+  /// The extents of a result whose truncated modes (svd or eigen_solve with a Truncation) took
+  /// their kept rank: set by the evaluation before fulfil(), once the elements of `shape` are
+  /// at the front of the host buffer.
+  void set_truncated_shape(Shape shape) { shape_ = std::move(shape); }
   /// Called by the evaluation: the elements are written, or `error` says why not. Wakes the
   /// threads waiting in resolve().
   void fulfil(std::exception_ptr error);

@@ -229,8 +229,14 @@ KernelCount CpuBackend<T>::run_cholesky(const CholeskyParams& params, const Kern
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_eigen_solve(const EigenSolveParams& params, const KernelArgs<T>& args) {
   const std::size_t n = args.node.extents[0];
+  if (params.truncation.truncated) {
+    const OpParams& p = args.node.params;
+    return cpu::eigen_truncated(args.operands[0].data, n, params.truncation.max_rank, params.truncation.cutoff,
+                                args.out.data, args.out.data + packed_factor_offset(p, 1, n, n),
+                                args.out.data + packed_truncation_offset(p, n, n));
+  }
   T* values = args.out.data + packed_factor_offset(OpKind::eigen_solve, 1, n, n);
   if (args.operands.size() == 2) {
     return cpu::eigen_generalized(args.operands[0].data, args.operands[1].data, n, args.out.data, values);
@@ -245,8 +251,15 @@ KernelCount CpuBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_svd(const SvdParams& params, const KernelArgs<T>& args) {
   const std::size_t m = args.node.extents[0], n = args.node.extents[1];
+  if (params.truncation.truncated) {
+    const OpParams& p = args.node.params;
+    return cpu::svd_truncated(args.operands[0].data, m, n, params.truncation.max_rank, params.truncation.cutoff,
+                              args.out.data, args.out.data + packed_factor_offset(p, 1, m, n),
+                              args.out.data + packed_factor_offset(p, 2, m, n),
+                              args.out.data + packed_truncation_offset(p, m, n));
+  }
   return cpu::svd(args.operands[0].data, m, n, args.out.data,
                   args.out.data + packed_factor_offset(OpKind::svd, 1, m, n),
                   args.out.data + packed_factor_offset(OpKind::svd, 2, m, n));
@@ -255,7 +268,7 @@ KernelCount CpuBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) 
 template <class T>
 KernelCount CpuBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
   const OpNode& packed = *args.operand_nodes[0];
-  const std::size_t offset = packed_factor_offset(packed.kind, params.which, packed.extents[0], packed.extents[1]);
+  const std::size_t offset = packed_factor_offset(packed.params, params.which, packed.extents[0], packed.extents[1]);
   const std::size_t n = args.node.size();
   if (n) std::memcpy(args.out.data, args.operands[0].data + offset, n * sizeof(T));
   return {0, 1};

@@ -962,6 +962,15 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
   return count;
 }
 
+template <class T>
+void fix_vector_signs(T* columns, std::size_t rows, std::size_t k, T* paired_rows, std::size_t cols) {
+  fix_column_signs(columns, rows, k, paired_rows, cols);
+}
+#define TENEX_INSTANTIATE_FIX_VECTOR_SIGNS(T) \
+  template void fix_vector_signs<T>(T*, std::size_t, std::size_t, T*, std::size_t);
+TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_FIX_VECTOR_SIGNS)
+#undef TENEX_INSTANTIATE_FIX_VECTOR_SIGNS
+
 #define TENEX_INSTANTIATE_LINALG(T)                                                                               \
   template KernelCount cholesky<T>(const T*, std::size_t, T*);                                                    \
   template KernelCount eigen_symmetric<T>(const T*, std::size_t, T*, T*);                                         \

@@ -41,6 +41,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "tenex/backend/cpu/kernels.hpp"
 
@@ -119,6 +120,42 @@ KernelCount solve(const T* a, std::size_t n, const T* b, std::size_t outer, std:
 /// out = V diag(w^p) V^H exactly Hermitian (herk, with a real diagonal).
 template <class T>
 KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_view what = {});
+
+// ---- Truncated decompositions (linalg_truncated.cpp): svd and eigen_solve with a
+// tenex::Truncation. `bound` = min(max_rank, k) values are written (max_rank 0: k), of which the
+// first `rank` are kept; the dropped values and their vectors are zero. report[0] is the kept
+// rank, report[1] the discarded weight (as real parts). Rank rule (ITensor's): the smallest
+// values whose squares sum to at most cutoff times the sum of all squares are dropped, at most
+// max_rank are kept, at least one.
+// - svd_truncated: when bound <= tuning::kSelectiveSvdShare * k, gesvdx with range 'I' computes
+//   only the wanted triplets, the total being ||a||_F^2; otherwise gesdd and the cut. Flops:
+//   gebrd 4MN^2 - 4N^3/3 plus the back-transformation 4(M+N)N bound (gesvdx), svd's otherwise.
+// - eigen_truncated: sytrd (hetrd), every pair of the tridiagonal by MRRR (stemr), and only the
+//   kept vectors transformed back (ormtr, unmtr); pairs by descending |w|, weighed by w^2.
+//   Flops 4n^3/3 + 2n^2 bound.
+
+/// What the rank rule kept.
+struct TruncatedRank {
+  std::size_t rank = 0;
+  double discarded_weight = 0;
+};
+/// The rank rule on `squares` (the squares of the values computed, descending; at most those
+/// max_rank allows are kept) with `total` the sum of all squares (computed or not).
+TruncatedRank truncated_rank(const std::vector<double>& squares, double total, std::size_t max_rank, double cutoff);
+
+/// u (m x bound), s (bound), vt (bound x n), report (2).
+template <class T>
+KernelCount svd_truncated(const T* a, std::size_t m, std::size_t n, std::size_t max_rank, double cutoff, T* u, T* s,
+                          T* vt, T* report);
+/// a (n x n) symmetric (Hermitian), read from its lower triangle: vectors (n x bound), values
+/// (bound), report (2).
+template <class T>
+KernelCount eigen_truncated(const T* a, std::size_t n, std::size_t max_rank, double cutoff, T* vectors, T* values,
+                            T* report);
+/// The sign (phase) convention of this file for vectors computed elsewhere: columns (rows x k)
+/// and, when not null, the paired rows (k x cols) of a product columns * paired_rows.
+template <class T>
+void fix_vector_signs(T* columns, std::size_t rows, std::size_t k, T* paired_rows, std::size_t cols);
 
 /// The one check every LAPACK status goes through. `routine` is the LAPACK name with its
 /// precision letter ("dpotrf", "ssygvd"); n is the order of the problem (sygvd and syevd

@@ -21,6 +21,13 @@
 namespace tenex::detail::cpu::tuning {
 
 // ---------------------------------------------------------------------------------------
+// Truncated SVD (linalg_truncated.cpp): gesvdx computes only the wanted triplets where at most
+// this share of min(m, n) is asked for (max_rank); above it the full gesdd and the cut is
+// faster. Measured with bench_truncated_svd on square matrices (n = 600, one thread): gesvdx wins
+// at a quarter of n in double and complex double, loses in double at a half (docs/performance.md).
+constexpr double kSelectiveSvdShare = 0.25;
+
+// ---------------------------------------------------------------------------------------
 // Rates (the fallbacks of the probe).
 
 // GEMM flops per second of one core on large double matrices (twice that for float), where

@@ -163,12 +163,17 @@ struct CholeskyNode final : ExprNode {
 
 /// The packed result of eigen_solve, qr or svd, shared by the factors of one call.
 struct DecompositionNode final : ExprNode {
-  OpKind op = OpKind::qr;  // eigen_solve, qr, svd
+  OpKind op = OpKind::qr;       // eigen_solve, qr, svd
+  TruncationParams truncation;  // svd, eigen_solve with a tenex::Truncation
   std::string_view kind_name() const override { return "decomposition"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
   bool write_signature(SignatureWriter& out) const override {
     out.put(static_cast<std::uint64_t>(op));
+    if (truncation.truncated) {
+      out.put(std::uint64_t{truncation.max_rank});
+      out.put_double(truncation.cutoff);
+    }
     return true;
   }
 };
