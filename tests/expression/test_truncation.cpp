@@ -251,7 +251,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: svd keeps the rank the rule says, Eckart-
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncated_svd, tenex_test::AllScalars);
+TEST_CASE_TEMPLATE_APPLY(truncated_svd, tenex_test::Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: eigen_solve keeps the pairs of largest |w|", T, truncated_eigen) {
   const std::size_t n = 16;
@@ -295,7 +295,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: eigen_solve keeps the pairs of largest |w
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncated_eigen, tenex_test::AllScalars);
+TEST_CASE_TEMPLATE_APPLY(truncated_eigen, tenex_test::Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: statements after it in the same set use the kept rank", T, truncation_in_set) {
   const std::size_t m = 24, n = 18, r = 5;
@@ -341,7 +341,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: statements after it in the same set use t
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_in_set, tenex_test::AllScalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_in_set, tenex_test::Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: a zero matrix keeps one value and discards nothing", T, truncation_zero) {
   Tensor<T> zero({6, 5});
@@ -354,7 +354,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: a zero matrix keeps one value and discard
   CHECK(tenex::last_truncation().rank == 1);
   CHECK(tenex::last_truncation().discarded_weight == 0.0);
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_zero, tenex_test::AllScalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_zero, tenex_test::Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: an invalid Truncation is an error where it is written", T, truncation_invalid) {
   Tensor<T> a = random<T>({6, 5}, 2);
@@ -374,7 +374,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: an invalid Truncation is an error where i
   }
   CHECK_THROWS_AS((void)tenex::svd(a("i,j"), Truncation{.cutoff = -1}), tenex::Error);
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_invalid, tenex_test::AllScalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_invalid, tenex_test::Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: a use the zero padding cannot make exact fails the set", T, truncation_refused) {
   const Tensor<T> a = random<T>({8, 6}, 5);
@@ -402,7 +402,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: a use the zero padding cannot make exact 
     CHECK(error_of([&] { (void)q.to_vector(); }).find("as the operand of qr") != std::string::npos);
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_refused, tenex_test::AllScalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_refused, tenex_test::Scalars);
 
 TEST_CASE("truncation: last_truncation is kept per thread") {
   tenex::TruncationResult seen{99, 1.0};
@@ -410,4 +410,22 @@ TEST_CASE("truncation: last_truncation is kept per thread") {
   other.join();
   CHECK(seen.rank == 0);
   CHECK(seen.discarded_weight == 0.0);
+}
+
+TEST_CASE_TEMPLATE("truncation: a complex operand is refused where it is written", T, std::complex<float>,
+                   std::complex<double>) {
+  Tensor<T> a(Shape{6, 5}), u, vt, v;
+  tenex::fill_random(a, 3);
+  Tensor<typename T::value_type> s, w;
+  const Truncation t{.max_rank = 2, .cutoff = 0};
+  CHECK_THROWS_WITH_AS((void)tenex::svd(a("i,j"), t), doctest::Contains("complex operands are not supported"),
+                       tenex::Error);
+  Tensor<T> h;
+  h("i,j") = a("k,i") * tenex::conj(a("k,j"));
+  CHECK_THROWS_WITH_AS((void)tenex::eigen_solve(h("i,j"), t), doctest::Contains("complex operands are not supported"),
+                       tenex::Error);
+  // Nothing was assigned; the untruncated decomposition still works.
+  CHECK_FALSE(u.has_value());
+  std::make_pair(v("i,k"), w("k")) = tenex::eigen_solve(h("i,j"));
+  CHECK(w.shape() == Shape{5});
 }
