@@ -243,7 +243,13 @@ std::string compare_of(const std::vector<V>& got, const BasicArray<V>& expected,
     if constexpr (std::is_same_v<V, double>) {
       return std::to_string(v);
     } else {
-      return "(" + std::to_string(v.real()) + ", " + std::to_string(v.imag()) + ")";
+      // Appended piece by piece: GCC 12's -Wrestrict misfires on `"(" + std::string&&` (aarch64 -O3).
+      std::string out = "(";
+      out += std::to_string(v.real());
+      out += ", ";
+      out += std::to_string(v.imag());
+      out += ")";
+      return out;
     }
   };
   std::size_t bad = 0;

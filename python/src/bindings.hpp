@@ -1,0 +1,16 @@
+// The pieces of the Python module `tenex._tenex`; module.cpp calls each once.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace tenex_python {
+
+/// tenex.Error and its subclasses, and the translation of the C++ exceptions to them.
+void bind_errors(pybind11::module_& m);
+/// tenex.einsum.
+void bind_einsum(pybind11::module_& m);
+/// tenex.Tensor, the expressions, lazy(), the algebra's functions, explain, set_backend,
+/// set_memory_limit.
+void bind_objects(pybind11::module_& m);
+
+}  // namespace tenex_python
