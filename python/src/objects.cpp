@@ -1,3 +1,4 @@
+#include "arrays.hpp"
 #include "bindings.hpp"
 
 namespace tenex_python {

@@ -1,0 +1,83 @@
+// numpy arrays and tenex tensors: the element types the module takes, and the conversions.
+//
+//   tenex_python::with_dtype(dtype_of(array), [&](auto tag) {
+//     using T = typename decltype(tag)::type;      // float, double, std::complex<float|double>
+//     tenex::Tensor<T> t = tensor_from_array<T>(array);
+//   });
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <complex>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <tenex/tenex.hpp>
+
+namespace tenex_python {
+
+namespace py = pybind11;
+
+/// The element types the module takes (numpy's float32, float64, complex64, complex128).
+enum class Dtype { float32, float64, complex64, complex128 };
+
+template <class T>
+struct Tag {
+  using type = T;
+};
+
+/// The tenex element type of `array`; TypeError for any other dtype.
+inline Dtype dtype_of(const py::array& array) {
+  if (py::isinstance<py::array_t<float>>(array)) return Dtype::float32;
+  if (py::isinstance<py::array_t<double>>(array)) return Dtype::float64;
+  if (py::isinstance<py::array_t<std::complex<float>>>(array)) return Dtype::complex64;
+  if (py::isinstance<py::array_t<std::complex<double>>>(array)) return Dtype::complex128;
+  throw py::type_error("tenex: arrays of dtype " + py::str(array.dtype()).cast<std::string>() +
+                       " are not supported (float32, float64, complex64 or complex128)");
+}
+
+/// Calls f(Tag<T>{}) with the element type of `dtype`.
+template <class F>
+decltype(auto) with_dtype(Dtype dtype, F&& f) {
+  switch (dtype) {
+    case Dtype::float32: return f(Tag<float>{});
+    case Dtype::float64: return f(Tag<double>{});
+    case Dtype::complex64: return f(Tag<std::complex<float>>{});
+    case Dtype::complex128: break;
+  }
+  return f(Tag<std::complex<double>>{});
+}
+
+/// The shape of `array` as a tenex Shape.
+inline tenex::Shape shape_of(const py::array& array) {
+  std::vector<std::size_t> extents(static_cast<std::size_t>(array.ndim()));
+  for (std::size_t d = 0; d < extents.size(); ++d) {
+    extents[d] = static_cast<std::size_t>(array.shape(static_cast<py::ssize_t>(d)));
+  }
+  return tenex::Shape(extents);
+}
+
+/// A tenex tensor holding a copy of `array` (any strides; T must be its element type).
+template <class T>
+tenex::Tensor<T> tensor_from_array(const py::array& array) {
+  auto contiguous = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!contiguous) throw py::type_error("tenex: cannot read the array as a C-ordered array");
+  const T* first = contiguous.data();
+  return tenex::Tensor<T>(shape_of(array), std::vector<T>(first, first + contiguous.size()));
+}
+
+/// A numpy array holding a copy of `tensor`'s elements (waits for a pending tensor).
+template <class T>
+py::array_t<T> array_from_tensor(const tenex::Tensor<T>& tensor) {
+  const tenex::Shape& shape = tensor.shape();
+  std::vector<py::ssize_t> extents;
+  for (std::size_t d = 0; d < shape.rank(); ++d) extents.push_back(static_cast<py::ssize_t>(shape.extent(d)));
+  py::array_t<T> out(extents);
+  if (tensor.size() != 0) std::memcpy(out.mutable_data(), tensor.data(), tensor.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace tenex_python
