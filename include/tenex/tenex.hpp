@@ -22,6 +22,7 @@
 #include "tenex/expression/elementwise.hpp"
 #include "tenex/expression/expression.hpp"
 #include "tenex/expression/indexed.hpp"
+#include "tenex/expression/indexed_view.hpp"
 #include "tenex/expression/inverse.hpp"
 #include "tenex/expression/multiplication.hpp"
 #include "tenex/expression/permutation.hpp"
@@ -41,6 +42,7 @@
 #include "tenex/tensor/npy.hpp"
 #include "tenex/tensor/shape.hpp"
 #include "tenex/tensor/tensor.hpp"
+#include "tenex/tensor/tensor_view.hpp"
 #include "tenex/truncation.hpp"
 
 // The distributed backend's objects, when this build has it (tenex/dist/).

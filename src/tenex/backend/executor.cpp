@@ -376,6 +376,64 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
       state.owned.reset();
     }
   };
+  // Results written into a TensorView's memory (tensor/view_binding.hpp): by the kernel itself
+  // where the memory is contiguous, on this backend's side (the host) and apart from everything
+  // else the set reads or writes; else computed apart and copied in when written, or after the
+  // set's last read where the memory overlaps an operand of the set.
+  enum class ViewWrite : char { none, direct, copy, after_reads };
+  std::vector<ViewWrite> view_write;     // by node; empty when the set writes no view
+  std::vector<NodeId> into_view;         // by node: 1 + the output whose view it computes into
+  std::vector<Storage<T>*> after_reads;  // results of the second kind, fulfilled at the end
+  for (NodeId id : order) {
+    const OpNode& node = graph.node(id);
+    if (node.kind != OpKind::output || !storage_of(id, node).binding()) continue;
+    if (view_write.empty()) {
+      view_write.assign(graph.size(), ViewWrite::none);
+      into_view.assign(graph.size(), NodeId(0));
+    }
+    if (truncated.truncated(id)) {
+      throw ShapeError("tenex: " + node_text(graph, id) +
+                       ": the result of a truncated decomposition cannot be written to a TensorView (its extent "
+                       "is decided when the set runs; a view's shape is fixed): assign it to a Tensor");
+    }
+    view_write[id] = ViewWrite::copy;
+  }
+  if (!view_write.empty()) {
+    auto overlaps = [&](const ViewBinding& view, NodeId self) {
+      for (NodeId other : order) {
+        const OpNode& node = graph.node(other);
+        if (other == self || (node.kind != OpKind::input && node.kind != OpKind::output)) continue;
+        const Storage<T>& storage = storage_of(other, node);
+        if (const auto& bound = storage.binding()) {
+          if (view.overlaps(*bound)) return true;
+        } else if (node.kind == OpKind::input && storage.host_valid() &&
+                   view.overlaps(storage.host_buffer().data(), storage.shape().size() * sizeof(T))) {
+          return true;  // a view of a tensor's own elements
+        }
+      }
+      return false;
+    };
+    for (NodeId id : order) {
+      if (view_write[id] == ViewWrite::none) continue;
+      const Storage<T>& storage = storage_of(id, graph.node(id));
+      if (overlaps(*storage.binding(), id)) {
+        view_write[id] = ViewWrite::after_reads;
+      } else if (storage.direct() && on_host) {
+        view_write[id] = ViewWrite::direct;
+        const NodeId op = operands[id][0];
+        if ((*takes_over)[id] && !(*takes_over)[op]) into_view[op] = id + 1;
+      }
+    }
+  }
+  auto view_buffer = [&](NodeId output) {
+    const ViewBinding& view = *storage_of(output, graph.node(output)).binding();
+    return Buffer(view.data, graph.node(output).size() * sizeof(T), Device::host, nullptr);
+  };
+  auto flush_after_reads = [&](Storage<T>* storage) {
+    storage->copy_out();
+    storage->fulfil(nullptr);
+  };
+
   // The operand lists handed to each kernel, reused from node to node.
   std::vector<const OpNode*> operand_nodes;
   std::vector<View<const T>> operand_values;
@@ -386,6 +444,10 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     const OpNode& node = graph.node(id);
     if (node.kind == OpKind::input) {
       Storage<T>& storage = storage_of(id, node);
+      if (auto it = std::find(after_reads.begin(), after_reads.end(), &storage); it != after_reads.end()) {
+        flush_after_reads(*it);  // a result of this set read again: in its view by now
+        after_reads.erase(it);
+      }
       try {
         storage.resolve(on_host);
       } catch (...) {
@@ -417,16 +479,29 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
       if (node.kind == OpKind::output) {
         Storage<T>& storage = storage_of(id, node);
         const NodeId op = operands[id][0];
+        const ViewWrite to_view = view_write.empty() ? ViewWrite::none : view_write[id];
         // The value is already in the target's layout and nothing else reads it: hand it over.
         if ((*takes_over)[id]) {
           held_bytes -= nodes[op].owned.bytes();
-          backend.write(storage, std::move(nodes[op].owned));
+          if (to_view == ViewWrite::direct && nodes[op].owned.data() != storage.binding()->data) {
+            backend.write(storage, std::move(nodes[op].owned));
+            storage.copy_out();  // an addend's buffer the contraction wrote into
+          } else {
+            backend.write(storage, std::move(nodes[op].owned));
+          }
+        } else if (to_view == ViewWrite::direct) {
+          // The kernel writes the user's memory (the storage's elements already).
+          Buffer buffer = view_buffer(id);
+          args.out = View<T>{static_cast<T*>(buffer.data()), node.size(), Device::host};
+          run(id, args);
         } else {
           Buffer buffer = allocate(id, node.size());
           args.out = View<T>{static_cast<T*>(buffer.data()), node.size(), buffer.device()};
           run(id, args);
           backend.write(storage, std::move(buffer));
         }
+        if (to_view == ViewWrite::copy) storage.copy_out();
+
         if (truncated.truncated(id)) {
           // The target takes the kept rank: its elements moved to the front, on the host.
           const std::vector<std::size_t> extents = kept_extents(id);
@@ -434,13 +509,21 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
           compact_in_place(storage.writable_elements(), node.extents, extents);
           storage.set_truncated_shape(Shape(extents));
         }
-        storage.fulfil(nullptr);
+        if (to_view == ViewWrite::after_reads) {
+          after_reads.push_back(&storage);
+        } else {
+          storage.fulfil(nullptr);
+        }
       } else {
         Buffer& owned = nodes[id].owned;
         if ((*takes_over)[id]) {
           // A contraction with an addend the executor owns, read by it alone, in its layout:
           // the addend's buffer is the output (the kernel sees operand 2 alias args.out).
           owned = std::move(nodes[operands[id][2]].owned);
+        } else if (!into_view.empty() && into_view[id]) {
+          // Its value is a view's result in the view's layout: computed in the user's memory.
+          owned = view_buffer(into_view[id] - 1);
+          held_bytes += owned.bytes();
         } else {
           owned = allocate(id, node.elements);
           held_bytes += owned.bytes();
@@ -463,6 +546,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     stats.peak_bytes = std::max(stats.peak_bytes, held_bytes);
     for (NodeId op : operands[id]) release(op);
   }
+  for (Storage<T>* storage : after_reads) flush_after_reads(storage);
   return stats;
 }
 

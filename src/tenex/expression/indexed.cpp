@@ -83,6 +83,8 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
       state = LinkedState::merge(producer, state);
     }
   }
+  // A view remembers the sets that read it: a later statement writing it runs them first.
+  if (const auto& binding = storage->binding()) binding->note_reader(state);
   state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
 }
@@ -327,10 +329,47 @@ void check_eigen_mode_names(const NodePtr& decomposition, std::size_t which, con
       "w(\"k\")) = eigen_solve(a(\"i,j\")))");
 }
 
+/// Before a statement writes a TensorView (the target's storage is bound to the user's memory):
+/// checks the extents (a view's shape is fixed) and that the memory can be written, runs the
+/// other pending sets that still read the view's old value, and turns a pending result of
+/// this set for the same view into a private one. Throws ShapeError before anything changes.
+template <class S>
+void prepare_view_target(const ViewBinding& view, const std::shared_ptr<Storage<S>>& previous, const Handle& handle,
+                         const TargetPlan& plan, const std::vector<std::string>& labels) {
+  if (plan.extents != view.shape.extents()) {
+    throw ShapeError("tenex: assignment to the view labelled \"" + join_labels(labels) +
+                     "\": the right side has extents " + Shape(plan.extents).to_string() + " but the view's shape is " +
+                     view.shape.to_string() + " (a TensorView's shape is fixed)");
+  }
+  if (!view.writable()) {
+    throw ShapeError("tenex: assignment to the view labelled \"" + join_labels(labels) +
+                     "\": its strides make two indices share an element, so it cannot be written");
+  }
+  const auto own = LinkedState::root(handle.state);
+  for (const auto& reader : view.readers()) {
+    auto set = std::static_pointer_cast<LinkedState>(reader);
+    if (LinkedState::root(set) != own) set->flush();
+  }
+  if (previous->pending()) {
+    auto writer = std::static_pointer_cast<LinkedState>(previous->producer());
+    if (writer && LinkedState::root(writer) != own) {
+      writer->flush();  // an earlier write of another set lands first
+    } else {
+      previous->unbind();  // this set's: the memory takes this statement's value
+    }
+  }
+}
+
 template <class S>
 std::function<void()> record(Tensor<S>& object, Handle& handle, TargetPlan& plan,
                              const std::shared_ptr<bool>& cancelled) {
+  std::shared_ptr<ViewBinding> view;
+  if (const auto previous = Access::storage(object); previous && previous->binding()) {
+    view = previous->binding();
+    prepare_view_target(*view, previous, handle, plan, plan.target_labels);
+  }
   auto storage = std::make_shared<Storage<S>>(Shape(std::move(plan.extents)), Storage<S>::Init::deferred);
+  if (view) storage->bind(view, view->contiguous);
   // The plan is not used after this: its labels move into the recorded statement.
   LinkedState::record(handle.state, Assignment{handle.node, std::move(plan.rhs_labels), std::move(plan.target_labels),
                                                storage, cancelled});

@@ -20,6 +20,7 @@
 #include "tenex/tensor/host_memory.hpp"
 #include "tenex/tensor/producer.hpp"
 #include "tenex/tensor/shape.hpp"
+#include "tenex/tensor/view_binding.hpp"
 
 namespace tenex::detail {
 
@@ -140,6 +141,26 @@ class Storage {
   /// Valid once not pending.
   std::exception_ptr error() const { return error_; }
 
+  /// Binds the storage to a view's memory (view_binding.hpp). `direct`: the elements are the
+  /// user's memory (a contiguous view); else a value is gathered from it when first read, and a
+  /// result computed apart and scattered into it. Before the storage is shared.
+  TENEX_API void bind(std::shared_ptr<ViewBinding> binding, bool direct);
+  /// The view this storage belongs to, or null.
+  const std::shared_ptr<ViewBinding>& binding() const { return binding_; }
+  /// Whether the elements are the view's memory itself.
+  bool direct() const { return direct_; }
+  /// A pending result of a view that a later statement of its own set writes again: it becomes
+  /// a private result (the view's memory takes the later value).
+  void unbind() {
+    host_ = Buffer();
+    binding_.reset();
+    direct_ = false;
+  }
+  /// A bound result computed apart (strided view, memory that overlaps an operand, a device
+  /// backend): copies the value into the view's memory; a contiguous view's storage then
+  /// holds the user's memory again.
+  TENEX_API void copy_out();
+
  private:
   Shape shape_;
   Buffer host_;
@@ -150,6 +171,8 @@ class Storage {
   std::atomic<bool> pending_{false};  // set under sets_mutex(); cleared (release) after the value
   std::weak_ptr<Producer> producer_;  // under sets_mutex()
   std::exception_ptr error_;
+  std::shared_ptr<ViewBinding> binding_;  // a TensorView's memory (null for a tensor's own)
+  bool direct_ = false;
 };
 
 }  // namespace tenex::detail

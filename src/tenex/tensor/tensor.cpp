@@ -75,17 +75,55 @@ void Storage<T>::adopt_device(Buffer&& buffer, Download download) {
 }
 
 template <class T>
+void Storage<T>::bind(std::shared_ptr<ViewBinding> binding, bool direct) {
+  binding_ = std::move(binding);
+  direct_ = direct;
+  if (direct_) {
+    host_ = Buffer(binding_->data, shape_.size() * sizeof(T), Device::host, nullptr);
+  } else if (!pending()) {
+    host_valid_.store(shape_.size() == 0, std::memory_order_release);  // gathered when first read
+  }
+}
+
+template <class T>
+void Storage<T>::copy_out() {
+  ensure_host();
+  const ViewBinding& view = *binding_;
+  if (!view.contiguous) {
+    view.scatter(elements());
+  } else if (elements() != view.data) {
+    const std::size_t bytes = shape_.size() * sizeof(T);
+    if (bytes) std::memcpy(view.data, elements(), bytes);
+    host_ = Buffer(view.data, bytes, Device::host, nullptr);
+    direct_ = true;
+  }
+}
+
+template <class T>
 void Storage<T>::ensure_host() {
   if (host_valid_.load(std::memory_order_acquire)) return;
   std::lock_guard<std::mutex> lock(residency_mutex());
   if (host_valid_.load(std::memory_order_relaxed)) return;
   const std::size_t bytes = shape_.size() * sizeof(T);
   Buffer host;
-  try {
-    host = allocate_host_buffer(bytes);
-  } catch (const std::bad_alloc&) {
-    throw BackendError("tenex: out of host memory while copying a result of " + std::to_string(bytes) +
-                       " bytes (shape " + shape_.to_string() + ") from the device");
+  if (binding_ && binding_->contiguous && bytes) {
+    // A view's result comes back from the device straight into the user's memory.
+    host = Buffer(binding_->data, bytes, Device::host, nullptr);
+    direct_ = true;
+  } else {
+    try {
+      host = allocate_host_buffer(bytes);
+    } catch (const std::bad_alloc&) {
+      throw BackendError("tenex: out of host memory while copying " + std::to_string(bytes) + " bytes (shape " +
+                         shape_.to_string() + ") to the host");
+    }
+  }
+  if (binding_ && !download_) {
+    // A strided view read for the first time: its elements gathered into row-major order.
+    binding_->gather(static_cast<T*>(host.data()));
+    host_ = std::move(host);
+    host_valid_.store(true, std::memory_order_release);
+    return;
   }
   download_(host.data(), device_.data(), bytes);
   host_ = std::move(host);
@@ -101,7 +139,8 @@ void Storage<T>::resolve(bool to_host) {
     while (pending_.load(std::memory_order_acquire)) pending_.wait(true, std::memory_order_acquire);
   }
   if (error_) std::rethrow_exception(error_);
-  if (to_host && !host_valid_.load(std::memory_order_acquire)) ensure_host();
+  // A strided view's value is on the host only, gathered when first read.
+  if ((to_host || (binding_ && !download_)) && !host_valid_.load(std::memory_order_acquire)) ensure_host();
 }
 
 template <class T>
