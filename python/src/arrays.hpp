@@ -63,13 +63,23 @@ inline tenex::Shape shape_of(const py::array& array) {
   return tenex::Shape(extents);
 }
 
-/// A tenex tensor holding a copy of `array` (any strides; T must be its element type).
+/// A tenex tensor holding a copy of `array` (any strides; an element type other than T is
+/// converted as numpy's assignment converts it). One copy of the elements: a memcpy for a
+/// C-contiguous array of T, numpy's strided copy into the tensor's storage otherwise.
 template <class T>
 tenex::Tensor<T> tensor_from_array(const py::array& array) {
-  auto contiguous = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(array);
-  if (!contiguous) throw py::type_error("tenex: cannot read the array as a C-ordered array");
-  const T* first = contiguous.data();
-  return tenex::Tensor<T>(shape_of(array), std::vector<T>(first, first + contiguous.size()));
+  tenex::Tensor<T> tensor(shape_of(array));
+  if (tensor.size() == 0) return tensor;
+  T* data = tensor.data();
+  if (py::isinstance<py::array_t<T>>(array) && (array.flags() & py::array::c_style) != 0) {
+    std::memcpy(data, array.data(), tensor.size() * sizeof(T));
+    return tensor;
+  }
+  std::vector<py::ssize_t> extents(array.shape(), array.shape() + array.ndim());
+  // A view of the tensor's elements (the capsule owns nothing: the tensor outlives the view).
+  py::array_t<T> storage(extents, data, py::capsule(data, [](void*) {}));
+  storage.attr("__setitem__")(py::ellipsis(), array);
+  return tensor;
 }
 
 /// A numpy array holding a copy of `tensor`'s elements (waits for a pending tensor).

@@ -266,3 +266,24 @@ def test_same_subscripts_other_ranks():
 def test_zero_extents():
     check("ij,jk->ik", np.ones((2, 0)), np.ones((0, 3)))
     check("ij,jk->ik", np.ones((0, 2)), np.ones((2, 3)))
+
+
+def test_non_native_byte_order():
+    rng = np.random.default_rng(13)
+    a = random_array(rng, (3, 4), np.float64)
+    b = random_array(rng, (4, 2), np.complex64)
+    got = tenex.einsum("ij,jk->ik", a.astype(">f8"), b.astype(">c8"))
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, np.einsum("ij,jk->ik", a, b), rtol=1e-6)
+    with pytest.raises(TypeError, match="byte order"):
+        tenex.einsum("ij->ij", a, out=np.zeros((3, 4), dtype=">f8"))
+
+
+def test_many_operands_and_repeated_subscripts():
+    # the same subscripts for other shapes and dtypes hit the parse cache; results must follow
+    rng = np.random.default_rng(17)
+    for n in (2, 3, 4, 5):
+        for dtype in DTYPES:
+            ops = [random_array(rng, (n, n), dtype) for _ in range(5)]
+            check("ab,bc,cd,de,ef->af", *ops)
+            check("ab,bc,cd,de,ea", *ops)
