@@ -287,3 +287,25 @@ def test_many_operands_and_repeated_subscripts():
             ops = [random_array(rng, (n, n), dtype) for _ in range(5)]
             check("ab,bc,cd,de,ef->af", *ops)
             check("ab,bc,cd,de,ea", *ops)
+
+
+def test_threads_run_einsum_at_once():
+    # the GIL is released while a set runs: several Python threads evaluate at the same time,
+    # each getting its own right result
+    import threading
+    rng = np.random.default_rng(19)
+    inputs = [(random_array(rng, (40, 50), np.float64), random_array(rng, (50, 30), np.float64)) for _ in range(4)]
+    results = [None] * len(inputs)
+
+    def work(i):
+        a, b = inputs[i]
+        for _ in range(20):
+            results[i] = tenex.einsum("ij,jk->ik", a, b)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (a, b), r in zip(inputs, results):
+        np.testing.assert_allclose(r, a @ b, rtol=1e-12, atol=1e-12)
