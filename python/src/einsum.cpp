@@ -202,18 +202,20 @@ class Parser {
   const std::string& subscripts_;
 };
 
-/// The parsed subscripts for (subscripts, ranks), parsed once. Used with the GIL held only.
-const Subscripts& cached_subscripts(const std::string& subscripts, const std::vector<py::ssize_t>& ranks) {
-  static std::unordered_map<std::string, std::unique_ptr<const Subscripts>> cache;
+/// The parsed subscripts for (subscripts, ranks), parsed once. Used with the GIL held only; the
+/// caller shares what it holds, so a cache cleared by another thread meanwhile frees nothing in use.
+std::shared_ptr<const Subscripts> cached_subscripts(const std::string& subscripts,
+                                                    const std::vector<py::ssize_t>& ranks) {
+  static std::unordered_map<std::string, std::shared_ptr<const Subscripts>> cache;
   constexpr std::size_t kMaxCached = 4096;  // a program writing subscripts on the fly does not grow it forever
   std::string key = subscripts;
   key += '\0';
   for (py::ssize_t rank : ranks) key += std::to_string(rank) + ',';
   auto found = cache.find(key);
-  if (found != cache.end()) return *found->second;
-  auto parsed = std::make_unique<const Subscripts>(Parser(subscripts).parse(ranks));
+  if (found != cache.end()) return found->second;
+  auto parsed = std::make_shared<const Subscripts>(Parser(subscripts).parse(ranks));
   if (cache.size() >= kMaxCached) cache.clear();
-  return *cache.emplace(std::move(key), std::move(parsed)).first->second;
+  return cache.emplace(std::move(key), std::move(parsed)).first->second;
 }
 
 /// `result(output) = operand0(labels0) * operand1(labels1) * ...`, evaluated without the GIL.
@@ -271,7 +273,8 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
     arrays.push_back(as_array(object));
     ranks.push_back(arrays.back().ndim());
   }
-  const Subscripts& parsed = cached_subscripts(subscripts, ranks);
+  const std::shared_ptr<const Subscripts> shared = cached_subscripts(subscripts, ranks);
+  const Subscripts& parsed = *shared;
   const Parser parser(subscripts);
 
   // Each label's extent; 1 broadcasts against any other extent, as numpy does.

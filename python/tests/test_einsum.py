@@ -309,3 +309,11 @@ def test_threads_run_einsum_at_once():
         t.join()
     for (a, b), r in zip(inputs, results):
         np.testing.assert_allclose(r, a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_parse_cache_overflow():
+    # more distinct subscripts than the parse cache keeps: it starts over, results stay right
+    x = np.arange(3.0)
+    for n in range(5000):
+        assert tenex.einsum("i" + " " * n + ",i", x, x) == 5.0
+    check("ij,jk", np.ones((2, 3)), np.ones((3, 2)))
