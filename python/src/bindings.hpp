@@ -5,7 +5,8 @@
 
 namespace tenex_python {
 
-/// tenex.Error and its subclasses, and the translation of the C++ exceptions to them.
+/// tenex.Error and its subclasses, and the translation of the C++ exceptions to them: a binding
+/// throws tenex::Error (or a subclass) and Python sees the matching class with the same message.
 void bind_errors(pybind11::module_& m);
 /// tenex.einsum.
 void bind_einsum(pybind11::module_& m);
