@@ -11,6 +11,7 @@
 
 #include <complex>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -80,6 +81,26 @@ tenex::Tensor<T> tensor_from_array(const py::array& array) {
   py::array_t<T> storage(extents, data, py::capsule(data, [](void*) {}));
   storage.attr("__setitem__")(py::ellipsis(), array);
   return tensor;
+}
+
+/// A TensorView over `array`'s memory, where tenex can use it in place: element type T in
+/// native byte order, aligned, strides of whole elements and not negative (a broadcast's zero
+/// strides included). Otherwise nullopt: the caller copies (tensor_from_array). The array must
+/// outlive the sets that use the view.
+template <class T>
+std::optional<tenex::TensorView<T>> view_of_array(const py::array& array) {
+  if (!py::isinstance<py::array_t<T>>(array)) return std::nullopt;
+  const auto address = reinterpret_cast<std::uintptr_t>(array.data());
+  if (address % alignof(T) != 0) return std::nullopt;
+  std::vector<std::size_t> strides(static_cast<std::size_t>(array.ndim()));
+  for (py::ssize_t d = 0; d < array.ndim(); ++d) {
+    const py::ssize_t bytes = array.strides(d);
+    if (bytes < 0 || bytes % static_cast<py::ssize_t>(sizeof(T)) != 0) return std::nullopt;
+    strides[static_cast<std::size_t>(d)] = static_cast<std::size_t>(bytes) / sizeof(T);
+  }
+  // The view never writes an operand; a target's array is checked writeable by the caller.
+  T* data = const_cast<T*>(static_cast<const T*>(array.data()));
+  return tenex::TensorView<T>(data, shape_of(array), std::move(strides));
 }
 
 /// A numpy array holding a copy of `tensor`'s elements (waits for a pending tensor).

@@ -219,22 +219,52 @@ std::shared_ptr<const Subscripts> cached_subscripts(const std::string& subscript
 }
 
 /// `result(output) = operand0(labels0) * operand1(labels1) * ...`, evaluated without the GIL.
+/// The operands are read in place where their memory allows (view_of_array), else copied once;
+/// `out` of the result's type is written in place (its memory is the target), else the result
+/// is a new array over tenex's memory. Returns the result, or nullopt when it is in `out`.
 template <class T>
-py::array evaluate(const std::vector<py::array>& arrays, const std::vector<std::string>& labels,
-                   const std::string& output_labels) {
-  std::vector<tenex::Tensor<T>> tensors;
-  tensors.reserve(arrays.size());
-  for (const py::array& array : arrays) tensors.push_back(tensor_from_array<T>(array));
+std::optional<py::array> evaluate(const std::vector<py::array>& arrays, const std::vector<std::string>& labels,
+                                  const std::string& output_labels, const std::optional<py::array>& out) {
+  std::vector<tenex::Tensor<T>> copies;
+  std::vector<tenex::TensorView<T>> views;
+  copies.reserve(arrays.size());
+  views.reserve(arrays.size());
+  std::vector<std::pair<bool, std::size_t>> source;  // (is a view, index)
+  for (const py::array& array : arrays) {
+    if (std::optional<tenex::TensorView<T>> view = view_of_array<T>(array)) {
+      source.emplace_back(true, views.size());
+      views.push_back(std::move(*view));
+    } else {
+      source.emplace_back(false, copies.size());
+      copies.push_back(tensor_from_array<T>(array));
+    }
+  }
+  std::optional<tenex::TensorView<T>> out_view;
+  if (out) out_view = view_of_array<T>(*out);
 
   tenex::Tensor<T> result;
   {
     py::gil_scoped_release release;
     {
       std::vector<tenex::Indexed<tenex::Tensor<T>>> operands;
-      operands.reserve(tensors.size());
-      for (std::size_t k = 0; k < tensors.size(); ++k) operands.push_back(tensors[k](labels[k]));
+      operands.reserve(arrays.size());
+      for (std::size_t k = 0; k < arrays.size(); ++k) {
+        const auto [is_view, at] = source[k];
+        if (is_view) {
+          operands.push_back(views[at](labels[k]));
+        } else {
+          operands.push_back(copies[at](labels[k]));
+        }
+      }
+      auto assign = [&](const tenex::Expression<tenex::Tensor<T>>& rhs) {
+        if (out_view) {
+          (*out_view)(output_labels) = rhs;
+        } else {
+          result(output_labels) = rhs;
+        }
+      };
       if (operands.size() == 1) {
-        result(output_labels) = operands[0];
+        assign(operands[0]);
       } else {
         // Every product stays alive until the statement is recorded: the set runs when its last
         // expression object goes.
@@ -242,11 +272,16 @@ py::array evaluate(const std::vector<py::array>& arrays, const std::vector<std::
         products.reserve(operands.size() - 1);
         products.push_back(operands[0] * operands[1]);
         for (std::size_t k = 2; k < operands.size(); ++k) products.push_back(products.back() * operands[k]);
-        result(output_labels) = products.back();
+        assign(products.back());
       }
     }
-    result.wait();
+    if (out_view) {
+      out_view->wait();
+    } else {
+      result.wait();
+    }
   }
+  if (out_view) return std::nullopt;
   return array_owning_tensor<T>(std::move(result));
 }
 
@@ -371,9 +406,11 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
     if (!out_array->writeable()) throw py::value_error("tenex.einsum: out is read-only");
   }
 
-  py::array result = with_dtype(*dtype, [&](auto tag) -> py::array {
-    return evaluate<typename decltype(tag)::type>(arrays, labels, parsed.output_labels);
+  std::optional<py::array> computed = with_dtype(*dtype, [&](auto tag) {
+    return evaluate<typename decltype(tag)::type>(arrays, labels, parsed.output_labels, out_array);
   });
+  if (!computed) return *out_array;  // written in place
+  py::array result = *computed;
   if (out_array) {
     out_array->attr("__setitem__")(py::ellipsis(), result);
     return *out_array;
