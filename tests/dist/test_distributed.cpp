@@ -168,6 +168,13 @@ TEST_CASE("dist: contractions match the CPU backend") {
     plain("i,j") = a("i,k") * b("k,j");
     CHECK(max_abs_difference(plain, r_ab) < 1e-12);
     CHECK(tenex::last_run_stats().flops == doctest::Approx(2.0 * 7 * 9 * 5));
+    // Views of the caller's memory in and out, like plain tensors: a strided operand (b stored
+    // transposed) and a contiguous target.
+    std::vector<double> bt_mem = bt.to_vector(), out_mem(7 * 9, -1.0);
+    tenex::TensorView<double> vb(bt_mem.data(), {5, 9}, {1, 5}), vout(out_mem.data(), {7, 9});
+    vout("i,j") = a("i,k") * vb("k,j");
+    vout.wait();
+    CHECK(max_abs_difference(Tensor<double>(tenex::Shape{7, 9}, out_mem), r_abt) < 1e-12);
   }
 }
 

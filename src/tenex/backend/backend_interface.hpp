@@ -61,6 +61,9 @@ class Backend {
                         std::string(op_kind_name(args.node.kind)) + " node sparsely, which it declined");
   }
 
+  /// Whether this backend's buffers are plain host memory, so that memory the caller owns (a
+  /// TensorView's) may be handed to run() as args.out and to write() as the value.
+  virtual bool host_buffers() const { return false; }
   /// A buffer of `bytes` on this backend's device (uninitialised).
   virtual Buffer allocate(std::size_t bytes) = 0;
   /// The value of a resolved `storage` on this backend's device, moved there if needed.

@@ -377,7 +377,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
     }
   };
   // Results written into a TensorView's memory (tensor/view_binding.hpp): by the kernel itself
-  // where the memory is contiguous, on this backend's side (the host) and apart from everything
+  // where the memory is contiguous, the backend's buffers host memory, and apart from everything
   // else the set reads or writes; else computed apart and copied in when written, or after the
   // set's last read where the memory overlaps an operand of the set.
   enum class ViewWrite : char { none, direct, copy, after_reads };
@@ -418,7 +418,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
       const Storage<T>& storage = storage_of(id, graph.node(id));
       if (overlaps(*storage.binding(), id)) {
         view_write[id] = ViewWrite::after_reads;
-      } else if (storage.direct() && on_host) {
+      } else if (storage.direct() && backend.host_buffers()) {
         view_write[id] = ViewWrite::direct;
         const NodeId op = operands[id][0];
         if ((*takes_over)[id] && !(*takes_over)[op]) into_view[op] = id + 1;
