@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 
 #include <complex>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -27,11 +28,18 @@ namespace py = pybind11;
 template <class T>
 using ExprPtr = std::shared_ptr<const tenex::Expression<tenex::Tensor<T>>>;
 
+/// The factors of one decomposition, assigned outside lazy(): run together (objects_tensor.cpp).
+struct Group;
+/// A group of `members` factors.
+std::shared_ptr<Group> make_group(std::size_t members);
+
 /// A tenex expression as Python holds it. The alternatives are in Dtype's order.
 struct Expr {
   std::variant<ExprPtr<float>, ExprPtr<double>, ExprPtr<std::complex<float>>, ExprPtr<std::complex<double>>> value;
   /// The tenex.Tensor objects the expression reads or writes: their arrays must outlive its set.
   std::vector<py::object> keep;
+  /// Set on the factors a decomposition returns (the same group for all of them).
+  std::shared_ptr<Group> group;
 
   Dtype dtype() const { return static_cast<Dtype>(value.index()); }
 };

@@ -46,7 +46,11 @@ Expr complex_part(const Expr& e, Complex complex_case, Real real_case) {
   });
 }
 
+// The factors of one decomposition as a tuple, grouped: assigned in turn outside lazy(), they
+// run as one set once the last is assigned.
 py::tuple as_tuple(std::vector<Expr> items) {
+  const std::shared_ptr<Group> group = make_group(items.size());
+  for (Expr& item : items) item.group = group;
   py::tuple t(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) t[i] = py::cast(std::move(items[i]));
   return t;

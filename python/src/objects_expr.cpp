@@ -24,7 +24,8 @@ struct Scalar {
 
 bool is_complex_scalar(const py::handle& object) {
   if (PyComplex_Check(object.ptr())) return true;
-  static const py::object complexfloating = py::module_::import("numpy").attr("complexfloating");
+  // Leaked on purpose: a static py::object would be released after the interpreter is gone.
+  static const py::handle complexfloating = py::object(py::module_::import("numpy").attr("complexfloating")).release();
   return py::isinstance(object, complexfloating);
 }
 

@@ -131,16 +131,84 @@ class PyTensor {
   }
 };
 
+// Recorded statements not run yet: their C++ target handles keep their sets open.
+struct Pending {
+  std::vector<std::shared_ptr<void>> statements;
+  std::vector<PyTensor*> targets;  // alive through `keep`
+  std::vector<py::object> keep;    // the Tensors read and written
+
+  void add(std::shared_ptr<void> statement, PyTensor& target, py::object self, const std::vector<py::object>& read) {
+    statements.push_back(std::move(statement));
+    targets.push_back(&target);
+    keep.push_back(std::move(self));
+    keep.insert(keep.end(), read.begin(), read.end());
+  }
+
+  // Runs the statements in order (GIL released: the last handles go, then every target is
+  // waited for) and returns the first error; all run whatever fails. GIL held on entry.
+  std::exception_ptr run() {
+    std::vector<std::shared_ptr<void>> handles = std::move(statements);
+    statements.clear();
+    std::exception_ptr error;
+    {
+      py::gil_scoped_release release;
+      for (std::shared_ptr<void>& statement : handles) statement.reset();
+      for (PyTensor* target : targets) {
+        try {
+          target->wait_released();
+        } catch (...) {
+          if (!error) error = std::current_exception();
+        }
+      }
+    }
+    for (PyTensor* target : targets) {
+      try {
+        target->adopt();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    targets.clear();
+    keep.clear();
+    return error;
+  }
+};
+
 // The statements of the `with tenex.lazy():` blocks of this thread (nested blocks join the
 // outermost), run when the outermost ends.
 struct LazyBlock {
   int depth = 0;
-  std::vector<std::shared_ptr<void>> statements;  // the C++ target handles: they keep the sets open
-  std::vector<PyTensor*> targets;                 // alive through `keep`
-  std::vector<py::object> keep;                   // the Tensors read and written
+  Pending pending;
 };
 
 thread_local LazyBlock lazy_block;
+
+}  // namespace
+
+// The factors of one decomposition (eigen_solve, qr, svd) assigned one after another outside
+// lazy(): they run together, one decomposition, when the last is assigned, or when the factors
+// are dropped (GIL held then: Python drops them).
+struct Group {
+  std::size_t members = 0;
+  std::size_t assigned = 0;
+  Pending pending;
+
+  ~Group() {
+    if (pending.statements.empty()) return;
+    try {
+      (void)pending.run();  // an error stays in the results: every read raises it
+    } catch (...) {
+    }
+  }
+};
+
+std::shared_ptr<Group> make_group(std::size_t members) {
+  auto group = std::make_shared<Group>();
+  group->members = members;
+  return group;
+}
+
+namespace {
 
 // Records `target[labels] = value` (waits for it outside lazy()).
 void assign(PyTensor& target, py::object self, const std::string& labels, const Expr& value) {
@@ -156,6 +224,7 @@ void assign(PyTensor& target, py::object self, const std::string& labels, const 
   if (!target.dtype_given && !target.has_value()) target.reset(value.dtype());
   const Expr rhs = cast_to(value, target.dtype);
   const bool lazy = lazy_block.depth > 0;
+  const bool grouped = !lazy && value.group != nullptr;
   std::shared_ptr<void> statement;
   {
     py::gil_scoped_release release;
@@ -173,47 +242,29 @@ void assign(PyTensor& target, py::object self, const std::string& labels, const 
         statement = indexed;
       }
     });
-    if (!lazy) {
+    if (!lazy && !grouped) {
       statement.reset();
       target.wait_released();
     }
   }
   if (lazy) {
-    lazy_block.statements.push_back(std::move(statement));
-    lazy_block.targets.push_back(&target);
-    lazy_block.keep.push_back(std::move(self));
-    lazy_block.keep.insert(lazy_block.keep.end(), rhs.keep.begin(), rhs.keep.end());
+    lazy_block.pending.add(std::move(statement), target, std::move(self), rhs.keep);
+  } else if (grouped) {
+    Group& group = *value.group;
+    group.pending.add(std::move(statement), target, std::move(self), rhs.keep);
+    if (++group.assigned >= group.members) {
+      if (std::exception_ptr error = group.pending.run()) std::rethrow_exception(error);
+    }
   } else {
     target.adopt();
   }
 }
 
-// Ends the outermost lazy block: runs its statements in order (GIL released), then waits for
-// every target; the first error is raised after all have run.
+// Ends the outermost lazy block: runs its statements; the first error is raised after all have run.
 void run_lazy_block() {
-  LazyBlock block = std::move(lazy_block);
+  Pending pending = std::move(lazy_block.pending);
   lazy_block = LazyBlock{};
-  std::exception_ptr error;
-  {
-    py::gil_scoped_release release;
-    for (std::shared_ptr<void>& statement : block.statements) statement.reset();
-    for (PyTensor* target : block.targets) {
-      try {
-        target->wait_released();
-      } catch (...) {
-        if (!error) error = std::current_exception();
-      }
-    }
-  }
-  for (PyTensor* target : block.targets) {
-    try {
-      target->adopt();
-    } catch (...) {
-      if (!error) error = std::current_exception();
-    }
-  }
-  block.keep.clear();
-  if (error) std::rethrow_exception(error);
+  if (std::exception_ptr error = pending.run()) std::rethrow_exception(error);
 }
 
 class Lazy {

@@ -331,3 +331,35 @@ def test_explain_and_controls():
     finally:
         tenex.set_memory_limit(0)
     np.testing.assert_array_equal(c.numpy(), np.full((3, 5), 4.0))
+
+
+def test_factors_assigned_in_turn_run_as_one_set():
+    rng = np.random.default_rng(25)
+    h = rng.uniform(-1, 1, (5, 5))
+    h = h + h.T
+    V, w = tenex.Tensor(), tenex.Tensor()
+    V["i,k"], w["k"] = tenex.eigen_solve(tenex.Tensor(h)["i,j"])
+    assert not V.pending and not w.pending
+    assert "2 results" in tenex.explain()  # one set, one eigensolver call
+    assert tenex.explain().count("eigen_solve") == 1
+    # a factor assigned while the other is held waits for it, or for the factors to be dropped
+    vectors, values = tenex.eigen_solve(tenex.Tensor(h)["i,j"])
+    V2 = tenex.Tensor()
+    V2["i,k"] = vectors
+    assert V2.pending
+    del vectors, values
+    assert not V2.pending
+    np.testing.assert_allclose(np.abs(V2.numpy()), np.abs(V.numpy()), rtol=1e-12, atol=1e-12)
+    # a read before that waits
+    q_factor, _ = tenex.qr(tenex.Tensor(h)["i,j"])
+    Q = tenex.Tensor()
+    Q["i,k"] = q_factor
+    np.testing.assert_allclose(Q.numpy().T @ Q.numpy(), np.eye(5), atol=1e-12)
+
+
+def test_augmented_assignment():
+    a = np.arange(6.0).reshape(2, 3)
+    C = tenex.Tensor(a.copy())
+    C["i,j"] += tenex.Tensor(a)["i,j"]
+    C["i,j"] *= 3.0
+    np.testing.assert_array_equal(C.numpy(), 6 * a)
