@@ -126,6 +126,8 @@ std::vector<double> real_vector(const O& t) {
   return out;
 }
 
+double v2(double v) { return v * v; }
+
 double frobenius2(const Matrix& a) {
   double sum = 0;
   for (const Complex& x : a.v) sum += std::norm(x);
@@ -197,6 +199,7 @@ void check_svd(const Tensor<T>& a, Truncation t) {
   s("k") = std::get<1>(result);
   vt("k,j") = std::get<2>(result);
   u.wait();  // runs the set (the factors are still alive): the shapes are final from here
+  s.wait();  // a complex operand's real values: their own set, run now
   const std::size_t m = a.shape().extent(0), n = a.shape().extent(1), r = expected.rank;
   REQUIRE(s.shape() == Shape{r});
   REQUIRE(u.shape() == Shape{m, r});
@@ -251,7 +254,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: svd keeps the rank the rule says, Eckart-
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncated_svd, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncated_svd, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: eigen_solve keeps the pairs of largest |w|", T, truncated_eigen) {
   const std::size_t n = 16;
@@ -295,7 +298,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: eigen_solve keeps the pairs of largest |w
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncated_eigen, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncated_eigen, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: statements after it in the same set use the kept rank", T, truncation_in_set) {
   const std::size_t m = 24, n = 18, r = 5;
@@ -341,7 +344,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: statements after it in the same set use t
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_in_set, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_in_set, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: a zero matrix keeps one value and discards nothing", T, truncation_zero) {
   Tensor<T> zero({6, 5});
@@ -354,7 +357,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: a zero matrix keeps one value and discard
   CHECK(tenex::last_truncation().rank == 1);
   CHECK(tenex::last_truncation().discarded_weight == 0.0);
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_zero, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_zero, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: an invalid Truncation is an error where it is written", T, truncation_invalid) {
   Tensor<T> a = random<T>({6, 5}, 2);
@@ -374,7 +377,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: an invalid Truncation is an error where i
   }
   CHECK_THROWS_AS((void)tenex::svd(a("i,j"), Truncation{.cutoff = -1}), tenex::Error);
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_invalid, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_invalid, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: a use the zero padding cannot make exact fails the set", T, truncation_refused) {
   const Tensor<T> a = random<T>({8, 6}, 5);
@@ -402,7 +405,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: a use the zero padding cannot make exact 
     CHECK(error_of([&] { (void)q.to_vector(); }).find("as the operand of qr") != std::string::npos);
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_refused, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_refused, tenex_test::AllScalars);
 
 TEST_CASE("truncation: last_truncation is kept per thread") {
   tenex::TruncationResult seen{99, 1.0};
@@ -412,20 +415,99 @@ TEST_CASE("truncation: last_truncation is kept per thread") {
   CHECK(seen.discarded_weight == 0.0);
 }
 
-TEST_CASE_TEMPLATE("truncation: a complex operand is refused where it is written", T, std::complex<float>,
-                   std::complex<double>) {
-  Tensor<T> a(Shape{6, 5}), u, vt, v;
-  tenex::fill_random(a, 3);
-  Tensor<typename T::value_type> s, w;
-  const Truncation t{.max_rank = 2, .cutoff = 0};
-  CHECK_THROWS_WITH_AS((void)tenex::svd(a("i,j"), t), doctest::Contains("complex operands are not supported"),
-                       tenex::Error);
-  Tensor<T> h;
-  h("i,j") = a("k,i") * tenex::conj(a("k,j"));
-  CHECK_THROWS_WITH_AS((void)tenex::eigen_solve(h("i,j"), t), doctest::Contains("complex operands are not supported"),
-                       tenex::Error);
-  // Nothing was assigned; the untruncated decomposition still works.
-  CHECK_FALSE(u.has_value());
-  std::make_pair(v("i,k"), w("k")) = tenex::eigen_solve(h("i,j"));
-  CHECK(w.shape() == Shape{5});
+// The real values of a complex operand run in a set of their own (they are a real tensor);
+// that set takes the kept rank too: its targets shrink, and its statements over the new mode
+// are exact or refused like those of the decomposition's set.
+namespace {
+
+template <class T>
+using Real = tenex::real_type_t<T>;
+
+// As a T: a real tensor itself, a complex one cast.
+template <class T>
+Tensor<T> as_element_type(Tensor<Real<T>> r) {
+  if constexpr (std::is_same_v<Real<T>, T>) {
+    return r;
+  } else {
+    Tensor<T> out;
+    out("k") = tenex::cast<T>(r("k"));
+    return out;
+  }
 }
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("truncation: the values' own set takes the kept rank", T, truncation_values_set) {
+  const std::size_t m = 20, n = 14, bound = 8, kept = 5;
+  const Tensor<T> a = random<T>({m, n}, 13);
+  const std::vector<double> s = singular_values(a);
+  double total = 0, tail = 0;
+  for (double v : s) total += v * v;
+  for (std::size_t i = kept; i < s.size(); ++i) tail += v2(s[i]);
+  // max_rank 8 bounds the mode; the cutoff keeps 5 of the 8.
+  const Truncation t{.max_rank = bound, .cutoff = (tail + 0.5 * v2(s[kept - 1])) / total};
+  for (const Setting& setting : kSettings) {
+    CAPTURE(setting.passes);
+    EnvironmentScope passes("TENEX_PASSES", setting.passes);
+    Tensor<T> x = a, u, vt;
+    Tensor<Real<T>> values, squares, sum_of_squares, doubled;
+    {
+      auto [uf, sf, vtf] = tenex::svd(x("i,j"), t);
+      u("i,k") = uf;
+      vt("k,j") = vtf;
+      values("k") = sf;
+      squares("k") = sf * sf;                 // a statement after the truncation that keeps the new mode
+      sum_of_squares("") = sf * sf;           // a sum over it: the padding is zero
+      doubled("q") = 2.0 * values("q");       // a target of the values' set read again
+      CHECK(values.shape() == Shape{bound});  // pending: the upper bound
+    }
+    CHECK(u.shape() == Shape{m, kept});
+    REQUIRE(values.shape() == Shape{kept});
+    CHECK(tenex::last_truncation().rank == kept);
+    REQUIRE(squares.shape() == Shape{kept});
+    REQUIRE(doubled.shape() == Shape{kept});
+    REQUIRE(vt.shape() == Shape{kept, n});
+    double sum = 0;
+    for (std::size_t i = 0; i < kept; ++i) {
+      const double v = static_cast<double>(values.at(i));
+      CHECK(std::abs(v - s[i]) <= tolerance<T>() * 10 * s[0]);
+      CHECK(std::abs(static_cast<double>(squares.at(i)) - v * v) <= tolerance<T>() * 10 * s[0] * s[0]);
+      CHECK(std::abs(static_cast<double>(doubled.at(i)) - 2 * v) <= tolerance<T>() * 10 * s[0]);
+      sum += v * v;
+    }
+    CHECK(std::abs(static_cast<double>(sum_of_squares.at()) - sum) <= tolerance<T>() * 10 * total);
+    // The three results of the kept rank in a later set: the best rank-5 approximation.
+    Tensor<T> sv = as_element_type<T>(values);
+    Tensor<T> best;
+    best("i,j") = u("i,k") * sv("k") * vt("k,j");
+    Matrix residual = matrix(a);
+    const Matrix bm = matrix(best);
+    for (std::size_t i = 0; i < residual.v.size(); ++i) residual.v[i] -= bm.v[i];
+    CHECK(std::abs(frobenius2(residual) - tail) <= tolerance<T>() * 100 * total);
+
+    // eigen_solve's values: the same, and a sum the padding cannot make exact fails their set.
+    Tensor<T> h = hermitian<T>(n, 17), vectors;
+    Tensor<Real<T>> w, w_exp;
+    {
+      auto [vf, wf] = tenex::eigen_solve(h("i,j"), Truncation{.max_rank = 4});
+      vectors("i,k") = vf;
+      w("k") = wf;
+    }
+    REQUIRE(w.shape() == Shape{4});
+    CHECK(vectors.shape() == Shape{n, 4});
+    const std::vector<double> w_full = eigenvalues_by_magnitude(h);
+    for (std::size_t i = 0; i < 4; ++i) {
+      CHECK(std::abs(static_cast<double>(w.at(i)) - w_full[i]) <= tolerance<T>() * 10 * std::abs(w_full[0]));
+    }
+    {
+      auto [vf, wf] = tenex::eigen_solve(h("i,j"), Truncation{.max_rank = 4});
+      w("k") = wf;
+      w_exp("") = tenex::sum(tenex::exp(w("k")), "k");  // exp(0) = 1 beyond the kept rank
+      (void)vf;
+    }
+    const std::string message = error_of([&] { (void)w_exp.to_vector(); });
+    CHECK(message.find("the mode of a truncated decomposition") != std::string::npos);
+    CHECK(message.find("in a sum over it") != std::string::npos);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(truncation_values_set, tenex_test::AllScalars);

@@ -39,7 +39,12 @@ struct SparseMapUse {
 };
 
 /// A tensor's value. Operand: the output node that writes it, when the set produces it.
+/// `truncated_modes`: the modes (positions) whose extent is the kept rank of a truncated
+/// decomposition run in another set (the real values of a complex svd or eigen_solve with a
+/// Truncation, read through their own set): the node's extent there is the upper bound, the
+/// tensor's own the kept rank once it is read; the set treats the mode as truncated.
 struct InputParams {
+  std::vector<std::size_t> truncated_modes;
   bool operator==(const InputParams&) const = default;
 };
 /// Writes its operand into an assignment target (OpNode::storage), permuting it.
