@@ -1,11 +1,12 @@
-// Truncated decompositions: svd and eigen_solve with a tenex::Truncation, in the four element
-// types. The oracle is the untruncated decomposition cut by hand with the rank rule written
-// out here (ITensor's), and the identities: U^H U = I, A V = V diag(w), and Eckart-Young
-// (||A - A_r||_F^2 is the discarded sum of squares). Also the extent decided when the set runs
-// (results shrunk; statements after it in the same set exact), last_truncation(), and the
-// errors (an invalid Truncation where it is written; a use of the truncated mode the zero
-// padding cannot make exact when the set runs). Every check runs with the passes on and off and
-// at one and two threads (ctest).
+// Truncated decompositions: svd and eigen_solve (standard and generalized) with a
+// tenex::Truncation, in the four element types; for complex operands the real values' own
+// set. The oracle is the untruncated decomposition cut by hand with the rank rule written out
+// here (ITensor's), and the identities: U^H U = I, A V = V diag(w), A V = B V diag(w) with
+// V^H B V = I, and Eckart-Young (||A - A_r||_F^2 is the discarded sum of squares). Also the
+// extent decided when the set runs (results shrunk; statements after it in the same set
+// exact), last_truncation(), and the errors (an invalid Truncation where it is written; a use
+// of the truncated mode the zero padding cannot make exact when the set runs). Every check
+// runs with the passes on and off and at one and two threads (ctest).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -511,3 +512,78 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: the values' own set takes the kept rank",
   }
 }
 TEST_CASE_TEMPLATE_APPLY(truncation_values_set, tenex_test::AllScalars);
+
+TEST_CASE_TEMPLATE_DEFINE("truncation: the generalized eigen_solve keeps the pairs of largest |w|", T,
+                          truncated_generalized) {
+  const std::size_t n = 12;
+  Tensor<T> a = hermitian<T>(n, 21);
+  // b = c c^H + n I: Hermitian positive definite.
+  const Matrix c = matrix(random<T>({n, n}, 22));
+  Tensor<T> b({n, n});
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      Complex sum = i == j ? Complex(static_cast<double>(n)) : Complex(0);
+      for (std::size_t k = 0; k < n; ++k) sum += c(i, k) * std::conj(c(j, k));
+      if constexpr (std::is_floating_point_v<T>) {
+        b.at(i, j) = static_cast<T>(sum.real());
+      } else {
+        b.at(i, j) = T(static_cast<Real<T>>(sum.real()), static_cast<Real<T>>(sum.imag()));
+      }
+    }
+  }
+  std::vector<double> w_full;
+  {
+    Tensor<Real<T>> w;
+    auto full = tenex::eigen_solve(a("i,j"), b("i,j"));
+    w("j") = full.second;
+    w_full = real_vector(w);
+  }
+  std::reverse(w_full.begin(), w_full.end());
+  std::stable_sort(w_full.begin(), w_full.end(), [](double x, double y) { return std::abs(x) > std::abs(y); });
+  double total = 0;
+  for (double w : w_full) total += w * w;
+  const double cutoff = (v2(w_full[n - 1]) + v2(w_full[n - 2]) + 0.5 * v2(w_full[n - 3])) / total;
+  const Matrix am = matrix(a), bm = matrix(b);
+  const double scale = std::sqrt(frobenius2(am)) + std::abs(w_full[0]) * std::sqrt(frobenius2(bm));
+  for (const Setting& setting : kSettings) {
+    CAPTURE(setting.passes);
+    EnvironmentScope passes("TENEX_PASSES", setting.passes);
+    for (Truncation t : {Truncation{.max_rank = 4}, Truncation{.cutoff = cutoff}, Truncation{}}) {
+      CAPTURE(t.max_rank);
+      CAPTURE(t.cutoff);
+      const Kept expected = rule(w_full, t);
+      const std::size_t r = expected.rank;
+      Tensor<T> v;
+      Tensor<Real<T>> w;
+      std::make_pair(v("i,k"), w("k")) = tenex::eigen_solve(a("i,j"), b("i,j"), t);
+      w.wait();
+      REQUIRE(v.shape() == Shape{n, r});
+      REQUIRE(w.shape() == Shape{r});
+      CHECK(tenex::last_truncation().rank == r);
+      CHECK(std::abs(tenex::last_truncation().discarded_weight - expected.discarded) <= tolerance<T>() * 10);
+      const std::vector<double> kept = real_vector(w);
+      const Matrix vm = matrix(v);
+      for (std::size_t p = 0; p < r; ++p) {
+        CHECK(std::abs(kept[p] - w_full[p]) <= tolerance<T>() * 100 * std::abs(w_full[0]));
+        double residual = 0;  // |A v_p - w_p B v_p|
+        for (std::size_t i = 0; i < n; ++i) {
+          Complex av = 0, bv = 0;
+          for (std::size_t j = 0; j < n; ++j) {
+            av += am(i, j) * vm(j, p);
+            bv += bm(i, j) * vm(j, p);
+          }
+          residual += std::norm(av - kept[p] * bv);
+        }
+        CHECK(std::sqrt(residual) <= tolerance<T>() * 100 * scale);
+        for (std::size_t q = 0; q < r; ++q) {  // V^H B V = I
+          Complex dot = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) dot += std::conj(vm(i, p)) * bm(i, j) * vm(j, q);
+          }
+          CHECK(std::abs(dot - (p == q ? 1.0 : 0.0)) <= tolerance<T>() * 100);
+        }
+      }
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(truncated_generalized, tenex_test::AllScalars);

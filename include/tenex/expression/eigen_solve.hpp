@@ -82,8 +82,19 @@ using EigenSolveResult = decltype(eigen_solve(std::declval<const Expression<T>&>
 template <class T>
 EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& truncation);
 
-#define TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE(T) \
-  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);
+/// The generalized problem a v = w b v (a symmetric, b symmetric positive definite; complex:
+/// Hermitian) truncated as `truncation` says, like the standard one: the eigenpairs of largest
+/// |w|, descending, weighed by w^2; the vectors b-orthonormal (V^H b V = I), as the untruncated
+/// eigen_solve(a, b) gives them.
+///
+///   std::make_pair(V("i,k"), w("k")) = tenex::eigen_solve(h("i,j"), s("i,j"), tenex::Truncation{.max_rank = 8});
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Expression<T>& b, const Truncation& truncation);
+
+#define TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE(T)                                                             \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);   \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, \
+                                                               const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE)
 #undef TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE
 

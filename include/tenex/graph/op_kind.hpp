@@ -116,7 +116,7 @@ struct TruncationParams {
   bool operator==(const TruncationParams&) const = default;
 };
 /// Packed eigenvectors then eigenvalues of a (one operand) or of a v = w b v (two).
-/// Truncated (one operand only): the kept eigenpairs by descending |w|.
+/// Truncated: the kept eigenpairs by descending |w| (of either problem).
 struct EigenSolveParams {
   TruncationParams truncation;
   bool operator==(const EigenSolveParams&) const = default;

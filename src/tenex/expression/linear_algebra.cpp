@@ -85,8 +85,7 @@ std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr>
   node->children = std::move(operands);
   node->made_by = &typeid(void);  // read through its factors only
   TruncationRequest& request = truncation_request;
-  if (request.requested && !request.decomposition && (op == OpKind::svd || op == OpKind::eigen_solve) &&
-      node->children.size() == 1) {
+  if (request.requested && !request.decomposition && (op == OpKind::svd || op == OpKind::eigen_solve)) {
     const Truncation& t = request.truncation;
     node->truncation = TruncationParams{true, t.max_rank, t.cutoff};
     const std::size_t m = node->extents[0], n = node->extents[1];
@@ -345,6 +344,14 @@ EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& trunca
 }
 
 template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Expression<T>& b, const Truncation& truncation) {
+  detail::TruncationScope scope("eigen_solve", truncation, *operand_node(a));
+  EigenSolveResult<T> result = eigen_solve(a, b);
+  scope.check_made("eigen_solve");
+  return result;
+}
+
+template <class T>
 Slice<T> slice(const Expression<T>& a, std::vector<std::size_t> lo, std::vector<std::size_t> hi) {
   const auto node = detail::einstein_operand(operand_node(a));
   const std::size_t rank = node->labels.size();
@@ -532,7 +539,8 @@ double Pow<T>::power() const {
   template TENEX_API Solve<T> solve<T>(const Expression<T>&, const Expression<T>&);                               \
   template CholeskyVectors<T> Indexed<T>::cholesky() const;                                                       \
   template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);                                \
-  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);                 \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
 

@@ -189,12 +189,9 @@ std::string rule_packed(OpNode& node, const Operands& operands, bool infer, bool
   if (infer) node.elements = packed_size(node.params, node.extents[0], node.extents[1]);
   return {};
 }
-std::string rule(const EigenSolveParams& p, OpNode& node, const Operands& operands, bool infer) {
+std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {
   if (operands.empty() || operands.size() > 2) {
     return "takes one or two operands (a, or a and b), got " + std::to_string(operands.size());
-  }
-  if (p.truncation.truncated && operands.size() == 2) {
-    return "a truncated eigen_solve takes one operand (the standard problem), got 2";
   }
   return rule_packed(node, operands, infer, true);
 }
