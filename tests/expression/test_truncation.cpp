@@ -587,3 +587,33 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: the generalized eigen_solve keeps the pai
   }
 }
 TEST_CASE_TEMPLATE_APPLY(truncated_generalized, tenex_test::AllScalars);
+
+TEST_CASE_TEMPLATE("truncation: a cast of a target carrying the mode, written before its set ran, is an error", T,
+                   std::complex<float>, std::complex<double>) {
+  const std::size_t m = 10, n = 8;
+  Tensor<T> x = random<T>({m, n}, 23), u;
+  const std::vector<double> s = singular_values(x);
+  double total = 0;
+  for (double v : s) total += v * v;
+  // The cutoff drops the smallest value only: 7 kept of the bound 8.
+  const Truncation t{.cutoff = 1.5 * v2(s[n - 1]) / total};
+  Tensor<Real<T>> magnitude, from_factor;
+  {
+    auto [uf, sf, vtf] = tenex::svd(x("i,j"), t);
+    u("i,k") = uf;
+    magnitude("i,k") = tenex::abs(u("i,k"));  // u's mode is known by its label only in this set
+    from_factor("i,k") = tenex::abs(uf);      // the factor's new mode: marked, takes the kept rank
+    (void)sf;
+    (void)vtf;
+  }
+  REQUIRE(u.shape() == Shape{m, n - 1});
+  const std::string message = error_of([&] { (void)magnitude.to_vector(); });
+  CHECK(message.find("it took the kept rank of a truncated decomposition after this statement was written") !=
+        std::string::npos);
+  REQUIRE(from_factor.shape() == Shape{m, n - 1});
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      CHECK(std::abs(static_cast<double>(from_factor.at(i, k)) - std::abs(wide(u.at(i, k)))) <= tolerance<T>());
+    }
+  }
+}
