@@ -1,8 +1,9 @@
 // Benchmark: tenex's truncated SVD against LAPACK's full SVD followed by the cut.
 //
-//   bench_truncated_svd [--size 2000] [--ranks 64] [--threads 1,2] [--repeat 2]
+//   bench_truncated_svd [--size 2000] [--ranks 64] [--threads 1,2] [--repeat 2] [--types double,complex]
 //
-// For each element type (double, complex double), thread count and rank r this times, side by
+// For each element type (double, complex double: complex<double> rows, zgesdd and zgesvdx on
+// the LAPACK side), thread count and rank r this times, side by
 // side on the same n x n random matrix:
 //   tenex    auto [u, s, vt] = svd(a("i,j"), Truncation{.max_rank = r}); U, S, Vt assigned, waited for
 //   gesdd    what a user writes by hand: the copy LAPACK destroys, LAPACKE ?gesdd (thin U, Vt,
@@ -46,6 +47,7 @@ struct Options {
   std::vector<std::size_t> ranks = {64};
   std::vector<std::size_t> threads = {1, 2};
   int repeat = 2;
+  bool real = true, complex = true;  // --types
 };
 
 std::optional<std::vector<std::size_t>> parse_list(std::string_view text) {
@@ -68,6 +70,13 @@ std::optional<Options> parse_options(int argc, char** argv) {
   for (int i = 1; i < argc; i += 2) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) return std::nullopt;
+    if (arg == "--types") {
+      const std::string_view types = argv[i + 1];
+      options.real = types == "double" || types == "double,complex" || types == "complex,double";
+      options.complex = types == "complex" || types == "double,complex" || types == "complex,double";
+      if (!options.real && !options.complex) return std::nullopt;
+      continue;
+    }
     const auto list = parse_list(argv[i + 1]);
     if (!list) return std::nullopt;
     if (arg == "--size" && list->size() == 1) {
@@ -142,6 +151,7 @@ void run(const Options& options, const char* type) {
         s("k") = sf;
         vt("k,j") = vtf;
         u.wait();
+        s.wait();  // complex: the real values' own set
         tenex_values.clear();
         for (std::size_t i = 0; i < s.size(); ++i) tenex_values.push_back(std::real(s.at(i)));
       };
@@ -183,14 +193,16 @@ void run(const Options& options, const char* type) {
 int main(int argc, char** argv) {
   const auto options = parse_options(argc, argv);
   if (!options) {
-    std::fprintf(stderr, "usage: bench_truncated_svd [--size 2000] [--ranks 64,...] [--threads 1,2] [--repeat 2]\n");
+    std::fprintf(stderr,
+                 "usage: bench_truncated_svd [--size 2000] [--ranks 64,...] [--threads 1,2] [--repeat 2] "
+                 "[--types double,complex]\n");
     return 2;
   }
   std::printf("%-15s %5s %5s %7s %10s %10s %10s %7s %12s\n", "type", "n", "rank", "threads", "tenex_s", "gesdd_s",
               "gesvdx_s", "ratio", "max_rel_diff");
   try {
-    run<double>(*options, "double");
-    run<std::complex<double>>(*options, "complex<double>");
+    if (options->real) run<double>(*options, "double");
+    if (options->complex) run<std::complex<double>>(*options, "complex<double>");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_truncated_svd: %s\n", e.what());
     return 1;

@@ -1,11 +1,12 @@
-// Truncated decompositions: svd and eigen_solve with a tenex::Truncation, in the four element
-// types. The oracle is the untruncated decomposition cut by hand with the rank rule written
-// out here (ITensor's), and the identities: U^H U = I, A V = V diag(w), and Eckart-Young
-// (||A - A_r||_F^2 is the discarded sum of squares). Also the extent decided when the set runs
-// (results shrunk; statements after it in the same set exact), last_truncation(), and the
-// errors (an invalid Truncation where it is written; a use of the truncated mode the zero
-// padding cannot make exact when the set runs). Every check runs with the passes on and off and
-// at one and two threads (ctest).
+// Truncated decompositions: svd and eigen_solve (standard and generalized) with a
+// tenex::Truncation, in the four element types; for complex operands the real values' own
+// set. The oracle is the untruncated decomposition cut by hand with the rank rule written out
+// here (ITensor's), and the identities: U^H U = I, A V = V diag(w), A V = B V diag(w) with
+// V^H B V = I, and Eckart-Young (||A - A_r||_F^2 is the discarded sum of squares). Also the
+// extent decided when the set runs (results shrunk; statements after it in the same set
+// exact), last_truncation(), and the errors (an invalid Truncation where it is written; a use
+// of the truncated mode the zero padding cannot make exact when the set runs). Every check
+// runs with the passes on and off and at one and two threads (ctest).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -126,6 +127,8 @@ std::vector<double> real_vector(const O& t) {
   return out;
 }
 
+double v2(double v) { return v * v; }
+
 double frobenius2(const Matrix& a) {
   double sum = 0;
   for (const Complex& x : a.v) sum += std::norm(x);
@@ -197,6 +200,7 @@ void check_svd(const Tensor<T>& a, Truncation t) {
   s("k") = std::get<1>(result);
   vt("k,j") = std::get<2>(result);
   u.wait();  // runs the set (the factors are still alive): the shapes are final from here
+  s.wait();  // a complex operand's real values: their own set, run now
   const std::size_t m = a.shape().extent(0), n = a.shape().extent(1), r = expected.rank;
   REQUIRE(s.shape() == Shape{r});
   REQUIRE(u.shape() == Shape{m, r});
@@ -251,7 +255,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: svd keeps the rank the rule says, Eckart-
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncated_svd, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncated_svd, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: eigen_solve keeps the pairs of largest |w|", T, truncated_eigen) {
   const std::size_t n = 16;
@@ -295,7 +299,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: eigen_solve keeps the pairs of largest |w
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncated_eigen, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncated_eigen, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: statements after it in the same set use the kept rank", T, truncation_in_set) {
   const std::size_t m = 24, n = 18, r = 5;
@@ -341,7 +345,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: statements after it in the same set use t
     }
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_in_set, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_in_set, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: a zero matrix keeps one value and discards nothing", T, truncation_zero) {
   Tensor<T> zero({6, 5});
@@ -354,7 +358,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: a zero matrix keeps one value and discard
   CHECK(tenex::last_truncation().rank == 1);
   CHECK(tenex::last_truncation().discarded_weight == 0.0);
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_zero, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_zero, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: an invalid Truncation is an error where it is written", T, truncation_invalid) {
   Tensor<T> a = random<T>({6, 5}, 2);
@@ -374,7 +378,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: an invalid Truncation is an error where i
   }
   CHECK_THROWS_AS((void)tenex::svd(a("i,j"), Truncation{.cutoff = -1}), tenex::Error);
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_invalid, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_invalid, tenex_test::AllScalars);
 
 TEST_CASE_TEMPLATE_DEFINE("truncation: a use the zero padding cannot make exact fails the set", T, truncation_refused) {
   const Tensor<T> a = random<T>({8, 6}, 5);
@@ -402,7 +406,7 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: a use the zero padding cannot make exact 
     CHECK(error_of([&] { (void)q.to_vector(); }).find("as the operand of qr") != std::string::npos);
   }
 }
-TEST_CASE_TEMPLATE_APPLY(truncation_refused, tenex_test::Scalars);
+TEST_CASE_TEMPLATE_APPLY(truncation_refused, tenex_test::AllScalars);
 
 TEST_CASE("truncation: last_truncation is kept per thread") {
   tenex::TruncationResult seen{99, 1.0};
@@ -412,20 +416,204 @@ TEST_CASE("truncation: last_truncation is kept per thread") {
   CHECK(seen.discarded_weight == 0.0);
 }
 
-TEST_CASE_TEMPLATE("truncation: a complex operand is refused where it is written", T, std::complex<float>,
-                   std::complex<double>) {
-  Tensor<T> a(Shape{6, 5}), u, vt, v;
-  tenex::fill_random(a, 3);
-  Tensor<typename T::value_type> s, w;
-  const Truncation t{.max_rank = 2, .cutoff = 0};
-  CHECK_THROWS_WITH_AS((void)tenex::svd(a("i,j"), t), doctest::Contains("complex operands are not supported"),
-                       tenex::Error);
-  Tensor<T> h;
-  h("i,j") = a("k,i") * tenex::conj(a("k,j"));
-  CHECK_THROWS_WITH_AS((void)tenex::eigen_solve(h("i,j"), t), doctest::Contains("complex operands are not supported"),
-                       tenex::Error);
-  // Nothing was assigned; the untruncated decomposition still works.
-  CHECK_FALSE(u.has_value());
-  std::make_pair(v("i,k"), w("k")) = tenex::eigen_solve(h("i,j"));
-  CHECK(w.shape() == Shape{5});
+// The real values of a complex operand run in a set of their own (they are a real tensor);
+// that set takes the kept rank too: its targets shrink, and its statements over the new mode
+// are exact or refused like those of the decomposition's set.
+namespace {
+
+template <class T>
+using Real = tenex::real_type_t<T>;
+
+// As a T: a real tensor itself, a complex one cast.
+template <class T>
+Tensor<T> as_element_type(Tensor<Real<T>> r) {
+  if constexpr (std::is_same_v<Real<T>, T>) {
+    return r;
+  } else {
+    Tensor<T> out;
+    out("k") = tenex::cast<T>(r("k"));
+    return out;
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("truncation: the values' own set takes the kept rank", T, truncation_values_set) {
+  const std::size_t m = 20, n = 14, bound = 8, kept = 5;
+  const Tensor<T> a = random<T>({m, n}, 13);
+  const std::vector<double> s = singular_values(a);
+  double total = 0, tail = 0;
+  for (double v : s) total += v * v;
+  for (std::size_t i = kept; i < s.size(); ++i) tail += v2(s[i]);
+  // max_rank 8 bounds the mode; the cutoff keeps 5 of the 8.
+  const Truncation t{.max_rank = bound, .cutoff = (tail + 0.5 * v2(s[kept - 1])) / total};
+  for (const Setting& setting : kSettings) {
+    CAPTURE(setting.passes);
+    EnvironmentScope passes("TENEX_PASSES", setting.passes);
+    Tensor<T> x = a, u, vt;
+    Tensor<Real<T>> values, squares, sum_of_squares, doubled;
+    {
+      auto [uf, sf, vtf] = tenex::svd(x("i,j"), t);
+      u("i,k") = uf;
+      vt("k,j") = vtf;
+      values("k") = sf;
+      squares("k") = sf * sf;                 // a statement after the truncation that keeps the new mode
+      sum_of_squares("") = sf * sf;           // a sum over it: the padding is zero
+      doubled("q") = 2.0 * values("q");       // a target of the values' set read again
+      CHECK(values.shape() == Shape{bound});  // pending: the upper bound
+    }
+    CHECK(u.shape() == Shape{m, kept});
+    REQUIRE(values.shape() == Shape{kept});
+    CHECK(tenex::last_truncation().rank == kept);
+    REQUIRE(squares.shape() == Shape{kept});
+    REQUIRE(doubled.shape() == Shape{kept});
+    REQUIRE(vt.shape() == Shape{kept, n});
+    double sum = 0;
+    for (std::size_t i = 0; i < kept; ++i) {
+      const double v = static_cast<double>(values.at(i));
+      CHECK(std::abs(v - s[i]) <= tolerance<T>() * 10 * s[0]);
+      CHECK(std::abs(static_cast<double>(squares.at(i)) - v * v) <= tolerance<T>() * 10 * s[0] * s[0]);
+      CHECK(std::abs(static_cast<double>(doubled.at(i)) - 2 * v) <= tolerance<T>() * 10 * s[0]);
+      sum += v * v;
+    }
+    CHECK(std::abs(static_cast<double>(sum_of_squares.at()) - sum) <= tolerance<T>() * 10 * total);
+    // The three results of the kept rank in a later set: the best rank-5 approximation.
+    Tensor<T> sv = as_element_type<T>(values);
+    Tensor<T> best;
+    best("i,j") = u("i,k") * sv("k") * vt("k,j");
+    Matrix residual = matrix(a);
+    const Matrix bm = matrix(best);
+    for (std::size_t i = 0; i < residual.v.size(); ++i) residual.v[i] -= bm.v[i];
+    CHECK(std::abs(frobenius2(residual) - tail) <= tolerance<T>() * 100 * total);
+
+    // eigen_solve's values: the same, and a sum the padding cannot make exact fails their set.
+    Tensor<T> h = hermitian<T>(n, 17), vectors;
+    Tensor<Real<T>> w, w_exp;
+    {
+      auto [vf, wf] = tenex::eigen_solve(h("i,j"), Truncation{.max_rank = 4});
+      vectors("i,k") = vf;
+      w("k") = wf;
+    }
+    REQUIRE(w.shape() == Shape{4});
+    CHECK(vectors.shape() == Shape{n, 4});
+    const std::vector<double> w_full = eigenvalues_by_magnitude(h);
+    for (std::size_t i = 0; i < 4; ++i) {
+      CHECK(std::abs(static_cast<double>(w.at(i)) - w_full[i]) <= tolerance<T>() * 10 * std::abs(w_full[0]));
+    }
+    {
+      auto [vf, wf] = tenex::eigen_solve(h("i,j"), Truncation{.max_rank = 4});
+      w("k") = wf;
+      w_exp("") = tenex::sum(tenex::exp(w("k")), "k");  // exp(0) = 1 beyond the kept rank
+      (void)vf;
+    }
+    const std::string message = error_of([&] { (void)w_exp.to_vector(); });
+    CHECK(message.find("the mode of a truncated decomposition") != std::string::npos);
+    CHECK(message.find("in a sum over it") != std::string::npos);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(truncation_values_set, tenex_test::AllScalars);
+
+TEST_CASE_TEMPLATE_DEFINE("truncation: the generalized eigen_solve keeps the pairs of largest |w|", T,
+                          truncated_generalized) {
+  const std::size_t n = 12;
+  Tensor<T> a = hermitian<T>(n, 21);
+  // b = c c^H + n I: Hermitian positive definite.
+  const Matrix c = matrix(random<T>({n, n}, 22));
+  Tensor<T> b({n, n});
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      Complex sum = i == j ? Complex(static_cast<double>(n)) : Complex(0);
+      for (std::size_t k = 0; k < n; ++k) sum += c(i, k) * std::conj(c(j, k));
+      if constexpr (std::is_floating_point_v<T>) {
+        b.at(i, j) = static_cast<T>(sum.real());
+      } else {
+        b.at(i, j) = T(static_cast<Real<T>>(sum.real()), static_cast<Real<T>>(sum.imag()));
+      }
+    }
+  }
+  std::vector<double> w_full;
+  {
+    Tensor<Real<T>> w;
+    auto full = tenex::eigen_solve(a("i,j"), b("i,j"));
+    w("j") = full.second;
+    w_full = real_vector(w);
+  }
+  std::reverse(w_full.begin(), w_full.end());
+  std::stable_sort(w_full.begin(), w_full.end(), [](double x, double y) { return std::abs(x) > std::abs(y); });
+  double total = 0;
+  for (double w : w_full) total += w * w;
+  const double cutoff = (v2(w_full[n - 1]) + v2(w_full[n - 2]) + 0.5 * v2(w_full[n - 3])) / total;
+  const Matrix am = matrix(a), bm = matrix(b);
+  const double scale = std::sqrt(frobenius2(am)) + std::abs(w_full[0]) * std::sqrt(frobenius2(bm));
+  for (const Setting& setting : kSettings) {
+    CAPTURE(setting.passes);
+    EnvironmentScope passes("TENEX_PASSES", setting.passes);
+    for (Truncation t : {Truncation{.max_rank = 4}, Truncation{.cutoff = cutoff}, Truncation{}}) {
+      CAPTURE(t.max_rank);
+      CAPTURE(t.cutoff);
+      const Kept expected = rule(w_full, t);
+      const std::size_t r = expected.rank;
+      Tensor<T> v;
+      Tensor<Real<T>> w;
+      std::make_pair(v("i,k"), w("k")) = tenex::eigen_solve(a("i,j"), b("i,j"), t);
+      w.wait();
+      REQUIRE(v.shape() == Shape{n, r});
+      REQUIRE(w.shape() == Shape{r});
+      CHECK(tenex::last_truncation().rank == r);
+      CHECK(std::abs(tenex::last_truncation().discarded_weight - expected.discarded) <= tolerance<T>() * 10);
+      const std::vector<double> kept = real_vector(w);
+      const Matrix vm = matrix(v);
+      for (std::size_t p = 0; p < r; ++p) {
+        CHECK(std::abs(kept[p] - w_full[p]) <= tolerance<T>() * 100 * std::abs(w_full[0]));
+        double residual = 0;  // |A v_p - w_p B v_p|
+        for (std::size_t i = 0; i < n; ++i) {
+          Complex av = 0, bv = 0;
+          for (std::size_t j = 0; j < n; ++j) {
+            av += am(i, j) * vm(j, p);
+            bv += bm(i, j) * vm(j, p);
+          }
+          residual += std::norm(av - kept[p] * bv);
+        }
+        CHECK(std::sqrt(residual) <= tolerance<T>() * 100 * scale);
+        for (std::size_t q = 0; q < r; ++q) {  // V^H B V = I
+          Complex dot = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) dot += std::conj(vm(i, p)) * bm(i, j) * vm(j, q);
+          }
+          CHECK(std::abs(dot - (p == q ? 1.0 : 0.0)) <= tolerance<T>() * 100);
+        }
+      }
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(truncated_generalized, tenex_test::AllScalars);
+
+TEST_CASE_TEMPLATE("truncation: a cast of a target carrying the mode, written before its set ran, is an error", T,
+                   std::complex<float>, std::complex<double>) {
+  const std::size_t m = 10, n = 8;
+  Tensor<T> x = random<T>({m, n}, 23), u;
+  const std::vector<double> s = singular_values(x);
+  double total = 0;
+  for (double v : s) total += v * v;
+  // The cutoff drops the smallest value only: 7 kept of the bound 8.
+  const Truncation t{.cutoff = 1.5 * v2(s[n - 1]) / total};
+  Tensor<Real<T>> magnitude, from_factor;
+  {
+    auto [uf, sf, vtf] = tenex::svd(x("i,j"), t);
+    u("i,k") = uf;
+    magnitude("i,k") = tenex::abs(u("i,k"));  // u's mode is known by its label only in this set
+    from_factor("i,k") = tenex::abs(uf);      // the factor's new mode: marked, takes the kept rank
+    (void)sf;
+    (void)vtf;
+  }
+  REQUIRE(u.shape() == Shape{m, n - 1});
+  const std::string message = error_of([&] { (void)magnitude.to_vector(); });
+  CHECK(message.find("it took the kept rank of a truncated decomposition after this statement was written") !=
+        std::string::npos);
+  REQUIRE(from_factor.shape() == Shape{m, n - 1});
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      CHECK(std::abs(static_cast<double>(from_factor.at(i, k)) - std::abs(wide(u.at(i, k)))) <= tolerance<T>());
+    }
+  }
 }

@@ -75,9 +75,9 @@ struct OpCase {
 };
 
 // The size tripwires: a new field changes the size, and then field_changes() must list it.
-static_assert(std::is_empty_v<tenex::InputParams> && std::is_empty_v<tenex::ReduceParams> &&
-                  std::is_empty_v<tenex::QrParams>,
+static_assert(std::is_empty_v<tenex::ReduceParams> && std::is_empty_v<tenex::QrParams>,
               "a parameter struct without fields got one: give its OpCase field_changes()");
+static_assert(sizeof(tenex::InputParams) == sizeof(std::vector<std::size_t>), "InputParams changed");
 static_assert(sizeof(tenex::TruncationParams) == 3 * sizeof(double), "TruncationParams changed");
 static_assert(sizeof(tenex::EigenSolveParams) == sizeof(tenex::TruncationParams) &&
                   sizeof(tenex::SvdParams) == sizeof(tenex::TruncationParams),
@@ -110,8 +110,11 @@ static_assert(sizeof(tenex::SparseMapUse) ==
 template <>
 struct OpCase<tenex::InputParams> {
   using P = tenex::InputParams;
+  // add_input reads a whole tensor: no truncated mode (the expression layer marks those).
   static P sample() { return {}; }
-  static std::vector<FieldChange<P>> field_changes() { return {}; }
+  static std::vector<FieldChange<P>> field_changes() {
+    return {{"truncated_modes", [](P& p) { p.truncated_modes = {1}; }}};
+  }
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
     return in.g.add_input(in.rect, "i,j");

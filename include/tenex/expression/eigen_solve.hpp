@@ -70,20 +70,31 @@ TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EIGEN_SOLVE)
 template <class T>
 using EigenSolveResult = decltype(eigen_solve(std::declval<const Expression<T>&>()));
 
-/// The symmetric standard problem truncated as `truncation` says
+/// The symmetric (complex: Hermitian) standard problem truncated as `truncation` says
 /// (tenex/truncation.hpp; docs/linear-algebra.md, "Truncated decompositions"): the eigenpairs
 /// of largest |w| are kept, weighed by w^2, in descending order of |w|. The mode of the pairs
 /// is a new one, named by the targets like svd's: its extent is the kept rank, decided when
 /// the set runs (until then the upper bound min(max_rank, n); the same set sees the dropped
-/// pairs as zeros). tenex::last_truncation() then says what was kept and dropped. A complex
-/// (Hermitian) operand throws tenex::Error (not supported yet).
+/// pairs as zeros). tenex::last_truncation() then says what was kept and dropped. For a
+/// complex operand w is real: its own set (where it is assigned) takes the kept rank too.
 ///
 ///   std::make_pair(V("i,k"), w("k")) = tenex::eigen_solve(rho("i,j"), tenex::Truncation{.max_rank = 32});
 template <class T>
 EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& truncation);
 
-#define TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE(T) \
-  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);
+/// The generalized problem a v = w b v (a symmetric, b symmetric positive definite; complex:
+/// Hermitian) truncated as `truncation` says, like the standard one: the eigenpairs of largest
+/// |w|, descending, weighed by w^2; the vectors b-orthonormal (V^H b V = I), as the untruncated
+/// eigen_solve(a, b) gives them.
+///
+///   std::make_pair(V("i,k"), w("k")) = tenex::eigen_solve(h("i,j"), s("i,j"), tenex::Truncation{.max_rank = 8});
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Expression<T>& b, const Truncation& truncation);
+
+#define TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE(T)                                                             \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);   \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, \
+                                                               const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE)
 #undef TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE
 

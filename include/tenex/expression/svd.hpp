@@ -52,8 +52,8 @@ using SVDResult = decltype(svd(std::declval<const Expression<T>&>()));
 /// "Truncated decompositions"): the kept singular triplets, S descending. The new mode's
 /// extent is the kept rank, decided when the set runs; until then the results' shapes use the
 /// upper bound min(max_rank, m, n), and statements of the same set see the dropped values and
-/// vectors as zeros. tenex::last_truncation() then says what was kept and dropped. A complex
-/// operand throws tenex::Error (not supported yet).
+/// vectors as zeros. tenex::last_truncation() then says what was kept and dropped. For a
+/// complex operand S is real: its own set (where it is assigned) takes the kept rank too.
 ///
 ///   auto [u, s, vt] = tenex::svd(a("i,j"), tenex::Truncation{.max_rank = 64, .cutoff = 1e-10});
 ///   U("i,k") = u;  S("k") = s;  Vt("k,j") = vt;

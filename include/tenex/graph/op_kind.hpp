@@ -39,7 +39,12 @@ struct SparseMapUse {
 };
 
 /// A tensor's value. Operand: the output node that writes it, when the set produces it.
+/// `truncated_modes`: the modes (positions) whose extent is the kept rank of a truncated
+/// decomposition run in another set (the real values of a complex svd or eigen_solve with a
+/// Truncation, read through their own set): the node's extent there is the upper bound, the
+/// tensor's own the kept rank once it is read; the set treats the mode as truncated.
 struct InputParams {
+  std::vector<std::size_t> truncated_modes;
   bool operator==(const InputParams&) const = default;
 };
 /// Writes its operand into an assignment target (OpNode::storage), permuting it.
@@ -111,7 +116,7 @@ struct TruncationParams {
   bool operator==(const TruncationParams&) const = default;
 };
 /// Packed eigenvectors then eigenvalues of a (one operand) or of a v = w b v (two).
-/// Truncated (one operand only): the kept eigenpairs by descending |w|.
+/// Truncated: the kept eigenpairs by descending |w| (of either problem).
 struct EigenSolveParams {
   TruncationParams truncation;
   bool operator==(const EigenSolveParams&) const = default;

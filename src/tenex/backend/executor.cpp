@@ -308,7 +308,10 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
   // Truncated decompositions: their kept ranks, by node, once they have run.
   const TruncatedModes truncated = find_truncated_modes(graph, order, operands);
   std::vector<std::size_t> kept_rank(truncated.any() ? graph.size() : 0, 0);
-  if (truncated.any() && backend.name() != "cpu" && (!host || host == &backend)) {
+  const bool decomposes = truncated.any() && std::any_of(order.begin(), order.end(), [&](NodeId id) {
+                            return truncation_of(graph.node(id).params) != nullptr;
+                          });
+  if (decomposes && backend.name() != "cpu" && (!host || host == &backend)) {
     throw BackendError("tenex: the " + std::string(backend.name()) +
                        " backend does not run truncated decompositions (svd or eigen_solve with a Truncation), "
                        "and no CPU backend runs them for it; run the set on the CPU backend");
@@ -457,6 +460,26 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         throw;
       }
       nodes[id].value = backend.read(storage);
+      if (const std::vector<std::size_t>& modes = node.get<InputParams>().truncated_modes; !modes.empty()) {
+        // A tensor whose modes took a kept rank in another set: that rank is its extent there.
+        const std::vector<std::size_t>& kept = storage.shape().extents();
+        const NodeId from = truncated.source[id][modes[0]];
+        bool fits = kept.size() == node.extents.size();
+        for (std::size_t d = 0; fits && d < kept.size(); ++d) {
+          const bool is_truncated = truncated.source[id][d] != TruncatedModes::none;
+          fits = is_truncated ? kept[d] <= node.extents[d] && kept[d] == kept[modes[0]] : kept[d] == node.extents[d];
+        }
+        if (!fits) {
+          throw InternalError("tenex: " + node_text(graph, id) + " reads a tensor of extents " +
+                              storage.shape().to_string() + ", which its truncated modes do not explain");
+        }
+        if (from == id) kept_rank[id] = kept[modes[0]];
+      } else if (!node.compact && !truncated.truncated(id) && storage.shape().extents() != node.extents) {
+        throw ShapeError("tenex: " + node_text(graph, id) + " reads a tensor that now has extents " +
+                         storage.shape().to_string() +
+                         ": it took the kept rank of a truncated decomposition after this statement was written; "
+                         "read it after its set has run (wait() or a read)");
+      }
       if (truncated.truncated(id) && storage.shape().extents() != node.extents) {
         // A target of this set shrunk to its kept rank: read padded back to the graph's extents.
         std::vector<T> small(storage.shape().size()), big(node.size());

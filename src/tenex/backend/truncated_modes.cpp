@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
@@ -38,13 +39,25 @@ class Analysis {
     source_[id].assign(node.labels.size(), none);
     zero_[id].assign(node.labels.size(), 0);
     switch (node.kind) {
-      case OpKind::input:
+      case OpKind::input: {
         // A target of this set read again: its modes by position, padded back with zeros.
         if (ops.size() == 1 && source_[ops[0]].size() == node.labels.size()) {
           source_[id] = source_[ops[0]];
           for (std::size_t d = 0; d < node.labels.size(); ++d) zero_[id][d] = source_[id][d] != none;
+          return;
+        }
+        // A tensor whose modes took the kept rank of a decomposition run in another set: read
+        // padded back with zeros, the input itself the source of the kept rank (one per tensor,
+        // however many inputs read it).
+        const std::vector<std::size_t>& modes = node.get<InputParams>().truncated_modes;
+        if (modes.empty()) return;
+        const NodeId from = first_reader_.try_emplace(node.storage.get(), id).first->second;
+        for (std::size_t d : modes) {
+          source_[id][d] = from;
+          zero_[id][d] = 1;
         }
         return;
+      }
       case OpKind::output: {
         const std::vector<std::string>& renamed = node.get<OutputParams>().operand_labels;
         for (std::size_t d = 0; d < node.labels.size(); ++d) {
@@ -167,9 +180,16 @@ class Analysis {
   const std::vector<std::vector<NodeId>>& operands_;
   std::vector<std::vector<NodeId>>& source_;
   std::vector<std::vector<char>> zero_;
+  std::unordered_map<const void*, NodeId> first_reader_;  // by storage: its first truncated input
 };
 
 }  // namespace
+
+bool is_truncation_source(const OpGraph& graph, NodeId id) {
+  const OpNode& node = graph.node(id);
+  if (truncation_of(node.params)) return true;
+  return node.kind == OpKind::input && !node.get<InputParams>().truncated_modes.empty();
+}
 
 bool TruncatedModes::truncated(NodeId id) const {
   if (source.empty()) return false;
@@ -179,8 +199,7 @@ bool TruncatedModes::truncated(NodeId id) const {
 TruncatedModes find_truncated_modes(const OpGraph& graph, const std::vector<NodeId>& order,
                                     const std::vector<std::vector<NodeId>>& operands) {
   TruncatedModes result;
-  const bool any = std::any_of(order.begin(), order.end(),
-                               [&](NodeId id) { return truncation_of(graph.node(id).params) != nullptr; });
+  const bool any = std::any_of(order.begin(), order.end(), [&](NodeId id) { return is_truncation_source(graph, id); });
   if (!any) return result;
   result.source.resize(graph.size());
   Analysis analysis(graph, operands, result);

@@ -2,13 +2,15 @@
 // real(z) + 0i, ...) is assigned, in its own set, to a hidden tensor of its element type; the
 // node reads a tensor of the new type whose producer converts that value when it is first read
 // (when the set using it runs). From complex to real the conversion keeps the real part.
-// detail::real_factor does the same for the real values of a complex decomposition.
+// detail::real_factor does the same for the real values of a complex decomposition. A
+// truncated decomposition's new mode stays truncated across the cast (truncated_labels).
 #include "tenex/expression/cast.hpp"
 
 #include <exception>
 #include <mutex>
 #include <string>
 #include <typeinfo>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,20 @@ class CastProducer final : public Producer {
     if (!target || !target->pending()) return;
     try {
       const V* in = std::as_const(*source_).data();  // evaluates the operand's set; rethrows its error
+      // The operand's truncated modes took their kept rank in its set: the target takes it too
+      // (the sets reading it mark those modes, InputParams::truncated_modes).
+      const Shape& shape = source_->shape();
+      if (shape != target->shape()) {
+        const std::vector<std::size_t>& kept = shape.extents();
+        const std::vector<std::size_t>& bound = target->shape().extents();
+        bool fits = kept.size() == bound.size();
+        for (std::size_t d = 0; fits && d < kept.size(); ++d) fits = kept[d] <= bound[d];
+        if (!fits) {
+          throw InternalError("tenex: a cast's operand has extents " + shape.to_string() + ", not within " +
+                              target->shape().to_string());
+        }
+        target->set_truncated_shape(shape);
+      }
       target->allocate();
       U* out = target->elements();
       const std::size_t n = target->shape().size();
@@ -86,6 +102,40 @@ std::string hidden_target_labels(const std::vector<std::string>& labels) {
   return join_labels(out);
 }
 
+// The labels of `a` whose extent is the upper bound of a kept rank decided when a set runs:
+// the new mode of a truncated decomposition (its factors name it by a label no user can
+// write, one per decomposition, so the mode is truncated wherever that label appears), or a
+// mode already read as truncated (a cast of such a cast). The new set reads the hidden tensor
+// with these modes marked (InputParams::truncated_modes), so it takes the kept rank like the
+// decomposition's own set. Only an operand holding a new mode is walked.
+std::vector<std::string> truncated_labels(const NodePtr& a) {
+  std::vector<std::string> wanted, found;
+  for (const std::string& l : a->labels) {
+    if (is_new_mode_label(l)) wanted.push_back(l);
+  }
+  if (wanted.empty()) return found;
+  auto note = [&](const std::string& l) {
+    if (contains_label(wanted, l) && !contains_label(found, l)) found.push_back(l);
+  };
+  std::unordered_set<const ExprNode*> seen;
+  std::vector<const ExprNode*> stack{a.get()};
+  while (!stack.empty() && found.size() < wanted.size()) {
+    const ExprNode* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    if (const auto* factor = dynamic_cast<const FactorNode*>(node)) {
+      const auto& decomposition = static_cast<const DecompositionNode&>(*factor->children[0]);
+      if (decomposition.truncation.truncated) {
+        for (const std::string& l : factor->labels) note(l);
+      }
+    } else if (const auto* indexed = dynamic_cast<const IndexedNode*>(node)) {
+      for (const std::string& l : indexed->truncated) note(l);
+    }
+    for (const NodePtr& child : node->children) stack.push_back(child.get());
+  }
+  return found;
+}
+
 template <class U, class V>
 Handle make_cast(const Expression<Tensor<V>>& operand, const std::type_info& made, FusedOp part = FusedOp::load,
                  bool reads_factor = false) {
@@ -106,6 +156,7 @@ Handle make_cast(const Expression<Tensor<V>>& operand, const std::type_info& mad
   node->labels = a->labels;
   node->extents = a->extents;
   node->storage = target;
+  node->truncated = truncated_labels(a);
   node->keep_alive = std::move(producer);
   if (reads_factor) node->factor = a;
   node->made_by = &made;

@@ -85,8 +85,7 @@ std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr>
   node->children = std::move(operands);
   node->made_by = &typeid(void);  // read through its factors only
   TruncationRequest& request = truncation_request;
-  if (request.requested && !request.decomposition && (op == OpKind::svd || op == OpKind::eigen_solve) &&
-      node->children.size() == 1) {
+  if (request.requested && !request.decomposition && (op == OpKind::svd || op == OpKind::eigen_solve)) {
     const Truncation& t = request.truncation;
     node->truncation = TruncationParams{true, t.max_rank, t.cutoff};
     const std::size_t m = node->extents[0], n = node->extents[1];
@@ -324,25 +323,12 @@ std::tuple<SVDFactor<T>, SVDFactor<real_object_t<T>>, SVDFactor<T>> svd(const Ex
   return {Access::make<SVDFactor<T>>(std::move(u)), std::move(s), Access::make<SVDFactor<T>>(std::move(vt))};
 }
 
-// ---- Truncated decompositions: the untruncated call made in a TruncationScope.
-
-// The real values of a complex decomposition run in a set of their own (detail::values_factor),
-// which does not take the kept rank: a truncated complex decomposition is refused for now.
-template <class T>
-void refuse_complex_truncation(const char* call) {
-  if constexpr (!std::is_same_v<real_object_t<T>, T>) {
-    std::string message = "tenex::";
-    message += call;
-    message +=
-        " with a Truncation: complex operands are not supported yet; decompose without one and keep the "
-        "leading factors (slice), or truncate a real operand";
-    throw Error(message);
-  }
-}
+// ---- Truncated decompositions: the untruncated call made in a TruncationScope. The real
+// values of a complex operand (detail::values_factor) are read by a set of their own with the
+// new mode marked truncated (cast.cpp), so that set takes the kept rank too.
 
 template <class T>
 SVDResult<T> svd(const Expression<T>& a, const Truncation& truncation) {
-  refuse_complex_truncation<T>("svd");
   detail::TruncationScope scope("svd", truncation, *operand_node(a));
   SVDResult<T> result = svd(a);
   scope.check_made("svd");
@@ -351,9 +337,16 @@ SVDResult<T> svd(const Expression<T>& a, const Truncation& truncation) {
 
 template <class T>
 EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& truncation) {
-  refuse_complex_truncation<T>("eigen_solve");
   detail::TruncationScope scope("eigen_solve", truncation, *operand_node(a));
   EigenSolveResult<T> result = eigen_solve(a);
+  scope.check_made("eigen_solve");
+  return result;
+}
+
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Expression<T>& b, const Truncation& truncation) {
+  detail::TruncationScope scope("eigen_solve", truncation, *operand_node(a));
+  EigenSolveResult<T> result = eigen_solve(a, b);
   scope.check_made("eigen_solve");
   return result;
 }
@@ -546,7 +539,8 @@ double Pow<T>::power() const {
   template TENEX_API Solve<T> solve<T>(const Expression<T>&, const Expression<T>&);                               \
   template CholeskyVectors<T> Indexed<T>::cholesky() const;                                                       \
   template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);                                \
-  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);                 \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
 

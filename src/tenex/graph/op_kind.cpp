@@ -27,7 +27,10 @@ std::string concat(const Pieces&... pieces) {
 
 // The DOT text of each parameter struct: one overload per struct of the op table, so a
 // new kind without one is a compile error in describe_params.
-std::string describe(const InputParams&) { return {}; }
+std::string describe(const InputParams& p) {
+  if (p.truncated_modes.empty()) return {};
+  return concat(" truncated_modes=", detail::format_extents(p.truncated_modes));
+}
 std::string describe(const OutputParams&) { return {}; }
 std::string describe(const ReduceParams&) { return {}; }
 std::string describe(const ContractParams& p) {

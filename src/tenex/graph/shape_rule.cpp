@@ -68,9 +68,14 @@ std::string matrix_operand(const Operands& operands, bool square) {
 }
 
 // One rule per parameter struct of the op table: a new kind without one does not compile.
-std::string rule(const InputParams&, OpNode& node, const Operands& operands, bool) {
+std::string rule(const InputParams& p, OpNode& node, const Operands& operands, bool) {
   if (node.labels.size() != node.extents.size()) return "has a different number of labels and extents";
   if (operands.size() > 1) return "an input has at most one operand (the output writing it)";
+  for (std::size_t mode : p.truncated_modes) {
+    if (mode >= node.labels.size())
+      return "names truncated mode " + std::to_string(mode) + " of a rank-" + std::to_string(node.labels.size()) +
+             " tensor";
+  }
   return {};
 }
 
@@ -184,12 +189,9 @@ std::string rule_packed(OpNode& node, const Operands& operands, bool infer, bool
   if (infer) node.elements = packed_size(node.params, node.extents[0], node.extents[1]);
   return {};
 }
-std::string rule(const EigenSolveParams& p, OpNode& node, const Operands& operands, bool infer) {
+std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {
   if (operands.empty() || operands.size() > 2) {
     return "takes one or two operands (a, or a and b), got " + std::to_string(operands.size());
-  }
-  if (p.truncation.truncated && operands.size() == 2) {
-    return "a truncated eigen_solve takes one operand (the standard problem), got 2";
   }
   return rule_packed(node, operands, infer, true);
 }

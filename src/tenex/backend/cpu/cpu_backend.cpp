@@ -233,7 +233,8 @@ KernelCount CpuBackend<T>::run_eigen_solve(const EigenSolveParams& params, const
   const std::size_t n = args.node.extents[0];
   if (params.truncation.truncated) {
     const OpParams& p = args.node.params;
-    return cpu::eigen_truncated(args.operands[0].data, n, params.truncation.max_rank, params.truncation.cutoff,
+    const T* b = args.operands.size() == 2 ? args.operands[1].data : nullptr;
+    return cpu::eigen_truncated(args.operands[0].data, b, n, params.truncation.max_rank, params.truncation.cutoff,
                                 args.out.data, args.out.data + packed_factor_offset(p, 1, n, n),
                                 args.out.data + packed_truncation_offset(p, n, n));
   }

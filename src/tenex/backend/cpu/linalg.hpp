@@ -148,10 +148,12 @@ template <class T>
 KernelCount svd_truncated(const T* a, std::size_t m, std::size_t n, std::size_t max_rank, double cutoff, T* u, T* s,
                           T* vt, T* report);
 /// a (n x n) symmetric (Hermitian), read from its lower triangle: vectors (n x bound), values
-/// (bound), report (2).
+/// (bound), report (2). With b (symmetric positive definite; null: the standard problem) the
+/// generalized a v = w b v: potrf, sygst (hegst) to the standard problem, whose kept vectors
+/// trtrs takes back (b-orthonormal, as sygvd's).
 template <class T>
-KernelCount eigen_truncated(const T* a, std::size_t n, std::size_t max_rank, double cutoff, T* vectors, T* values,
-                            T* report);
+KernelCount eigen_truncated(const T* a, const T* b, std::size_t n, std::size_t max_rank, double cutoff, T* vectors,
+                            T* values, T* report);
 /// The sign (phase) convention of this file for vectors computed elsewhere: columns (rows x k)
 /// and, when not null, the paired rows (k x cols) of a product columns * paired_rows.
 template <class T>

@@ -98,6 +98,36 @@ int ormtr(int n, int k, const std::complex<double>* a, const std::complex<double
   return LAPACKE_zunmtr(LAPACK_ROW_MAJOR, 'L', 'L', 'N', n, k, c(a), n, c(tau), c(cols), k);
 }
 
+// Cholesky factor of b in its lower triangle (b = L L^H).
+int potrf(int n, float* b) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', n, b, n); }
+int potrf(int n, double* b) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, b, n); }
+int potrf(int n, std::complex<float>* b) { return LAPACKE_cpotrf(LAPACK_ROW_MAJOR, 'L', n, c(b), n); }
+int potrf(int n, std::complex<double>* b) { return LAPACKE_zpotrf(LAPACK_ROW_MAJOR, 'L', n, c(b), n); }
+
+// The lower triangle of a replaced by that of L^-1 a L^-H (the generalized problem made standard).
+int sygst(int n, float* a, const float* l) { return LAPACKE_ssygst(LAPACK_ROW_MAJOR, 1, 'L', n, a, n, l, n); }
+int sygst(int n, double* a, const double* l) { return LAPACKE_dsygst(LAPACK_ROW_MAJOR, 1, 'L', n, a, n, l, n); }
+int sygst(int n, std::complex<float>* a, const std::complex<float>* l) {
+  return LAPACKE_chegst(LAPACK_ROW_MAJOR, 1, 'L', n, c(a), n, c(l), n);
+}
+int sygst(int n, std::complex<double>* a, const std::complex<double>* l) {
+  return LAPACKE_zhegst(LAPACK_ROW_MAJOR, 1, 'L', n, c(a), n, c(l), n);
+}
+
+// cols (n x k) = L^-H cols: the standard problem's vectors back to the generalized one's.
+int trtrs(int n, int k, const float* l, float* cols) {
+  return LAPACKE_strtrs(LAPACK_ROW_MAJOR, 'L', 'T', 'N', n, k, l, n, cols, k);
+}
+int trtrs(int n, int k, const double* l, double* cols) {
+  return LAPACKE_dtrtrs(LAPACK_ROW_MAJOR, 'L', 'T', 'N', n, k, l, n, cols, k);
+}
+int trtrs(int n, int k, const std::complex<float>* l, std::complex<float>* cols) {
+  return LAPACKE_ctrtrs(LAPACK_ROW_MAJOR, 'L', 'C', 'N', n, k, c(l), n, c(cols), k);
+}
+int trtrs(int n, int k, const std::complex<double>* l, std::complex<double>* cols) {
+  return LAPACKE_ztrtrs(LAPACK_ROW_MAJOR, 'L', 'C', 'N', n, k, c(l), n, c(cols), k);
+}
+
 template <class T>
 std::string routine_name(const char* real_suffix, const char* complex_suffix) {
   const char letter = std::is_same_v<T, float>                 ? 's'
@@ -234,8 +264,8 @@ KernelCount svd_truncated(const T* a, std::size_t m, std::size_t n, std::size_t 
 }
 
 template <class T>
-KernelCount eigen_truncated(const T* a, std::size_t n, std::size_t max_rank, double cutoff, T* vectors, T* values,
-                            T* report) {
+KernelCount eigen_truncated(const T* a, const T* b, std::size_t n, std::size_t max_rank, double cutoff, T* vectors,
+                            T* values, T* report) {
   using R = real_type_t<T>;
   KernelCount count;
   const std::size_t bound = max_rank != 0 ? std::min(max_rank, n) : n;
@@ -247,12 +277,23 @@ KernelCount eigen_truncated(const T* a, std::size_t n, std::size_t max_rank, dou
   }
   require_finite(a, n, n, true, "eigen_solve");
   require_symmetric(a, n, symmetry_tolerance<T>(n), "eigen_solve");
-  // Tridiagonal reduction, every eigenvalue and (cheap, O(n^2)) tridiagonal eigenvector by
-  // MRRR, then only the kept vectors transformed back: the back-transformation of all n
-  // vectors is what the full solver spends most on.
   const int ln = static_cast<int>(n);
   const auto work = std::make_unique_for_overwrite<T[]>(n * n);
   std::copy(a, a + n * n, work.get());
+  std::unique_ptr<T[]> factor;
+  if (b) {
+    // a v = w b v: with b = L L^H, the standard problem of L^-1 a L^-H (lower triangle), whose
+    // vectors y give v = L^-H y (b-orthonormal), as sygvd does, but only for the kept pairs.
+    require_finite(b, n, n, true, "eigen_solve");
+    require_symmetric(b, n, symmetry_tolerance<T>(n), "eigen_solve");
+    factor = std::make_unique_for_overwrite<T[]>(n * n);
+    std::copy(b, b + n * n, factor.get());
+    check_lapack_info(routine_name<T>("potrf", "potrf").c_str(), potrf(ln, factor.get()), n);
+    check_lapack_info(routine_name<T>("sygst", "hegst").c_str(), sygst(ln, work.get(), factor.get()), n);
+  }
+  // Tridiagonal reduction, every eigenvalue and (cheap, O(n^2)) tridiagonal eigenvector by
+  // MRRR, then only the kept vectors transformed back: the back-transformation of all n
+  // vectors is what the full solver spends most on.
   std::vector<R> d(n), e(n), w(n);
   std::vector<T> tau(n);
   check_lapack_info(routine_name<T>("sytrd", "hetrd").c_str(), sytrd(ln, work.get(), d.data(), e.data(), tau.data()),
@@ -270,6 +311,10 @@ KernelCount eigen_truncated(const T* a, std::size_t n, std::size_t max_rank, dou
   }
   check_lapack_info(routine_name<T>("ormtr", "unmtr").c_str(),
                     ormtr(ln, static_cast<int>(bound), work.get(), tau.data(), vectors), n);
+  if (factor) {
+    check_lapack_info(routine_name<T>("trtrs", "trtrs").c_str(),
+                      trtrs(ln, static_cast<int>(bound), factor.get(), vectors), n);
+  }
   std::vector<double> squares(bound);
   double total = 0;
   for (std::size_t i = 0; i < n; ++i) total += static_cast<double>(w[i]) * static_cast<double>(w[i]);
@@ -283,12 +328,16 @@ KernelCount eigen_truncated(const T* a, std::size_t n, std::size_t max_rank, dou
   const double dn = static_cast<double>(n);
   count.flops = 4 * dn * dn * dn / 3 + 2 * dn * dn * static_cast<double>(bound);
   count.calls = 3;
+  if (factor) {
+    count.flops += 4 * dn * dn * dn / 3 + dn * dn * static_cast<double>(bound);  // potrf, sygst, trtrs
+    count.calls += 3;
+  }
   return count;
 }
 
 #define TENEX_INSTANTIATE_TRUNCATED(T)                                                                            \
   template KernelCount svd_truncated<T>(const T*, std::size_t, std::size_t, std::size_t, double, T*, T*, T*, T*); \
-  template KernelCount eigen_truncated<T>(const T*, std::size_t, std::size_t, double, T*, T*, T*);
+  template KernelCount eigen_truncated<T>(const T*, const T*, std::size_t, std::size_t, double, T*, T*, T*);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_TRUNCATED)
 #undef TENEX_INSTANTIATE_TRUNCATED
 

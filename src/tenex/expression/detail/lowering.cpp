@@ -183,7 +183,7 @@ NodeId Lowering::reduce_to(NodeId id, const std::vector<std::string>& keep) {
 }
 
 NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<std::string>& written,
-                       const std::vector<std::size_t>& extents) {
+                       const std::vector<std::size_t>& extents, std::vector<std::size_t> truncated_modes) {
   // Inputs are shared per storage and labels; a shape operand (no storage) is its own.
   const std::string key = "input:" + join_labels(written);
   if (storage) {
@@ -199,7 +199,7 @@ NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<s
   }
   OpNode node;
   node.kind = OpKind::input;
-  node.params = InputParams{};
+  node.params = InputParams{std::move(truncated_modes)};
   node.dtype = dtype_;
   node.labels = written;
   node.extents = extents;
@@ -394,9 +394,12 @@ OpGraph build_set_graph(DType dtype, const std::vector<Assignment>& batch,
 // ---- the nodes every set has ------------------------------------------------------------
 
 NodeId IndexedNode::emit(Lowering& lowering, const std::vector<std::string>& keep, const std::vector<NodeId>&) const {
-  std::vector<std::size_t> written_extents;
+  std::vector<std::size_t> written_extents, truncated_modes;
   for (const std::string& l : written) written_extents.push_back(extents.at(find_label(labels, l)));
-  NodeId in = lowering.input(storage, written, written_extents);
+  for (std::size_t d = 0; d < written.size(); ++d) {
+    if (contains_label(truncated, written[d])) truncated_modes.push_back(d);
+  }
+  NodeId in = lowering.input(storage, written, written_extents, std::move(truncated_modes));
   return lowering.reduce_to(in, keep);
 }
 
@@ -442,7 +445,7 @@ NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& ke
     if (!needed[id]) continue;
     const OpNode& node = from.node(id);
     if (node.kind == OpKind::input) {
-      mapping[id] = lowering.input(node.storage, node.labels, node.extents);
+      mapping[id] = lowering.input(node.storage, node.labels, node.extents, node.get<InputParams>().truncated_modes);
       continue;
     }
     if (node.kind == OpKind::output) {

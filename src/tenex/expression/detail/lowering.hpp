@@ -56,9 +56,10 @@ class Lowering {
              const std::vector<NodeId>& operands, std::string note = {});
   /// `id` reduced (summed, permuted, diagonal) to `keep`, or `id` when it already holds it.
   NodeId reduce_to(NodeId id, const std::vector<std::string>& keep);
-  /// The input node reading `storage` with `written` labels (one per storage and labels).
+  /// The input node reading `storage` with `written` labels (one per storage and labels);
+  /// `truncated_modes` as InputParams says.
   NodeId input(const std::shared_ptr<void>& storage, const std::vector<std::string>& written,
-               const std::vector<std::size_t>& extents);
+               const std::vector<std::size_t>& extents, std::vector<std::size_t> truncated_modes = {});
 
  private:
   const NodeId* find(const void* object, const std::string& key) const;

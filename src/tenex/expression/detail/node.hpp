@@ -88,6 +88,10 @@ struct IndexedNode final : ExprNode {
   /// complex FactorNode whose real part `storage` receives. Its target names the factor's modes
   /// as a factor's target does, and is undone with a failing sibling target (indexed.cpp).
   NodePtr factor;
+  /// The labels whose extent is the upper bound of a kept rank decided in another set (a
+  /// truncated decomposition's mode read through tenex::cast or real_factor): the graph's
+  /// input carries them as InputParams::truncated_modes.
+  std::vector<std::string> truncated;
 
   std::string_view kind_name() const override { return "indexed"; }
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
@@ -97,6 +101,7 @@ struct IndexedNode final : ExprNode {
     if (!unreadable.empty() || !storage) return false;
     out.put(written);
     out.put_storage(storage);
+    out.put(truncated);
     return true;
   }
 };
