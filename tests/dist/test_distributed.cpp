@@ -429,6 +429,54 @@ TEST_CASE("dist: a failure on one rank is a tenex::Error on every rank") {
   }
 }
 
+TEST_CASE("dist: wait() runs the pending set on every rank and rethrows its error there") {
+  Tensor<double> a = random({7, 5}, 41), b = random({5, 9}, 42);
+  Tensor<double> reference;
+  reference("i,j") = a("i,k") * b("k,j");
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b), c(ctx);
+    {
+      auto ab = da("i,k") * db("k,j");  // a named handle keeps the set open
+      c("i,j") = ab;
+      CHECK(c.pending());
+      c.wait();  // runs what the set has recorded so far, collectively
+      CHECK_FALSE(c.pending());
+      CHECK(mismatches(c, reference) == 0);
+    }
+    CHECK_NOTHROW(c.wait());  // nothing pending: a no-op
+    // p?potrf fails (a global info): every rank gets the same NumericalError, at every wait.
+    DT bad(ctx, {6, 6}, [](auto& i) { return i[0] == i[1] ? (i[0] == 4 ? -1.0 : 2.0) : 0.0; });
+    DT l(ctx);
+    {
+      auto factor = tenex::cholesky(bad("i,j"));
+      l("i,j") = factor;
+      CHECK_THROWS_WITH_AS(l.wait(), doctest::Contains("cholesky"), tenex::NumericalError);
+    }
+    CHECK_THROWS_AS(l.wait(), tenex::NumericalError);
+    CHECK_FALSE(l.pending());
+    // A callable that throws on the rank holding element (2, 3) only: the same error, with
+    // that rank's text, on every rank.
+    DT m(ctx);
+    {
+      auto picky = tenex::map(da("i,j"), "picky", [&](double v) {
+        if (v == a.at(2, 3)) throw std::runtime_error("picky: element (2, 3) is not allowed");
+        return v;
+      });
+      m("i,j") = picky;
+    }
+    CHECK_THROWS_WITH_AS(m.wait(), doctest::Contains("element (2, 3) is not allowed"), tenex::Error);
+    // The objects stay usable.
+    c("i,j") = 2.0 * da("i,k") * db("k,j");
+    c.wait();
+    CHECK(c.gather_all().at(6, 8) == doctest::Approx(2.0 * reference.at(6, 8)));
+  }
+  Context ctx(MPI_COMM_WORLD, grids().front());
+  DT from(ctx, {2, 2}), to(std::move(from));
+  CHECK_THROWS_WITH_AS(from.wait(), doctest::Contains("moved from"), tenex::Error);
+}
+
 TEST_CASE("dist: distributed tensors need the distributed backend") {
   Context ctx(MPI_COMM_WORLD, grids().front());
   DT a(ctx, {3, 3});

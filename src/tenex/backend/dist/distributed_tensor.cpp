@@ -229,6 +229,20 @@ Tensor<T> DistributedTensor<T>::gather_all() const {
 }
 
 template <class T>
+bool DistributedTensor<T>::pending() const {
+  check_alive(proxy_);
+  return proxy_->pending();
+}
+
+template <class T>
+void DistributedTensor<T>::wait() const {
+  check_alive(proxy_);
+  // The backend agrees on every failure inside the set, so a stored error is the same on
+  // every rank and each rethrows it here.
+  proxy_->wait();
+}
+
+template <class T>
 Indexed<Tensor<T>> DistributedTensor<T>::operator()(std::string_view labels) {
   check_alive(proxy_);
   if (default_backend() != BackendKind::distributed) {
