@@ -386,6 +386,64 @@ TEST_CASE("dist: decompositions by their residuals") {
   }
 }
 
+TEST_CASE("dist: remaps in many small rounds match the CPU backend") {
+  // Each rank keeps its own elements in place and sends the rest in rounds; a round size of
+  // a few elements makes every remap below take many rounds.
+  setenv("TENEX_DIST_REMAP_ROUND_BYTES", "200", 1);
+  Tensor<double> a = random({5, 7, 9}, 51), b = random({9, 7, 4}, 52);
+  Tensor<double> r_perm, r_sum, r_max, r_contract, r_slice;
+  r_perm("k,i,j") = a("i,j,k");
+  r_sum("j") = tenex::sum(a("i,j,k"), "i,k");
+  r_max("i,k") = tenex::max_over(a("i,j,k"), "j");
+  r_contract("i,l") = a("i,j,k") * b("k,j,l");
+  r_slice("i,j,k") = tenex::slice(a("i,j,k"), {1, 2, 3}, {4, 7, 8});
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b);
+    DT perm(ctx), sum(ctx), max(ctx), contract(ctx), sliced(ctx);
+    perm("k,i,j") = da("i,j,k");
+    sum("j") = tenex::sum(da("i,j,k"), "i,k");
+    max("i,k") = tenex::max_over(da("i,j,k"), "j");
+    contract("i,l") = da("i,j,k") * db("k,j,l");
+    sliced("i,j,k") = tenex::slice(da("i,j,k"), {1, 2, 3}, {4, 7, 8});
+    CHECK(mismatches(perm, r_perm) == 0);
+    CHECK(mismatches(sum, r_sum) == 0);
+    CHECK(mismatches(max, r_max) == 0);
+    CHECK(mismatches(contract, r_contract) == 0);
+    CHECK(mismatches(sliced, r_slice) == 0);
+  }
+  unsetenv("TENEX_DIST_REMAP_ROUND_BYTES");
+}
+
+TEST_CASE("dist: inner products and full reductions, as plain loops give them") {
+  // A product to a scalar runs as local products and one MPI_Allreduce (the second operand
+  // remapped to the first's layout); a fused full reduction reduces without storing its space.
+  Tensor<double> a = random({5, 7, 9}, 61), b = random({9, 5, 7}, 62);
+  double dot = 0, squares = 0, energy = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t j = 0; j < 7; ++j) {
+      for (std::size_t k = 0; k < 9; ++k) {
+        dot += a.at(i, j, k) * b.at(k, i, j);
+        squares += a.at(i, j, k) * a.at(i, j, k);
+        energy += a.at(i, j, k) * (2.0 * a.at(i, j, k) - b.at(k, i, j)) / (1.5 + a.at(i, j, k) * a.at(i, j, k));
+      }
+    }
+  }
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b);
+    Tensor<double> e_dot, e_same, e_fused;
+    e_dot("") = da("i,j,k") * db("k,i,j");
+    e_same("") = 3.0 * da("i,j,k") * da("i,j,k");
+    e_fused("") = da("i,j,k") * (2.0 * da("i,j,k") - db("k,i,j")) / (1.5 + tenex::square(da("i,j,k")));
+    CHECK(e_dot.at() == doctest::Approx(dot).epsilon(1e-12));
+    CHECK(e_same.at() == doctest::Approx(3.0 * squares).epsilon(1e-12));
+    CHECK(e_fused.at() == doctest::Approx(energy).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("dist: a failure on one rank is a tenex::Error on every rank") {
   for (const auto& options : grids()) {
     Context ctx(MPI_COMM_WORLD, options);

@@ -43,6 +43,10 @@ struct DistMatrix {
 /// failure to allocate throws on this rank only; callers agree).
 template <class T>
 std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<std::size_t> extents, std::size_t split);
+/// The same layout with no local elements (`local` empty): for walking a layout's elements
+/// without storing them.
+template <class T>
+std::shared_ptr<DistMatrix<T>> make_layout(const DistContext& ctx, std::vector<std::size_t> extents, std::size_t split);
 template <class T>
 std::shared_ptr<DistMatrix<T>> make_canonical(const DistContext& ctx, std::vector<std::size_t> extents) {
   const std::size_t split = canonical_split(extents.size());
