@@ -727,9 +727,11 @@ namespace {
 /// denominators), replicated on every rank with MPI_Allgatherv and read by index.
 template <class T>
 struct SpaceOperands {
-  std::vector<MatrixPtr<T>> local;                // null where replicated
+  std::vector<MatrixPtr<T>> local;                // null where read by strides
   std::vector<std::vector<T>> full;               // replicated values, row-major
-  std::vector<std::vector<std::size_t>> strides;  // by space mode, into `full`
+  std::vector<const T*> base;                     // where read by strides: `full`, or the whole matrix
+  std::vector<std::vector<std::size_t>> strides;  // by space mode, from `base`
+  std::vector<MatrixPtr<T>> held;                 // keeps read-in-place matrices alive
   bool any_replicated = false;
 
   SpaceOperands(const DistContext& ctx, const KernelArgs<T>& args, const Labels& space, const Extents& extents) {
@@ -738,16 +740,18 @@ struct SpaceOperands {
     const std::size_t n = args.operands.size();
     local.resize(n);
     full.resize(n);
+    base.resize(n, nullptr);
     strides.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
       const OpNode& node = *args.operand_nodes[k];
       const MatrixPtr<T>& m = operand(args, k);
-      bool broadcast = false;
+      bool broadcast = false, within = true;
       for (const auto& l : space) broadcast = broadcast || !has(node.labels, l);
-      if (broadcast && node.size() * static_cast<std::size_t>(ctx.size) <= space_size) {
-        full[k] = gather(ctx, *m, -1);
-        std::vector<std::size_t> own(node.labels.size(), 1);
-        for (std::size_t d = node.labels.size(); d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+      for (const auto& l : node.labels) within = within && has(space, l);
+      const bool in_order = node.labels == space && all_distinct(node.labels);
+      // Each element's offset from `base` is a sum over the operand's modes of index times
+      // stride (a repeated label adds its strides: a diagonal).
+      auto read_by_strides = [&](const std::vector<std::size_t>& own) {
         strides[k].assign(space.size(), 0);
         for (std::size_t s = 0; s < space.size(); ++s) {
           for (std::size_t d = 0; d < node.labels.size(); ++d) {
@@ -755,6 +759,24 @@ struct SpaceOperands {
           }
         }
         any_replicated = true;
+      };
+      if (broadcast && node.size() * static_cast<std::size_t>(ctx.size) <= space_size) {
+        full[k] = gather(ctx, *m, -1);
+        base[k] = full[k].data();
+        std::vector<std::size_t> own(node.labels.size(), 1);
+        for (std::size_t d = node.labels.size(); d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+        read_by_strides(own);
+      } else if (ctx.size == 1 && within && !in_order) {
+        // One rank holds the whole matrix: a permuted operand (MP2's exchange V(i,b,j,a)) is
+        // read where it is, not remapped into a copy of its size. Row modes step through the
+        // rows, column modes through the columns of the column-major local matrix.
+        std::vector<std::size_t> own(node.labels.size(), 1);
+        for (std::size_t d = m->split; d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+        if (m->split < node.labels.size()) own[node.labels.size() - 1] = static_cast<std::size_t>(m->lld());
+        for (std::size_t d = node.labels.size(); d-- > m->split + 1;) own[d - 1] = own[d] * node.extents[d];
+        held.push_back(m);
+        base[k] = m->local.data();
+        read_by_strides(own);
       } else {
         local[k] = in_canonical(ctx, m, node.labels, space, extents);
       }
@@ -795,7 +817,7 @@ struct SpaceOperands {
         }
         std::size_t offset = 0;
         for (std::size_t s = x.split; s < index.size(); ++s) offset += index[s] * strides[k][s];
-        const T* values = full[k].data() + offset;
+        const T* values = base[k] + offset;
         for (std::size_t r = 0; r < rows; ++r) buffer[k][r] = values[row_offset[k][r]];
         columns[k] = buffer[k].data();
       }

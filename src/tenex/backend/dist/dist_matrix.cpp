@@ -190,64 +190,86 @@ RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<
 
 namespace {
 
+/// Whether `rule` maps each source element to one destination element whose (row, column) is
+/// a sum of what the source's row modes give and what its column modes give: no broadcast,
+/// and each diagonal within the source's rows or within its columns.
+bool is_fast(const RemapRule& rule, std::size_t src_split) {
+  bool fast = true;
+  for (int f : rule.from) fast = fast && f >= 0;
+  for (const auto& group : rule.equal) {
+    bool rows = true, cols = true;
+    for (int m : group) {
+      rows = rows && static_cast<std::size_t>(m) < src_split;
+      cols = cols && static_cast<std::size_t>(m) >= src_split;
+    }
+    fast = fast && (rows || cols);
+  }
+  return fast;
+}
+
+/// What each of the source's local rows (or columns) adds to the destination's (row,
+/// column), and whether the rule keeps it (is_fast rules only).
+struct Part {
+  std::int64_t row = 0, col = 0;
+  bool keep = true;
+};
+
+/// Weights of each destination mode in its row or column index.
+template <class T>
+std::vector<std::int64_t> weights_of(const DistMatrix<T>& dst) {
+  const std::size_t dst_rank = dst.extents.size();
+  std::vector<std::int64_t> weight(dst_rank, 1);
+  for (std::size_t k = dst.split; k-- > 1;) weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
+  for (std::size_t k = dst_rank; k-- > dst.split + 1;) {
+    weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
+  }
+  return weight;
+}
+
+template <class T>
+std::vector<Part> parts_of(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule,
+                           const DistMatrix<T>& dst, const std::vector<std::int64_t>& weight, int count, bool rows) {
+  const std::size_t src_rank = src.extents.size(), dst_rank = dst.extents.size();
+  std::vector<Part> out(static_cast<std::size_t>(count));
+  std::vector<std::size_t> s;
+  for (int x = 0; x < count; ++x) {
+    if (rows) {
+      src.tensor_index(src.global_row(ctx, x), 0, s);
+    } else {
+      src.tensor_index(0, src.global_col(ctx, x), s);
+    }
+    const std::size_t from = rows ? 0 : src.split, to = rows ? src.split : src_rank;
+    Part& p = out[static_cast<std::size_t>(x)];
+    for (std::size_t m = from; m < to && p.keep && m < rule.lo.size(); ++m) {
+      p.keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
+    }
+    for (const auto& group : rule.equal) {
+      const auto first = static_cast<std::size_t>(group[0]);
+      if (first < from || first >= to) continue;
+      for (int m : group) p.keep = p.keep && s[static_cast<std::size_t>(m)] == s[first];
+    }
+    for (std::size_t k = 0; k < dst_rank; ++k) {
+      const auto m = static_cast<std::size_t>(rule.from[k]);
+      if (m < from || m >= to) continue;
+      const std::int64_t v = static_cast<std::int64_t>(s[m]) + (rule.offset.empty() ? 0 : rule.offset[k]);
+      (k < dst.split ? p.row : p.col) += v * weight[k];
+    }
+  }
+  return out;
+}
+
 /// Calls emit(row, col, value) with the destination (global row, column) of every element of
 /// `src` in its local columns [first_col, last_col) that `rule` keeps (every copy of a
 /// broadcast one).
 template <class T, class Emit>
 void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst,
                int first_col, int last_col, Emit emit) {
-  const std::size_t src_rank = src.extents.size(), dst_rank = dst.extents.size();
-  // Weights of each destination mode in its row or column index.
-  std::vector<std::int64_t> weight(dst_rank, 1);
-  for (std::size_t k = dst.split; k-- > 1;) weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
-  for (std::size_t k = dst_rank; k-- > dst.split + 1;) {
-    weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
-  }
-  bool fast = true;  // no broadcast, and each diagonal within the source's rows or its columns
-  for (int f : rule.from) fast = fast && f >= 0;
-  for (const auto& group : rule.equal) {
-    bool rows = true, cols = true;
-    for (int m : group) {
-      rows = rows && static_cast<std::size_t>(m) < src.split;
-      cols = cols && static_cast<std::size_t>(m) >= src.split;
-    }
-    fast = fast && (rows || cols);
-  }
-  if (fast) {
+  const std::size_t dst_rank = dst.extents.size();
+  const std::vector<std::int64_t> weight = weights_of(dst);
+  if (is_fast(rule, src.split)) {
     // A destination index is a sum of what the source's row modes give and what its column
     // modes give: worked out once per local row and once per local column.
-    struct Part {
-      std::int64_t row = 0, col = 0;
-      bool keep = true;
-    };
-    auto parts = [&](int count, bool rows) {
-      std::vector<Part> out(static_cast<std::size_t>(count));
-      std::vector<std::size_t> s;
-      for (int x = 0; x < count; ++x) {
-        if (rows) {
-          src.tensor_index(src.global_row(ctx, x), 0, s);
-        } else {
-          src.tensor_index(0, src.global_col(ctx, x), s);
-        }
-        const std::size_t from = rows ? 0 : src.split, to = rows ? src.split : src_rank;
-        Part& p = out[static_cast<std::size_t>(x)];
-        for (std::size_t m = from; m < to && p.keep && m < rule.lo.size(); ++m) {
-          p.keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
-        }
-        for (const auto& group : rule.equal) {
-          const auto first = static_cast<std::size_t>(group[0]);
-          if (first < from || first >= to) continue;
-          for (int m : group) p.keep = p.keep && s[static_cast<std::size_t>(m)] == s[first];
-        }
-        for (std::size_t k = 0; k < dst_rank; ++k) {
-          const auto m = static_cast<std::size_t>(rule.from[k]);
-          if (m < from || m >= to) continue;
-          const std::int64_t v = static_cast<std::int64_t>(s[m]) + (rule.offset.empty() ? 0 : rule.offset[k]);
-          (k < dst.split ? p.row : p.col) += v * weight[k];
-        }
-      }
-      return out;
-    };
+    auto parts = [&](int count, bool rows) { return parts_of(ctx, src, rule, dst, weight, count, rows); };
     const std::vector<Part> row_parts = parts(src.local_rows, true), col_parts = parts(src.local_cols, false);
     // In tiles of the source: a permutation that turns rows into columns (a transpose) then
     // writes to a few destination columns at a time instead of one cache line per element.
@@ -335,7 +357,7 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
     if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
     if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
   }
-  std::fill(dst.local.begin(), dst.local.end(), start);
+  if (start != T(0)) std::fill(dst.local.begin(), dst.local.end(), start);  // dst is made zero-filled
   T* local = dst.local.data();
   auto combine = [&rule, local](std::uint64_t at, T value) {
     switch (rule.reduce) {
@@ -357,9 +379,51 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
   };
   if (ctx.size == 1) {  // the local matrix is the whole matrix: a permutation in place
     const auto lld = static_cast<std::uint64_t>(lld_of_row[0]);
-    enumerate(ctx, src, rule, dst, 0, src.local_cols, [&](std::int64_t row, std::int64_t col, T value) {
-      combine(static_cast<std::uint64_t>(col) * lld + static_cast<std::uint64_t>(row), value);
-    });
+    if (!is_fast(rule, src.split)) {
+      enumerate(ctx, src, rule, dst, 0, src.local_cols, [&](std::int64_t row, std::int64_t col, T value) {
+        combine(static_cast<std::uint64_t>(col) * lld + static_cast<std::uint64_t>(row), value);
+      });
+      return;
+    }
+    // The destination offset col * lld + row is a sum of a term per source row and a term
+    // per source column: a gather-scatter loop over tiles, one loop per kind of reduction.
+    const std::vector<std::int64_t> weight = weights_of(dst);
+    constexpr std::uint64_t skip = ~std::uint64_t{0};
+    auto offsets = [&](bool rows) {
+      const std::vector<Part> parts =
+          parts_of(ctx, src, rule, dst, weight, rows ? src.local_rows : src.local_cols, rows);
+      std::vector<std::uint64_t> out(parts.size());
+      for (std::size_t x = 0; x < parts.size(); ++x) {
+        out[x] = parts[x].keep
+                     ? static_cast<std::uint64_t>(parts[x].col) * lld + static_cast<std::uint64_t>(parts[x].row)
+                     : skip;
+      }
+      return out;
+    };
+    const std::vector<std::uint64_t> row_offset = offsets(true), col_offset = offsets(false);
+    auto permute = [&](auto accumulate) {
+      constexpr int tile = 64;
+      for (int c0 = 0; c0 < src.local_cols; c0 += tile) {
+        const int c1 = std::min(src.local_cols, c0 + tile);
+        for (int r0 = 0; r0 < src.local_rows; r0 += tile) {
+          const int r1 = std::min(src.local_rows, r0 + tile);
+          for (int c = c0; c < c1; ++c) {
+            const std::uint64_t oc = col_offset[static_cast<std::size_t>(c)];
+            if (oc == skip) continue;
+            const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
+            for (int r = r0; r < r1; ++r) {
+              const std::uint64_t orow = row_offset[static_cast<std::size_t>(r)];
+              if (orow != skip) accumulate(local[orow + oc], column[r]);
+            }
+          }
+        }
+      }
+    };
+    switch (rule.reduce) {
+      case Accumulate::sum: permute([](T& d, T v) { d += v; }); break;
+      case Accumulate::max: permute([](T& d, T v) { d = Function<FusedOp::maximum>::apply(d, v, T(0), T(0)); }); break;
+      case Accumulate::min: permute([](T& d, T v) { d = Function<FusedOp::minimum>::apply(d, v, T(0), T(0)); }); break;
+    }
     return;
   }
   // Every rank runs the same number of rounds: enough for the largest local part (rank 0's,
