@@ -535,6 +535,53 @@ TEST_CASE("dist: wait() runs the pending set on every rank and rethrows its erro
   CHECK_THROWS_WITH_AS(from.wait(), doctest::Contains("moved from"), tenex::Error);
 }
 
+TEST_CASE("dist: a fault on one rank in the new paths is the same tenex::Error on every rank") {
+  const int last = world_size() - 1;
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    // A tensor made from a function that throws on the rank holding element (3, 2) only.
+    auto f = [](const std::vector<std::size_t>& i) {
+      if (i[0] == 3 && i[1] == 2) throw std::runtime_error("no element (3, 2) here");
+      return 1.0 * i[0] + i[1];
+    };
+    CHECK_THROWS_WITH_AS(DT(ctx, {7, 5}, f), doctest::Contains("no element (3, 2) here"), tenex::Error);
+    // A fused full reduction (evaluated without storing its space) whose callable throws on
+    // one rank.
+    DT a(ctx, {7, 5}, [](auto& i) { return 10.0 * i[0] + i[1]; });
+    Tensor<double> total;
+    total("") = tenex::sum(tenex::map(a("i,j"), "picky",
+                                      [](double v) {
+                                        if (v == 32.0) throw std::runtime_error("picky: 32 is not allowed");
+                                        return v;
+                                      }),
+                           "i,j");
+    CHECK_THROWS_WITH_AS(total.wait(), doctest::Contains("32 is not allowed"), tenex::Error);
+    // Out of memory on the last rank in the last round of a remap of many rounds: every rank
+    // gets the same BackendError, no rank is left in the exchange.
+    setenv("TENEX_DIST_REMAP_ROUND_BYTES", "200", 1);
+    const std::string failing = std::to_string(last);
+    setenv("TENEX_DIST_FAIL_REMAP_ON_RANK", failing.c_str(), 1);
+    DT permuted(ctx);
+    permuted("j,i") = a("i,j");
+    if (world_size() > 1) {
+      const std::string expected = "out of memory on rank " + failing;
+      CHECK_THROWS_WITH_AS(permuted.wait(), doctest::Contains(expected.c_str()), tenex::BackendError);
+    } else {
+      CHECK_NOTHROW(permuted.wait());  // one rank permutes in place: no rounds, no buffers
+    }
+    unsetenv("TENEX_DIST_FAIL_REMAP_ON_RANK");
+    // Usable afterwards, and the rounds give the right elements.
+    permuted("j,i") = a("i,j");
+    std::size_t bad = 0;
+    permuted.for_each_local([&](const std::vector<std::size_t>& i, double v) {
+      if (v != 10.0 * i[1] + i[0]) ++bad;
+    });
+    CHECK(bad == 0);
+    unsetenv("TENEX_DIST_REMAP_ROUND_BYTES");
+  }
+}
+
 TEST_CASE("dist: distributed tensors need the distributed backend") {
   Context ctx(MPI_COMM_WORLD, grids().front());
   DT a(ctx, {3, 3});

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <type_traits>
 
@@ -40,6 +41,14 @@ std::size_t remap_round_bytes() {
     if (bytes > 0) return static_cast<std::size_t>(bytes);
   }
   return kRemapRoundBytes;
+}
+
+/// Test switch: TENEX_DIST_FAIL_REMAP_ON_RANK=r makes rank r run out of memory (std::bad_alloc)
+/// in the last round of every remap with more than one rank, so that the tests can check
+/// that a failure on one rank in the middle of a remap is the same error on every rank.
+bool remap_fails_here(const DistContext& ctx) {
+  const char* text = std::getenv("TENEX_DIST_FAIL_REMAP_ON_RANK");
+  return text != nullptr && *text != '\0' && std::atoi(text) == ctx.rank;
 }
 
 /// n / d by a multiply for 0 <= n < 2^32 (Lemire, Kaser and Kurz, "Faster remainder by
@@ -445,6 +454,7 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
     const auto bound = [&](int r) { return static_cast<int>(static_cast<std::int64_t>(src.local_cols) * r / rounds); };
     const int first = bound(round), last = bound(round + 1);
     agreed(ctx, [&] {
+      if (round + 1 == rounds && remap_fails_here(ctx)) throw std::bad_alloc();
       std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
       enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T) {
         int owner = 0;
