@@ -73,7 +73,7 @@ RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<
 
 /// Collective: `dst` (as make_matrix made it, zero-filled, any layout) receives the elements of
 /// `src` by `rule`. This rank's own elements are combined in place; the others travel as
-/// (offset, value) pairs in MPI_Alltoallv rounds of at most 32 MiB per rank.
+/// (offset, value) pairs in MPI_Alltoallv rounds of at most 8 MiB per rank.
 template <class T>
 void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst);
 
