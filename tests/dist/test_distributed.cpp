@@ -386,6 +386,64 @@ TEST_CASE("dist: decompositions by their residuals") {
   }
 }
 
+TEST_CASE("dist: remaps in many small rounds match the CPU backend") {
+  // Each rank keeps its own elements in place and sends the rest in rounds; a round size of
+  // a few elements makes every remap below take many rounds.
+  setenv("TENEX_DIST_REMAP_ROUND_BYTES", "200", 1);
+  Tensor<double> a = random({5, 7, 9}, 51), b = random({9, 7, 4}, 52);
+  Tensor<double> r_perm, r_sum, r_max, r_contract, r_slice;
+  r_perm("k,i,j") = a("i,j,k");
+  r_sum("j") = tenex::sum(a("i,j,k"), "i,k");
+  r_max("i,k") = tenex::max_over(a("i,j,k"), "j");
+  r_contract("i,l") = a("i,j,k") * b("k,j,l");
+  r_slice("i,j,k") = tenex::slice(a("i,j,k"), {1, 2, 3}, {4, 7, 8});
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b);
+    DT perm(ctx), sum(ctx), max(ctx), contract(ctx), sliced(ctx);
+    perm("k,i,j") = da("i,j,k");
+    sum("j") = tenex::sum(da("i,j,k"), "i,k");
+    max("i,k") = tenex::max_over(da("i,j,k"), "j");
+    contract("i,l") = da("i,j,k") * db("k,j,l");
+    sliced("i,j,k") = tenex::slice(da("i,j,k"), {1, 2, 3}, {4, 7, 8});
+    CHECK(mismatches(perm, r_perm) == 0);
+    CHECK(mismatches(sum, r_sum) == 0);
+    CHECK(mismatches(max, r_max) == 0);
+    CHECK(mismatches(contract, r_contract) == 0);
+    CHECK(mismatches(sliced, r_slice) == 0);
+  }
+  unsetenv("TENEX_DIST_REMAP_ROUND_BYTES");
+}
+
+TEST_CASE("dist: inner products and full reductions, as plain loops give them") {
+  // A product to a scalar runs as local products and one MPI_Allreduce (the second operand
+  // remapped to the first's layout); a fused full reduction reduces without storing its space.
+  Tensor<double> a = random({5, 7, 9}, 61), b = random({9, 5, 7}, 62);
+  double dot = 0, squares = 0, energy = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t j = 0; j < 7; ++j) {
+      for (std::size_t k = 0; k < 9; ++k) {
+        dot += a.at(i, j, k) * b.at(k, i, j);
+        squares += a.at(i, j, k) * a.at(i, j, k);
+        energy += a.at(i, j, k) * (2.0 * a.at(i, j, k) - b.at(k, i, j)) / (1.5 + a.at(i, j, k) * a.at(i, j, k));
+      }
+    }
+  }
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b);
+    Tensor<double> e_dot, e_same, e_fused;
+    e_dot("") = da("i,j,k") * db("k,i,j");
+    e_same("") = 3.0 * da("i,j,k") * da("i,j,k");
+    e_fused("") = da("i,j,k") * (2.0 * da("i,j,k") - db("k,i,j")) / (1.5 + tenex::square(da("i,j,k")));
+    CHECK(e_dot.at() == doctest::Approx(dot).epsilon(1e-12));
+    CHECK(e_same.at() == doctest::Approx(3.0 * squares).epsilon(1e-12));
+    CHECK(e_fused.at() == doctest::Approx(energy).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("dist: a failure on one rank is a tenex::Error on every rank") {
   for (const auto& options : grids()) {
     Context ctx(MPI_COMM_WORLD, options);
@@ -426,6 +484,101 @@ TEST_CASE("dist: a failure on one rank is a tenex::Error on every rank") {
     DT c(ctx);
     c("i,j") = a("i,k") * a("j,k");
     CHECK(c.gather_all().at(1, 1) == doctest::Approx(10 * 10 + 11 * 11 + 12 * 12 + 13 * 13 + 14 * 14));
+  }
+}
+
+TEST_CASE("dist: wait() runs the pending set on every rank and rethrows its error there") {
+  Tensor<double> a = random({7, 5}, 41), b = random({5, 9}, 42);
+  Tensor<double> reference;
+  reference("i,j") = a("i,k") * b("k,j");
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    DT da = DT::from_replicated(ctx, a), db = DT::from_replicated(ctx, b), c(ctx);
+    {
+      auto ab = da("i,k") * db("k,j");  // a named handle keeps the set open
+      c("i,j") = ab;
+      CHECK(c.pending());
+      c.wait();  // runs what the set has recorded so far, collectively
+      CHECK_FALSE(c.pending());
+      CHECK(mismatches(c, reference) == 0);
+    }
+    CHECK_NOTHROW(c.wait());  // nothing pending: a no-op
+    // p?potrf fails (a global info): every rank gets the same NumericalError, at every wait.
+    DT bad(ctx, {6, 6}, [](auto& i) { return i[0] == i[1] ? (i[0] == 4 ? -1.0 : 2.0) : 0.0; });
+    DT l(ctx);
+    {
+      auto factor = tenex::cholesky(bad("i,j"));
+      l("i,j") = factor;
+      CHECK_THROWS_WITH_AS(l.wait(), doctest::Contains("cholesky"), tenex::NumericalError);
+    }
+    CHECK_THROWS_AS(l.wait(), tenex::NumericalError);
+    CHECK_FALSE(l.pending());
+    // A callable that throws on the rank holding element (2, 3) only: the same error, with
+    // that rank's text, on every rank.
+    DT m(ctx);
+    {
+      auto picky = tenex::map(da("i,j"), "picky", [&](double v) {
+        if (v == a.at(2, 3)) throw std::runtime_error("picky: element (2, 3) is not allowed");
+        return v;
+      });
+      m("i,j") = picky;
+    }
+    CHECK_THROWS_WITH_AS(m.wait(), doctest::Contains("element (2, 3) is not allowed"), tenex::Error);
+    // The objects stay usable.
+    c("i,j") = 2.0 * da("i,k") * db("k,j");
+    c.wait();
+    CHECK(c.gather_all().at(6, 8) == doctest::Approx(2.0 * reference.at(6, 8)));
+  }
+  Context ctx(MPI_COMM_WORLD, grids().front());
+  DT from(ctx, {2, 2}), to(std::move(from));
+  CHECK_THROWS_WITH_AS(from.wait(), doctest::Contains("moved from"), tenex::Error);
+}
+
+TEST_CASE("dist: a fault on one rank in the new paths is the same tenex::Error on every rank") {
+  const int last = world_size() - 1;
+  for (const auto& options : grids()) {
+    Context ctx(MPI_COMM_WORLD, options);
+    OnDistributed on;
+    // A tensor made from a function that throws on the rank holding element (3, 2) only.
+    auto f = [](const std::vector<std::size_t>& i) {
+      if (i[0] == 3 && i[1] == 2) throw std::runtime_error("no element (3, 2) here");
+      return 1.0 * i[0] + i[1];
+    };
+    CHECK_THROWS_WITH_AS(DT(ctx, {7, 5}, f), doctest::Contains("no element (3, 2) here"), tenex::Error);
+    // A fused full reduction (evaluated without storing its space) whose callable throws on
+    // one rank.
+    DT a(ctx, {7, 5}, [](auto& i) { return 10.0 * i[0] + i[1]; });
+    Tensor<double> total;
+    total("") = tenex::sum(tenex::map(a("i,j"), "picky",
+                                      [](double v) {
+                                        if (v == 32.0) throw std::runtime_error("picky: 32 is not allowed");
+                                        return v;
+                                      }),
+                           "i,j");
+    CHECK_THROWS_WITH_AS(total.wait(), doctest::Contains("32 is not allowed"), tenex::Error);
+    // Out of memory on the last rank in the last round of a remap of many rounds: every rank
+    // gets the same BackendError, no rank is left in the exchange.
+    setenv("TENEX_DIST_REMAP_ROUND_BYTES", "200", 1);
+    const std::string failing = std::to_string(last);
+    setenv("TENEX_DIST_FAIL_REMAP_ON_RANK", failing.c_str(), 1);
+    DT permuted(ctx);
+    permuted("j,i") = a("i,j");
+    if (world_size() > 1) {
+      const std::string expected = "out of memory on rank " + failing;
+      CHECK_THROWS_WITH_AS(permuted.wait(), doctest::Contains(expected.c_str()), tenex::BackendError);
+    } else {
+      CHECK_NOTHROW(permuted.wait());  // one rank permutes in place: no rounds, no buffers
+    }
+    unsetenv("TENEX_DIST_FAIL_REMAP_ON_RANK");
+    // Usable afterwards, and the rounds give the right elements.
+    permuted("j,i") = a("i,j");
+    std::size_t bad = 0;
+    permuted.for_each_local([&](const std::vector<std::size_t>& i, double v) {
+      if (v != 10.0 * i[1] + i[0]) ++bad;
+    });
+    CHECK(bad == 0);
+    unsetenv("TENEX_DIST_REMAP_ROUND_BYTES");
   }
 }
 

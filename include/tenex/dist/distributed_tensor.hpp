@@ -65,6 +65,16 @@ class TENEX_API DistributedTensor {
   /// The whole tensor on every rank. Collective.
   Tensor<T> gather_all() const;
 
+  /// True while this tensor is the pending result of a set that has not run yet.
+  bool pending() const;
+  /// Runs the set that produces this tensor now (a no-op when it has run) and rethrows the
+  /// error that set stored, as the same tenex::Error (subclass kept) on every rank.
+  /// Collective: a set runs on all ranks together, so call it on every rank, before reading
+  /// the result on one of them:
+  ///   c.wait();                                    // every rank
+  ///   if (ctx.rank() == 0) use(c.local_data());    // now a local read
+  void wait() const;
+
   /// Labels this tensor in an expression (as Tensor::operator()).
   Indexed<Tensor<T>> operator()(std::string_view labels);
 

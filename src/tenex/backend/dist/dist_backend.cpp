@@ -152,42 +152,76 @@ T parameter(double x) {
   return scalar_factor<T>(x, 0.0);
 }
 
-/// The program at one point, each function by its scalar definition in the table
-/// (tenex/graph/functions.hpp), as the CPU backend evaluates it.
+/// The program over `n` points at once (one local column of the iteration space): `loads[k]`
+/// holds operand k's values there; each function is applied by its scalar definition in the
+/// table (tenex/graph/functions.hpp), as the CPU backend evaluates it. Returns the values
+/// of the program's last instruction (in `values`, or an operand's column).
 template <class T>
-T apply_fused(const FusedParams& params, const std::vector<T>& loads, std::vector<T>& values) {
-  const auto& program = params.program;
-  values.resize(program.size());
-  for (std::size_t i = 0; i < program.size(); ++i) {
-    const FusedInstr& in_ = program[i];
-    const T a = in_.op == FusedOp::load || in_.op == FusedOp::constant ? T(0) : values[in_.a];
-    const T b = fused_op_values(in_.op) == 2 ? values[in_.b] : T(0);
-    T v = T(0);
-    switch (in_.op) {
-      case FusedOp::load: v = loads[in_.a]; break;
-      case FusedOp::constant: v = scalar_factor<T>(in_.x, in_.y); break;  // complex sets: x + i y
-      case FusedOp::call: {
-        const ScalarFunction& f = *params.functions.at(in_.b);
-        if constexpr (std::is_same_v<T, float>) {
-          v = f.f32(a);
-        } else if constexpr (std::is_same_v<T, double>) {
-          v = f.f64(a);
-        } else if constexpr (std::is_same_v<T, std::complex<float>>) {
-          v = f.c64(a);
-        } else {
-          v = f.c128(a);
-        }
-        break;
-      }
-#define TENEX_DIST_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda) \
-  case FusedOp::op: v = Function<FusedOp::op>::apply(a, b, parameter<T>(in_.x), parameter<T>(in_.y)); break;
-        TENEX_FOR_EACH_FUNCTION(TENEX_DIST_FUNCTION)
-#undef TENEX_DIST_FUNCTION
-    }
-    values[i] = v;
+class ColumnProgram {
+ public:
+  explicit ColumnProgram(const FusedParams& params) : params_(params) {
+    for (const FusedInstr& in : params.program) arity_.push_back(fused_op_values(in.op));
+    values_.resize(params.program.size());
+    at_.resize(params.program.size());
   }
-  return values.back();
-}
+
+  const T* run(const std::vector<const T*>& loads, std::size_t n) {
+    if (zeros_.size() < n) zeros_.assign(n, T(0));
+    const auto& program = params_.program;
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const FusedInstr& in_ = program[i];
+      if (in_.op == FusedOp::load) {
+        at_[i] = loads[in_.a];
+        continue;
+      }
+      std::vector<T>& out = values_[i];
+      if (out.size() < n) out.resize(n);
+      T* v = out.data();
+      at_[i] = v;
+      if (in_.op == FusedOp::constant) {
+        std::fill(v, v + n, scalar_factor<T>(in_.x, in_.y));  // complex sets: x + i y
+        continue;
+      }
+      const T* a = at_[in_.a];
+      const T* b = arity_[i] == 2 ? at_[in_.b] : zeros_.data();
+      if (in_.op == FusedOp::call) {
+        const ScalarFunction& f = *params_.functions.at(in_.b);
+        for (std::size_t j = 0; j < n; ++j) {
+          if constexpr (std::is_same_v<T, float>) {
+            v[j] = f.f32(a[j]);
+          } else if constexpr (std::is_same_v<T, double>) {
+            v[j] = f.f64(a[j]);
+          } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+            v[j] = f.c64(a[j]);
+          } else {
+            v[j] = f.c128(a[j]);
+          }
+        }
+        continue;
+      }
+      const T x = parameter<T>(in_.x), y = parameter<T>(in_.y);
+      switch (in_.op) {
+        case FusedOp::load:
+        case FusedOp::constant:
+        case FusedOp::call: break;
+#define TENEX_DIST_FUNCTION(op, name, values, parameters, keeps_zero, scalar, text, cuda)      \
+  case FusedOp::op:                                                                            \
+    for (std::size_t j = 0; j < n; ++j) v[j] = Function<FusedOp::op>::apply(a[j], b[j], x, y); \
+    break;
+          TENEX_FOR_EACH_FUNCTION(TENEX_DIST_FUNCTION)
+#undef TENEX_DIST_FUNCTION
+      }
+    }
+    return at_.back();
+  }
+
+ private:
+  const FusedParams& params_;
+  std::vector<int> arity_;
+  std::vector<std::vector<T>> values_;
+  std::vector<const T*> at_;
+  std::vector<T> zeros_;
+};
 
 /// acc combined with v by a max or min reduction: the table's maximum and minimum, which
 /// keep a NaN (std::max would drop it when it is the second operand).
@@ -593,7 +627,21 @@ KernelCount DistBackend<T>::run_contract(const ContractParams& params, const Ker
   // Complex sets: conj_a / conj_b read a factor conjugated (always false in real sets).
   const bool conj_a = params.conj_a, conj_b = params.conj_b;
   MatrixPtr<T> result;
-  if (cl.batch.empty()) {
+  bool same_labels = la.size() == lb.size() && all_distinct(la) && all_distinct(lb);
+  for (const auto& l : lb) same_labels = same_labels && has(la, l);
+  if (lc.empty() && same_labels) {
+    // An inner product (MP2's energy): b in a's layout, the products summed locally, one
+    // MPI_Allreduce; no p?gemm on a 1 x N matricization, so neither operand is remapped to one.
+    const MatrixPtr<T> mb = in_layout(ctx, b, lb, la, ea, a->split);
+    T local = T(0);
+    for (std::size_t x = 0; x < a->local.size(); ++x) {
+      local += (conj_a ? conj_value(a->local[x]) : a->local[x]) * (conj_b ? conj_value(mb->local[x]) : mb->local[x]);
+    }
+    T total = local;
+    MPI_Allreduce(&local, &total, 1, mpi_type<T>(), MPI_SUM, ctx.comm);
+    result = allocate_canonical<T>(ctx, {});
+    if (!result->local.empty()) result->local[0] = alpha * total;
+  } else if (cl.batch.empty()) {
     // op(A) is (free_a | contracted), op(B) is (contracted | free_b): p?gemm's flags take a
     // stored transpose as it is.
     char ta = 'N', tb = 'N';
@@ -679,9 +727,11 @@ namespace {
 /// denominators), replicated on every rank with MPI_Allgatherv and read by index.
 template <class T>
 struct SpaceOperands {
-  std::vector<MatrixPtr<T>> local;                // null where replicated
+  std::vector<MatrixPtr<T>> local;                // null where read by strides
   std::vector<std::vector<T>> full;               // replicated values, row-major
-  std::vector<std::vector<std::size_t>> strides;  // by space mode, into `full`
+  std::vector<const T*> base;                     // where read by strides: `full`, or the whole matrix
+  std::vector<std::vector<std::size_t>> strides;  // by space mode, from `base`
+  std::vector<MatrixPtr<T>> held;                 // keeps read-in-place matrices alive
   bool any_replicated = false;
 
   SpaceOperands(const DistContext& ctx, const KernelArgs<T>& args, const Labels& space, const Extents& extents) {
@@ -690,16 +740,18 @@ struct SpaceOperands {
     const std::size_t n = args.operands.size();
     local.resize(n);
     full.resize(n);
+    base.resize(n, nullptr);
     strides.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
       const OpNode& node = *args.operand_nodes[k];
       const MatrixPtr<T>& m = operand(args, k);
-      bool broadcast = false;
+      bool broadcast = false, within = true;
       for (const auto& l : space) broadcast = broadcast || !has(node.labels, l);
-      if (broadcast && node.size() * static_cast<std::size_t>(ctx.size) <= space_size) {
-        full[k] = gather(ctx, *m, -1);
-        std::vector<std::size_t> own(node.labels.size(), 1);
-        for (std::size_t d = node.labels.size(); d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+      for (const auto& l : node.labels) within = within && has(space, l);
+      const bool in_order = node.labels == space && all_distinct(node.labels);
+      // Each element's offset from `base` is a sum over the operand's modes of index times
+      // stride (a repeated label adds its strides: a diagonal).
+      auto read_by_strides = [&](const std::vector<std::size_t>& own) {
         strides[k].assign(space.size(), 0);
         for (std::size_t s = 0; s < space.size(); ++s) {
           for (std::size_t d = 0; d < node.labels.size(); ++d) {
@@ -707,33 +759,69 @@ struct SpaceOperands {
           }
         }
         any_replicated = true;
+      };
+      if (broadcast && node.size() * static_cast<std::size_t>(ctx.size) <= space_size) {
+        full[k] = gather(ctx, *m, -1);
+        base[k] = full[k].data();
+        std::vector<std::size_t> own(node.labels.size(), 1);
+        for (std::size_t d = node.labels.size(); d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+        read_by_strides(own);
+      } else if (ctx.size == 1 && within && !in_order) {
+        // One rank holds the whole matrix: a permuted operand (MP2's exchange V(i,b,j,a)) is
+        // read where it is, not remapped into a copy of its size. Row modes step through the
+        // rows, column modes through the columns of the column-major local matrix.
+        std::vector<std::size_t> own(node.labels.size(), 1);
+        for (std::size_t d = m->split; d-- > 1;) own[d - 1] = own[d] * node.extents[d];
+        if (m->split < node.labels.size()) own[node.labels.size() - 1] = static_cast<std::size_t>(m->lld());
+        for (std::size_t d = node.labels.size(); d-- > m->split + 1;) own[d - 1] = own[d] * node.extents[d];
+        held.push_back(m);
+        base[k] = m->local.data();
+        read_by_strides(own);
       } else {
         local[k] = in_canonical(ctx, m, node.labels, space, extents);
       }
     }
   }
 
-  /// Calls f(at, loads) for every local element of `x` (the space's canonical matrix).
+  /// Calls f(c, columns) for every local column c of `x` (the space's canonical layout; only
+  /// its geometry is read): columns[k] points at operand k's x.local_rows values there (a
+  /// local operand's own column; a replicated one's values gathered into a buffer, its
+  /// offset the sum of what the row modes and what the column modes give, worked out once
+  /// per local row and once per local column).
   template <class F>
-  void for_each(const DistContext& ctx, const DistMatrix<T>& x, F f) const {
-    std::vector<T> loads(local.size());
-    std::vector<std::size_t> index;
-    for (int c = 0; c < x.local_cols; ++c) {
-      const auto gc = x.global_col(ctx, c);
+  void for_each_column(const DistContext& ctx, const DistMatrix<T>& x, F f) const {
+    const std::size_t n = local.size();
+    const auto rows = static_cast<std::size_t>(x.local_rows);
+    std::vector<std::vector<std::size_t>> row_offset(n);
+    std::vector<std::vector<T>> buffer(n);
+    std::vector<std::size_t> index, col_offset(n, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (local[k]) continue;
+      row_offset[k].resize(rows);
+      buffer[k].resize(rows);
       for (int r = 0; r < x.local_rows; ++r) {
-        const std::size_t at = static_cast<std::size_t>(c) * static_cast<std::size_t>(x.lld()) + r;
-        if (any_replicated) x.tensor_index(x.global_row(ctx, r), gc, index);
-        for (std::size_t k = 0; k < local.size(); ++k) {
-          if (local[k]) {
-            loads[k] = local[k]->local[at];
-          } else {
-            std::size_t offset = 0;
-            for (std::size_t s = 0; s < index.size(); ++s) offset += index[s] * strides[k][s];
-            loads[k] = full[k][offset];
-          }
-        }
-        f(at, loads);
+        x.tensor_index(x.global_row(ctx, r), 0, index);
+        std::size_t offset = 0;
+        for (std::size_t s = 0; s < x.split; ++s) offset += index[s] * strides[k][s];
+        row_offset[k][static_cast<std::size_t>(r)] = offset;
       }
+    }
+    std::vector<const T*> columns(n);
+    for (int c = 0; c < x.local_cols; ++c) {
+      const std::size_t at = static_cast<std::size_t>(c) * static_cast<std::size_t>(x.lld());
+      if (any_replicated) x.tensor_index(0, x.global_col(ctx, c), index);
+      for (std::size_t k = 0; k < n; ++k) {
+        if (local[k]) {
+          columns[k] = local[k]->local.data() + at;
+          continue;
+        }
+        std::size_t offset = 0;
+        for (std::size_t s = x.split; s < index.size(); ++s) offset += index[s] * strides[k][s];
+        const T* values = base[k] + offset;
+        for (std::size_t r = 0; r < rows; ++r) buffer[k][r] = values[row_offset[k][r]];
+        columns[k] = buffer[k].data();
+      }
+      f(c, columns);
     }
   }
 };
@@ -743,9 +831,15 @@ KernelCount binary(const DistContext& ctx, const KernelArgs<T>& args, const Elem
   const SpaceOperands<T> in(ctx, args, args.node.labels, args.node.extents);
   MatrixPtr<T> c = allocate_canonical<T>(ctx, args.node.extents);
   const T alpha = scalar_factor<T>(p.alpha, 0.0), alpha_b = scalar_factor<T>(p.alpha_b, 0.0);
-  in.for_each(ctx, *c, [&](std::size_t at, const std::vector<T>& loads) {
-    const T u = alpha * loads[0], v = alpha_b * loads[1];
-    c->local[at] = op == 0 ? u + v : op == 1 ? u - v : u / v;
+  const auto rows = static_cast<std::size_t>(c->local_rows);
+  in.for_each_column(ctx, *c, [&](int col, const std::vector<const T*>& columns) {
+    T* out = c->local.data() + static_cast<std::size_t>(col) * static_cast<std::size_t>(c->lld());
+    const T* a = columns[0];
+    const T* b = columns[1];
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T u = alpha * a[r], v = alpha_b * b[r];
+      out[r] = op == 0 ? u + v : op == 1 ? u - v : u / v;
+    }
   });
   set_out(args, {c});
   return {static_cast<double>(args.node.size()), 1};
@@ -804,30 +898,31 @@ KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArg
     }
   }
   const SpaceOperands<T> in(ctx, args, space, extents);
-  MatrixPtr<T> x = allocate_canonical<T>(ctx, extents);
-  agreed(ctx, [&] {  // a tenex::map callable may throw on some ranks only
-    std::vector<T> values;
-    in.for_each(ctx, *x, [&](std::size_t at, const std::vector<T>& loads) {
-      x->local[at] = apply_fused(params, loads, values);
-    });
-  });
-  const double flops = static_cast<double>(x->rows) * x->cols * static_cast<double>(params.program.size());
-  if (space.size() == args.node.labels.size()) {
-    set_out(args, {x});
-    return {flops, 1};
-  }
+  std::size_t space_size = 1;
+  for (std::size_t e : extents) space_size *= e;
+  const double flops = static_cast<double>(space_size) * static_cast<double>(params.program.size());
   const Accumulate reduce = params.reduce == ReduceOp::max   ? Accumulate::max
                             : params.reduce == ReduceOp::min ? Accumulate::min
                                                              : Accumulate::sum;
-  if (args.node.labels.empty()) {
-    // A full reduction: locally, then MPI_Allreduce.
+  if (args.node.labels.empty() && !space.empty()) {
+    // A full reduction (MP2's energy): each rank reduces its part of the space as it goes,
+    // without storing it, then one MPI_Allreduce.
     T identity = T(0);
     if constexpr (!is_complex_v<T>) {
       if (reduce == Accumulate::max) identity = -std::numeric_limits<T>::infinity();
       if (reduce == Accumulate::min) identity = std::numeric_limits<T>::infinity();
     }
     T local = identity;
-    for (T v : x->local) local = reduce_combine(reduce, local, v);
+    MatrixPtr<T> layout;
+    agreed(ctx, [&] {  // a tenex::map callable may throw on some ranks only
+      layout = make_layout<T>(ctx, extents, canonical_split(extents.size()));
+      ColumnProgram<T> program(params);
+      const auto rows = static_cast<std::size_t>(layout->local_rows);
+      in.for_each_column(ctx, *layout, [&](int, const std::vector<const T*>& columns) {
+        const T* v = program.run(columns, rows);
+        for (std::size_t r = 0; r < rows; ++r) local = reduce_combine(reduce, local, v[r]);
+      });
+    });
     T total = local;
     if (reduce == Accumulate::sum) {
       MPI_Allreduce(&local, &total, 1, mpi_type<T>(), MPI_SUM, ctx.comm);
@@ -842,6 +937,19 @@ KernelCount DistBackend<T>::run_fused(const FusedParams& params, const KernelArg
     if (!s->local.empty()) s->local[0] = total;
     set_out(args, {s});
     return {flops, 2};
+  }
+  MatrixPtr<T> x = allocate_canonical<T>(ctx, extents);
+  agreed(ctx, [&] {  // a tenex::map callable may throw on some ranks only
+    ColumnProgram<T> program(params);
+    const auto rows = static_cast<std::size_t>(x->local_rows);
+    in.for_each_column(ctx, *x, [&](int col, const std::vector<const T*>& columns) {
+      const T* v = program.run(columns, rows);
+      std::copy(v, v + rows, x->local.data() + static_cast<std::size_t>(col) * static_cast<std::size_t>(x->lld()));
+    });
+  });
+  if (space.size() == args.node.labels.size()) {
+    set_out(args, {x});
+    return {flops, 1};
   }
   set_out(args, {in_canonical(ctx, x, space, args.node.labels, args.node.extents, reduce)});
   return {flops, 2};

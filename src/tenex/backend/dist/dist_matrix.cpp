@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <type_traits>
 
@@ -23,11 +26,65 @@ std::int64_t product(const std::vector<std::size_t>& e, std::size_t from, std::s
   return p;
 }
 
-/// Owner (grid row or column) and local index of global index g, block size nb, p processes.
-inline int owner_of(std::int64_t g, int nb, int p) { return static_cast<int>((g / nb) % p); }
-inline int local_of(std::int64_t g, int nb, int p) {
-  return static_cast<int>((g / (std::int64_t{nb} * p)) * nb + g % nb);
+/// The most a remap sends (and receives) per rank in one MPI_Alltoallv round: 8 MiB, 512K
+/// elements of double with their offsets. It bounds what a remap of a large tensor needs
+/// besides its source and destination: MP2 at o = 30, v = 150, X = 600 on 4 ranks peaked at
+/// 291 MB per rank with 8 MiB rounds and 342 MB with 32 MiB, in the same time (a round's
+/// fixed cost is one MPI_Alltoall of counts, microseconds next to packing 512K elements).
+constexpr std::size_t kRemapRoundBytes = std::size_t{8} << 20;
+
+/// The round size: kRemapRoundBytes, or TENEX_DIST_REMAP_ROUND_BYTES (a test switch, so that
+/// small tensors take many rounds; docs/distributed.md). Every rank must see the same value.
+std::size_t remap_round_bytes() {
+  if (const char* text = std::getenv("TENEX_DIST_REMAP_ROUND_BYTES")) {
+    const unsigned long long bytes = std::strtoull(text, nullptr, 10);
+    if (bytes > 0) return static_cast<std::size_t>(bytes);
+  }
+  return kRemapRoundBytes;
 }
+
+/// Test switch: TENEX_DIST_FAIL_REMAP_ON_RANK=r makes rank r run out of memory (std::bad_alloc)
+/// in the last round of every remap with more than one rank, so that the tests can check
+/// that a failure on one rank in the middle of a remap is the same error on every rank.
+bool remap_fails_here(const DistContext& ctx) {
+  const char* text = std::getenv("TENEX_DIST_FAIL_REMAP_ON_RANK");
+  return text != nullptr && *text != '\0' && std::atoi(text) == ctx.rank;
+}
+
+/// n / d by a multiply for 0 <= n < 2^32 (Lemire, Kaser and Kurz, "Faster remainder by
+/// direct computation", 2019): a remap places every element by two such divisions per
+/// coordinate, which as hardware divisions took most of its time.
+class FastDivider {
+ public:
+  explicit FastDivider(std::uint32_t d) : d_(d), m_(d > 1 ? ~std::uint64_t{0} / d + 1 : 0) {}
+  std::uint32_t divide(std::uint32_t n) const {
+    __extension__ using Wide = unsigned __int128;
+    return d_ == 1 ? n : static_cast<std::uint32_t>((static_cast<Wide>(m_) * n) >> 64);
+  }
+
+ private:
+  std::uint32_t d_;
+  std::uint64_t m_;
+};
+
+/// Where global row (or column) g of a block-cyclic dimension lives: the process row (or
+/// column) and the local index there.
+class CyclicPlacement {
+ public:
+  CyclicPlacement(int block, int processes)
+      : block_(static_cast<std::uint32_t>(block)), processes_(static_cast<std::uint32_t>(processes)), by_block_(block_),
+        by_processes_(processes_) {}
+  void place(std::int64_t g, int& owner, std::uint64_t& local) const {
+    const auto n = static_cast<std::uint32_t>(g);  // matrix dimensions are ints
+    const std::uint32_t block = by_block_.divide(n), cycle = by_processes_.divide(block);
+    owner = static_cast<int>(block - cycle * processes_);
+    local = static_cast<std::uint64_t>(cycle) * block_ + (n - block * block_);
+  }
+
+ private:
+  std::uint32_t block_, processes_;
+  FastDivider by_block_, by_processes_;
+};
 
 template <class T>
 struct Entry {
@@ -92,6 +149,14 @@ void DistMatrix<T>::tensor_index(std::int64_t row, std::int64_t col, std::vector
 template <class T>
 std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<std::size_t> extents,
                                            std::size_t split) {
+  auto m = make_layout<T>(ctx, std::move(extents), split);
+  m->local.assign(static_cast<std::size_t>(m->local_rows) * static_cast<std::size_t>(m->local_cols), T(0));
+  return m;
+}
+
+template <class T>
+std::shared_ptr<DistMatrix<T>> make_layout(const DistContext& ctx, std::vector<std::size_t> extents,
+                                           std::size_t split) {
   auto m = std::make_shared<DistMatrix<T>>();
   m->split = split;
   const std::int64_t rows = product(extents, 0, split), cols = product(extents, split, extents.size());
@@ -108,7 +173,6 @@ std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<s
     throw InternalError("tenex: distributed backend: descinit failed (info " + std::to_string(info) + ") for a " +
                         std::to_string(m->rows) + " x " + std::to_string(m->cols) + " matrix");
   }
-  m->local.assign(static_cast<std::size_t>(m->local_rows) * static_cast<std::size_t>(m->local_cols), T(0));
   return m;
 }
 
@@ -135,71 +199,103 @@ RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<
 
 namespace {
 
-/// Calls emit(row, col, value) with the destination (global row, column) of every element of
-/// `src` that `rule` keeps (every copy of a broadcast one).
-template <class T, class Emit>
-void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst,
-               Emit emit) {
-  const std::size_t src_rank = src.extents.size(), dst_rank = dst.extents.size();
-  // Weights of each destination mode in its row or column index.
+/// Whether `rule` maps each source element to one destination element whose (row, column) is
+/// a sum of what the source's row modes give and what its column modes give: no broadcast,
+/// and each diagonal within the source's rows or within its columns.
+bool is_fast(const RemapRule& rule, std::size_t src_split) {
+  bool fast = true;
+  for (int f : rule.from) fast = fast && f >= 0;
+  for (const auto& group : rule.equal) {
+    bool rows = true, cols = true;
+    for (int m : group) {
+      rows = rows && static_cast<std::size_t>(m) < src_split;
+      cols = cols && static_cast<std::size_t>(m) >= src_split;
+    }
+    fast = fast && (rows || cols);
+  }
+  return fast;
+}
+
+/// What each of the source's local rows (or columns) adds to the destination's (row,
+/// column), and whether the rule keeps it (is_fast rules only).
+struct Part {
+  std::int64_t row = 0, col = 0;
+  bool keep = true;
+};
+
+/// Weights of each destination mode in its row or column index.
+template <class T>
+std::vector<std::int64_t> weights_of(const DistMatrix<T>& dst) {
+  const std::size_t dst_rank = dst.extents.size();
   std::vector<std::int64_t> weight(dst_rank, 1);
   for (std::size_t k = dst.split; k-- > 1;) weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
   for (std::size_t k = dst_rank; k-- > dst.split + 1;) {
     weight[k - 1] = weight[k] * static_cast<std::int64_t>(dst.extents[k]);
   }
-  bool fast = true;  // no broadcast, and each diagonal within the source's rows or its columns
-  for (int f : rule.from) fast = fast && f >= 0;
-  for (const auto& group : rule.equal) {
-    bool rows = true, cols = true;
-    for (int m : group) {
-      rows = rows && static_cast<std::size_t>(m) < src.split;
-      cols = cols && static_cast<std::size_t>(m) >= src.split;
+  return weight;
+}
+
+template <class T>
+std::vector<Part> parts_of(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule,
+                           const DistMatrix<T>& dst, const std::vector<std::int64_t>& weight, int count, bool rows) {
+  const std::size_t src_rank = src.extents.size(), dst_rank = dst.extents.size();
+  std::vector<Part> out(static_cast<std::size_t>(count));
+  std::vector<std::size_t> s;
+  for (int x = 0; x < count; ++x) {
+    if (rows) {
+      src.tensor_index(src.global_row(ctx, x), 0, s);
+    } else {
+      src.tensor_index(0, src.global_col(ctx, x), s);
     }
-    fast = fast && (rows || cols);
+    const std::size_t from = rows ? 0 : src.split, to = rows ? src.split : src_rank;
+    Part& p = out[static_cast<std::size_t>(x)];
+    for (std::size_t m = from; m < to && p.keep && m < rule.lo.size(); ++m) {
+      p.keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
+    }
+    for (const auto& group : rule.equal) {
+      const auto first = static_cast<std::size_t>(group[0]);
+      if (first < from || first >= to) continue;
+      for (int m : group) p.keep = p.keep && s[static_cast<std::size_t>(m)] == s[first];
+    }
+    for (std::size_t k = 0; k < dst_rank; ++k) {
+      const auto m = static_cast<std::size_t>(rule.from[k]);
+      if (m < from || m >= to) continue;
+      const std::int64_t v = static_cast<std::int64_t>(s[m]) + (rule.offset.empty() ? 0 : rule.offset[k]);
+      (k < dst.split ? p.row : p.col) += v * weight[k];
+    }
   }
-  if (fast) {
+  return out;
+}
+
+/// Calls emit(row, col, value) with the destination (global row, column) of every element of
+/// `src` in its local columns [first_col, last_col) that `rule` keeps (every copy of a
+/// broadcast one).
+template <class T, class Emit>
+void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst,
+               int first_col, int last_col, Emit emit) {
+  const std::size_t dst_rank = dst.extents.size();
+  const std::vector<std::int64_t> weight = weights_of(dst);
+  if (is_fast(rule, src.split)) {
     // A destination index is a sum of what the source's row modes give and what its column
     // modes give: worked out once per local row and once per local column.
-    struct Part {
-      std::int64_t row = 0, col = 0;
-      bool keep = true;
-    };
-    auto parts = [&](int count, bool rows) {
-      std::vector<Part> out(static_cast<std::size_t>(count));
-      std::vector<std::size_t> s;
-      for (int x = 0; x < count; ++x) {
-        if (rows) {
-          src.tensor_index(src.global_row(ctx, x), 0, s);
-        } else {
-          src.tensor_index(0, src.global_col(ctx, x), s);
-        }
-        const std::size_t from = rows ? 0 : src.split, to = rows ? src.split : src_rank;
-        Part& p = out[static_cast<std::size_t>(x)];
-        for (std::size_t m = from; m < to && p.keep && m < rule.lo.size(); ++m) {
-          p.keep = s[m] >= rule.lo[m] && s[m] < rule.hi[m];
-        }
-        for (const auto& group : rule.equal) {
-          const auto first = static_cast<std::size_t>(group[0]);
-          if (first < from || first >= to) continue;
-          for (int m : group) p.keep = p.keep && s[static_cast<std::size_t>(m)] == s[first];
-        }
-        for (std::size_t k = 0; k < dst_rank; ++k) {
-          const auto m = static_cast<std::size_t>(rule.from[k]);
-          if (m < from || m >= to) continue;
-          const std::int64_t v = static_cast<std::int64_t>(s[m]) + (rule.offset.empty() ? 0 : rule.offset[k]);
-          (k < dst.split ? p.row : p.col) += v * weight[k];
-        }
-      }
-      return out;
-    };
+    auto parts = [&](int count, bool rows) { return parts_of(ctx, src, rule, dst, weight, count, rows); };
     const std::vector<Part> row_parts = parts(src.local_rows, true), col_parts = parts(src.local_cols, false);
-    for (int c = 0; c < src.local_cols; ++c) {
-      const Part& pc = col_parts[static_cast<std::size_t>(c)];
-      if (!pc.keep) continue;
-      const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
-      for (int r = 0; r < src.local_rows; ++r) {
-        const Part& pr = row_parts[static_cast<std::size_t>(r)];
-        if (pr.keep) emit(pr.row + pc.row, pr.col + pc.col, column[r]);
+    // In tiles of the source: a permutation that turns rows into columns (a transpose) then
+    // writes to a few destination columns at a time instead of one cache line per element.
+    constexpr int tile = 64;
+    for (int c0 = first_col; c0 < last_col; c0 += tile) {
+      const int c1 = std::min(last_col, c0 + tile);
+      for (int r0 = 0; r0 < src.local_rows; r0 += tile) {
+        const int r1 = std::min(src.local_rows, r0 + tile);
+        for (int c = c0; c < c1; ++c) {
+          const Part& pc = col_parts[static_cast<std::size_t>(c)];
+          if (!pc.keep) continue;
+          const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
+          for (int r = r0; r < r1; ++r) {
+            const Part& pr = row_parts[static_cast<std::size_t>(r)];
+            if (pr.keep) emit(pr.row + pc.row, pr.col + pc.col, column[r]);
+          }
+        }
       }
     }
     return;
@@ -211,7 +307,7 @@ void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule
   for (std::size_t k : broadcast) {
     if (dst.extents[k] == 0) return;
   }
-  for (int c = 0; c < src.local_cols; ++c) {
+  for (int c = first_col; c < last_col; ++c) {
     const std::int64_t gc = src.global_col(ctx, c);
     for (int r = 0; r < src.local_rows; ++r) {
       src.tensor_index(src.global_row(ctx, r), gc, s);
@@ -254,76 +350,156 @@ template <class T>
 void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst) {
   PhaseTimer timer(phase_clock().remap_seconds);
   // Each element travels as (its offset in the receiver's local array, value): the sender
-  // knows the receiver's leading dimension, so the receiver only adds.
+  // knows the receiver's leading dimension, so the receiver only combines. Elements this
+  // rank keeps are combined in place without a buffer (on one rank a remap is a local
+  // permutation), and the source's columns are sent in rounds so that the buffers stay
+  // under kRemapRoundBytes per rank (a remap of a large tensor needs no more than that
+  // besides its source and destination).
   std::vector<int> lld_of_row(static_cast<std::size_t>(ctx.prow));
   for (int p = 0; p < ctx.prow; ++p) {
     const int zero = 0;
     lld_of_row[static_cast<std::size_t>(p)] = std::max(1, numroc_(&dst.rows, &ctx.block, &p, &zero, &ctx.prow));
   }
   const int nb = ctx.block;
-  std::vector<Entry<T>> send, receive;
-  std::vector<int> send_counts(ctx.size, 0), send_displs(ctx.size, 0), receive_counts(ctx.size, 0),
-      receive_displs(ctx.size, 0);
-  agreed(ctx, [&] {
-    std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
-    enumerate(ctx, src, rule, dst, [&](std::int64_t row, std::int64_t col, T) {
-      ++count[static_cast<std::size_t>(owner_of(row, nb, ctx.prow) * ctx.pcol + owner_of(col, nb, ctx.pcol))];
-    });
-    std::vector<std::size_t> next(count.size(), 0);
-    std::size_t total = 0;
-    for (int p = 0; p < ctx.size; ++p) {
-      next[static_cast<std::size_t>(p)] = total;
-      send_displs[p] = checked_count(total * sizeof(Entry<T>));
-      send_counts[p] = checked_count(count[static_cast<std::size_t>(p)] * sizeof(Entry<T>));
-      total += count[static_cast<std::size_t>(p)];
-    }
-    checked_count(total * sizeof(Entry<T>));
-    send.resize(total);
-    enumerate(ctx, src, rule, dst, [&](std::int64_t row, std::int64_t col, T value) {
-      const int pr = owner_of(row, nb, ctx.prow);
-      const int owner = pr * ctx.pcol + owner_of(col, nb, ctx.pcol);
-      const std::uint64_t at = static_cast<std::uint64_t>(local_of(col, nb, ctx.pcol)) *
-                                   static_cast<std::uint64_t>(lld_of_row[static_cast<std::size_t>(pr)]) +
-                               static_cast<std::uint64_t>(local_of(row, nb, ctx.prow));
-      send[next[static_cast<std::size_t>(owner)]++] = {at, value};
-    });
-  });
-  for (int p = 0; p < ctx.size; ++p) {
-    if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(send_counts[p]);
-  }
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, ctx.comm);
-  agreed(ctx, [&] {
-    std::size_t total = 0;
-    for (int p = 0; p < ctx.size; ++p) {
-      receive_displs[p] = checked_count(total);
-      total += static_cast<std::size_t>(receive_counts[p]);
-    }
-    checked_count(total);
-    receive.resize(total / sizeof(Entry<T>));
-  });
-  MPI_Alltoallv(data_or_dummy(send), send_counts.data(), send_displs.data(), MPI_BYTE, data_or_dummy(receive),
-                receive_counts.data(), receive_displs.data(), MPI_BYTE, ctx.comm);
   T start = T(0);
   if constexpr (!is_complex_v<T>) {  // complex numbers have no order: their reductions are sums
     if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
     if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
   }
-  std::fill(dst.local.begin(), dst.local.end(), start);
+  if (start != T(0)) std::fill(dst.local.begin(), dst.local.end(), start);  // dst is made zero-filled
   T* local = dst.local.data();
-  switch (rule.reduce) {
-    case Accumulate::sum:
-      for (const Entry<T>& e : receive) local[e.index] += e.value;
-      break;
-    case Accumulate::max:  // the table's maximum and minimum: a NaN is kept
-      for (const Entry<T>& e : receive) {
-        local[e.index] = Function<FusedOp::maximum>::apply(local[e.index], e.value, T(0), T(0));
+  auto combine = [&rule, local](std::uint64_t at, T value) {
+    switch (rule.reduce) {
+      case Accumulate::sum: local[at] += value; break;
+      case Accumulate::max:  // the table's maximum and minimum: a NaN is kept
+        local[at] = Function<FusedOp::maximum>::apply(local[at], value, T(0), T(0));
+        break;
+      case Accumulate::min: local[at] = Function<FusedOp::minimum>::apply(local[at], value, T(0), T(0)); break;
+    }
+  };
+  const CyclicPlacement by_row(nb, ctx.prow), by_col(nb, ctx.pcol);
+  auto owner_and_offset = [&](std::int64_t row, std::int64_t col, int& owner) {
+    int pr = 0, pc = 0;
+    std::uint64_t lr = 0, lc = 0;
+    by_row.place(row, pr, lr);
+    by_col.place(col, pc, lc);
+    owner = pr * ctx.pcol + pc;
+    return lc * static_cast<std::uint64_t>(lld_of_row[static_cast<std::size_t>(pr)]) + lr;
+  };
+  if (ctx.size == 1) {  // the local matrix is the whole matrix: a permutation in place
+    const auto lld = static_cast<std::uint64_t>(lld_of_row[0]);
+    if (!is_fast(rule, src.split)) {
+      enumerate(ctx, src, rule, dst, 0, src.local_cols, [&](std::int64_t row, std::int64_t col, T value) {
+        combine(static_cast<std::uint64_t>(col) * lld + static_cast<std::uint64_t>(row), value);
+      });
+      return;
+    }
+    // The destination offset col * lld + row is a sum of a term per source row and a term
+    // per source column: a gather-scatter loop over tiles, one loop per kind of reduction.
+    const std::vector<std::int64_t> weight = weights_of(dst);
+    constexpr std::uint64_t skip = ~std::uint64_t{0};
+    auto offsets = [&](bool rows) {
+      const std::vector<Part> parts =
+          parts_of(ctx, src, rule, dst, weight, rows ? src.local_rows : src.local_cols, rows);
+      std::vector<std::uint64_t> out(parts.size());
+      for (std::size_t x = 0; x < parts.size(); ++x) {
+        out[x] = parts[x].keep
+                     ? static_cast<std::uint64_t>(parts[x].col) * lld + static_cast<std::uint64_t>(parts[x].row)
+                     : skip;
       }
-      break;
-    case Accumulate::min:
-      for (const Entry<T>& e : receive) {
-        local[e.index] = Function<FusedOp::minimum>::apply(local[e.index], e.value, T(0), T(0));
+      return out;
+    };
+    const std::vector<std::uint64_t> row_offset = offsets(true), col_offset = offsets(false);
+    auto permute = [&](auto accumulate) {
+      constexpr int tile = 64;
+      for (int c0 = 0; c0 < src.local_cols; c0 += tile) {
+        const int c1 = std::min(src.local_cols, c0 + tile);
+        for (int r0 = 0; r0 < src.local_rows; r0 += tile) {
+          const int r1 = std::min(src.local_rows, r0 + tile);
+          for (int c = c0; c < c1; ++c) {
+            const std::uint64_t oc = col_offset[static_cast<std::size_t>(c)];
+            if (oc == skip) continue;
+            const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
+            for (int r = r0; r < r1; ++r) {
+              const std::uint64_t orow = row_offset[static_cast<std::size_t>(r)];
+              if (orow != skip) accumulate(local[orow + oc], column[r]);
+            }
+          }
+        }
       }
-      break;
+    };
+    switch (rule.reduce) {
+      case Accumulate::sum: permute([](T& d, T v) { d += v; }); break;
+      case Accumulate::max: permute([](T& d, T v) { d = Function<FusedOp::maximum>::apply(d, v, T(0), T(0)); }); break;
+      case Accumulate::min: permute([](T& d, T v) { d = Function<FusedOp::minimum>::apply(d, v, T(0), T(0)); }); break;
+    }
+    return;
+  }
+  // Every rank runs the same number of rounds: enough for the largest local part (rank 0's,
+  // in a block-cyclic layout), times the copies a broadcast makes of each element.
+  double copies = 1;
+  for (std::size_t k = 0; k < rule.from.size(); ++k) {
+    if (rule.from[k] < 0) copies *= static_cast<double>(dst.extents[k]);
+  }
+  const int zero = 0;
+  const double largest_part = static_cast<double>(numroc_(&src.rows, &nb, &zero, &zero, &ctx.prow)) *
+                              static_cast<double>(numroc_(&src.cols, &nb, &zero, &zero, &ctx.pcol));
+  const double round_bytes = static_cast<double>(remap_round_bytes());
+  const int rounds = static_cast<int>(
+      std::clamp(std::ceil(largest_part * copies * static_cast<double>(sizeof(Entry<T>)) / round_bytes), 1.0, 1e6));
+  std::vector<Entry<T>> send, receive;
+  std::vector<int> send_counts(ctx.size, 0), send_displs(ctx.size, 0), receive_counts(ctx.size, 0),
+      receive_displs(ctx.size, 0);
+  for (int round = 0; round < rounds; ++round) {
+    const auto bound = [&](int r) { return static_cast<int>(static_cast<std::int64_t>(src.local_cols) * r / rounds); };
+    const int first = bound(round), last = bound(round + 1);
+    agreed(ctx, [&] {
+      if (round + 1 == rounds && remap_fails_here(ctx)) throw std::bad_alloc();
+      std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
+      enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T) {
+        int owner = 0;
+        owner_and_offset(row, col, owner);
+        ++count[static_cast<std::size_t>(owner)];
+      });
+      count[static_cast<std::size_t>(ctx.rank)] = 0;  // kept here, combined in place
+      std::vector<std::size_t> next(count.size(), 0);
+      std::size_t total = 0;
+      for (int p = 0; p < ctx.size; ++p) {
+        next[static_cast<std::size_t>(p)] = total;
+        send_displs[p] = checked_count(total * sizeof(Entry<T>));
+        send_counts[p] = checked_count(count[static_cast<std::size_t>(p)] * sizeof(Entry<T>));
+        total += count[static_cast<std::size_t>(p)];
+      }
+      checked_count(total * sizeof(Entry<T>));
+      send.resize(total);
+      send.shrink_to_fit();
+      enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T value) {
+        int owner = 0;
+        const std::uint64_t at = owner_and_offset(row, col, owner);
+        if (owner == ctx.rank) {
+          combine(at, value);
+        } else {
+          send[next[static_cast<std::size_t>(owner)]++] = {at, value};
+        }
+      });
+    });
+    for (int p = 0; p < ctx.size; ++p) {
+      if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(send_counts[p]);
+    }
+    MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, ctx.comm);
+    agreed(ctx, [&] {
+      std::size_t total = 0;
+      for (int p = 0; p < ctx.size; ++p) {
+        receive_displs[p] = checked_count(total);
+        total += static_cast<std::size_t>(receive_counts[p]);
+      }
+      checked_count(total);
+      receive.resize(total / sizeof(Entry<T>));
+      receive.shrink_to_fit();
+    });
+    MPI_Alltoallv(data_or_dummy(send), send_counts.data(), send_displs.data(), MPI_BYTE, data_or_dummy(receive),
+                  receive_counts.data(), receive_displs.data(), MPI_BYTE, ctx.comm);
+    for (const Entry<T>& e : receive) combine(e.index, e.value);
   }
 }
 
@@ -439,6 +615,7 @@ void copy_block(const DistContext& ctx, int rows, int cols, const DistMatrix<T>&
 #define TENEX_INSTANTIATE_DIST_MATRIX(T)                                                                             \
   template struct DistMatrix<T>;                                                                                     \
   template std::shared_ptr<DistMatrix<T>> make_matrix<T>(const DistContext&, std::vector<std::size_t>, std::size_t); \
+  template std::shared_ptr<DistMatrix<T>> make_layout<T>(const DistContext&, std::vector<std::size_t>, std::size_t); \
   template void remap<T>(const DistContext&, const DistMatrix<T>&, const RemapRule&, DistMatrix<T>&);                \
   template std::vector<T> gather<T>(const DistContext&, const DistMatrix<T>&, int);                                  \
   template void scatter_local<T>(const DistContext&, const T*, DistMatrix<T>&);                                      \

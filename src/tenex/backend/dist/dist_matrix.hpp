@@ -43,6 +43,10 @@ struct DistMatrix {
 /// failure to allocate throws on this rank only; callers agree).
 template <class T>
 std::shared_ptr<DistMatrix<T>> make_matrix(const DistContext& ctx, std::vector<std::size_t> extents, std::size_t split);
+/// The same layout with no local elements (`local` empty): for walking a layout's elements
+/// without storing them.
+template <class T>
+std::shared_ptr<DistMatrix<T>> make_layout(const DistContext& ctx, std::vector<std::size_t> extents, std::size_t split);
 template <class T>
 std::shared_ptr<DistMatrix<T>> make_canonical(const DistContext& ctx, std::vector<std::size_t> extents) {
   const std::size_t split = canonical_split(extents.size());
@@ -67,8 +71,9 @@ struct RemapRule {
 /// broadcast, src labels missing from dst are reduced, repeated src labels take diagonals).
 RemapRule rule_by_labels(const std::vector<std::string>& src, const std::vector<std::string>& dst);
 
-/// Collective: `dst` (already made, any layout) receives the elements of `src` by `rule`
-/// (its previous contents are overwritten). One MPI_Alltoallv of (index, value) pairs.
+/// Collective: `dst` (as make_matrix made it, zero-filled, any layout) receives the elements of
+/// `src` by `rule`. This rank's own elements are combined in place; the others travel as
+/// (offset, value) pairs in MPI_Alltoallv rounds of at most 8 MiB per rank.
 template <class T>
 void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst);
 

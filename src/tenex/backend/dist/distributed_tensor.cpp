@@ -1,5 +1,6 @@
 #include "tenex/dist/distributed_tensor.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -60,12 +61,23 @@ DistributedTensor<T>::DistributedTensor(const Context& context, Shape shape, con
   std::shared_ptr<DistMatrix<T>> m;
   detail::agreed(ctx, [&] {
     m = detail::make_canonical<T>(ctx, shape.extents());
+    // The row modes' indices of each local row, worked out once (not per element).
+    const std::size_t split = m->split, rank = shape.rank();
+    std::vector<std::size_t> row_modes(static_cast<std::size_t>(m->local_rows) * split);
     Index index;
+    for (int r = 0; r < m->local_rows; ++r) {
+      m->tensor_index(m->global_row(ctx, r), 0, index);
+      std::copy(index.begin(), index.begin() + static_cast<std::ptrdiff_t>(split),
+                row_modes.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * split));
+    }
+    index.assign(rank, 0);
     for (int c = 0; c < m->local_cols; ++c) {
-      const auto gc = m->global_col(ctx, c);
+      m->tensor_index(0, m->global_col(ctx, c), index);
+      T* column = m->local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(m->lld());
       for (int r = 0; r < m->local_rows; ++r) {
-        m->tensor_index(m->global_row(ctx, r), gc, index);
-        m->local[static_cast<std::size_t>(c) * m->lld() + r] = f(index);
+        const std::size_t* modes = row_modes.data() + static_cast<std::size_t>(r) * split;
+        for (std::size_t k = 0; k < split; ++k) index[k] = modes[k];
+        column[r] = f(index);
       }
     }
   });
@@ -226,6 +238,20 @@ Tensor<T> DistributedTensor<T>::gather_all() const {
   auto m = matrix_of(context_, proxy_);
   std::vector<T> full = detail::gather(*Access::dist_context(context_), *m, -1);
   return Tensor<T>(Shape(m->extents), std::move(full));
+}
+
+template <class T>
+bool DistributedTensor<T>::pending() const {
+  check_alive(proxy_);
+  return proxy_->pending();
+}
+
+template <class T>
+void DistributedTensor<T>::wait() const {
+  check_alive(proxy_);
+  // The backend agrees on every failure inside the set, so a stored error is the same on
+  // every rank and each rethrows it here.
+  proxy_->wait();
 }
 
 template <class T>
