@@ -22,6 +22,10 @@ import sys
 import time
 import timeit
 
+# The TCCG file's reader, shared with the numpy baseline (bench/tccg_numpy.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tccg_numpy import parse  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -37,18 +41,6 @@ def import_tenex():
                 break
     import tenex
     return tenex
-
-
-def parse(path):
-    cases = []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            name, spec, extents, gflop, _group = line.rstrip("\n").split("\t")
-            ext = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in extents.split(",")}
-            cases.append((name, spec, ext, float(gflop)))
-    return cases
 
 
 def geomean(values):
@@ -81,7 +73,7 @@ def tccg(np, tenex, path, repeat, only):
     cold_speedups, steady_speedups = [], []
     print(f"{'case':8} {'einsum':22} {'tenex cold':>10} {'numpy cold':>10} {'tenex ms':>9} {'numpy ms':>9} "
           f"{'cold x':>7} {'steady x':>8} {'max diff':>9}")
-    for name, spec, ext, _gflop in parse(path):
+    for name, spec, ext in parse(path):
         if only and name not in only:
             continue
         inputs = spec.split("->")[0].split(",")

@@ -11,6 +11,7 @@
 
 #include <tenex/tenex.hpp>
 
+#include "support/linalg_matrices.hpp"
 #include "support/scalars.hpp"
 
 namespace {
@@ -46,16 +47,6 @@ void check_close(const T* got, const std::vector<T>& expected, double scale = 1.
   }
 }
 
-// c(i,j) = sum_k a(i,k) b(k,j), row-major.
-template <class T>
-std::vector<T> matmul(const std::vector<T>& a, const std::vector<T>& b, std::size_t m, std::size_t k, std::size_t n) {
-  std::vector<T> c(m * n, T(0));
-  for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t l = 0; l < k; ++l)
-      for (std::size_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
-  return c;
-}
-
 template <class T>
 std::vector<T> transposed(const std::vector<T>& a, std::size_t m, std::size_t n) {
   std::vector<T> t(m * n);
@@ -74,12 +65,20 @@ TEST_CASE_TEMPLATE_DEFINE("TensorView: a contiguous view is an operand and a tar
     CHECK(c.contiguous());
     c("i,j") = a("i,k") * b("k,j");
     c.wait();
-    check_close(c_mem.data(), matmul(a_mem, b_mem, m, k, n), static_cast<double>(k));
+    check_close(c_mem.data(), linalg_matrices::multiply(a_mem, b_mem, m, k, n), static_cast<double>(k));
+    // A product added to an intermediate (the GEMM writes into the addend's buffer, which is
+    // then the view's value).
+    const std::vector<T> e_mem = values<T>(m * n, 8);
+    tenex::Tensor<T> e(tenex::Shape{m, n}, e_mem);
+    c("i,j") = 2.0 * e("i,j") + a("i,k") * b("k,j");
+    std::vector<T> sum = linalg_matrices::multiply(a_mem, b_mem, m, k, n);
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += T(2) * e_mem[i];
+    check_close(c_mem.data(), sum, static_cast<double>(k));
     // A view mixes with tensors, and reads the memory as it is when its statement runs.
     tenex::Tensor<T> t;
     a_mem[0] = T(5);
     t("j,i") = a("i,k") * b("k,j");
-    check_close(t.data(), transposed(matmul(a_mem, b_mem, m, k, n), m, n), static_cast<double>(k));
+    check_close(t.data(), transposed(linalg_matrices::multiply(a_mem, b_mem, m, k, n), m, n), static_cast<double>(k));
   }
 }
 TEST_CASE_TEMPLATE_APPLY(view_contiguous, tenex_test::AllScalars);
@@ -133,7 +132,7 @@ TEST_CASE("TensorView: a target overlapping an operand gives the result separate
     std::vector<double> mem = original;
     tenex::TensorView<double> v(mem.data(), {n, n}), w(mem.data(), {n, n}, {1, n});
     v("i,j") = w("i,k") * v("k,j");  // (original^T) * original
-    check_close(mem.data(), matmul(transposed(original, n, n), original, n, n, n), 8.0);
+    check_close(mem.data(), linalg_matrices::multiply(transposed(original, n, n), original, n, n, n), 8.0);
   }
   SUBCASE("a view of a tensor's own elements") {
     tenex::Tensor<double> t(tenex::Shape{n, n}, original);

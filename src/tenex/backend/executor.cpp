@@ -506,12 +506,7 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         // The value is already in the target's layout and nothing else reads it: hand it over.
         if ((*takes_over)[id]) {
           held_bytes -= nodes[op].owned.bytes();
-          if (to_view == ViewWrite::direct && nodes[op].owned.data() != storage.binding()->data) {
-            backend.write(storage, std::move(nodes[op].owned));
-            storage.copy_out();  // an addend's buffer the contraction wrote into
-          } else {
-            backend.write(storage, std::move(nodes[op].owned));
-          }
+          backend.write(storage, std::move(nodes[op].owned));
         } else if (to_view == ViewWrite::direct) {
           // The kernel writes the user's memory (the storage's elements already).
           Buffer buffer = view_buffer(id);
@@ -523,7 +518,9 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
           run(id, args);
           backend.write(storage, std::move(buffer));
         }
-        if (to_view == ViewWrite::copy) storage.copy_out();
+        // Into the view's memory where it is not there yet (a no-op where the kernel wrote it;
+        // a handed-over addend's buffer is copied).
+        if (to_view == ViewWrite::direct || to_view == ViewWrite::copy) storage.copy_out();
 
         if (truncated.truncated(id)) {
           // The target takes the kept rank: its elements moved to the front, on the host.
