@@ -265,6 +265,7 @@ TEST_CASE_TEMPLATE(
     return numerical_error([&] {
       Tensor<C> r;
       op(r, m);
+      r.wait();
     });
   };
   const auto pow_half = [](auto& r, auto& m) { r("i,j") = tenex::pow(m("i,j"), 0.5); };
@@ -272,6 +273,9 @@ TEST_CASE_TEMPLATE(
   const auto invert = [](auto& r, auto& m) { r("i,j") = tenex::inverse(m("i,j")); };
   const std::string cpu_indefinite = on_cpu(indefinite, pow_half), cpu_semidefinite = on_cpu(semidefinite, pow_mhalf),
                     cpu_nan = on_cpu(with_nan, invert);
+  CAPTURE(cpu_indefinite);
+  CAPTURE(cpu_semidefinite);
+  CAPTURE(cpu_nan);
   REQUIRE(contains(cpu_indefinite, "not positive semidefinite"));
   REQUIRE(contains(cpu_semidefinite, "singular"));
   REQUIRE(contains(cpu_nan, "non-finite entry (nan) at (2, 3)"));
