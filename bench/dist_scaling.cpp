@@ -1,12 +1,13 @@
 // Strong scaling of the distributed backend (docs/distributed.md): one contraction with
-// remaps and one Cholesky factorization, on whatever ranks mpirun gives, time per phase; and
-// complex<double> products (pzgemm) with and without a conj on a factor.
+// remaps and one Cholesky factorization, on whatever ranks mpirun gives, time per phase;
+// complex<double> products (pzgemm) with and without a conj on a factor; and the matrix
+// functions (inverse, solve with 100 right-hand sides, pow(a, 0.5)) of order --linalg.
 //
 //   for n in 1 2 3 4; do
 //     OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -n $n build/bench/bench_dist_scaling
 //   done
-//   bench_dist_scaling [--occ 20] [--virt 100] [--aux 500] [--chol 2000] [--zgemm 1000] [--block 64]
-//                      [--repeat 3]
+//   bench_dist_scaling [--occ 20] [--virt 100] [--aux 500] [--chol 2000] [--zgemm 1000] [--linalg 1000]
+//                      [--block 64] [--repeat 3]
 //
 // The contraction is MP2's V(i,a,j,b) = B(Q,i,a) B(Q,j,b): B is stored as the matrix
 // (Q,i | a), so both operands are remapped (to (i,a | Q) and (Q | j,b)) before one p?gemm;
@@ -26,7 +27,7 @@
 namespace {
 
 struct Options {
-  std::size_t occ = 20, virt = 100, aux = 500, chol = 2000, zgemm = 1000, block = 64, repeat = 3;
+  std::size_t occ = 20, virt = 100, aux = 500, chol = 2000, zgemm = 1000, linalg = 1000, block = 64, repeat = 3;
 };
 
 bool parse(int argc, char** argv, Options& o) {
@@ -37,6 +38,7 @@ bool parse(int argc, char** argv, Options& o) {
                         : name == "--aux"    ? &o.aux
                         : name == "--chol"   ? &o.chol
                         : name == "--zgemm"  ? &o.zgemm
+                        : name == "--linalg" ? &o.linalg
                         : name == "--block"  ? &o.block
                         : name == "--repeat" ? &o.repeat
                                              : nullptr;
@@ -79,8 +81,8 @@ int main(int argc, char** argv) {
   int status = 0;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
-                 "usage: bench_dist_scaling [--occ N] [--virt N] [--aux N] [--chol N] [--zgemm N] [--block N] "
-                 "[--repeat N]\n");
+                 "usage: bench_dist_scaling [--occ N] [--virt N] [--aux N] [--chol N] [--zgemm N] [--linalg N] "
+                 "[--block N] [--repeat N]\n");
     status = 2;
   } else {
     try {
@@ -161,6 +163,42 @@ int main(int argc, char** argv) {
                          c.local_rows();
                        }),
                flops);
+      }
+      {
+        // Matrix functions of a symmetric positive definite matrix (flops counted as the
+        // kernels count them: inverse 2 n^3, solve 2/3 n^3 + 2 n^2 nrhs, pow 10 n^3).
+        const std::size_t n = o.linalg, nrhs = 100;
+        DistributedTensor<double> a(ctx, {n, n}, [n](const auto& i) {
+          return i[0] == i[1] ? static_cast<double>(n) : 1.0 / (1.0 + static_cast<double>(i[0] + i[1]));
+        });
+        DistributedTensor<double> b(ctx, {n, nrhs},
+                                    [](const auto& i) { return 1e-2 * static_cast<double>((i[0] * 5 + i[1]) % 13); });
+        const double dn = static_cast<double>(n), dr = static_cast<double>(nrhs);
+        const std::string size = std::to_string(n) + " x " + std::to_string(n);
+        report("inverse " + size,
+               measure(o,
+                       [&] {
+                         DistributedTensor<double> x(ctx);
+                         x("i,j") = tenex::inverse(a("i,j"));
+                         x.local_rows();
+                       }),
+               2.0 * dn * dn * dn);
+        report("solve " + size + ", 100 rhs",
+               measure(o,
+                       [&] {
+                         DistributedTensor<double> x(ctx);
+                         x("j,r") = tenex::solve(a("i,j"), b("i,r"));
+                         x.local_rows();
+                       }),
+               2.0 * dn * dn * dn / 3.0 + 2.0 * dn * dn * dr);
+        report("pow(a, 0.5) " + size,
+               measure(o,
+                       [&] {
+                         DistributedTensor<double> x(ctx);
+                         x("i,j") = tenex::pow(a("i,j"), 0.5);
+                         x.local_rows();
+                       }),
+               10.0 * dn * dn * dn);
       }
       tenex::set_default_backend(tenex::BackendKind::cpu);
     } catch (const tenex::Error& e) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -20,6 +21,7 @@
 #include "tenex/graph/functions.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/scalar.hpp"
+#include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::dist::detail {
@@ -333,10 +335,12 @@ R lamch(const DistContext& ctx, const char* what) {
   }
 }
 
-/// Complex matrices: LAPACK reads one triangle of a Hermitian matrix (and only the real part
-/// of its diagonal), so a matrix that is not Hermitian would give a wrong answer silently.
-/// Throws NumericalError on every rank when max |a(i,j) - conj(a(j,i))| (diagonal_only: max
-/// |imag a(i,i)|) exceeds the CPU backend's tolerance relative to max |a|. Collective.
+/// LAPACK reads one triangle of a symmetric (complex: Hermitian) matrix (and only the real
+/// part of a complex diagonal), so a matrix that is not would give a wrong answer silently.
+/// Throws NumericalError on every rank when max |a(i,j) - conj(a(j,i))| (diagonal_only, complex
+/// only: max |imag a(i,i)|) exceeds the CPU backend's tolerance relative to max |a|. `what`
+/// names the matrix ("a"; a text that starts with '(' is a description with its extents).
+/// Collective.
 template <class T>
 void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_t n, const char* operation,
                        const std::string& what, bool diagonal_only) {
@@ -355,9 +359,11 @@ void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_
       const T x = a->local[at];
       local[1] = std::max(local[1], static_cast<double>(std::abs(x)));
       if (diagonal_only) {
-        if (a->global_row(ctx, r) == gc) local[0] = std::max(local[0], static_cast<double>(std::abs(x.imag())));
+        if constexpr (is_complex_v<T>) {
+          if (a->global_row(ctx, r) == gc) local[0] = std::max(local[0], static_cast<double>(std::abs(x.imag())));
+        }
       } else {
-        local[0] = std::max(local[0], static_cast<double>(std::abs(x - std::conj(t->local[at]))));
+        local[0] = std::max(local[0], static_cast<double>(std::abs(x - conj_value(t->local[at]))));
       }
     }
   }
@@ -372,12 +378,349 @@ void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_
       return std::string(text);
     };
     const std::string size = std::to_string(n) + " x " + std::to_string(n);
-    const std::string matrix = what.empty() ? "the " + size + " matrix" : "the matrix " + what + " (" + size + ")";
-    throw NumericalError("tenex: " + std::string(operation) + ": " + matrix + " is not Hermitian: max " +
-                         (diagonal_only ? "|imag a(i,i)|" : "|a(i,j) - conj(a(j,i))|") + " = " + number(global[0]) +
-                         ", relative to max |a| = " + number(global[1]) + " above the tolerance " + number(tolerance) +
-                         "; " + operation + " needs a Hermitian matrix");
+    const std::string matrix = what.empty()     ? "the " + size + " matrix"
+                               : what[0] == '(' ? "the matrix " + what
+                                                : "the matrix " + what + " (" + size + ")";
+    const std::string kind = is_complex_v<T> ? "Hermitian" : "symmetric";
+    const std::string deviation = diagonal_only     ? "|imag a(i,i)|"
+                                  : is_complex_v<T> ? "|a(i,j) - conj(a(j,i))|"
+                                                    : "|a(i,j) - a(j,i)|";
+    throw NumericalError("tenex: " + std::string(operation) + ": " + matrix + " is not " + kind + ": max " + deviation +
+                         " = " + number(global[0]) + ", relative to max |a| = " + number(global[1]) +
+                         " above the tolerance " + number(tolerance) + "; " + operation + " needs a " + kind +
+                         " matrix");
   }
+}
+
+
+// ---- Matrix functions (inverse, solve, pow(a, double)): the CPU backend's checks and
+// messages (backend/cpu/linalg.cpp), made collective. Every decision is taken from values all
+// ranks hold alike (reduced or broadcast), so every rank throws the same error.
+
+/// ScaLAPACK's name of a routine for T ("pdgetrf"; complex_suffix for complex T when given).
+template <class T>
+std::string routine(const char* suffix, const char* complex_suffix = nullptr) {
+  const char letter = std::is_same_v<T, float>                 ? 's'
+                      : std::is_same_v<T, double>              ? 'd'
+                      : std::is_same_v<T, std::complex<float>> ? 'c'
+                                                               : 'z';
+  return std::string("p") + letter + (is_complex_v<T> && complex_suffix ? complex_suffix : suffix);
+}
+
+std::string short_number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+std::string matrix_text(const std::string& what, std::size_t n) {
+  if (what.empty()) return "the " + std::to_string(n) + " x " + std::to_string(n) + " matrix";
+  return "the matrix " + what;
+}
+
+template <class T>
+bool finite_entry(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::isfinite(x.real()) && std::isfinite(x.imag());
+  } else {
+    return std::isfinite(x);
+  }
+}
+template <class T>
+bool nan_entry(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::isnan(x.real()) || std::isnan(x.imag());
+  } else {
+    return std::isnan(x);
+  }
+}
+/// max(|re x|, |im x|) for complex x, |x| for real: what a power of two scales.
+template <class T>
+double largest_part(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::max(std::abs(static_cast<double>(x.real())), std::abs(static_cast<double>(x.imag())));
+  } else {
+    return std::abs(static_cast<double>(x));
+  }
+}
+template <class T>
+T scale_entry(T x, int e) {
+  if constexpr (is_complex_v<T>) {
+    return T(std::ldexp(x.real(), e), std::ldexp(x.imag(), e));
+  } else {
+    return std::ldexp(x, e);
+  }
+}
+
+/// The first element of m, in the tensor's row-major order, for which bad(x, row, col) holds
+/// (row, col of the matricization), and value(x) of it, on every rank. Collective.
+struct FirstEntry {
+  bool found = false;
+  std::uint64_t flat = 0;  // row-major offset in the tensor
+  double value = 0;
+};
+template <class T, class Bad, class Value>
+FirstEntry first_entry(const DistContext& ctx, const DistMatrix<T>& m, Bad bad, Value value) {
+  constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t mine = none;
+  double mine_value = -std::numeric_limits<double>::infinity();
+  for (int c = 0; c < m.local_cols; ++c) {
+    const auto gc = m.global_col(ctx, c);
+    for (int r = 0; r < m.local_rows; ++r) {
+      const T x = m.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(m.lld()) + r];
+      const auto gr = m.global_row(ctx, r);
+      if (!bad(x, gr, gc)) continue;
+      const auto flat =
+          static_cast<std::uint64_t>(gr) * static_cast<std::uint64_t>(m.cols) + static_cast<std::uint64_t>(gc);
+      if (flat < mine) {
+        mine = flat;
+        mine_value = value(x);
+      }
+    }
+  }
+  FirstEntry out;
+  MPI_Allreduce(&mine, &out.flat, 1, MPI_UINT64_T, MPI_MIN, ctx.comm);
+  if (out.flat == none) return out;
+  out.found = true;
+  if (mine != out.flat) mine_value = -std::numeric_limits<double>::infinity();
+  MPI_Allreduce(&mine_value, &out.value, 1, MPI_DOUBLE, MPI_MAX, ctx.comm);
+  return out;
+}
+
+/// Throws, on every rank, for the first non-finite entry of m (lower_only: of its lower
+/// triangle), named (flat / columns, flat % columns) as the CPU backend names it.
+template <class T>
+void require_finite(const DistContext& ctx, const DistMatrix<T>& m, std::size_t columns, bool lower_only,
+                    const char* operation, const char* which) {
+  const FirstEntry bad = first_entry(
+      ctx, m, [&](T x, std::int64_t row, std::int64_t col) { return (!lower_only || col <= row) && !finite_entry(x); },
+      [](T x) { return nan_entry(x) ? 1.0 : 0.0; });
+  if (!bad.found) return;
+  throw NumericalError("tenex: " + std::string(operation) + ": " + which + " has a non-finite entry (" +
+                       (bad.value == 1.0 ? "nan" : "inf") + ") at (" + std::to_string(bad.flat / columns) + ", " +
+                       std::to_string(bad.flat % columns) + "); a decomposition needs finite input");
+}
+
+/// The power of two 2^e at or below max |a| (complex: its parts), 0 for a zero matrix: a is
+/// factored as a / 2^e, as on the CPU (subnormal and huge matrices). Collective.
+template <class T>
+int scale_exponent(const DistContext& ctx, const DistMatrix<T>& m) {
+  double mine = 0, largest = 0;
+  for (const T& x : m.local) mine = std::max(mine, largest_part(x));
+  MPI_Allreduce(&mine, &largest, 1, MPI_DOUBLE, MPI_MAX, ctx.comm);
+  int e = 0;
+  if (largest > 0) std::frexp(largest, &e);
+  return largest > 0 ? e - 1 : 0;
+}
+template <class T>
+void scale_by_power_of_two(DistMatrix<T>& m, int e) {
+  if (e == 0) return;
+  for (T& x : m.local) x = scale_entry(x, e);
+}
+
+/// max_i sum_j |a(i,j)|: the norm p?gecon takes with 'I' (the CPU's LAPACK, which sees a^T,
+/// takes the 1-norm of a^T: the same number). Collective.
+template <class T>
+real_type_t<T> row_sum_norm(const DistContext& ctx, const DistMatrix<T>& m) {
+  std::vector<double> mine(static_cast<std::size_t>(m.rows), 0.0), sums(mine.size(), 0.0);
+  for (int c = 0; c < m.local_cols; ++c) {
+    for (int r = 0; r < m.local_rows; ++r) {
+      mine[static_cast<std::size_t>(m.global_row(ctx, r))] +=
+          std::abs(m.local[static_cast<std::size_t>(c) * static_cast<std::size_t>(m.lld()) + r]);
+    }
+  }
+  MPI_Allreduce(mine.data(), sums.data(), m.rows, MPI_DOUBLE, MPI_SUM, ctx.comm);
+  double largest = 0;
+  for (double v : sums) largest = std::max(largest, v);
+  return static_cast<real_type_t<T>>(largest);
+}
+
+[[noreturn]] void throw_singular(const char* operation, const std::string& what, std::size_t n,
+                                 const std::string& why) {
+  throw NumericalError("tenex: " + std::string(operation) + ": " + matrix_text(what, n) + " is singular (" + why +
+                       "); " + operation + " needs an invertible matrix");
+}
+
+template <class T>
+[[noreturn]] void throw_overflow(const char* operation, const std::string& what, std::size_t n,
+                                 const std::string& result_name, const std::string& detail) {
+  const char* type = std::is_same_v<real_type_t<T>, float> ? "float" : "double";
+  throw NumericalError("tenex: " + std::string(operation) + ": " + result_name + " of " + matrix_text(what, n) +
+                       " overflows: " + detail + ", beyond the largest " + type + " " +
+                       short_number(static_cast<double>(std::numeric_limits<real_type_t<T>>::max())) +
+                       "; it cannot be represented in " + type + " (scale the matrix)");
+}
+
+/// Scales `m` (the result for a / 2^e) back by 2^-e; throws on every rank when an entry is
+/// then beyond the largest T (named (k / columns, k % columns); columns 0: not named).
+template <class T>
+void unscale_checked(const DistContext& ctx, DistMatrix<T>& m, std::size_t columns, int e, const char* operation,
+                     const std::string& what, std::size_t n, const char* result_name) {
+  const FirstEntry bad = first_entry(
+      ctx, m, [&](T x, std::int64_t, std::int64_t) { return !finite_entry(scale_entry(x, -e)); },
+      [&](T x) { return std::log10(largest_part(x)) - e * std::log10(2.0); });
+  if (bad.found) {
+    const std::string entry = columns == 0 ? "an entry"
+                                           : "its entry (" + std::to_string(bad.flat / columns) + ", " +
+                                                 std::to_string(bad.flat % columns) + ")";
+    throw_overflow<T>(operation, what, n, result_name,
+                      entry + " is about 1e+" + std::to_string(static_cast<long long>(std::floor(bad.value))));
+  }
+  scale_by_power_of_two(m, -e);
+}
+
+/// p?getrf's pivots: LOCr(n) + MB entries.
+template <class T>
+std::vector<int> pivots(const DistContext& ctx, const DistMatrix<T>& a) {
+  std::vector<int> ipiv;
+  agreed(ctx, [&] { ipiv.assign(static_cast<std::size_t>(a.local_rows) + static_cast<std::size_t>(ctx.block), 0); });
+  return ipiv;
+}
+
+/// After p?getrf (p?gesv) of a / 2^e: a zero pivot (info), LU factors that overflowed, or a
+/// reciprocal condition number (p?gecon, infinity norm `anorm`) below epsilon is a singular
+/// matrix, as on the CPU. Collective; the same error on every rank.
+template <class T>
+void check_lu(const DistContext& ctx, const char* operation, const std::string& what, std::size_t n, int info,
+              const DistMatrix<T>& lu, real_type_t<T> anorm, const std::string& factor_routine) {
+  using R = real_type_t<T>;
+  check_info(ctx, std::min(info, 0), factor_routine, std::string(operation) + ": the LU factorization");
+  int pivot = 0;
+  MPI_Allreduce(&info, &pivot, 1, MPI_INT, MPI_MAX, ctx.comm);
+  if (pivot > 0) {
+    throw_singular(
+        operation, what, n,
+        factor_routine + ": the pivot U(" + std::to_string(pivot) + "," + std::to_string(pivot) + ") is exactly zero");
+  }
+  const FirstEntry overflow = first_entry(
+      ctx, lu, [](T x, std::int64_t, std::int64_t) { return !finite_entry(x); }, [](T) { return 0.0; });
+  if (overflow.found) {
+    throw_singular(operation, what, n,
+                   "to working precision: its LU factors overflow, a pivot being too small relative to the entries "
+                   "below it");
+  }
+  const int in = lu.rows, one = 1;
+  R rcond = 0;
+  int gecon_info = 0;
+  std::vector<T> work(1);
+  std::vector<int> iwork(1);
+  std::vector<R> rwork(1);
+  auto gecon = [&](int lwork, int lrwork) {
+    if constexpr (std::is_same_v<T, float>) {
+      psgecon_("I", &in, lu.local.data(), &one, &one, lu.desc, &anorm, &rcond, work.data(), &lwork, iwork.data(),
+               &lrwork, &gecon_info);
+    } else if constexpr (std::is_same_v<T, double>) {
+      pdgecon_("I", &in, lu.local.data(), &one, &one, lu.desc, &anorm, &rcond, work.data(), &lwork, iwork.data(),
+               &lrwork, &gecon_info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcgecon_("I", &in, lu.local.data(), &one, &one, lu.desc, &anorm, &rcond, work.data(), &lwork, rwork.data(),
+               &lrwork, &gecon_info);
+    } else {
+      pzgecon_("I", &in, lu.local.data(), &one, &one, lu.desc, &anorm, &rcond, work.data(), &lwork, rwork.data(),
+               &lrwork, &gecon_info);
+    }
+  };
+  gecon(-1, -1);
+  const std::string gecon_name = routine<T>("gecon");
+  check_info(ctx, gecon_info, gecon_name, std::string(operation) + ": the workspace query failed");
+  work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), 0);
+  int second = 0;
+  if constexpr (is_complex_v<T>) {
+    rwork = workspace<R>(ctx, static_cast<double>(rwork[0]), 0);
+    second = static_cast<int>(rwork.size());
+  } else {
+    second = padded(static_cast<double>(iwork[0]), 0);
+    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(second), 0); });
+  }
+  gecon(static_cast<int>(work.size()), second);
+  check_info(ctx, gecon_info, gecon_name, std::string(operation) + ": the condition estimate failed");
+  MPI_Bcast(&rcond, 1, mpi_type<R>(), 0, ctx.comm);  // every rank decides on rank 0's number
+  if (!(rcond >= std::numeric_limits<R>::epsilon())) {
+    throw_singular(operation, what, n,
+                   "to working precision: the reciprocal condition number " + short_number(static_cast<double>(rcond)) +
+                       " is below the machine epsilon " +
+                       short_number(static_cast<double>(std::numeric_limits<R>::epsilon())));
+  }
+}
+
+/// The eigenpairs of the symmetric (complex: Hermitian) matrix a, read from its lower
+/// triangle and overwritten: eigenvectors in z, eigenvalues ascending in w, the same on every
+/// rank. p?syevd (p?heevd); p?syevr (p?heevr) when its workspace query fails or
+/// TENEX_DIST_FORCE_SYEVR=1. Collective.
+template <class T>
+void hermitian_eigenpairs(const DistContext& ctx, DistMatrix<T>& a, DistMatrix<T>& z, std::vector<real_type_t<T>>& w,
+                          const std::string& operation) {
+  using R = real_type_t<T>;
+  const int in = a.rows, one = 1;
+  int info = 0;
+  std::vector<T> work(1);
+  std::vector<R> rwork(3);  // complex drivers only
+  std::vector<int> iwork(1);
+  auto size_workspaces = [&] {
+    work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), 0);
+    if constexpr (is_complex_v<T>) rwork = workspace<R>(ctx, static_cast<double>(rwork[0]), 0);
+    const int liwork = padded(static_cast<double>(iwork[0]), 0);
+    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
+  };
+  auto evd = [&](int lwork, int lrwork, int liwork) {
+    if constexpr (std::is_same_v<T, float>) {
+      pssyevd_("V", "L", &in, a.local.data(), &one, &one, a.desc, w.data(), z.local.data(), &one, &one, z.desc,
+               work.data(), &lwork, iwork.data(), &liwork, &info);
+    } else if constexpr (std::is_same_v<T, double>) {
+      pdsyevd_("V", "L", &in, a.local.data(), &one, &one, a.desc, w.data(), z.local.data(), &one, &one, z.desc,
+               work.data(), &lwork, iwork.data(), &liwork, &info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcheevd_("V", "L", &in, a.local.data(), &one, &one, a.desc, w.data(), z.local.data(), &one, &one, z.desc,
+               work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, &info);
+    } else {
+      pzheevd_("V", "L", &in, a.local.data(), &one, &one, a.desc, w.data(), z.local.data(), &one, &one, z.desc,
+               work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, &info);
+    }
+  };
+  const std::string evd_name = is_complex_v<T> ? "p?heevd" : "p?syevd";
+  const std::string evr_name = is_complex_v<T> ? "p?heevr" : "p?syevr";
+  bool use_evr = force_syevr();
+  if (!use_evr) {
+    evd(-1, -1, -1);
+    int failed = info != 0, any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, ctx.comm);
+    use_evr = any != 0;  // the query failed: p?syevr instead
+  }
+  if (!use_evr) {
+    size_workspaces();
+    evd(static_cast<int>(work.size()), static_cast<int>(rwork.size()), static_cast<int>(iwork.size()));
+    check_info(ctx, info, evd_name, operation + ": the eigensolver did not converge");
+  } else {
+    const int il = 0, iu = 0;
+    const R vl = 0, vu = 0;
+    int found = 0, vectors = 0;
+    auto evr = [&](int lwork, int lrwork, int liwork) {
+      if constexpr (std::is_same_v<T, float>) {
+        pssyevr_("V", "A", "L", &in, a.local.data(), &one, &one, a.desc, &vl, &vu, &il, &iu, &found, &vectors, w.data(),
+                 z.local.data(), &one, &one, z.desc, work.data(), &lwork, iwork.data(), &liwork, &info);
+      } else if constexpr (std::is_same_v<T, double>) {
+        pdsyevr_("V", "A", "L", &in, a.local.data(), &one, &one, a.desc, &vl, &vu, &il, &iu, &found, &vectors, w.data(),
+                 z.local.data(), &one, &one, z.desc, work.data(), &lwork, iwork.data(), &liwork, &info);
+      } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+        pcheevr_("V", "A", "L", &in, a.local.data(), &one, &one, a.desc, &vl, &vu, &il, &iu, &found, &vectors, w.data(),
+                 z.local.data(), &one, &one, z.desc, work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork,
+                 &info);
+      } else {
+        pzheevr_("V", "A", "L", &in, a.local.data(), &one, &one, a.desc, &vl, &vu, &il, &iu, &found, &vectors, w.data(),
+                 z.local.data(), &one, &one, z.desc, work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork,
+                 &info);
+      }
+    };
+    work.assign(3, T(0));
+    rwork.assign(3, R(0));
+    iwork.assign(1, 0);
+    evr(-1, -1, -1);
+    check_info(ctx, info, evr_name, operation + ": the workspace query of " + evr_name + " failed");
+    size_workspaces();
+    evr(static_cast<int>(work.size()), static_cast<int>(rwork.size()), static_cast<int>(iwork.size()));
+    check_info(ctx, info, evr_name, operation + ": the eigensolver did not converge");
+  }
+  if (!w.empty()) MPI_Bcast(w.data(), static_cast<int>(w.size()), mpi_type<R>(), 0, ctx.comm);
 }
 
 }  // namespace
@@ -427,38 +770,8 @@ bool is_proxy_storage(const Storage<T>& storage) {
 }  // namespace
 
 template <class T>
-bool DistBackend<T>::supports(const OpNode& node, std::string& why) const {
-  switch (node.kind) {
-    case OpKind::mask:
-      why =
-          "sparse maps (mask nodes) are not implemented on the distributed backend; drop the sparse map or run "
-          "this set on the CPU backend";
-      return false;
-    case OpKind::inverse:
-    case OpKind::solve:
-    case OpKind::spd_pow:
-      why = std::string(op_kind_name(node.kind)) +
-            " is not implemented on the distributed backend (p?getrf/p?getri are not wired in); gather the operand "
-            "(DistributedTensor::gather_all) and run this set on the CPU backend";
-      return false;
-    case OpKind::input:
-    case OpKind::output:
-    case OpKind::reduce:
-    case OpKind::contract:
-    case OpKind::add:
-    case OpKind::subtract:
-    case OpKind::divide:
-    case OpKind::scale:
-    case OpKind::cholesky:
-    case OpKind::eigen_solve:
-    case OpKind::qr:
-    case OpKind::svd:
-    case OpKind::factor:
-    case OpKind::slice:
-    case OpKind::chip:
-    case OpKind::pow:
-    case OpKind::fused: break;
-  }
+bool DistBackend<T>::supports(const OpNode&, std::string& why) const {
+  // Every op kind runs here (docs/distributed.md); only a missing Context is refused.
   if (!current_context()) {
     why = "no tenex::dist::Context is alive; make one on every rank first";
     return false;
@@ -1022,20 +1335,260 @@ KernelCount DistBackend<T>::run_pow(const PowParams& params, const KernelArgs<T>
 }
 
 template <class T>
-KernelCount DistBackend<T>::run_mask(const MaskParams&, const KernelArgs<T>&) {
-  throw BackendError("tenex: the distributed backend does not support sparse maps (mask)");
+KernelCount DistBackend<T>::run_mask(const MaskParams& params, const KernelArgs<T>& args) {
+  // Element-wise: each rank zeroes the elements of its own blocks that a map excludes (the
+  // CPU's dense mask), no messages.
+  const DistContext& ctx = context();
+  const OpNode& node = args.node;
+  MatrixPtr<T> c =
+      copy_of(ctx, *in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, node.labels, node.extents));
+  struct Use {
+    std::vector<std::size_t> source_modes, target_modes;
+    const SparseMap* map;
+  };
+  std::vector<Use> uses;
+  for (const SparseMapUse& use : params.maps) {
+    Use u{{}, {}, use.map.get()};
+    for (const auto& l : use.source) u.source_modes.push_back(find_label(node.labels, l));
+    for (const auto& l : use.target) u.target_modes.push_back(find_label(node.labels, l));
+    uses.push_back(std::move(u));
+  }
+  agreed(ctx, [&] {
+    std::vector<std::size_t> index;
+    SparseMap::Index source, target;
+    for (int col = 0; col < c->local_cols; ++col) {
+      const auto gc = c->global_col(ctx, col);
+      for (int r = 0; r < c->local_rows; ++r) {
+        c->tensor_index(c->global_row(ctx, r), gc, index);
+        for (const Use& u : uses) {
+          source.resize(u.source_modes.size());
+          target.resize(u.target_modes.size());
+          for (std::size_t i = 0; i < u.source_modes.size(); ++i) source[i] = index[u.source_modes[i]];
+          for (std::size_t i = 0; i < u.target_modes.size(); ++i) target[i] = index[u.target_modes[i]];
+          if (!u.map->allows(source, target)) {
+            c->local[static_cast<std::size_t>(col) * static_cast<std::size_t>(c->lld()) + r] = T(0);
+            break;
+          }
+        }
+      }
+    }
+  });
+  set_out(args, {c});
+  return {0, 1};
 }
+
 template <class T>
-KernelCount DistBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>&) {
-  throw BackendError("tenex: the distributed backend does not support inverse");
+KernelCount DistBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const OpNode& node_a = *args.operand_nodes[0];
+  const std::string what = tenex::detail::describe(node_a.labels, node_a.extents);
+  const std::size_t n = args.node.extents[0];
+  MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
+  if (n == 0) {
+    set_out(args, {a});
+    return {0, 0};
+  }
+  const int in = checked_int(n, "matrix order"), one = 1;
+  require_finite(ctx, *a, n, false, "inverse", "the matrix");
+  // inverse(a) = inverse(a / 2^e) / 2^e, as on the CPU.
+  const int e = scale_exponent(ctx, *a);
+  scale_by_power_of_two(*a, -e);
+  const auto anorm = row_sum_norm(ctx, *a);
+  std::vector<int> ipiv = pivots(ctx, *a);
+  int info = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    psgetrf_(&in, &in, a->local.data(), &one, &one, a->desc, ipiv.data(), &info);
+  } else if constexpr (std::is_same_v<T, double>) {
+    pdgetrf_(&in, &in, a->local.data(), &one, &one, a->desc, ipiv.data(), &info);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    pcgetrf_(&in, &in, a->local.data(), &one, &one, a->desc, ipiv.data(), &info);
+  } else {
+    pzgetrf_(&in, &in, a->local.data(), &one, &one, a->desc, ipiv.data(), &info);
+  }
+  check_lu(ctx, "inverse", what, n, info, *a, anorm, routine<T>("getrf"));
+  std::vector<T> work(1);
+  std::vector<int> iwork(1);
+  auto getri = [&](int lwork, int liwork) {
+    if constexpr (std::is_same_v<T, float>) {
+      psgetri_(&in, a->local.data(), &one, &one, a->desc, ipiv.data(), work.data(), &lwork, iwork.data(), &liwork,
+               &info);
+    } else if constexpr (std::is_same_v<T, double>) {
+      pdgetri_(&in, a->local.data(), &one, &one, a->desc, ipiv.data(), work.data(), &lwork, iwork.data(), &liwork,
+               &info);
+    } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+      pcgetri_(&in, a->local.data(), &one, &one, a->desc, ipiv.data(), work.data(), &lwork, iwork.data(), &liwork,
+               &info);
+    } else {
+      pzgetri_(&in, a->local.data(), &one, &one, a->desc, ipiv.data(), work.data(), &lwork, iwork.data(), &liwork,
+               &info);
+    }
+  };
+  const std::string getri_name = routine<T>("getri");
+  getri(-1, -1);
+  check_info(ctx, info, getri_name, "inverse: the workspace query failed");
+  work = workspace<T>(ctx, static_cast<double>(std::real(work[0])), 0);
+  const int liwork = padded(static_cast<double>(iwork[0]), 0);
+  agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
+  getri(static_cast<int>(work.size()), liwork);
+  check_info(ctx, info, getri_name, "inverse: the inverse from the LU factors failed");
+  unscale_checked(ctx, *a, n, e, "inverse", what, n, "the inverse");
+  set_out(args, {a});
+  const double dn = static_cast<double>(n);
+  return {2.0 * dn * dn * dn, 3};  // p?getrf 2n^3/3 + p?getri 4n^3/3
 }
+
 template <class T>
-KernelCount DistBackend<T>::run_solve(const SolveParams&, const KernelArgs<T>&) {
-  throw BackendError("tenex: the distributed backend does not support solve");
+KernelCount DistBackend<T>::run_solve(const SolveParams& params, const KernelArgs<T>& args) {
+  PhaseTimer timer(phase_clock().compute_seconds);
+  const DistContext& ctx = context();
+  const OpNode& node_a = *args.operand_nodes[0];
+  const Extents& eb = args.operand_nodes[1]->extents;
+  const std::string what = tenex::detail::describe(node_a.labels, node_a.extents);
+  const std::size_t n = node_a.extents[0], mode = params.mode;
+  std::size_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < mode; ++d) outer *= eb[d];
+  for (std::size_t d = mode + 1; d < eb.size(); ++d) inner *= eb[d];
+  const std::size_t nrhs = outer * inner;
+  if (n == 0 || nrhs == 0) {
+    set_out(args, {allocate_canonical<T>(ctx, eb)});
+    return {0, 0};
+  }
+  const int in = checked_int(n, "matrix order"), irhs = checked_int(nrhs, "right-hand sides"), one = 1;
+  MatrixPtr<T> a = copy_of(ctx, *operand(args, 0));
+  const MatrixPtr<T>& b = operand(args, 1);
+  require_finite(ctx, *a, n, false, "solve", "the matrix a");
+  require_finite(ctx, *b, inner == 1 ? n : inner, false, "solve", "b");
+  // The right-hand sides as the columns of an n x nrhs matrix (rows: the solved mode; columns:
+  // the others, in b's order): b's own layout when the solved mode is its first and only row mode.
+  const bool as_stored = mode == 0 && b->split == 1;
+  Extents rhs_extents{n};
+  RemapRule to_rhs;
+  to_rhs.from = {static_cast<int>(mode)};
+  for (std::size_t d = 0; d < eb.size(); ++d) {
+    if (d == mode) continue;
+    rhs_extents.push_back(eb[d]);
+    to_rhs.from.push_back(static_cast<int>(d));
+  }
+  MatrixPtr<T> rhs;
+  if (as_stored) {
+    rhs = copy_of(ctx, *b);
+  } else {
+    rhs = allocate_matrix<T>(ctx, rhs_extents, 1);
+    remap(ctx, *b, to_rhs, *rhs);
+  }
+  // (a / 2^e) y = b, x = y / 2^e, as on the CPU.
+  const int e = scale_exponent(ctx, *a);
+  scale_by_power_of_two(*a, -e);
+  const auto anorm = row_sum_norm(ctx, *a);
+  std::vector<int> ipiv = pivots(ctx, *a);
+  int info = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    psgesv_(&in, &irhs, a->local.data(), &one, &one, a->desc, ipiv.data(), rhs->local.data(), &one, &one, rhs->desc,
+            &info);
+  } else if constexpr (std::is_same_v<T, double>) {
+    pdgesv_(&in, &irhs, a->local.data(), &one, &one, a->desc, ipiv.data(), rhs->local.data(), &one, &one, rhs->desc,
+            &info);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    pcgesv_(&in, &irhs, a->local.data(), &one, &one, a->desc, ipiv.data(), rhs->local.data(), &one, &one, rhs->desc,
+            &info);
+  } else {
+    pzgesv_(&in, &irhs, a->local.data(), &one, &one, a->desc, ipiv.data(), rhs->local.data(), &one, &one, rhs->desc,
+            &info);
+  }
+  check_lu(ctx, "solve", what, n, info, *a, anorm, routine<T>("gesv"));
+  unscale_checked(ctx, *rhs, 0, e, "solve", what, n, "the solution x of a x = b for");
+  if (!as_stored) {
+    // Back to b's modes: b's mode `mode` is the rhs's first, the others follow in order.
+    RemapRule back;
+    for (std::size_t d = 0; d < eb.size(); ++d)
+      back.from.push_back(d == mode ? 0 : static_cast<int>(d < mode ? d + 1 : d));
+    MatrixPtr<T> x = allocate_canonical<T>(ctx, eb);
+    remap(ctx, *rhs, back, *x);
+    rhs = x;
+  }
+  set_out(args, {rhs});
+  const double dn = static_cast<double>(n), dr = static_cast<double>(nrhs);
+  return {2.0 * dn * dn * dn / 3.0 + 2.0 * dn * dn * dr, 1};
 }
+
 template <class T>
-KernelCount DistBackend<T>::run_spd_pow(const SpdPowParams&, const KernelArgs<T>&) {
-  throw BackendError("tenex: the distributed backend does not support pow of a symmetric matrix to a real power");
+KernelCount DistBackend<T>::run_spd_pow(const SpdPowParams& params, const KernelArgs<T>& args) {
+  using R = real_type_t<T>;
+  const DistContext& ctx = context();
+  const OpNode& node_a = *args.operand_nodes[0];
+  const std::string what = tenex::detail::describe(node_a.labels, node_a.extents);
+  const std::size_t n = args.node.extents[0];
+  const double p = params.power;
+  MatrixPtr<T> out = allocate_canonical<T>(ctx, {n, n});
+  if (n == 0) {
+    set_out(args, {out});
+    return {0, 0};
+  }
+  checked_int(n, "matrix order");
+  const MatrixPtr<T>& a = operand(args, 0);
+  require_finite(ctx, *a, n, true, "pow", "the matrix");
+  require_hermitian(ctx, a, n, "pow", what, false);
+  MatrixPtr<T> work = copy_of(ctx, *a);
+  MatrixPtr<T> z = allocate_canonical<T>(ctx, {n, n});
+  std::vector<R> w(n);
+  {
+    PhaseTimer timer(phase_clock().compute_seconds);  // p?gemm and the remaps below time themselves
+    hermitian_eigenpairs(ctx, *work, *z, w, "pow");
+  }
+  work.reset();
+  // The CPU's tests on the eigenvalues (every rank holds the same w).
+  const double largest = std::max(std::abs(static_cast<double>(w[0])), std::abs(static_cast<double>(w[n - 1])));
+  const double zero = static_cast<double>(n) * std::numeric_limits<R>::epsilon() * largest;
+  const double smallest = static_cast<double>(w[0]);  // ascending
+  if (p < 0 && !(smallest > zero)) {
+    throw NumericalError("tenex: pow: " + matrix_text(what, n) + " is " +
+                         (smallest < -zero ? "not positive definite" : "singular") + ": its smallest eigenvalue is " +
+                         short_number(smallest) + " (largest magnitude " + short_number(largest) +
+                         "); the negative power " + short_number(p) + " needs a positive definite matrix");
+  }
+  if (smallest < -zero) {
+    throw NumericalError(
+        "tenex: pow: " + matrix_text(what, n) + " is not positive semidefinite: its smallest eigenvalue is " +
+        short_number(smallest) + " (largest magnitude " + short_number(largest) + ", tolerance " + short_number(zero) +
+        "); the fractional power " + short_number(p) + " needs a symmetric positive (semi)definite matrix");
+  }
+  // a^p = U U^H with column j of U = w_j^(p/2) v_j: each rank scales its own columns; one p?gemm.
+  for (int c = 0; c < z->local_cols; ++c) {
+    const double wj = std::max(0.0, static_cast<double>(w[static_cast<std::size_t>(z->global_col(ctx, c))]));
+    const auto f = static_cast<R>(wj == 0.0 ? 0.0 : std::pow(wj, p / 2));
+    T* column = z->local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(z->lld());
+    for (int r = 0; r < z->local_rows; ++r) column[r] *= f;
+  }
+  gemm(ctx, 'N', is_complex_v<T> ? 'C' : 'T', T(1), *z, *z, T(0), *out);
+  z.reset();
+  // Exactly symmetric (Hermitian), as on the CPU: the upper triangle mirrors the lower one.
+  RemapRule transpose;
+  transpose.from = {1, 0};
+  MatrixPtr<T> t = allocate_canonical<T>(ctx, {n, n});
+  remap(ctx, *out, transpose, *t);
+  for (int c = 0; c < out->local_cols; ++c) {
+    const auto gc = out->global_col(ctx, c);
+    for (int r = 0; r < out->local_rows; ++r) {
+      const auto gr = out->global_row(ctx, r);
+      const std::size_t at = static_cast<std::size_t>(c) * static_cast<std::size_t>(out->lld()) + r;
+      if (gr < gc) out->local[at] = conj_value(t->local[at]);
+      if constexpr (is_complex_v<T>) {
+        if (gr == gc) out->local[at] = T(out->local[at].real(), R(0));
+      }
+    }
+  }
+  const FirstEntry overflow = first_entry(
+      ctx, *out, [](T x, std::int64_t, std::int64_t) { return !finite_entry(x); }, [](T) { return 0.0; });
+  if (overflow.found) {
+    throw_overflow<T>("pow", what, n, "the power " + short_number(p),
+                      "its entry (" + std::to_string(overflow.flat / n) + ", " + std::to_string(overflow.flat % n) +
+                          ") is out of range (its eigenvalues run from " + short_number(static_cast<double>(w[0])) +
+                          " to " + short_number(static_cast<double>(w[n - 1])) + ")");
+  }
+  set_out(args, {out});
+  const double dn = static_cast<double>(n);
+  return {10.0 * dn * dn * dn, 2};
 }
 
 template <class T>
@@ -1137,56 +1690,7 @@ KernelCount eigen_symmetric(const DistContext& ctx, const KernelArgs<T>& args, s
     set_out(args, {z, vector_of(ctx, w, n)});
     return {14.0 * nn * nn * nn, 1};
   }
-  std::vector<T> work(1);
-  std::vector<int> iwork(1);
-  bool use_syevr = force_syevr();
-  if (!use_syevr) {
-    int lwork = -1, liwork = -1;
-    if constexpr (std::is_same_v<T, float>) {
-      pssyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &lwork, iwork.data(), &liwork, &info);
-    } else {
-      pdsyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &lwork, iwork.data(), &liwork, &info);
-    }
-    use_syevr = info != 0;  // the query failed: p?syevr instead
-  }
-  if (!use_syevr) {
-    work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
-    const int liwork = padded(static_cast<double>(iwork[0]), 0);
-    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
-    const int lwork = static_cast<int>(work.size());
-    if constexpr (std::is_same_v<T, float>) {
-      pssyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &lwork, iwork.data(), &liwork, &info);
-    } else {
-      pdsyevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &lwork, iwork.data(), &liwork, &info);
-    }
-    check_info(ctx, info, "p?syevd", "eigen_solve: the eigensolver did not converge");
-  } else {
-    const int il = 0, iu = 0;
-    const T vl = 0, vu = 0;
-    int found = 0, vectors = 0;
-    auto call = [&](int lwork, int liwork) {
-      if constexpr (std::is_same_v<T, float>) {
-        pssyevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
-                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, iwork.data(), &liwork, &info);
-      } else {
-        pdsyevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
-                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, iwork.data(), &liwork, &info);
-      }
-    };
-    work.assign(3, T(0));
-    iwork.assign(1, 0);
-    call(-1, -1);
-    check_info(ctx, info, "p?syevr", "eigen_solve: the workspace query of p?syevr failed");
-    work = workspace<T>(ctx, static_cast<double>(work[0]), 0);
-    const int liwork = padded(static_cast<double>(iwork[0]), 0);
-    agreed(ctx, [&] { iwork.assign(static_cast<std::size_t>(liwork), 0); });
-    call(static_cast<int>(work.size()), liwork);
-    check_info(ctx, info, "p?syevr", "eigen_solve: the eigensolver did not converge");
-  }
+  hermitian_eigenpairs(ctx, *a, *z, w, "eigen_solve");
   set_out(args, {z, vector_of(ctx, w, n)});
   return {9.0 * nn * nn * nn, 1};
 }
@@ -1262,54 +1766,7 @@ KernelCount eigen_hermitian(const DistContext& ctx, const KernelArgs<T>& args, s
     set_out(args, {z, values()});
     return {14.0 * nn * nn * nn, 1};
   }
-  bool use_heevr = force_syevr();
-  if (!use_heevr) {
-    const int query = -1;
-    if constexpr (single) {
-      pcheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &query, rwork.data(), &query, iwork.data(), &query, &info);
-    } else {
-      pzheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &query, rwork.data(), &query, iwork.data(), &query, &info);
-    }
-    use_heevr = info != 0;  // the query failed: p?heevr instead
-  }
-  if (!use_heevr) {
-    size_workspaces(0);
-    const int lwork = static_cast<int>(work.size()), lrwork = static_cast<int>(rwork.size()),
-              liwork = static_cast<int>(iwork.size());
-    if constexpr (single) {
-      pcheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, &info);
-    } else {
-      pzheevd_("V", "L", &in, a->local.data(), &one, &one, a->desc, w.data(), z->local.data(), &one, &one, z->desc,
-               work.data(), &lwork, rwork.data(), &lrwork, iwork.data(), &liwork, &info);
-    }
-    check_info(ctx, info, "p?heevd", "eigen_solve: the eigensolver did not converge");
-  } else {
-    const int il = 0, iu = 0;
-    const R vl = 0, vu = 0;
-    int found = 0, vectors = 0;
-    auto call = [&](int lwork, int lrwork, int liwork) {
-      if constexpr (single) {
-        pcheevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
-                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, rwork.data(), &lrwork,
-                 iwork.data(), &liwork, &info);
-      } else {
-        pzheevr_("V", "A", "L", &in, a->local.data(), &one, &one, a->desc, &vl, &vu, &il, &iu, &found, &vectors,
-                 w.data(), z->local.data(), &one, &one, z->desc, work.data(), &lwork, rwork.data(), &lrwork,
-                 iwork.data(), &liwork, &info);
-      }
-    };
-    work.assign(3, T(0));
-    rwork.assign(3, R(0));
-    iwork.assign(1, 0);
-    call(-1, -1, -1);
-    check_info(ctx, info, "p?heevr", "eigen_solve: the workspace query of p?heevr failed");
-    size_workspaces(0);
-    call(static_cast<int>(work.size()), static_cast<int>(rwork.size()), static_cast<int>(iwork.size()));
-    check_info(ctx, info, "p?heevr", "eigen_solve: the eigensolver did not converge");
-  }
+  hermitian_eigenpairs(ctx, *a, *z, w, "eigen_solve");
   set_out(args, {z, values()});
   return {9.0 * nn * nn * nn, 1};
 }

@@ -151,6 +151,44 @@ void pcungqr_(const int* m, const int* n, const int* k, std::complex<float>* a, 
 void pzungqr_(const int* m, const int* n, const int* k, std::complex<double>* a, const int* ia, const int* ja,
               const int* desca, const std::complex<double>* tau, std::complex<double>* work, const int* lwork,
               int* info);
+// ScaLAPACK: LU (inverse, solve). IPIV holds LOCr(n) + MB entries.
+void psgetrf_(const int* m, const int* n, float* a, const int* ia, const int* ja, const int* desca, int* ipiv,
+              int* info);
+void pdgetrf_(const int* m, const int* n, double* a, const int* ia, const int* ja, const int* desca, int* ipiv,
+              int* info);
+void pcgetrf_(const int* m, const int* n, std::complex<float>* a, const int* ia, const int* ja, const int* desca,
+              int* ipiv, int* info);
+void pzgetrf_(const int* m, const int* n, std::complex<double>* a, const int* ia, const int* ja, const int* desca,
+              int* ipiv, int* info);
+void psgetri_(const int* n, float* a, const int* ia, const int* ja, const int* desca, const int* ipiv, float* work,
+              const int* lwork, int* iwork, const int* liwork, int* info);
+void pdgetri_(const int* n, double* a, const int* ia, const int* ja, const int* desca, const int* ipiv, double* work,
+              const int* lwork, int* iwork, const int* liwork, int* info);
+void pcgetri_(const int* n, std::complex<float>* a, const int* ia, const int* ja, const int* desca, const int* ipiv,
+              std::complex<float>* work, const int* lwork, int* iwork, const int* liwork, int* info);
+void pzgetri_(const int* n, std::complex<double>* a, const int* ia, const int* ja, const int* desca, const int* ipiv,
+              std::complex<double>* work, const int* lwork, int* iwork, const int* liwork, int* info);
+void psgesv_(const int* n, const int* nrhs, float* a, const int* ia, const int* ja, const int* desca, int* ipiv,
+             float* b, const int* ib, const int* jb, const int* descb, int* info);
+void pdgesv_(const int* n, const int* nrhs, double* a, const int* ia, const int* ja, const int* desca, int* ipiv,
+             double* b, const int* ib, const int* jb, const int* descb, int* info);
+void pcgesv_(const int* n, const int* nrhs, std::complex<float>* a, const int* ia, const int* ja, const int* desca,
+             int* ipiv, std::complex<float>* b, const int* ib, const int* jb, const int* descb, int* info);
+void pzgesv_(const int* n, const int* nrhs, std::complex<double>* a, const int* ia, const int* ja, const int* desca,
+             int* ipiv, std::complex<double>* b, const int* ib, const int* jb, const int* descb, int* info);
+// The reciprocal condition number from the LU factors (complex: a real workspace).
+void psgecon_(const char* norm, const int* n, const float* a, const int* ia, const int* ja, const int* desca,
+              const float* anorm, float* rcond, float* work, const int* lwork, int* iwork, const int* liwork,
+              int* info);
+void pdgecon_(const char* norm, const int* n, const double* a, const int* ia, const int* ja, const int* desca,
+              const double* anorm, double* rcond, double* work, const int* lwork, int* iwork, const int* liwork,
+              int* info);
+void pcgecon_(const char* norm, const int* n, const std::complex<float>* a, const int* ia, const int* ja,
+              const int* desca, const float* anorm, float* rcond, std::complex<float>* work, const int* lwork,
+              float* rwork, const int* lrwork, int* info);
+void pzgecon_(const char* norm, const int* n, const std::complex<double>* a, const int* ia, const int* ja,
+              const int* desca, const double* anorm, double* rcond, std::complex<double>* work, const int* lwork,
+              double* rwork, const int* lrwork, int* info);
 float pslamch_(const int* ictxt, const char* cmach);
 double pdlamch_(const int* ictxt, const char* cmach);
 }
