@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/linalg_complex.hpp"
+#include "tenex/backend/scalar_entries.hpp"
 #include "tenex/error.hpp"
 #include "tenex/scalar.hpp"
 
@@ -138,56 +139,10 @@ using complex_lapack::gecon_cm, complex_lapack::gemm, complex_lapack::geqrf, com
     complex_lapack::potrs_cm, complex_lapack::syevd, complex_lapack::syevd_cm, complex_lapack::sygvd,
     complex_lapack::syrk_cm;
 
-// The LAPACK name of a step: precision letter (s, d, c, z) and suffix; `complex_suffix`
-// where the Hermitian routine has another name (syevd: heevd, sygvd: hegvd, orgqr: ungqr).
+// conjugate, is_finite_entry, is_nan_entry and widen: backend/scalar_entries.hpp.
 template <class T>
 std::string routine_name(const char* suffix, const char* complex_suffix = nullptr) {
-  static_assert(is_supported_scalar_v<T>,
-                "tenex linear algebra supports T = float, double, std::complex<float> and std::complex<double> only");
-  std::string name(1, std::is_same_v<T, float>                 ? 's'
-                      : std::is_same_v<T, double>              ? 'd'
-                      : std::is_same_v<T, std::complex<float>> ? 'c'
-                                                               : 'z');
-  return name += is_complex_v<T> && complex_suffix != nullptr ? complex_suffix : suffix;
-}
-
-// ---- entries of either kind: a complex entry is a pair of reals.
-
-template <class T>
-T conjugate(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::conj(x);
-  } else {
-    return x;
-  }
-}
-
-template <class T>
-bool is_finite_entry(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::isfinite(x.real()) && std::isfinite(x.imag());
-  } else {
-    return std::isfinite(x);
-  }
-}
-
-template <class T>
-bool is_nan_entry(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::isnan(x.real()) || std::isnan(x.imag());
-  } else {
-    return std::isnan(x);
-  }
-}
-
-// The entry in double precision (double or std::complex<double>), for the checks' sums.
-template <class T>
-auto widen(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::complex<double>(x);
-  } else {
-    return static_cast<double>(x);
-  }
+  return tenex::detail::lapack_routine_name<T>(suffix, complex_suffix);
 }
 
 // A unit factor that makes x real and non-negative: the sign for reals, exactly -1 or 1 for

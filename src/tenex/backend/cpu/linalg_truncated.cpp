@@ -16,6 +16,7 @@
 
 #include "tenex/backend/cpu/linalg.hpp"
 #include "tenex/backend/cpu/tuning.hpp"
+#include "tenex/backend/scalar_entries.hpp"
 #include "tenex/error.hpp"
 #include "tenex/scalar.hpp"
 
@@ -130,11 +131,7 @@ int trtrs(int n, int k, const std::complex<double>* l, std::complex<double>* col
 
 template <class T>
 std::string routine_name(const char* real_suffix, const char* complex_suffix) {
-  const char letter = std::is_same_v<T, float>                 ? 's'
-                      : std::is_same_v<T, double>              ? 'd'
-                      : std::is_same_v<T, std::complex<float>> ? 'c'
-                                                               : 'z';
-  return std::string(1, letter) + (is_complex_v<T> ? complex_suffix : real_suffix);
+  return tenex::detail::lapack_routine_name<T>(real_suffix, complex_suffix);
 }
 
 template <class T>
@@ -146,14 +143,6 @@ double magnitude_squared(T x) {
   }
 }
 
-template <class T>
-bool finite(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::isfinite(x.real()) && std::isfinite(x.imag());
-  } else {
-    return std::isfinite(x);
-  }
-}
 
 // Throws NumericalError for the first non-finite entry of a (m x n; its lower triangle if lower).
 template <class T>
@@ -161,7 +150,7 @@ void require_finite(const T* a, std::size_t m, std::size_t n, bool lower, const 
   for (std::size_t i = 0; i < m; ++i) {
     const std::size_t end = lower ? i + 1 : n;
     for (std::size_t j = 0; j < end; ++j) {
-      if (finite(a[i * n + j])) continue;
+      if (tenex::detail::is_finite_entry(a[i * n + j])) continue;
       throw NumericalError("tenex: " + std::string(operation) + ": the matrix has a non-finite entry at (" +
                            std::to_string(i) + ", " + std::to_string(j) + "); a decomposition needs finite input");
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tenex/backend/dist/scalapack.hpp"
+#include "tenex/backend/scalar_entries.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
 #include "tenex/graph/functions.hpp"
@@ -400,11 +401,7 @@ void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_
 /// ScaLAPACK's name of a routine for T ("pdgetrf"; complex_suffix for complex T when given).
 template <class T>
 std::string routine(const char* suffix, const char* complex_suffix = nullptr) {
-  const char letter = std::is_same_v<T, float>                 ? 's'
-                      : std::is_same_v<T, double>              ? 'd'
-                      : std::is_same_v<T, std::complex<float>> ? 'c'
-                                                               : 'z';
-  return std::string("p") + letter + (is_complex_v<T> && complex_suffix ? complex_suffix : suffix);
+  return "p" + tenex::detail::lapack_routine_name<T>(suffix, complex_suffix);
 }
 
 std::string short_number(double v) {
@@ -418,22 +415,8 @@ std::string matrix_text(const std::string& what, std::size_t n) {
   return "the matrix " + what;
 }
 
-template <class T>
-bool finite_entry(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::isfinite(x.real()) && std::isfinite(x.imag());
-  } else {
-    return std::isfinite(x);
-  }
-}
-template <class T>
-bool nan_entry(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::isnan(x.real()) || std::isnan(x.imag());
-  } else {
-    return std::isnan(x);
-  }
-}
+using tenex::detail::is_finite_entry;
+using tenex::detail::is_nan_entry;
 /// max(|re x|, |im x|) for complex x, |x| for real: what a power of two scales.
 template <class T>
 double largest_part(T x) {
@@ -493,8 +476,9 @@ template <class T>
 void require_finite(const DistContext& ctx, const DistMatrix<T>& m, std::size_t columns, bool lower_only,
                     const char* operation, const char* which) {
   const FirstEntry bad = first_entry(
-      ctx, m, [&](T x, std::int64_t row, std::int64_t col) { return (!lower_only || col <= row) && !finite_entry(x); },
-      [](T x) { return nan_entry(x) ? 1.0 : 0.0; });
+      ctx, m,
+      [&](T x, std::int64_t row, std::int64_t col) { return (!lower_only || col <= row) && !is_finite_entry(x); },
+      [](T x) { return is_nan_entry(x) ? 1.0 : 0.0; });
   if (!bad.found) return;
   throw NumericalError("tenex: " + std::string(operation) + ": " + which + " has a non-finite entry (" +
                        (bad.value == 1.0 ? "nan" : "inf") + ") at (" + std::to_string(bad.flat / columns) + ", " +
@@ -557,7 +541,7 @@ template <class T>
 void unscale_checked(const DistContext& ctx, DistMatrix<T>& m, std::size_t columns, int e, const char* operation,
                      const std::string& what, std::size_t n, const char* result_name) {
   const FirstEntry bad = first_entry(
-      ctx, m, [&](T x, std::int64_t, std::int64_t) { return !finite_entry(scale_entry(x, -e)); },
+      ctx, m, [&](T x, std::int64_t, std::int64_t) { return !is_finite_entry(scale_entry(x, -e)); },
       [&](T x) { return std::log10(largest_part(x)) - e * std::log10(2.0); });
   if (bad.found) {
     const std::string entry = columns == 0 ? "an entry"
@@ -593,7 +577,7 @@ void check_lu(const DistContext& ctx, const char* operation, const std::string& 
         factor_routine + ": the pivot U(" + std::to_string(pivot) + "," + std::to_string(pivot) + ") is exactly zero");
   }
   const FirstEntry overflow = first_entry(
-      ctx, lu, [](T x, std::int64_t, std::int64_t) { return !finite_entry(x); }, [](T) { return 0.0; });
+      ctx, lu, [](T x, std::int64_t, std::int64_t) { return !is_finite_entry(x); }, [](T) { return 0.0; });
   if (overflow.found) {
     throw_singular(operation, what, n,
                    "to working precision: its LU factors overflow, a pivot being too small relative to the entries "
@@ -1579,7 +1563,7 @@ KernelCount DistBackend<T>::run_spd_pow(const SpdPowParams& params, const Kernel
     }
   }
   const FirstEntry overflow = first_entry(
-      ctx, *out, [](T x, std::int64_t, std::int64_t) { return !finite_entry(x); }, [](T) { return 0.0; });
+      ctx, *out, [](T x, std::int64_t, std::int64_t) { return !is_finite_entry(x); }, [](T) { return 0.0; });
   if (overflow.found) {
     throw_overflow<T>("pow", what, n, "the power " + short_number(p),
                       "its entry (" + std::to_string(overflow.flat / n) + ", " + std::to_string(overflow.flat % n) +
