@@ -120,11 +120,13 @@ class CaseTensor : public Tracked {
   CaseTensor() : tensor_(*current_grid) {}
   /// The values of `whole`, spread over the grid.
   CaseTensor(const Tensor<T>& whole)  // NOLINT(google-explicit-constructor): as a Tensor's copy
-      : tensor_(DistributedTensor<T>::from_replicated(*current_grid, whole)), whole_(whole) {}
-  CaseTensor(CaseTensor&& other) noexcept : tensor_(std::move(other.tensor_)), whole_(std::move(other.whole_)) {}
+      : tensor_(DistributedTensor<T>::from_replicated(*current_grid, whole)), whole_(whole), used_(true) {}
+  CaseTensor(CaseTensor&& other) noexcept
+      : tensor_(std::move(other.tensor_)), whole_(std::move(other.whole_)), used_(other.used_) {}
 
   tenex::Indexed<Tensor<T>> operator()(std::string_view labels) {
     whole_.reset();
+    used_ = true;
     return tensor_(labels);
   }
   const Shape& shape() const { return whole().shape(); }
@@ -136,6 +138,12 @@ class CaseTensor : public Tracked {
 
   Reading read() const override {
     Reading r;
+    // Not gather_all(): on a DistributedTensor never assigned it dereferences a null
+    // storage (a crash, not a tenex::Error).
+    if (!used_) {
+      r.error = "no value yet";
+      return r;
+    }
     try {
       const Tensor<T> all = tensor_.gather_all();
       for (const T& v : all.to_vector()) r.values.push_back(Complex(v));
@@ -153,6 +161,7 @@ class CaseTensor : public Tracked {
   }
   DistributedTensor<T> tensor_;
   mutable std::optional<Tensor<T>> whole_;
+  bool used_ = false;  // made from values or used in a statement
 };
 #else
 /// The tensors of the cases: plain Tensors on one process.
@@ -466,20 +475,23 @@ struct Context {
   /// each tensor of the case reads as that error (a target of the statement, on every rank)
   /// or as it read `before` the statement. Throws Refused when the statement was refused.
   void check_refused(const std::vector<Reading>& before) const {
+    std::vector<Reading> after;
     std::size_t refusals = 0;
     for (std::size_t n = 0; n < before.size(); ++n) {
-      CAPTURE(n);
-      const Reading after = Tracked::live()[n]->read();
-      if (!after.has_value && after.error != before[n].error) {
-        INFO("error: ", after.error);
-        CHECK(after.error.find(refused_kind) != std::string::npos);
-        ++refusals;
-      } else {
-        CHECK_MESSAGE(after == before[n], "a tensor the refused statement does not write changed");
-      }
+      after.push_back(Tracked::live()[n]->read());
+      if (!after[n].has_value && after[n].error != before[n].error) ++refusals;
     }
     CHECK_MESSAGE(refusals > 0, refused_kind, " was not refused on ", backend,
                   ": it runs now, take it out of dist_refused_kinds");
+    for (std::size_t n = 0; refusals > 0 && n < before.size(); ++n) {
+      CAPTURE(n);
+      if (!after[n].has_value && after[n].error != before[n].error) {
+        INFO("error: ", after[n].error);
+        CHECK(after[n].error.find(refused_kind) != std::string::npos);
+      } else {
+        CHECK_MESSAGE(after[n] == before[n], "a tensor the refused statement does not write changed");
+      }
+    }
     if (refusals > 0) throw Refused{};
   }
 #endif
