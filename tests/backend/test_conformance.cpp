@@ -1337,17 +1337,17 @@ std::string type_name() {
 }
 
 #if TENEX_CONFORMANCE_DISTRIBUTED
-/// The grids for this many ranks, with blocks of 2: the cases' extents (3, 4, 5, 6) leave
-/// partial edge blocks, and on 3 ranks uneven shares (some ranks hold no element of the
-/// smallest tensors).
+/// The grids for this many ranks, square and not, with blocks of 2 or 3: the cases' extents
+/// (3, 4, 5, 6) leave partial edge blocks, and 3 ranks uneven shares (some ranks hold no
+/// element of the smallest tensors).
 std::vector<tenex::dist::ContextOptions> conformance_grids() {
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   switch (ranks) {
     case 1: return {{1, 1, 2}};
-    case 2: return {{1, 2, 2}};
+    case 2: return {{1, 2, 2}, {2, 1, 3}};
     case 3: return {{3, 1, 2}, {1, 3, 2}};
-    case 4: return {{2, 2, 2}};
+    case 4: return {{2, 2, 2}, {1, 4, 3}};
     default: return {{0, 0, 2}};
   }
 }
