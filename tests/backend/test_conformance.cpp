@@ -1275,12 +1275,8 @@ std::string backend_name(BackendKind kind) {
 /// The kinds the distributed backend refuses (docs/distributed.md): a statement of each must
 /// fail with a tenex::Error naming it, on every rank, leaving the other tensors as they were.
 /// Take a kind out when the backend runs it; its case then runs like the others.
-const std::set<std::string> dist_refused_kinds = {
-    "mask",     // sparse maps
-    "inverse",  // p?getrf/p?getri not wired in
-    "solve",    // p?gesv not wired in
-    "spd_pow",  // pow(a, double)
-};
+/// None today: mask, inverse, solve and spd_pow were the last (docs/distributed.md).
+const std::set<std::string> dist_refused_kinds = {};
 #endif
 
 /// Whether `backend` must refuse the kind `name`.
