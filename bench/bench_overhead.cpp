@@ -16,19 +16,43 @@
 // Every case runs with the plan cache on and off (TENEX_PLAN_CACHE=0, read by each set),
 // alternating so that drift in machine load hits both; each side reports the best of
 // --repeat runs after a warm-up, in microseconds per statement, and off/on is the ratio.
-// A check column compares the last result with the product computed here.
+// A check column compares the last result with the product computed here. The allocations
+// column counts calls of operator new per statement (this program replaces it, so the
+// library's allocations count too), in the last timed run with the plan cache on (and off).
+// Instructions, which do not depend on load either, come from valgrind (docs/performance.md):
+//   valgrind --tool=callgrind bench_overhead --iterations N --repeat 1 --cache on --filter product
+// at two values of N; the difference of the totals over 1.1 x the difference of N.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <tenex/tenex.hpp>
+
+namespace {
+
+// Counted with a relaxed load and store, not an atomic increment: a locked add in every
+// allocation would be part of the time measured. Allocations made by two threads at once
+// may be counted once (the statements here run on one thread).
+std::atomic<long> allocations{0};
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+  allocations.store(allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -141,10 +165,12 @@ int main(int argc, char** argv) {
 
   std::printf("# bench_overhead: 2 x 2 double, %ld iterations, best of %d; microseconds per statement\n",
               options.iterations, options.repeat);
-  std::printf("%-12s %10s %10s %8s %10s\n", "case", "cache on", "cache off", "off/on", "check");
+  std::printf("%-12s %10s %10s %8s %10s %10s %10s\n", "case", "cache on", "cache off", "off/on", "allocs on",
+              "allocs off", "check");
   for (const Case& test : cases) {
     if (!options.filter.empty() && test.name != options.filter) continue;
     double best[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+    long allocated[2] = {-1, -1};  // in the last timed run of each side
     double worst_check = 0;
     const int first = options.cache == "off" ? 1 : 0, last = options.cache == "on" ? 1 : 2;
     for (int side = first; side < last; ++side) {  // warm-up: fills the caches, pages in the code
@@ -154,13 +180,17 @@ int main(int argc, char** argv) {
     for (int r = 0; r < options.repeat; ++r) {
       for (int side = first; side < last; ++side) {
         set_plan_cache(side == 0);
+        const long before = allocations.load(std::memory_order_relaxed);
         best[side] = std::min(best[side], time_loop(options.iterations, test.body));
+        allocated[side] = allocations.load(std::memory_order_relaxed) - before;
         worst_check = std::max(worst_check, test.check());
       }
     }
     const double per = 1e6 / (static_cast<double>(options.iterations) * test.statements);
-    std::printf("%-12s %10.2f %10.2f %8.2f %10.1e\n", test.name.c_str(), best[0] * per, best[1] * per,
-                best[1] / best[0], worst_check);
+    const double statements = static_cast<double>(options.iterations) * test.statements;
+    std::printf("%-12s %10.2f %10.2f %8.2f %10.1f %10.1f %10.1e\n", test.name.c_str(), best[0] * per, best[1] * per,
+                best[1] / best[0], static_cast<double>(allocated[0]) / statements,
+                static_cast<double>(allocated[1]) / statements, worst_check);
   }
   set_plan_cache(true);
   return 0;

@@ -10,6 +10,16 @@ namespace tenex::detail {
 
 namespace {
 
+/// a == b for labels: most are one or two characters, compared without a call of memcmp.
+bool same_label(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -48,8 +58,44 @@ std::string quote(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+
+/// The common text, identifiers of ASCII letters, digits and '_' separated by commas with no
+/// spaces ("i,j", "mu,nu"), split in one pass without the locale's character classes; false
+/// (and `labels` untouched) for anything else, which the general parser then reads. The
+/// characters accepted are classified alike in every locale, so the result is the same.
+bool parse_plain_labels(std::string_view text, std::vector<std::string>& labels) {
+  std::size_t count = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ',') {
+      // An empty label, or one starting with a digit: the general parser's message.
+      if (i + 1 == text.size() || !is_ascii_letter(text[i + 1])) return false;
+      ++count;
+    } else if (!is_ascii_letter(c) && !is_ascii_digit(c)) {
+      return false;
+    }
+  }
+  if (!is_ascii_letter(text[0])) return false;
+  labels.reserve(count);
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == ',') {
+      labels.emplace_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::string> parse_labels(std::string_view text) {
   std::vector<std::string> labels;
+  if (!text.empty() && text.size() <= kMaxLabelsLength && parse_plain_labels(text, labels)) return labels;
   if (text.size() > kMaxLabelsLength) {
     throw ShapeError("tenex: malformed labels " + quote(text) + ": longer than " + std::to_string(kMaxLabelsLength) +
                      " characters");
@@ -116,7 +162,7 @@ std::vector<std::string> filter_labels(const std::vector<std::string>& order, co
 
 std::size_t find_label(const std::vector<std::string>& labels, const std::string& label) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] == label) return i;
+    if (same_label(labels[i], label)) return i;
   }
   return labels.size();
 }

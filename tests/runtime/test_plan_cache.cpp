@@ -147,6 +147,47 @@ TEST_CASE_TEMPLATE_DEFINE("plan cache: results equal a fresh build while extents
 }
 TEST_CASE_TEMPLATE_APPLY(plan_cache_extents, tenex_test::Scalars);
 
+TEST_CASE("plan cache: label names of every length are part of the key") {
+  // The key writes a label of up to 7 characters as one word and a longer one as its length
+  // and bytes: labels that differ only at the end, or across that boundary, are other sets.
+  // Here the second statement of each pair sums its two labels apart (an outer product of
+  // sums), the first contracts them: a plan taken for the other would give the wrong value.
+  auto a = random_tensor<double>({2, 3}, 1), b = random_tensor<double>({3, 2}, 2);
+  const std::vector<double> av = a.to_vector(), bv = b.to_vector();
+  auto product = [&](std::size_t i, std::size_t j) {
+    double sum = 0;
+    for (std::size_t k = 0; k < 3; ++k) sum += av[i * 3 + k] * bv[k * 2 + j];
+    return sum;
+  };
+  auto sums = [&](std::size_t i, std::size_t j) {
+    double sa = 0, sb = 0;
+    for (std::size_t k = 0; k < 3; ++k) sa += av[i * 3 + k], sb += bv[k * 2 + j];
+    return sa * sb;
+  };
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"abcdefg", "abcdefh"}, {"abcdefg", "abcdefgh"}, {"abcdefgh", "abcdefgi"}, {"k_long_label", "k_long_labem"}};
+  PlanCacheSwitch cache(true);
+  Tensor<double> c;
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the plans of the first
+    for (const auto& [x, y] : pairs) {
+      CAPTURE(x);
+      CAPTURE(y);
+      c("i,j") = a("i," + x) * b(x + ",j");
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 2; ++j) CHECK(c.at(i, j) == doctest::Approx(product(i, j)));
+      c("i,j") = a("i," + x) * b(y + ",j");
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 2; ++j) CHECK(c.at(i, j) == doctest::Approx(sums(i, j)));
+    }
+  }
+  // Labels written with spaces are the same labels: the same set, the same plan.
+  c("i,j") = a("i,k") * b("k,j");
+  c("i , j") = a(" i,k ") * b("k,  j");
+  CHECK(tenex::last_run_stats().plan_reused);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t j = 0; j < 2; ++j) CHECK(c.at(i, j) == doctest::Approx(product(i, j)));
+}
+
 TEST_CASE_TEMPLATE_DEFINE("plan cache: aliasing is part of the structure", T, plan_cache_aliasing) {
   check_same_with_and_without_cache<T>([] {
     std::vector<Tensor<T>> out;

@@ -225,9 +225,9 @@ struct TargetPlan {
 /// real values it reads (the eigenvalues or singular values of a complex matrix, a node over
 /// the real tensor type). Null for other sides.
 const FactorNode* factor_of(const ExprNode& rhs) {
-  if (const auto* factor = dynamic_cast<const FactorNode*>(&rhs)) return factor;
-  if (const auto* indexed = dynamic_cast<const IndexedNode*>(&rhs); indexed && indexed->factor) {
-    return dynamic_cast<const FactorNode*>(indexed->factor.get());
+  if (const auto* factor = node_as<FactorNode>(rhs)) return factor;
+  if (const auto* indexed = node_as<IndexedNode>(rhs); indexed && indexed->factor) {
+    return node_as<FactorNode>(*indexed->factor);
   }
   return nullptr;
 }
@@ -239,14 +239,14 @@ const FactorNode* factor_of(const ExprNode& rhs) {
 std::string eigen_mode_label(const ExprNode& rhs) {
   const FactorNode* factor = factor_of(rhs);
   if (!factor || factor->children.empty()) return {};
-  const auto* decomposition = dynamic_cast<const DecompositionNode*>(factor->children[0].get());
+  const auto* decomposition = node_as<DecompositionNode>(*factor->children[0]);
   if (!decomposition || decomposition->op != OpKind::eigen_solve) return {};
   const std::size_t mode = factor->which == 0 ? 1 : 0;
   return mode < rhs.labels.size() ? rhs.labels[mode] : std::string();
 }
 
 TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& rhs) {
-  if (rhs.dtype != DType::shape && dynamic_cast<const DecompositionNode*>(&rhs)) {
+  if (rhs.dtype != DType::shape && node_as<DecompositionNode>(rhs)) {
     throw InternalError("tenex: a packed decomposition is read through its factors only");
   }
   TargetPlan plan;

@@ -50,7 +50,7 @@ Handle make_scale(const Expression<T>& operand, std::complex<double> factor) {
   }
   // A scale of a scale is one factor: 2.0 * (x * y) * 3.0 folds to 6 (x * y).
   NodePtr inner = a;
-  if (const auto* s = dynamic_cast<const ScaleNode*>(a.get()); s && s->made_by == &typeid(Scale<T>)) {
+  if (const auto* s = node_as<ScaleNode>(*a); s && s->made_by == &typeid(Scale<T>)) {
     factor *= std::complex<double>(s->factor, s->factor_imag);
     inner = s->children[0];
   }

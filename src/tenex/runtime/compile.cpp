@@ -50,6 +50,15 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   std::string read = std::string(passes) + "|" + std::string(backends.entry->name);
   if (settings.memory_limit != 0) read += "|memory limit " + std::to_string(settings.memory_limit);
   SetKey key;
+  // The key is written into this thread's buffer of the last key (grown once, not allocated
+  // and zeroed per set); a set run inside this one (a tenex::map callable's) takes another.
+  thread_local std::string spare_bytes;
+  key.bytes.swap(spare_bytes);
+  struct GiveBack {
+    std::string& spare;
+    std::string& bytes;
+    ~GiveBack() { spare.swap(bytes); }
+  } give_back{spare_bytes, key.bytes};
   const bool cacheable = settings.env.plan_cache && settings.env.dump_graph.empty() && make_set_key(set, read, key);
   if (cacheable) plan.cached = find_plan(key);
   if (plan.cached) {

@@ -14,6 +14,16 @@ namespace {
 
 std::atomic<SetRunner> installed_runner{nullptr};
 
+/// a == b for labels: most are one or two characters, compared without a call of memcmp.
+bool same_label(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 void set_producer(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<Producer>& producer) {
   if (dtype == DType::shape) return;
   visit_dtype(dtype,
@@ -149,7 +159,7 @@ std::size_t LinkedState::find_label_seen(const std::string& label) const {
     return it == label_index_.end() ? labels_seen_count_ : it->second;
   }
   for (std::size_t i = 0; i < labels_seen_count_; ++i) {
-    if (label_seen(i).first == label) return i;
+    if (same_label(label_seen(i).first, label)) return i;
   }
   return labels_seen_count_;
 }

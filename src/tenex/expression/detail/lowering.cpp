@@ -44,6 +44,7 @@ std::vector<std::string> ExprNode::child_keep(std::size_t i, const std::vector<s
 std::string ExprNode::text() const { return describe(labels, extents); }
 
 void ExprNode::finish() {
+  implicit_is_labels = false;
   if (is_product()) {
     // The factors' counts added up (a product factor's, or once each of another factor's
     // implicit labels), starting from the factor with the most: a product built factor by
@@ -53,7 +54,7 @@ void ExprNode::finish() {
     std::size_t largest = 0, total = 0;
     for (std::size_t i = 0; i < children.size(); ++i) {
       const ExprNode& c = *children[i];
-      const std::size_t size = c.is_product() ? c.factor_label_counts.size() : c.implicit.size();
+      const std::size_t size = c.is_product() ? c.factor_label_counts.size() : c.implicit_labels().size();
       total += size;
       const ExprNode& best = *children[largest];
       if (c.is_product() && (!best.is_product() || size > best.factor_label_counts.size())) largest = i;
@@ -89,7 +90,7 @@ void ExprNode::finish() {
       if (c.is_product()) {
         for (const auto& [l, n] : c.factor_label_counts) add(l, n);
       } else {
-        for (const std::string& l : c.implicit) add(l, 1);
+        for (const std::string& l : c.implicit_labels()) add(l, 1);
       }
     }
     implicit.clear();
@@ -99,12 +100,11 @@ void ExprNode::finish() {
     return;
   }
   // Exact type tests (the classes are final): cheaper than dynamic_cast on every node made.
-  const std::type_info& type = typeid(*this);
-  if (type == typeid(ElementwiseNode)) {
+  if (node_as<ElementwiseNode>(*this)) {
     implicit.clear();
     for (const std::string& l : labels) {
       for (const NodePtr& c : children) {
-        if (contains_label(c->implicit, l)) {
+        if (contains_label(c->implicit_labels(), l)) {
           implicit.push_back(l);
           break;
         }
@@ -112,11 +112,12 @@ void ExprNode::finish() {
     }
     return;
   }
-  if (type == typeid(ScaleNode)) {
-    implicit = children[0]->implicit;
+  if (node_as<ScaleNode>(*this)) {
+    implicit = children[0]->implicit_labels();
     return;
   }
-  implicit = labels;
+  implicit.clear();
+  implicit_is_labels = true;
 }
 
 // ---- Lowering -------------------------------------------------------------------------
@@ -241,12 +242,12 @@ NodeId Lowering::build(const NodePtr& root, const std::vector<std::string>& root
       // Σ_j a_ij + b_i.
       if (!frame.node->is_product()) {
         std::size_t more = 0;
-        for (const std::string& l : frame.node->implicit) more += contains_label(frame.keep, l) ? 0 : 1;
+        for (const std::string& l : frame.node->implicit_labels()) more += contains_label(frame.keep, l) ? 0 : 1;
         if (more > 0) {
           // In the node's own order: the sum after it permutes as it reduces.
           std::vector<std::string> wide;
           for (const std::string& l : frame.node->labels) {
-            if (contains_label(frame.keep, l) || contains_label(frame.node->implicit, l)) wide.push_back(l);
+            if (contains_label(frame.keep, l) || contains_label(frame.node->implicit_labels(), l)) wide.push_back(l);
           }
           std::vector<std::string> keep = std::move(frame.keep);
           std::string key = std::move(frame.key);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <typeinfo>
 
@@ -34,7 +35,8 @@ NodePtr operand_node(const Expression<T>& e) {
   const NodePtr& node = require_handle(Access::handle(e)).node;
   node->check_readable();
   const std::type_info& type = typeid(e);
-  if (type == typeid(Operand<T>) || (node->made_by && type == *node->made_by)) return node;
+  // The class that made the node first: that test is met by the type_info's address.
+  if ((node->made_by && type == *node->made_by) || type == typeid(Operand<T>)) return node;
   if (node->snapshot && node->snapshot_type && *node->snapshot_type == type) return node->snapshot;
   auto fragment = std::make_shared<OpGraph>();
   const NodeId result = e.add_to_graph(*fragment);
@@ -88,6 +90,9 @@ std::shared_ptr<N> made_by(std::shared_ptr<N> node) {
 
 /// A handle on `node` whose set is the union of the sets of `parts`.
 inline Handle make_handle(std::shared_ptr<const ExprNode> node, std::initializer_list<const Handle*> parts) {
+  // One acquisition for the merges and the labels: the calls below take the (recursive) lock
+  // again without an atomic operation.
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   std::shared_ptr<LinkedState> state;
   for (const Handle* part : parts) {
     require_handle(*part);
@@ -138,6 +143,6 @@ inline NodePtr value_over(const NodePtr& node, const std::vector<std::string>& l
 
 /// `node` with the labels an operation needing definite modes sees (its implicit labels):
 /// `cholesky(s("i,k") * s("j,k"))` factors the matrix (i,j) = sum_k s(i,k) s(j,k).
-inline NodePtr einstein_operand(const NodePtr& node) { return value_over(node, node->implicit); }
+inline NodePtr einstein_operand(const NodePtr& node) { return value_over(node, node->implicit_labels()); }
 
 }  // namespace tenex::detail

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -32,8 +33,11 @@ struct ExprNode {
   std::vector<std::size_t> extents;  // one per label
   std::vector<NodePtr> children;
   /// The labels an operation needing definite modes (a decomposition, slice, permutation)
-  /// sees: inside a product, a label on two or more factors is summed.
-  std::vector<std::string> implicit;
+  /// sees: inside a product, a label on two or more factors is summed. For most nodes they are
+  /// `labels` themselves, which finish() then does not copy (implicit_is_labels).
+  const std::vector<std::string>& implicit_labels() const { return implicit_is_labels ? labels : implicit; }
+  std::vector<std::string> implicit;  // when !implicit_is_labels
+  bool implicit_is_labels = false;
   /// The public class that made this node; an expression of another dynamic type over it
   /// is a user class whose add_to_graph must be honoured.
   const std::type_info* made_by = nullptr;
@@ -76,6 +80,16 @@ struct ExprNode {
   /// Fills `implicit` (and factor_label_counts) from the children; called once by make.
   void finish();
 };
+
+/// `node` as the node class N, or null: an exact type test in place of dynamic_cast, which a
+/// statement would pay several times. The node classes are final and made only inside this
+/// library, which holds one type_info per class, so comparing the addresses is exact (and
+/// saves the name comparison that type_info's == makes on a mismatch).
+template <class N>
+const N* node_as(const ExprNode& node) {
+  static_assert(std::is_final_v<N>, "node_as tests the exact class: N must be final");
+  return &typeid(node) == &typeid(N) ? static_cast<const N*>(&node) : nullptr;
+}
 
 /// `a("i,j")`: a tensor's (or shape's) value with labelled modes.
 struct IndexedNode final : ExprNode {

@@ -66,10 +66,24 @@ class SignatureWriter {
   SignatureWriter(const SignatureWriter&) = delete;
   SignatureWriter& operator=(const SignatureWriter&) = delete;
 
-  void put(std::uint64_t v) { append(&v, sizeof v); }
-  void put_double(double v) { append(&v, sizeof v); }
+  void put(std::uint64_t v) { append_word(v); }
+  void put_double(double v) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    append_word(bits);
+  }
+  /// A text of up to 7 bytes (every label of a set, nearly) is one word: its length in the low
+  /// byte, the bytes above it. A longer one is a word of 0xff and its length, then its bytes.
+  /// The first byte tells the two apart, so the encoding stays one-to-one.
   void put(std::string_view text) {
-    put(text.size());
+    if (text.size() <= 7) {
+      std::uint64_t word = text.size();
+      for (std::size_t i = 0; i < text.size(); ++i)
+        word |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[i])) << (8 * (i + 1));
+      append_word(word);
+      return;
+    }
+    append_word(0xff | (static_cast<std::uint64_t>(text.size()) << 8));
     append(text.data(), text.size());
   }
   void put(const std::vector<std::string>& labels) {
@@ -78,7 +92,7 @@ class SignatureWriter {
   }
   void put(const std::vector<std::size_t>& values) {
     put(values.size());
-    append(values.data(), values.size() * sizeof(std::size_t));
+    for (std::size_t v : values) append_word(v);
   }
   /// Writes the slot of `storage`, numbering it when first met.
   void put_storage(const std::shared_ptr<void>& storage) {
@@ -95,8 +109,16 @@ class SignatureWriter {
   }
 
  private:
+  // One word: a constant-size copy (a store), not a call of memcpy.
+  void append_word(std::uint64_t v) {
+    if (used_ + sizeof v > out_.size()) grow(sizeof v);
+    std::memcpy(out_.data() + used_, &v, sizeof v);
+    used_ += sizeof v;
+  }
+  // Out of line, so that append_word stays small enough to inline.
+  [[gnu::noinline]] void grow(std::size_t n) { out_.resize(std::max(2 * out_.size(), used_ + n)); }
   void append(const void* data, std::size_t n) {
-    if (used_ + n > out_.size()) out_.resize(std::max(2 * out_.size(), used_ + n));
+    if (used_ + n > out_.size()) grow(n);
     if (n) std::memcpy(out_.data() + used_, data, n);
     used_ += n;
   }
