@@ -5,14 +5,15 @@
 // and the largest bytes and messages per rank, the model's bytes and measured / model.
 //
 //   for n in 1 2 3 4; do
-//     OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -n $n build/bench/bench_dist_comm
+//     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -n $n \
+//       build/bench/bench_dist_comm
 //   done
 //   bench_dist_comm [--n 512] [--occ 10] [--virt 40,150,160] [--blocks 16,64]
 //
 // Kinds: a permutation (a remap only), a product (p?gemm), a p?gemr2d block copy (called
 // directly, as a batched contraction cuts a batch), an operand replicated on every rank
-// (MPI_Allgatherv), a plain Tensor target (the same gather), a full reduction (one
-// MPI_Allreduce) and a Cholesky factorization (p?potrf).
+// (MPI_Allgatherv), a plain Tensor target (the same gather), full reductions (norm2 and an
+// inner product: one MPI_Allreduce; a sum to a scalar) and a Cholesky factorization (p?potrf).
 #include <mpi.h>
 #include <tenex/tenex.hpp>
 
@@ -203,6 +204,16 @@ int main(int argc, char** argv) {
         report(rank, "reduction", square, block, comm_model::full_reduction(grid), [&] {
           tenex::Tensor<double> e;
           e("") = tenex::norm2(a("i,j"));
+        });
+        report(rank, "inner", square, block, comm_model::full_reduction(grid), [&] {
+          tenex::Tensor<double> e;
+          e("") = a("i,j") * b("i,j");
+        });
+        // A sum to a scalar outside a fused program: a remap of every element to the owner of
+        // the scalar today (the ratio to a full reduction shows it).
+        report(rank, "sum", square, block, comm_model::full_reduction(grid), [&] {
+          tenex::Tensor<double> e;
+          e("") = tenex::sum(a("i,j"), "i,j");
         });
         {
           DistributedTensor<double> spd(ctx, {n, n}, [n](const auto& i) {

@@ -156,10 +156,12 @@ TEST_CASE("communication model: replicated operands, gathered targets and full r
     });
     check_ratio("gather_all", gathered.mean_bytes, comm_model::replicated(grid, double(n * n)), 0.9, 1.1);
 
-    // A full reduction: local sums and one MPI_Allreduce of one value, never the tensor.
+    // A full reduction (an inner product, with and without the passes): local sums and one
+    // MPI_Allreduce of one value, never the tensor.
+    DT b(ctx, {n, n}, [](const auto& i) { return entry(i[1], i[0] + 2); });
     const auto reduced = counted([&] {
       tenex::Tensor<double> e;
-      e("") = tenex::norm2(a("i,j"));
+      e("") = a("i,j") * b("i,j");
     });
     check_ratio("full reduction", reduced.mean_bytes, comm_model::full_reduction(grid), 0.9, 1.1);
   }
