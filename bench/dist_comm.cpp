@@ -5,8 +5,8 @@
 // and the largest bytes and messages per rank, the model's bytes and measured / model.
 //
 //   for n in 1 2 3 4; do
-//     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -n $n \
-//       build/bench/bench_dist_comm
+//     export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+//     mpirun --oversubscribe --allow-run-as-root -n $n build/bench/bench_dist_comm
 //   done
 //   bench_dist_comm [--n 512] [--occ 10] [--virt 40,150,160] [--blocks 16,64]
 //
