@@ -125,6 +125,18 @@ TEST_CASE("dist: tensors from functions, local data and replicated data gather b
   }
 }
 
+TEST_CASE("dist: reading a tensor that was never given a value is an error on every rank") {
+  Context ctx(MPI_COMM_WORLD, grids().front());
+  DT never(ctx);
+  CHECK_THROWS_WITH_AS(never.gather_all(), doctest::Contains("no value yet"), tenex::Error);
+  CHECK_THROWS_WITH_AS(never.gather(0), doctest::Contains("no value yet"), tenex::Error);
+  CHECK_THROWS_WITH_AS(never.local_data(), doctest::Contains("no value yet"), tenex::Error);
+  // It can still be assigned afterwards.
+  const OnDistributed on;
+  never("i") = DT(ctx, Shape{4}, [](const std::vector<std::size_t>& i) { return 1.0 + i[0]; })("i");
+  CHECK(never.gather_all().at(3) == 4.0);
+}
+
 TEST_CASE("dist: contractions match the CPU backend") {
   Tensor<double> a = random({7, 5}, 1), b = random({5, 9}, 2), at = random({5, 7}, 3), bt = random({9, 5}, 4);
   Tensor<double> x = random({3, 4, 5}, 5), y = random({3, 5, 6}, 6);

@@ -161,14 +161,16 @@ template <class T>
 std::shared_ptr<DistMatrix<T>> matrix_of(const Context& context, const std::shared_ptr<Tensor<T>>& proxy) {
   check_alive(proxy);
   proxy->wait();
+  const char* const no_value =
+      "tenex: DistributedTensor: no value yet; assign it (c(\"i,j\") = ...) or build it from data";
   auto storage = Access::storage(*proxy);
+  // Never assigned: the same on every rank (the program is SPMD), so no agreement is needed.
+  if (!storage) throw Error(no_value);
   if (const auto* value = detail::distributed_value<T>(*storage)) return value->parts.at(0);
   const DistContext& ctx = *Access::dist_context(context);
   std::shared_ptr<DistMatrix<T>> m;
   detail::agreed(ctx, [&] {
-    if (!storage->elements() && storage->shape().size() != 0) {
-      throw Error("tenex: DistributedTensor: no value yet; assign it (c(\"i,j\") = ...) or build it from data");
-    }
+    if (!storage->elements() && storage->shape().size() != 0) throw Error(no_value);
     m = detail::make_canonical<T>(ctx, storage->shape().extents());
     if (storage->elements()) detail::scatter_local(ctx, storage->elements(), *m);
   });
