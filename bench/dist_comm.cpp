@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
           tenex::Tensor<double> e;
           e("") = a("i,j") * b("i,j");
         });
-        // A sum to a scalar outside a fused program: a remap of every element to the owner of
-        // the scalar today (the ratio to a full reduction shows it).
+        // A sum to a scalar outside a fused program: a local sum and one MPI_Allreduce, like the
+        // fused full reductions.
         report(rank, "sum", square, block, comm_model::full_reduction(grid), [&] {
           tenex::Tensor<double> e;
           e("") = tenex::sum(a("i,j"), "i,j");

@@ -15,6 +15,7 @@
 
 #include "communication_model.hpp"
 #include "mpi_counters.hpp"
+#include "support/environment_scope.hpp"
 #include "tenex/tenex.hpp"
 
 using tenex::dist::Context;
@@ -164,5 +165,17 @@ TEST_CASE("communication model: replicated operands, gathered targets and full r
       e("") = a("i,j") * b("i,j");
     });
     check_ratio("full reduction", reduced.mean_bytes, comm_model::full_reduction(grid), 0.9, 1.1);
+
+    // A sum to a scalar, fused or not (the passes off): the same local sum and one
+    // MPI_Allreduce, never a remap of the tensor to the rank that holds the scalar.
+    for (const char* passes : {"all", "none"}) {
+      CAPTURE(passes);
+      const EnvironmentScope scope("TENEX_PASSES", passes);
+      const auto summed = counted([&] {
+        tenex::Tensor<double> e;
+        e("") = tenex::sum(a("i,j"), "i,j");
+      });
+      check_ratio("sum to a scalar", summed.mean_bytes, comm_model::full_reduction(grid), 0.9, 1.1);
+    }
   }
 }

@@ -823,6 +823,27 @@ KernelCount DistBackend<T>::run_output(const OutputParams& params, const KernelA
 template <class T>
 KernelCount DistBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>& args) {
   const DistContext& ctx = context();
+  const Labels& operand_labels = args.operand_nodes[0]->labels;
+  if (args.node.labels.empty() &&
+      std::set<std::string>(operand_labels.begin(), operand_labels.end()).size() == operand_labels.size()) {
+    // A sum of every element to a scalar (not a trace: no label repeats): each rank sums its own
+    // elements, then one MPI_Allreduce (a summing remap would send every element to the rank
+    // that holds the scalar).
+    const DistMatrix<T>& a = *operand(args, 0);
+    T local = T(0);
+    for (int c = 0; c < a.local_cols; ++c) {
+      const T* column = a.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(a.lld());
+      for (int r = 0; r < a.local_rows; ++r) local += column[r];
+    }
+    T total = local;
+    MPI_Allreduce(&local, &total, 1, mpi_type<T>(), MPI_SUM, ctx.comm);
+    MatrixPtr<T> s = allocate_canonical<T>(ctx, {});
+    if (!s->local.empty()) s->local[0] = total;
+    set_out(args, {s});
+    double elements = 1;
+    for (std::size_t e : args.operand_nodes[0]->extents) elements *= static_cast<double>(e);
+    return {elements, 1};
+  }
   set_out(args,
           {in_canonical(ctx, operand(args, 0), args.operand_nodes[0]->labels, args.node.labels, args.node.extents)});
   return {0, 1};
