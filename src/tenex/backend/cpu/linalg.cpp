@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/linalg_complex.hpp"
+#include "tenex/backend/matrix_checks.hpp"
 #include "tenex/backend/scalar_entries.hpp"
 #include "tenex/error.hpp"
 #include "tenex/scalar.hpp"
@@ -302,8 +303,6 @@ class RealValues {
   std::vector<real_type_t<T>> buffer_;  // empty for real T
 };
 
-std::string short_number(double v);  // with the matrix functions below
-
 // Hermitian inputs read from the lower triangle (cholesky): LAPACK takes only the real part
 // of the diagonal, so an imaginary part there, which no Hermitian matrix has, would be dropped
 // silently; beyond symmetry_tolerance relative to max |a| (lower triangle) it is an error.
@@ -569,17 +568,6 @@ KernelCount matrix_power(const T* a, std::size_t n, unsigned p, T* out) {
 
 namespace {
 
-std::string matrix_text(std::string_view what, std::size_t n) {
-  if (what.empty()) return "the " + std::to_string(n) + " x " + std::to_string(n) + " matrix";
-  return "the matrix " + std::string(what);
-}
-
-std::string short_number(double v) {
-  std::ostringstream os;
-  os.precision(3);
-  os << v;
-  return os.str();
-}
 
 struct Asymmetry {
   double largest = 0;  // max |a_ij - a_ji| (complex: |a_ij - conj(a_ji)|, diagonal included)
@@ -876,21 +864,7 @@ KernelCount spd_power(const T* a, std::size_t n, double p, T* out, std::string_v
   // is then conj(a^p) = (a^p)^T column-major, i.e. a^p row-major.
   std::vector<real_type_t<T>> w(n);
   check_lapack_info(routine_name<T>("syevd", "heevd").c_str(), syevd_cm(ln, vectors.get(), w.data()), n);
-  const double largest = std::max(std::abs(static_cast<double>(w[0])), std::abs(static_cast<double>(w[n - 1])));
-  const double zero = static_cast<double>(n) * std::numeric_limits<real_type_t<T>>::epsilon() * largest;
-  const double smallest = static_cast<double>(w[0]);  // ascending
-  if (p < 0 && !(smallest > zero)) {
-    throw NumericalError("tenex: pow: " + matrix_text(what, n) + " is " +
-                         (smallest < -zero ? "not positive definite" : "singular") + ": its smallest eigenvalue is " +
-                         short_number(smallest) + " (largest magnitude " + short_number(largest) +
-                         "); the negative power " + short_number(p) + " needs a positive definite matrix");
-  }
-  if (smallest < -zero) {
-    throw NumericalError(
-        "tenex: pow: " + matrix_text(what, n) + " is not positive semidefinite: its smallest eigenvalue is " +
-        short_number(smallest) + " (largest magnitude " + short_number(largest) + ", tolerance " + short_number(zero) +
-        "); the fractional power " + short_number(p) + " needs a symmetric positive (semi)definite matrix");
-  }
+  check_power_eigenvalues(w.data(), n, p, what);
   // a^p = sum_j w_j^p v_j v_j^T = U U^T with column j of U = w_j^(p/2) v_j (complex: U U^H).
   for (std::size_t j = 0; j < n; ++j) {
     const double wj = std::max(0.0, static_cast<double>(w[j]));

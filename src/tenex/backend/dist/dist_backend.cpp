@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tenex/backend/dist/scalapack.hpp"
+#include "tenex/backend/matrix_checks.hpp"
 #include "tenex/backend/scalar_entries.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
@@ -404,19 +405,10 @@ std::string routine(const char* suffix, const char* complex_suffix = nullptr) {
   return "p" + tenex::detail::lapack_routine_name<T>(suffix, complex_suffix);
 }
 
-std::string short_number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", v);
-  return text;
-}
-
-std::string matrix_text(const std::string& what, std::size_t n) {
-  if (what.empty()) return "the " + std::to_string(n) + " x " + std::to_string(n) + " matrix";
-  return "the matrix " + what;
-}
-
 using tenex::detail::is_finite_entry;
 using tenex::detail::is_nan_entry;
+using tenex::detail::matrix_text;
+using tenex::detail::short_number;
 /// max(|re x|, |im x|) for complex x, |x| for real: what a power of two scales.
 template <class T>
 double largest_part(T x) {
@@ -1543,21 +1535,7 @@ KernelCount DistBackend<T>::run_spd_pow(const SpdPowParams& params, const Kernel
   }
   work.reset();
   // The CPU's tests on the eigenvalues (every rank holds the same w).
-  const double largest = std::max(std::abs(static_cast<double>(w[0])), std::abs(static_cast<double>(w[n - 1])));
-  const double zero = static_cast<double>(n) * std::numeric_limits<R>::epsilon() * largest;
-  const double smallest = static_cast<double>(w[0]);  // ascending
-  if (p < 0 && !(smallest > zero)) {
-    throw NumericalError("tenex: pow: " + matrix_text(what, n) + " is " +
-                         (smallest < -zero ? "not positive definite" : "singular") + ": its smallest eigenvalue is " +
-                         short_number(smallest) + " (largest magnitude " + short_number(largest) +
-                         "); the negative power " + short_number(p) + " needs a positive definite matrix");
-  }
-  if (smallest < -zero) {
-    throw NumericalError(
-        "tenex: pow: " + matrix_text(what, n) + " is not positive semidefinite: its smallest eigenvalue is " +
-        short_number(smallest) + " (largest magnitude " + short_number(largest) + ", tolerance " + short_number(zero) +
-        "); the fractional power " + short_number(p) + " needs a symmetric positive (semi)definite matrix");
-  }
+  tenex::detail::check_power_eigenvalues(w.data(), n, p, what);
   // a^p = U U^H with column j of U = w_j^(p/2) v_j: each rank scales its own columns; one p?gemm.
   for (int c = 0; c < z->local_cols; ++c) {
     const double wj = std::max(0.0, static_cast<double>(w[static_cast<std::size_t>(z->global_col(ctx, c))]));
