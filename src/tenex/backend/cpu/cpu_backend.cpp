@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <list>
 #include <map>
 
 #include "tenex/backend/cpu/kernels.hpp"
@@ -19,11 +20,28 @@ namespace {
 
 /// Integer mode ids for labels, shared by the operands and the result of one node. A node
 /// has a handful of labels: a linear scan over the labels seen (which outlive this object)
-/// beats a map of copied strings.
+/// beats a map of copied strings. The id vectors it returns live as long as it does; the
+/// first few are the thread's, kept between kernels (a tiny statement's kernel costs less than
+/// allocating them), unless an outer kernel on this thread holds them (a tenex::map callable
+/// running statements).
 class ModeIds {
  public:
-  cpu::Modes operator()(const std::vector<std::string>& labels) {
-    cpu::Modes modes;
+  ModeIds() {
+    Pool& pool = thread_pool();
+    if (!pool.busy) {
+      pool.busy = true;
+      pool_ = &pool;
+    }
+  }
+  ~ModeIds() {
+    if (pool_) pool_->busy = false;
+  }
+  ModeIds(const ModeIds&) = delete;
+  ModeIds& operator=(const ModeIds&) = delete;
+
+  const cpu::Modes& operator()(const std::vector<std::string>& labels) {
+    cpu::Modes& modes = next();
+    modes.clear();
     modes.reserve(labels.size());
     for (const auto& l : labels) {
       std::size_t id = 0;
@@ -42,12 +60,27 @@ class ModeIds {
   }
 
  private:
+  struct Pool {
+    std::array<cpu::Modes, 4> modes;
+    bool busy = false;
+  };
+  static Pool& thread_pool() {
+    thread_local Pool pool;
+    return pool;
+  }
+  cpu::Modes& next() {
+    if (pool_ && used_ < pool_->modes.size()) return pool_->modes[used_++];
+    return own_.emplace_back();
+  }
   const std::string* seen(std::size_t id) const {
     return id < inline_.size() ? inline_[id] : more_[id - inline_.size()];
   }
   std::array<const std::string*, 16> inline_{};
   std::vector<const std::string*> more_;
   std::size_t count_ = 0;
+  Pool* pool_ = nullptr;
+  std::size_t used_ = 0;
+  std::list<cpu::Modes> own_;  // past the pool's, or all where the pool is held: stable addresses
 };
 
 /// Copies the block [lo, lo + out_extents) of `in` (row-major, in_extents) to `out`.
@@ -143,16 +176,16 @@ KernelCount CpuBackend<T>::run_input(const InputParams&, const KernelArgs<T>& ar
 template <class T>
 KernelCount CpuBackend<T>::run_output(const OutputParams& params, const KernelArgs<T>& args) {
   ModeIds ids;
-  auto in = ids(params.operand_labels);
-  auto out = ids(args.node.labels);
+  const auto& in = ids(params.operand_labels);
+  const auto& out = ids(args.node.labels);
   return cpu::reduce(args.operands[0].data, args.operand_nodes[0]->extents, in, args.out.data, out);
 }
 
 template <class T>
 KernelCount CpuBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>& args) {
   ModeIds ids;
-  auto in = ids(args.operand_nodes[0]->labels);
-  auto out = ids(args.node.labels);
+  const auto& in = ids(args.operand_nodes[0]->labels);
+  const auto& out = ids(args.node.labels);
   return cpu::reduce(args.operands[0].data, args.operand_nodes[0]->extents, in, args.out.data, out);
 }
 
@@ -161,9 +194,9 @@ KernelCount CpuBackend<T>::run_contract(const ContractParams& params, const Kern
   ModeIds ids;
   const OpNode& a = *args.operand_nodes[0];
   const OpNode& b = *args.operand_nodes[1];
-  auto ma = ids(a.labels);
-  auto mb = ids(b.labels);
-  auto mc = ids(args.node.labels);
+  const auto& ma = ids(a.labels);
+  const auto& mb = ids(b.labels);
+  const auto& mc = ids(args.node.labels);
   T beta = T(0);
   KernelCount init;
   if (args.operands.size() == 3) {
@@ -187,9 +220,9 @@ KernelCount CpuBackend<T>::run_contract(const ContractParams& params, const Kern
 template <class T>
 static KernelCount run_elementwise(cpu::BinaryOp op, const ElementwiseParams& params, const KernelArgs<T>& args) {
   ModeIds ids;
-  auto ma = ids(args.operand_nodes[0]->labels);
-  auto mb = ids(args.operand_nodes[1]->labels);
-  auto mc = ids(args.node.labels);
+  const auto& ma = ids(args.operand_nodes[0]->labels);
+  const auto& mb = ids(args.operand_nodes[1]->labels);
+  const auto& mc = ids(args.node.labels);
   return cpu::elementwise(op, static_cast<T>(params.alpha), args.operands[0].data, ma, static_cast<T>(params.alpha_b),
                           args.operands[1].data, mb, args.out.data, args.node.extents, mc);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "tenex/backend/cpu/gemm_call.hpp"
@@ -20,14 +21,14 @@ struct Nest {
   std::vector<Loop> inner;  // contracted modes not fused into k: accumulate
 };
 
-inline std::size_t count(const std::vector<Loop>& loops) {
+inline std::size_t count(std::span<const Loop> loops) {
   std::size_t n = 1;
   for (const Loop& l : loops) n *= l.extent;
   return n;
 }
 
 // Offsets of the linear index `x` of `loops` (row-major).
-inline void offsets(const std::vector<Loop>& loops, std::size_t x, std::ptrdiff_t& a, std::ptrdiff_t& b,
+inline void offsets(std::span<const Loop> loops, std::size_t x, std::ptrdiff_t& a, std::ptrdiff_t& b,
                     std::ptrdiff_t& c) {
   for (std::size_t d = loops.size(); d-- > 0;) {
     const auto i = static_cast<std::ptrdiff_t>(x % loops[d].extent);

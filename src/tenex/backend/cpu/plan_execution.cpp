@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <variant>
 #include <vector>
@@ -30,21 +31,29 @@ namespace tenex::detail::cpu::contraction {
 
 template <class T>
 std::size_t run_naive(const Problem& p, T alpha, const T* a, const T* b, T beta, T* c) {
-  std::vector<Loop> rows, sums;
-  rows.reserve(p.order[kC].size());
-  sums.reserve(p.modes());
+  // The loops on the stack for the ranks tensors have (a tiny product is mostly this
+  // function's own cost), on the heap past them.
+  constexpr std::size_t on_stack = 16;
+  std::array<Loop, 2 * on_stack> stack_loops;
+  std::vector<Loop> heap_loops;
+  Loop* loops = stack_loops.data();
+  if (p.modes() > on_stack) {
+    heap_loops.resize(2 * p.modes());
+    loops = heap_loops.data();
+  }
+  Loop* const row_loops = loops;
+  Loop* const sum_loops = loops + std::max(p.modes(), on_stack);
+  std::size_t row_count = 0, sum_count = 0;
   for (int d : p.order[kC]) {
     const auto u = static_cast<std::size_t>(d);
-    rows.push_back({p.extent[u], p.stride[kA][u], p.stride[kB][u], p.stride[kC][u]});
+    row_loops[row_count++] = {p.extent[u], p.stride[kA][u], p.stride[kB][u], p.stride[kC][u]};
   }
   for (std::size_t u = 0; u < p.modes(); ++u) {
-    if (p.role[u] == Role::k) sums.push_back({p.extent[u], p.stride[kA][u], p.stride[kB][u], 0});
+    if (p.role[u] == Role::k) sum_loops[sum_count++] = {p.extent[u], p.stride[kA][u], p.stride[kB][u], 0};
   }
   Loop lane{1, 0, 0, 0};
-  if (!rows.empty()) {
-    lane = rows.back();
-    rows.pop_back();
-  }
+  if (row_count > 0) lane = row_loops[--row_count];
+  const std::span<const Loop> rows(row_loops, row_count), sums(sum_loops, sum_count);
   const std::size_t units = count(rows), terms = count(sums);
   const bool par = units > 1 && static_cast<double>(p.size[kC]) * static_cast<double>(terms) >= kParallelFlops / 4 &&
                    omp_get_max_threads() > 1 && !omp_in_parallel();
