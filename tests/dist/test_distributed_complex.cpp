@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "grids.hpp"
 #include "tenex/tenex.hpp"
 
 using tenex::BackendKind;
@@ -18,25 +19,10 @@ using tenex::Shape;
 using tenex::Tensor;
 using tenex::dist::Context;
 using tenex::dist::DistributedTensor;
+using tenex_test::dist::grids;
+using tenex_test::dist::world_size;
 
 namespace {
-
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
-/// The grids of test_distributed.cpp: square and not, blocks of 2 or 3 (partial edge blocks).
-std::vector<tenex::dist::ContextOptions> grids() {
-  switch (world_size()) {
-    case 1: return {{1, 1, 2}};
-    case 2: return {{1, 2, 2}, {2, 1, 3}};
-    case 3: return {{3, 1, 2}, {1, 3, 3}};
-    case 4: return {{2, 2, 2}, {1, 4, 3}};
-    default: return {{0, 0, 2}};
-  }
-}
 
 struct OnDistributed {
   OnDistributed() { tenex::set_default_backend(BackendKind::distributed); }

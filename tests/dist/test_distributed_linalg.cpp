@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "grids.hpp"
 #include "tenex/tenex.hpp"
 
 using tenex::BackendKind;
@@ -22,25 +23,13 @@ using tenex::Shape;
 using tenex::Tensor;
 using tenex::dist::Context;
 using tenex::dist::DistributedTensor;
+using tenex_test::dist::world_size;
 
 namespace {
 
-int world_size() {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
-/// The grids of test_distributed.cpp: square and not, blocks of 2 or 3 (partial edge blocks).
-std::vector<tenex::dist::ContextOptions> grids() {
-  switch (world_size()) {
-    case 1: return {{1, 1, 2}, {1, 1, 3}};
-    case 2: return {{1, 2, 2}, {2, 1, 3}};
-    case 3: return {{3, 1, 2}, {1, 3, 3}};
-    case 4: return {{2, 2, 2}, {1, 4, 3}, {4, 1, 2}};
-    default: return {{0, 0, 2}};
-  }
-}
+/// The grids of grids.hpp, and a second block size on one rank and a 4 x 1 grid on four.
+std::vector<tenex::dist::ContextOptions> grids() { return tenex_test::dist::grids({{1, {1, 1, 3}}, {4, {4, 1, 2}}}); }
 
 struct OnDistributed {
   OnDistributed() { tenex::set_default_backend(BackendKind::distributed); }
