@@ -58,8 +58,8 @@ class TENEX_API Indexed : public Expression<T> {
   std::string_view name() const override { return "Indexed"; }
   /// Lowers its own node (and, through it, its operands) into `graph`.
   NodeId add_to_graph(OpGraph& graph) const override { return this->lower_own_node(graph); }
-  /// The labels as written ("i,i" keeps both).
-  const std::vector<std::string>& written_labels() const { return written_; }
+  /// The labels as written ("i,i" keeps both); empty for a moved-from Indexed.
+  const std::vector<std::string>& written_labels() const;
 
   // Matrix functions, the member forms of the seed design: the same as the free functions
   // tenex::eigen_solve(*this), tenex::eigen_solve(*this, b) and tenex::cholesky(*this).
@@ -77,7 +77,6 @@ class TENEX_API Indexed : public Expression<T> {
 
   T* object_;
   std::weak_ptr<const void> alive_;  // expires with the Tensor (empty for a Shape)
-  std::vector<std::string> written_;
   // What this target object (copies have their own) remembers of its last assignment, so a
   // failed multi-target statement can undo the targets it already assigned
   // (detail::Access::target_record). Made by the first assignment to this object.

@@ -152,8 +152,8 @@ Handle make_cast(const Expression<Tensor<V>>& operand, const std::type_info& mad
   target->mark_pending(producer);
   auto node = std::make_shared<IndexedNode>();
   node->dtype = dtype_of<Tensor<U>>();
-  node->written = a->labels;
   node->labels = a->labels;
+  node->written_is_labels = true;
   node->extents = a->extents;
   node->storage = target;
   node->truncated = truncated_labels(a);

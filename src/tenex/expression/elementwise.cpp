@@ -23,7 +23,7 @@ Handle make_map(const Expression<T>& operand, std::vector<FusedInstr> program,
   node->extents = a->extents;
   node->program = std::move(program);
   node->functions = std::move(functions);
-  return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(operand)});
+  return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(operand)}, LabelsFrom::parts);
 }
 
 const char* reduce_name(ReduceOp op) {
@@ -128,7 +128,8 @@ Binary<T>::Binary(const Expression<T>& lhs, const Expression<T>& rhs, FusedOp op
         node->children = {a, b};
         detail::union_labels(*a, *b, *node);
         return detail::make_handle(detail::made_by<Binary<T>>(std::move(node)),
-                                   {&detail::Access::handle(lhs), &detail::Access::handle(rhs)});
+                                   {&detail::Access::handle(lhs), &detail::Access::handle(rhs)},
+                                   detail::LabelsFrom::parts);
       }()) {}
 
 template <class T>
@@ -163,7 +164,8 @@ Reduction<T>::Reduction(const Expression<T>& operand, std::string_view labels, R
           }
         }
         node->reduced = std::move(reduced);
-        return detail::make_handle(detail::made_by<Reduction<T>>(std::move(node)), {&detail::Access::handle(operand)});
+        return detail::make_handle(detail::made_by<Reduction<T>>(std::move(node)), {&detail::Access::handle(operand)},
+                                   detail::LabelsFrom::parts);
       }()) {}
 
 template <class T>

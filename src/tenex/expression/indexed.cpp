@@ -22,11 +22,28 @@ struct TargetRecord {
   std::function<void()> undo;
 };
 
+/// Validates and records `target = rhs` (or +=, ...); the handle of the statement, whose set
+/// holds it. An assignment through an Indexed needs no AssignTo object around that handle.
+template <class T>
+Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>& rhs, AssignMode mode);
+
 namespace {
 
 /// Unique labels of `written` in order of first appearance, with their extents; a
 /// repeated label with two extents makes the node unreadable.
 void fill_labels(IndexedNode& node, const std::vector<std::size_t>& extents) {
+  bool repeats = false;
+  for (std::size_t i = 0; i < node.written.size() && !repeats; ++i) {
+    repeats = find_label(node.written, node.written[i]) < i;
+  }
+  if (!repeats) {
+    // The labels as written are the free labels (most operands): the node holds them once.
+    node.labels = std::move(node.written);
+    node.written.clear();
+    node.written_is_labels = true;
+    node.extents = extents;
+    return;
+  }
   node.labels.reserve(node.written.size());
   node.extents.reserve(node.written.size());
   for (std::size_t i = 0; i < node.written.size(); ++i) {
@@ -54,7 +71,6 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
   node->made_by = &typeid(Indexed<Tensor<S>>);
   node->dtype = dtype_of<Tensor<S>>();
   node->written = std::move(written);
-  auto state = std::make_shared<LinkedState>(node->dtype);
   const auto storage = Access::storage(tensor);
   if (!storage) {
     node->unreadable = "tenex: the tensor labelled \"" + join_labels(node->written) +
@@ -66,6 +82,7 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
       }
     }
     node->finish();
+    auto state = std::make_shared<LinkedState>(node->dtype);
     return Handle{std::move(node), std::move(state)};
   }
   node->storage = storage;
@@ -77,15 +94,19 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
     fill_labels(*node, shape.extents());
   }
   node->finish();
+  std::shared_ptr<LinkedState> state;
   if (storage->pending()) {
-    // Reading a pending result links this expression to the set that produces it.
+    // Reading a pending result links this expression to the set that produces it. (A state
+    // of its own merged into that set would take the set's backend choice: the larger set's.)
     if (auto producer = std::static_pointer_cast<LinkedState>(storage->producer())) {
-      state = LinkedState::merge(producer, state);
+      std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+      state = LinkedState::root(std::move(producer));
+      state->note_labels(node->labels, node->extents);
     }
   }
+  if (!state) state = std::make_shared<LinkedState>(node->dtype, node->labels, node->extents);
   // A view remembers the sets that read it: a later statement writing it runs them first.
   if (const auto& binding = storage->binding()) binding->note_reader(state);
-  state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
 }
 
@@ -101,8 +122,7 @@ Handle make_indexed(Shape& shape, std::vector<std::string> written) {
     fill_labels(*node, shape.extents());
   }
   node->finish();
-  auto state = std::make_shared<LinkedState>(DType::shape);
-  state->note_labels(node->labels, node->extents);
+  auto state = std::make_shared<LinkedState>(DType::shape, node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
 }
 
@@ -123,25 +143,31 @@ std::weak_ptr<const void> lifetime_of(const Shape&) { return {}; }
 template <class T>
 Indexed<T>::Indexed(T& object, std::string_view labels)
     : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(&object),
-      alive_(detail::lifetime_of(object)) {
-  written_ = static_cast<const detail::IndexedNode&>(*this->handle_.node).written;
-}
+      alive_(detail::lifetime_of(object)) {}
 
 template <class T>
-Indexed<T>::Indexed(const Indexed& other)
-    : Expression<T>(other), object_(other.object_), alive_(other.alive_), written_(other.written_) {}
+Indexed<T>::Indexed(const Indexed& other) : Expression<T>(other), object_(other.object_), alive_(other.alive_) {}
 template <class T>
 Indexed<T>::Indexed(Indexed&& other) noexcept
     : Expression<T>(std::move(other)), object_(other.object_), alive_(std::move(other.alive_)),
-      written_(std::move(other.written_)), record_(std::move(other.record_)) {}
+      record_(std::move(other.record_)) {}
 template <class T>
 Indexed<T>::~Indexed() = default;
+
+template <class T>
+const std::vector<std::string>& Indexed<T>::written_labels() const {
+  // The node's: an Indexed's node is the IndexedNode its constructor made (assigning to an
+  // Indexed records a statement, never replaces the node).
+  static const std::vector<std::string> none;
+  const detail::NodePtr& node = this->handle_.node;
+  return node ? static_cast<const detail::IndexedNode&>(*node).written_labels() : none;
+}
 
 template <class T>
 T& Indexed<T>::target() const {
   if constexpr (!std::is_same_v<T, Shape>) {
     if (alive_.expired()) {
-      throw Error("tenex: assignment to the target labelled \"" + detail::join_labels(written_) +
+      throw Error("tenex: assignment to the target labelled \"" + detail::join_labels(written_labels()) +
                   "\": its tensor no longer exists (the Indexed outlived it: returned from a function, or kept "
                   "past the tensor's scope); nothing was written. Label a tensor that is alive where the "
                   "statement is written");
@@ -152,61 +178,61 @@ T& Indexed<T>::target() const {
 
 template <class T>
 Indexed<T>& Indexed<T>::operator=(const Indexed& rhs) {
-  AssignTo<T>(*this, target(), rhs, AssignMode::replace);
+  detail::make_assignment(*this, target(), rhs, AssignMode::replace);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, target(), rhs, AssignMode::replace);
+  detail::make_assignment(*this, target(), rhs, AssignMode::replace);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator+=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, target(), rhs, AssignMode::add);
+  detail::make_assignment(*this, target(), rhs, AssignMode::add);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator-=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, target(), rhs, AssignMode::subtract);
+  detail::make_assignment(*this, target(), rhs, AssignMode::subtract);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator*=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, target(), rhs, AssignMode::multiply);
+  detail::make_assignment(*this, target(), rhs, AssignMode::multiply);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator/=(const Expression<T>& rhs) {
-  AssignTo<T>(*this, target(), rhs, AssignMode::divide);
+  detail::make_assignment(*this, target(), rhs, AssignMode::divide);
   return *this;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator*=(double factor) {
-  Indexed<T> current(target(), detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_labels()));
   return *this = Scale<T>(current, factor);
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator/=(double divisor) {
-  Indexed<T> current(target(), detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_labels()));
   return *this = current / divisor;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator+=(double value) {
-  Indexed<T> current(target(), detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_labels()));
   return *this = current + value;
 }
 
 template <class T>
 Indexed<T>& Indexed<T>::operator-=(double value) {
-  Indexed<T> current(target(), detail::join_labels(written_));
+  Indexed<T> current(target(), detail::join_labels(written_labels()));
   return *this = current - value;
 }
 
@@ -415,7 +441,9 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
   NodePtr value = operand_node(rhs);
   const NodePtr decomposition = decomposition_of(*value);
   try {
-    Handle handle = make_handle(value, {&detail::Access::handle(rhs), &detail::Access::handle(target)});
+    // The value's labels are the right side's (or, for a user class's, a subset of those it declared).
+    Handle handle =
+        make_handle(value, {&detail::Access::handle(rhs), &detail::Access::handle(target)}, LabelsFrom::parts);
     if (mode != AssignMode::replace) {
       // c += e is c = c + e, the right side reading the value c has now (not when the target
       // handle was made: `auto h = c("i"); c("i") = a("i"); h += b("i");` adds to a).
@@ -445,7 +473,10 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
     if (!decomposition) {
       // Only a factor's assignment is ever undone (by a sibling factor's failing): no record.
       detail::record(object, handle, plan, nullptr);
-      last_factor_assignment = LastFactorAssignment{};
+      // Most statements follow one that assigned no factor either: nothing to forget.
+      if (!last_factor_assignment.targets.empty() || !last_factor_assignment.labels.empty()) {
+        last_factor_assignment = LastFactorAssignment{};
+      }
       return handle;
     }
     const std::shared_ptr<TargetRecord>& record = record_of(target);

@@ -30,7 +30,8 @@ Handle make_binary(std::shared_ptr<ExprNode> node, const char* operation, const 
   node->dtype = a->dtype;
   node->children = {a, b};
   union_labels(*a, *b, *node);
-  return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(lhs), &detail::Access::handle(rhs)});
+  return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(lhs), &detail::Access::handle(rhs)},
+                     LabelsFrom::parts);
 }
 
 template <class C, class T>
@@ -61,7 +62,7 @@ Handle make_scale(const Expression<T>& operand, std::complex<double> factor) {
   node->extents = a->extents;
   node->factor = factor.real();
   node->factor_imag = factor.imag();
-  return make_handle(made_by<Scale<T>>(std::move(node)), {&detail::Access::handle(operand)});
+  return make_handle(made_by<Scale<T>>(std::move(node)), {&detail::Access::handle(operand)}, LabelsFrom::parts);
 }
 
 template <class T>
@@ -82,7 +83,7 @@ Handle make_permutation(const Expression<T>& operand, std::string_view text) {
   node->children = {a};
   node->labels = labels;
   node->extents = extents_of(*a, labels);
-  return make_handle(made_by<Permutation<T>>(std::move(node)), {&detail::Access::handle(operand)});
+  return make_handle(made_by<Permutation<T>>(std::move(node)), {&detail::Access::handle(operand)}, LabelsFrom::parts);
 }
 
 }  // namespace

@@ -56,6 +56,12 @@ LinkedState::LinkedState(DType dtype) : dtype_(dtype) {
   backend_from_environment_ = !chosen;
 }
 
+LinkedState::LinkedState(DType dtype, const std::vector<std::string>& labels, const std::vector<std::size_t>& extents)
+    : LinkedState(dtype) {
+  // An expression's labels are distinct: nothing to look up.
+  for (std::size_t i = 0; i < labels.size() && i < extents.size(); ++i) append_label(labels[i], extents[i]);
+}
+
 LinkedState::~LinkedState() {
   // A forwarded state handed its work to its root, which outlives it. (Forwarding chains
   // stay short, union by size and path compression see to it.) No other thread can reach a
@@ -92,8 +98,14 @@ std::shared_ptr<LinkedState> LinkedState::root(std::shared_ptr<LinkedState> stat
 std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedState>& a,
                                                 const std::shared_ptr<LinkedState>& b) {
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
-  auto ra = root(a);
-  auto rb = root(b);
+  return merge_locked(a, b);
+}
+
+std::shared_ptr<LinkedState> LinkedState::merge_locked(const std::shared_ptr<LinkedState>& a,
+                                                       const std::shared_ptr<LinkedState>& b) {
+  // Most states merged are roots (an operand's own set): no walk, no path to compress.
+  std::shared_ptr<LinkedState> ra = root_locked(a);
+  std::shared_ptr<LinkedState> rb = root_locked(b);
   if (ra == rb) return ra;
   // The smaller set moves into the larger: a set kept open by one handle over thousands of
   // statements never moves its recorded work again.
@@ -111,7 +123,7 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
     ra->note_label(rb->label_seen(i).first, rb->label_seen(i).second);
   rb->labels_seen_count_ = 0;
   rb->more_labels_seen_.clear();
-  rb->label_index_.clear();
+  if (!rb->label_index_.empty()) rb->label_index_.clear();
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
   rb->forward_ = ra;
@@ -120,7 +132,7 @@ std::shared_ptr<LinkedState> LinkedState::merge(const std::shared_ptr<LinkedStat
 
 void LinkedState::record(const std::shared_ptr<LinkedState>& state, Assignment assignment) {
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
-  const std::shared_ptr<LinkedState> self = root(state);
+  const std::shared_ptr<LinkedState> self = root_locked(state);
   std::shared_ptr<void> target = assignment.target;
   self->assignments_.push_back(std::move(assignment));
   // Marked once recorded: a pending storage always belongs to a set that will fulfil it.
@@ -170,8 +182,14 @@ void LinkedState::note_label(const std::string& label, std::size_t extent) {
     seen.second = std::max(seen.second, extent);
     return;
   }
+  append_label(label, extent);
+}
+
+void LinkedState::append_label(const std::string& label, std::size_t extent) {
   if (labels_seen_count_ < labels_seen_.size()) {
-    labels_seen_[labels_seen_count_] = {label, extent};
+    // In place: the slot's string keeps its buffer.
+    labels_seen_[labels_seen_count_].first = label;
+    labels_seen_[labels_seen_count_].second = extent;
   } else {
     more_labels_seen_.emplace_back(label, extent);
   }

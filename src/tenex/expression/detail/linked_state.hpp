@@ -63,15 +63,25 @@ void install_set_runner(SetRunner runner);
 class LinkedState final : public Producer {
  public:
   explicit LinkedState(DType dtype);
+  /// A state that has seen `labels` with `extents` (an operand's own set): noted without the
+  /// lock, as no other thread can reach a state being made.
+  LinkedState(DType dtype, const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
   ~LinkedState();
   LinkedState(const LinkedState&) = delete;
   LinkedState& operator=(const LinkedState&) = delete;
 
   /// The root of the set this state belongs to.
   static std::shared_ptr<LinkedState> root(std::shared_ptr<LinkedState> state);
+  /// The same, with sets_mutex() held by the caller: a root is returned as it is.
+  static std::shared_ptr<LinkedState> root_locked(const std::shared_ptr<LinkedState>& state) {
+    return state->forward_ ? root(state) : state;
+  }
   /// Merges the sets of a and b; returns the root of the union.
   static std::shared_ptr<LinkedState> merge(const std::shared_ptr<LinkedState>& a,
                                             const std::shared_ptr<LinkedState>& b);
+  /// The same, with sets_mutex() held by the caller.
+  static std::shared_ptr<LinkedState> merge_locked(const std::shared_ptr<LinkedState>& a,
+                                                   const std::shared_ptr<LinkedState>& b);
 
   /// Records an assignment on the root of `state`'s set; marks its target storage pending.
   static void record(const std::shared_ptr<LinkedState>& state, Assignment assignment);
@@ -120,6 +130,8 @@ class LinkedState final : public Producer {
     return i < labels_seen_.size() ? labels_seen_[i] : more_labels_seen_[i - labels_seen_.size()];
   }
   void note_label(const std::string& label, std::size_t extent);
+  // Adds `label`, which is not among the labels seen.
+  void append_label(const std::string& label, std::size_t extent);
   // The index of `label` among the labels seen, or labels_seen_count_.
   std::size_t find_label_seen(const std::string& label) const;
   // The root, with sets_mutex() held.

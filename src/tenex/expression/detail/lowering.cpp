@@ -20,6 +20,20 @@ std::string key_of(const std::vector<std::string>& keep) { return "keep:" + join
 
 // ---- ExprNode ------------------------------------------------------------------------
 
+namespace {
+
+/// a == b for labels: most are one or two characters, compared without a call of memcmp.
+bool same_label(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 ExprNode::~ExprNode() {
   // Release the children without recursing: a node whose last owner is this one hands its
   // own children to the stack before it dies.
@@ -72,7 +86,7 @@ void ExprNode::finish() {
         return it == index.end() ? counts.size() : it->second;
       }
       for (std::size_t i = 0; i < counts.size(); ++i) {
-        if (counts[i].first == l) return i;
+        if (same_label(counts[i].first, l)) return i;
       }
       return counts.size();
     };
@@ -94,6 +108,7 @@ void ExprNode::finish() {
       }
     }
     implicit.clear();
+    implicit.reserve(labels.size());
     for (const std::string& l : labels) {
       if (const std::size_t i = find(l); i < counts.size() && counts[i].second == 1) implicit.push_back(l);
     }
@@ -101,19 +116,30 @@ void ExprNode::finish() {
   }
   // Exact type tests (the classes are final): cheaper than dynamic_cast on every node made.
   if (node_as<ElementwiseNode>(*this)) {
-    implicit.clear();
-    for (const std::string& l : labels) {
+    auto is_implicit = [&](const std::string& l) {
       for (const NodePtr& c : children) {
-        if (contains_label(c->implicit_labels(), l)) {
-          implicit.push_back(l);
-          break;
-        }
+        if (contains_label(c->implicit_labels(), l)) return true;
       }
+      return false;
+    };
+    implicit.clear();
+    if (std::all_of(labels.begin(), labels.end(), is_implicit)) {
+      implicit_is_labels = true;  // no product term sums a label: no copy of the labels
+      return;
+    }
+    for (const std::string& l : labels) {
+      if (is_implicit(l)) implicit.push_back(l);
     }
     return;
   }
   if (node_as<ScaleNode>(*this)) {
-    implicit = children[0]->implicit_labels();
+    const ExprNode& child = *children[0];
+    if (child.implicit_is_labels && child.labels == labels) {
+      implicit.clear();
+      implicit_is_labels = true;
+      return;
+    }
+    implicit = child.implicit_labels();
     return;
   }
   implicit.clear();
@@ -395,6 +421,7 @@ OpGraph build_set_graph(DType dtype, const std::vector<Assignment>& batch,
 // ---- the nodes every set has ------------------------------------------------------------
 
 NodeId IndexedNode::emit(Lowering& lowering, const std::vector<std::string>& keep, const std::vector<NodeId>&) const {
+  const std::vector<std::string>& written = written_labels();
   std::vector<std::size_t> written_extents, truncated_modes;
   for (const std::string& l : written) written_extents.push_back(extents.at(find_label(labels, l)));
   for (std::size_t d = 0; d < written.size(); ++d) {
@@ -405,6 +432,7 @@ NodeId IndexedNode::emit(Lowering& lowering, const std::vector<std::string>& kee
 }
 
 std::string IndexedNode::text() const {
+  const std::vector<std::string>& written = written_labels();
   if (!written.empty() && extents.size() == labels.size()) {
     std::vector<std::size_t> written_extents;
     for (const std::string& l : written) {

@@ -88,17 +88,24 @@ std::shared_ptr<N> made_by(std::shared_ptr<N> node) {
   return node;
 }
 
+/// Where a node's labels come from, for the set's record of the labels it has seen (what
+/// set_sparse_map checks against): `parts` when each is a label of a part with the part's
+/// extent (a sum or product of the parts, a scale, a permutation), which the parts' sets
+/// have seen already; `node` when the node may bring new ones (a decomposition's new mode).
+enum class LabelsFrom { parts, node };
+
 /// A handle on `node` whose set is the union of the sets of `parts`.
-inline Handle make_handle(std::shared_ptr<const ExprNode> node, std::initializer_list<const Handle*> parts) {
+inline Handle make_handle(std::shared_ptr<const ExprNode> node, std::initializer_list<const Handle*> parts,
+                          LabelsFrom labels = LabelsFrom::node) {
   // One acquisition for the merges and the labels: the calls below take the (recursive) lock
   // again without an atomic operation.
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   std::shared_ptr<LinkedState> state;
   for (const Handle* part : parts) {
     require_handle(*part);
-    state = state ? LinkedState::merge(state, part->state) : LinkedState::root(part->state);
+    state = state ? LinkedState::merge_locked(state, part->state) : LinkedState::root_locked(part->state);
   }
-  state->note_labels(node->labels, node->extents);
+  if (labels == LabelsFrom::node) state->note_labels(node->labels, node->extents);
   return Handle{std::move(node), std::move(state)};
 }
 
@@ -116,8 +123,12 @@ inline void check_shared_extents(const char* operation, const ExprNode& a, const
 
 /// Union of the labels of a and b in order of first appearance, with their extents.
 inline void union_labels(const ExprNode& a, const ExprNode& b, ExprNode& out) {
-  out.labels = a.labels;
-  out.extents = a.extents;
+  // Room for both at once: a copy of a's labels has no room for b's, and growing it is a
+  // second allocation.
+  out.labels.reserve(a.labels.size() + b.labels.size());
+  out.extents.reserve(a.labels.size() + b.labels.size());
+  out.labels.assign(a.labels.begin(), a.labels.end());
+  out.extents.assign(a.extents.begin(), a.extents.end());
   for (std::size_t j = 0; j < b.labels.size(); ++j) {
     if (!contains_label(out.labels, b.labels[j])) {
       out.labels.push_back(b.labels[j]);

@@ -93,7 +93,11 @@ const N* node_as(const ExprNode& node) {
 
 /// `a("i,j")`: a tensor's (or shape's) value with labelled modes.
 struct IndexedNode final : ExprNode {
-  std::vector<std::string> written;        // labels as written (may repeat: a diagonal)
+  /// The labels as written (a label may repeat: a diagonal). Most are the free labels in
+  /// the same order, which the node then does not hold twice (written_is_labels).
+  const std::vector<std::string>& written_labels() const { return written_is_labels ? labels : written; }
+  std::vector<std::string> written;  // when !written_is_labels
+  bool written_is_labels = false;
   std::shared_ptr<void> storage;           // the value read (tensors); null for shapes
   std::string unreadable;                  // why this operand cannot be read, if it cannot
   bool shape_error = false;                // unreadable because of labels/extents (ShapeError)
@@ -113,7 +117,7 @@ struct IndexedNode final : ExprNode {
   void check_readable() const override;
   bool write_signature(SignatureWriter& out) const override {
     if (!unreadable.empty() || !storage) return false;
-    out.put(written);
+    out.put(written_labels());
     out.put_storage(storage);
     out.put(truncated);
     return true;
