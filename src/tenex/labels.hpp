@@ -28,6 +28,15 @@ TENEX_API std::string format_extents(const std::vector<std::size_t>& extents);
 TENEX_API std::string describe(const std::vector<std::string>& labels, const std::vector<std::size_t>& extents);
 
 /// Position of `label` in `labels`, or labels.size().
+/// a == b for labels: most are one or two characters, compared without a call of memcmp.
+inline bool same_label(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
 std::size_t find_label(const std::vector<std::string>& labels, const std::string& label);
 bool contains_label(const std::vector<std::string>& labels, const std::string& label);
 /// The labels of `a`, then those of `b` that `a` lacks.

@@ -6,6 +6,7 @@
 
 #include "tenex/backend_choice.hpp"
 #include "tenex/error.hpp"
+#include "tenex/labels.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -13,16 +14,6 @@ namespace tenex::detail {
 namespace {
 
 std::atomic<SetRunner> installed_runner{nullptr};
-
-/// a == b for labels: most are one or two characters, compared without a call of memcmp.
-bool same_label(const std::string& a, const std::string& b) {
-  const std::size_t n = a.size();
-  if (n != b.size()) return false;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
 
 void set_producer(DType dtype, const std::shared_ptr<void>& storage, const std::shared_ptr<Producer>& producer) {
   if (dtype == DType::shape) return;

@@ -20,20 +20,6 @@ std::string key_of(const std::vector<std::string>& keep) { return "keep:" + join
 
 // ---- ExprNode ------------------------------------------------------------------------
 
-namespace {
-
-/// a == b for labels: most are one or two characters, compared without a call of memcmp.
-bool same_label(const std::string& a, const std::string& b) {
-  const std::size_t n = a.size();
-  if (n != b.size()) return false;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 ExprNode::~ExprNode() {
   // Release the children without recursing: a node whose last owner is this one hands its
   // own children to the stack before it dies.
