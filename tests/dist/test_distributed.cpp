@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "grids.hpp"
+#include "support.hpp"
 #include "tenex/tenex.hpp"
 
 using tenex::BackendKind;
@@ -19,6 +19,7 @@ using tenex::Tensor;
 using tenex::dist::Context;
 using tenex::dist::DistributedTensor;
 using tenex_test::dist::grids;
+using tenex_test::dist::offset;
 using tenex_test::dist::world_size;
 using DT = DistributedTensor<double>;
 
@@ -36,22 +37,9 @@ Tensor<double> random(Shape shape, std::uint64_t seed) {
   return t;
 }
 
-std::size_t offset(const Shape& shape, const std::vector<std::size_t>& index) {
-  std::size_t at = 0;
-  for (std::size_t k = 0; k < shape.rank(); ++k) at = at * shape.extent(k) + index[k];
-  return at;
-}
-
 /// Elements of this rank's part of `d` that differ from `reference` (and a shape mismatch).
 std::size_t mismatches(const DT& d, const Tensor<double>& reference, double tol = 1e-10) {
-  if (!(d.shape() == reference.shape())) return 1000000;
-  std::size_t bad = 0;
-  const double* ref = reference.data();
-  d.for_each_local([&](const std::vector<std::size_t>& index, double v) {
-    const double r = ref[offset(reference.shape(), index)];
-    if (!(std::abs(v - r) <= tol * (1 + std::abs(r)))) ++bad;
-  });
-  return bad;
+  return tenex_test::dist::local_mismatches(d, reference, tol);
 }
 
 double max_abs_difference(const Tensor<double>& a, const Tensor<double>& b) {

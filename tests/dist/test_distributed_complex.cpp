@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "grids.hpp"
+#include "support.hpp"
 #include "tenex/tenex.hpp"
 
 using tenex::BackendKind;
@@ -20,6 +20,8 @@ using tenex::Tensor;
 using tenex::dist::Context;
 using tenex::dist::DistributedTensor;
 using tenex_test::dist::grids;
+using tenex_test::dist::local_mismatches;
+using tenex_test::dist::offset;
 using tenex_test::dist::world_size;
 
 namespace {
@@ -40,24 +42,6 @@ Tensor<C> random(Shape shape, std::uint64_t seed) {
 template <class C>
 double tolerance() {
   return std::is_same_v<C, std::complex<float>> ? 2e-4 : 1e-10;
-}
-
-std::size_t offset(const Shape& shape, const std::vector<std::size_t>& index) {
-  std::size_t at = 0;
-  for (std::size_t k = 0; k < shape.rank(); ++k) at = at * shape.extent(k) + index[k];
-  return at;
-}
-
-/// Elements of this rank's part of `d` that differ from `reference` (and a shape mismatch).
-template <class C>
-std::size_t mismatches(const DistributedTensor<C>& d, const Tensor<C>& reference, double tol) {
-  if (!(d.shape() == reference.shape())) return 1000000;
-  std::size_t bad = 0;
-  d.for_each_local([&](const std::vector<std::size_t>& index, C v) {
-    const C r = reference.data()[offset(reference.shape(), index)];
-    if (!(std::abs(v - r) <= tol * (1 + std::abs(r)))) ++bad;
-  });
-  return bad;
 }
 
 template <class C>
@@ -142,17 +126,17 @@ TEST_CASE_TEMPLATE("dist complex: products with conj on either factor match the 
     scaled("i,j") = C(0.5f, -2.0f) * da("i,k") * tenex::conj(db("k,j"));
     acc = DC::from_replicated(ctx, r_ca);
     acc("i,j") += 2.0 * tenex::conj(da("i,k")) * db("k,j");
-    CHECK(mismatches(ca, r_ca, tol) == 0);
-    CHECK(mismatches(cb, r_cb, tol) == 0);
-    CHECK(mismatches(cat, r_cat, tol) == 0);
-    CHECK(mismatches(cbt, r_cbt, tol) == 0);
-    CHECK(mismatches(ji, r_ji, tol) == 0);
-    CHECK(mismatches(ji2, r_ji2, tol) == 0);
-    CHECK(mismatches(batch, r_batch, tol) == 0);
-    CHECK(mismatches(four, r_four, tol) == 0);
-    CHECK(mismatches(gram, r_gram, tol) == 0);
-    CHECK(mismatches(scaled, r_scaled, tol) == 0);
-    CHECK(mismatches(acc, r_acc, tol) == 0);
+    CHECK(local_mismatches(ca, r_ca, tol) == 0);
+    CHECK(local_mismatches(cb, r_cb, tol) == 0);
+    CHECK(local_mismatches(cat, r_cat, tol) == 0);
+    CHECK(local_mismatches(cbt, r_cbt, tol) == 0);
+    CHECK(local_mismatches(ji, r_ji, tol) == 0);
+    CHECK(local_mismatches(ji2, r_ji2, tol) == 0);
+    CHECK(local_mismatches(batch, r_batch, tol) == 0);
+    CHECK(local_mismatches(four, r_four, tol) == 0);
+    CHECK(local_mismatches(gram, r_gram, tol) == 0);
+    CHECK(local_mismatches(scaled, r_scaled, tol) == 0);
+    CHECK(local_mismatches(acc, r_acc, tol) == 0);
     // The operands were read, not conjugated in place.
     CHECK(max_abs_difference(da.gather_all(), a) == 0.0);
     CHECK(max_abs_difference(dsq.gather_all(), sq) == 0.0);
@@ -194,15 +178,15 @@ TEST_CASE_TEMPLATE("dist complex: element-wise work and sums match the CPU backe
     total("") = dt("i,j,k") * tenex::conj(dt("i,j,k"));
     perm("k,i,j") = dt("i,j,k");
     mapped("i,j") = tenex::map(da("i,j"), "square_plus_i", [](C v) { return v * v + C(0, 1); });
-    CHECK(mismatches(add, r_add, tol) == 0);
-    CHECK(mismatches(div, r_div, tol) == 0);
-    CHECK(mismatches(scale, r_scale, tol) == 0);
-    CHECK(mismatches(fn, r_fn, tol) == 0);
-    CHECK(mismatches(conj, r_conj, tol) == 0);
-    CHECK(mismatches(sum, r_sum, tol) == 0);
-    CHECK(mismatches(total, r_total, tol) == 0);
-    CHECK(mismatches(perm, r_perm, tol) == 0);
-    CHECK(mismatches(mapped, r_map, tol) == 0);
+    CHECK(local_mismatches(add, r_add, tol) == 0);
+    CHECK(local_mismatches(div, r_div, tol) == 0);
+    CHECK(local_mismatches(scale, r_scale, tol) == 0);
+    CHECK(local_mismatches(fn, r_fn, tol) == 0);
+    CHECK(local_mismatches(conj, r_conj, tol) == 0);
+    CHECK(local_mismatches(sum, r_sum, tol) == 0);
+    CHECK(local_mismatches(total, r_total, tol) == 0);
+    CHECK(local_mismatches(perm, r_perm, tol) == 0);
+    CHECK(local_mismatches(mapped, r_map, tol) == 0);
     // |t|^2 summed is real and positive.
     const C norm = total.gather_all().data()[0];
     CHECK(norm.real() > 0);
@@ -261,15 +245,15 @@ TEST_CASE_TEMPLATE("dist complex: Cholesky, Hermitian eigen, QR and SVD match th
       vw("i,j") = vg("i,j") * tenex::cast<C>(wg("j"));
       bgv("i,j") = b("i,k") * gvg("k,j") * tenex::cast<C>(gwg("j"));
       usv("i,j") = ug("i,k") * tenex::cast<C>(sg("k")) * vtg("k,j");
-      CHECK(mismatches(l, r_l, tol) == 0);
-      CHECK(mismatches(llh, a, tol) == 0);
-      CHECK(mismatches(w, r_w, tol) == 0);
-      CHECK(mismatches(gw, r_gw, tol) == 0);
+      CHECK(local_mismatches(l, r_l, tol) == 0);
+      CHECK(local_mismatches(llh, a, tol) == 0);
+      CHECK(local_mismatches(w, r_w, tol) == 0);
+      CHECK(local_mismatches(gw, r_gw, tol) == 0);
       CHECK(max_abs_difference(hv.gather_all(), vw) < tol * 10 * n);
-      CHECK(mismatches(vhv, eye, tol) == 0);
+      CHECK(local_mismatches(vhv, eye, tol) == 0);
       CHECK(max_abs_difference(agv.gather_all(), bgv) < tol * 10 * n);
-      CHECK(mismatches(qr_, g, tol) == 0);
-      CHECK(mismatches(qhq, eye7, tol) == 0);
+      CHECK(local_mismatches(qr_, g, tol) == 0);
+      CHECK(local_mismatches(qhq, eye7, tol) == 0);
       CHECK(max_abs_difference(usv, g) < tol * 10);
       // Singular values descend; the factor's upper triangle is zero.
       const Tensor<C> lf = l.gather_all();

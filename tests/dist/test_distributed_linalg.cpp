@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "grids.hpp"
+#include "support.hpp"
 #include "tenex/tenex.hpp"
 
 using tenex::BackendKind;
@@ -28,7 +28,7 @@ using tenex_test::dist::world_size;
 namespace {
 
 
-/// The grids of grids.hpp, and a second block size on one rank and a 4 x 1 grid on four.
+/// The grids of support.hpp, and a second block size on one rank and a 4 x 1 grid on four.
 std::vector<tenex::dist::ContextOptions> grids() { return tenex_test::dist::grids({{1, {1, 1, 3}}, {4, {4, 1, 2}}}); }
 
 struct OnDistributed {
@@ -49,26 +49,11 @@ double tolerance() {
   return std::is_same_v<C, float> || std::is_same_v<C, std::complex<float>> ? 2e-4 : 1e-11;
 }
 
-std::size_t offset(const Shape& shape, const std::vector<std::size_t>& index) {
-  std::size_t at = 0;
-  for (std::size_t k = 0; k < shape.rank(); ++k) at = at * shape.extent(k) + index[k];
-  return at;
-}
-
 /// Elements of this rank's part of `d` that differ from `reference` by more than tol * (1 +
 /// |reference|) (and a shape mismatch), summed over the ranks.
 template <class C>
 std::size_t mismatches(const DistributedTensor<C>& d, const Tensor<C>& reference, double tol) {
-  std::size_t bad = 0;
-  if (!(d.shape() == reference.shape())) {
-    bad = 1000000;
-  } else {
-    d.for_each_local([&](const std::vector<std::size_t>& index, C v) {
-      const C r = reference.data()[offset(reference.shape(), index)];
-      if (!(std::abs(v - r) <= tol * (1 + std::abs(r)))) ++bad;
-    });
-  }
-  unsigned long long mine = bad, all = 0;
+  unsigned long long mine = tenex_test::dist::local_mismatches(d, reference, tol), all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   return static_cast<std::size_t>(all);
 }

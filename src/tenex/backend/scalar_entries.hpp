@@ -3,6 +3,7 @@
 // that both judge and name things alike.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <string>
@@ -68,6 +69,27 @@ auto widen(T x) {
     return std::complex<double>(x);
   } else {
     return static_cast<double>(x);
+  }
+}
+
+/// max(|re x|, |im x|) for complex x, |x| for real, in double: what overflows when scaled
+/// by a power of two.
+template <class T>
+double largest_part(T x) {
+  if constexpr (is_complex_v<T>) {
+    return std::max(std::abs(static_cast<double>(x.real())), std::abs(static_cast<double>(x.imag())));
+  } else {
+    return std::abs(static_cast<double>(x));
+  }
+}
+
+/// x 2^e, each part for complex x (exact unless it overflows or underflows).
+template <class T>
+T scale_entry(T x, int e) {
+  if constexpr (is_complex_v<T>) {
+    return T(std::ldexp(x.real(), e), std::ldexp(x.imag(), e));
+  } else {
+    return std::ldexp(x, e);
   }
 }
 

@@ -140,7 +140,8 @@ using complex_lapack::gecon_cm, complex_lapack::gemm, complex_lapack::geqrf, com
     complex_lapack::potrs_cm, complex_lapack::syevd, complex_lapack::syevd_cm, complex_lapack::sygvd,
     complex_lapack::syrk_cm;
 
-// conjugate, is_finite_entry, is_nan_entry and widen: backend/scalar_entries.hpp.
+// conjugate, is_finite_entry, is_nan_entry, widen, largest_part and scale_entry:
+// backend/scalar_entries.hpp.
 template <class T>
 std::string routine_name(const char* suffix, const char* complex_suffix = nullptr) {
   return tenex::detail::lapack_routine_name<T>(suffix, complex_suffix);
@@ -634,15 +635,6 @@ int scale_exponent(const T* a, std::size_t count) {
 }
 
 template <class T>
-T scale_entry(T x, int e) {
-  if constexpr (is_complex_v<T>) {
-    return T(std::ldexp(x.real(), e), std::ldexp(x.imag(), e));
-  } else {
-    return std::ldexp(x, e);
-  }
-}
-
-template <class T>
 void scale_by_power_of_two(T* a, std::size_t count, int e) {
   if (e == 0) return;
   for (std::size_t k = 0; k < count; ++k) a[k] = scale_entry(a[k], e);
@@ -656,16 +648,6 @@ template <class T>
                        " overflows: " + detail + ", beyond the largest " + type + " " +
                        short_number(std::numeric_limits<real_type_t<T>>::max()) + "; it cannot be represented in " +
                        type + " (scale the matrix)");
-}
-
-// max(|re x|, |im x|) for complex x, |x| for real, in double: what overflows when scaled.
-template <class T>
-double largest_part(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::max(std::abs(static_cast<double>(x.real())), std::abs(static_cast<double>(x.imag())));
-  } else {
-    return std::abs(static_cast<double>(x));
-  }
 }
 
 // Scales `result` (count entries, the result for a / 2^e; row-major with `columns` columns,

@@ -407,25 +407,10 @@ std::string routine(const char* suffix, const char* complex_suffix = nullptr) {
 
 using tenex::detail::is_finite_entry;
 using tenex::detail::is_nan_entry;
+using tenex::detail::largest_part;
 using tenex::detail::matrix_text;
+using tenex::detail::scale_entry;
 using tenex::detail::short_number;
-/// max(|re x|, |im x|) for complex x, |x| for real: what a power of two scales.
-template <class T>
-double largest_part(T x) {
-  if constexpr (is_complex_v<T>) {
-    return std::max(std::abs(static_cast<double>(x.real())), std::abs(static_cast<double>(x.imag())));
-  } else {
-    return std::abs(static_cast<double>(x));
-  }
-}
-template <class T>
-T scale_entry(T x, int e) {
-  if constexpr (is_complex_v<T>) {
-    return T(std::ldexp(x.real(), e), std::ldexp(x.imag(), e));
-  } else {
-    return std::ldexp(x, e);
-  }
-}
 
 /// The first element of m, in the tensor's row-major order, for which bad(x, row, col) holds
 /// (row, col of the matricization), and value(x) of it, on every rank. Collective.
