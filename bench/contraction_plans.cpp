@@ -2,8 +2,8 @@
 // the model's prediction and one GEMM of the same m, n, k: how far the cost model's ranking is
 // from the machine's, and which case no plan serves well.
 //
-//   bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float] [--top N] [--timed N]
-//                           [--offset BYTES]
+//   bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float | --complex128] [--top N]
+//                           [--timed N] [--offset BYTES]
 //
 // For each case it prints the GEMM time, then the plan contract() settles on (after its
 // measured search) and the --top N plans (default 8) by measured time, each with the model's
@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "tccg_cases.hpp"
@@ -55,6 +57,21 @@ void gemm(int m, int n, int k, const double* a, const double* b, double* c) {
 }
 void gemm(int m, int n, int k, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0F, a, k, b, n, 0.0F, c, n);
+}
+void gemm(int m, int n, int k, const std::complex<double>* a, const std::complex<double>* b, std::complex<double>* c) {
+  const std::complex<double> one(1), zero(0);
+  cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, &one, a, k, b, n, &zero, c, n);
+}
+
+template <class T>
+T random_value(std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  if constexpr (std::is_same_v<T, std::complex<double>>) {
+    const double re = uniform(rng);
+    return {re, uniform(rng)};
+  } else {
+    return static_cast<T>(uniform(rng));
+  }
 }
 
 cpu::Modes modes_of(const std::string& letters) {
@@ -101,9 +118,8 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
   T* const b_data = place(raw_b, volume(eb));
   T* const out_data = place(raw_out, volume(ec));
   std::mt19937_64 rng(7);
-  std::uniform_real_distribution<T> uniform(-1, 1);
-  for (std::size_t x = 0; x < volume(ea); ++x) a_data[x] = uniform(rng);
-  for (std::size_t x = 0; x < volume(eb); ++x) b_data[x] = uniform(rng);
+  for (std::size_t x = 0; x < volume(ea); ++x) a_data[x] = random_value<T>(rng);
+  for (std::size_t x = 0; x < volume(eb); ++x) b_data[x] = random_value<T>(rng);
   struct View {
     T* p;
     T* data() const { return p; }
@@ -159,7 +175,8 @@ void bench_case(const tccg::Case& c, int repeat, std::size_t top, std::size_t ti
       "%.2f)  %zu plans, %zu timed\n",
       c.name.c_str(), c.einsum.c_str(), m, n, k, gemm_ms, chosen_ms, gemm_ms / chosen_ms, model_choice.index,
       model_choice.ms, gemm_ms / model_choice.ms, plans, timed.size());
-  const auto prepared = cpu::contraction::prepare(sizeof(T), true, ea, ma, eb, mb, mc);
+  const auto prepared =
+      cpu::contraction::prepare(sizeof(T), true, ea, ma, eb, mb, mc, std::is_same_v<T, std::complex<double>>);
   for (const auto& plan :
        cpu::plan_search::candidate_plans(prepared.problem, prepared.flops, cpu::plan_search::kPlansTried)) {
     std::printf("  candidate: %s\n", cpu::contraction::describe(prepared.problem, plan).c_str());
@@ -183,11 +200,13 @@ int main(int argc, char** argv) {
 #endif
   int repeat = 3;
   std::size_t top = 8, timed_count = 24, offset = 64;
-  bool single = false;
+  bool single = false, complex = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--float") {
       single = true;
+    } else if (arg == "--complex128") {
+      complex = true;
     } else if ((arg == "--filter" || arg == "--repeat" || arg == "--top" || arg == "--timed" || arg == "--offset") &&
                i + 1 < argc) {
       const std::string value = argv[++i];
@@ -200,15 +219,17 @@ int main(int argc, char** argv) {
       path = arg;
     } else {
       std::printf(
-          "usage: bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float] [--top N] [--timed N] "
-          "[--offset BYTES]\n");
+          "usage: bench_contraction_plans [cases.tsv] [--filter NAME] [--repeat N] [--float | --complex128] [--top N] "
+          "[--timed N] [--offset BYTES]\n");
       return 2;
     }
   }
   try {
     for (const tccg::Case& c : tccg::read_cases(path)) {
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
-      if (single) {
+      if (complex) {
+        bench_case<std::complex<double>>(c, repeat, top, timed_count, offset);
+      } else if (single) {
         bench_case<float>(c, repeat, top, timed_count, offset);
       } else {
         bench_case<double>(c, repeat, top, timed_count, offset);

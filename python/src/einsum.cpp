@@ -397,8 +397,10 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
                       std::equal(output_shape.begin(), output_shape.end(), out_array->shape());
     if (!same) {
       std::string expected = "(";
-      for (std::size_t d = 0; d < output_shape.size(); ++d)
-        expected += (d ? ", " : "") + std::to_string(output_shape[d]);
+      for (std::size_t d = 0; d < output_shape.size(); ++d) {
+        if (d) expected += ", ";  // appended: GCC 12 warns falsely on "" + std::string (bug 105329)
+        expected += std::to_string(output_shape[d]);
+      }
       expected += output_shape.size() == 1 ? ",)" : ")";
       parser.fail("out has shape " + py::str(out_array->attr("shape")).cast<std::string>() +
                   " but the result has shape " + expected);

@@ -462,6 +462,83 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_copy scatters with beta", T, cpu
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_copy, Scalars);
 
+// Complex numbers move as pairs of their parts: a permutation whose output's fastest mode is not
+// the input's tiles the pairs (permute.cpp, copy_pairs), contiguous or strided on either side,
+// with real and non-real factors and beta.
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex permutations and strided copies move whole numbers", T,
+                          cpu_kernels_complex_copy) {
+  using R = typename T::value_type;
+  const double tol = 8 * static_cast<double>(std::numeric_limits<R>::epsilon());
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto random = [&](std::size_t n) {
+    std::vector<T> v(n);
+    for (T& x : v) x = T(static_cast<R>(u(rng)), static_cast<R>(u(rng)));
+    return v;
+  };
+  auto near = [&](T got, std::complex<double> want) {
+    return std::abs(std::complex<double>(got.real(), got.imag()) - want) <= tol * (std::abs(want) + 2);
+  };
+  for_each_simd_target([&] {
+    for (const Extents& in_ext : std::vector<Extents>{{37, 45}, {130, 257}, {9, 2, 65, 2}, {5, 33, 3, 40}, {3, 1, 70}}) {
+      std::vector<std::size_t> perm(in_ext.size());
+      std::iota(perm.begin(), perm.end(), 0);
+      std::reverse(perm.begin(), perm.end());
+      for (const T alpha : {T(1), T(-1.5), T(0.5, 2)}) {
+        const auto in = random(volume(in_ext));
+        std::vector<T> out(in.size(), T(std::numeric_limits<R>::quiet_NaN()));
+        cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
+        IndexSpace space;
+        Modes in_modes(in_ext.size()), out_modes;
+        std::iota(in_modes.begin(), in_modes.end(), 0);
+        for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
+        space.add(in_modes, in_ext);
+        std::size_t bad = 0;
+        space.for_each([&](const std::vector<std::size_t>& v) {
+          const T x = in[space.offset(in_modes, v)];
+          if (!near(out[space.offset(out_modes, v)], std::complex<double>(alpha) * std::complex<double>(x))) ++bad;
+        });
+        INFO("extents ", describe(in_modes, in_ext), " alpha ", alpha.real(), "+", alpha.imag(), "i");
+        CHECK(bad == 0);
+      }
+    }
+    // Strided on both sides: the input's rows padded (33 of 40), the output's numbers two apart.
+    const Extents ext{6, 50, 33};
+    const cpu::Strides in_strides{50 * 40, 40, 1};
+    const cpu::Strides out_strides{2 * 50 * 33 + 3, 2, 2 * 50};  // out[x][z][y], y the fastest
+    const std::size_t in_size = 6 * 50 * 40, out_size = 6 * (2 * 50 * 33 + 3);
+    const auto in = random(in_size);
+    for (const T beta : {T(0), T(0.5), T(0, -1)}) {
+      const auto out0 = random(out_size);
+      std::vector<T> out = out0;
+      const T alpha(2, beta.imag());
+      cpu::strided_copy(in.data(), in_strides, out.data(), out_strides, ext, alpha, beta);
+      std::vector<bool> touched(out_size, false);
+      std::size_t bad = 0;
+      for (std::size_t x = 0; x < 6; ++x) {
+        for (std::size_t y = 0; y < 50; ++y) {
+          for (std::size_t z = 0; z < 33; ++z) {
+            const std::size_t o = x * (2 * 50 * 33 + 3) + 2 * y + 2 * 50 * z;
+            touched[o] = true;
+            const std::complex<double> a(alpha), b(beta), i(in[x * 50 * 40 + y * 40 + z]), was(out0[o]);
+            if (!near(out[o], a * i + b * was)) ++bad;
+          }
+        }
+      }
+      for (std::size_t o = 0; o < out_size; ++o) {
+        if (!touched[o] && !(out[o] == out0[o])) ++bad;
+      }
+      INFO("beta ", beta.real(), "+", beta.imag(), "i");
+      CHECK(bad == 0);
+    }
+  });
+}
+#define TENEX_TEST_TUPLE_OF(T) \
+  , std::tuple<T> {}
+using ComplexScalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_COMPLEX_SCALAR(TENEX_TEST_TUPLE_OF)));
+#undef TENEX_TEST_TUPLE_OF
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_complex_copy, ComplexScalars);
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_gather packs a strided part densely", T, cpu_kernels_strided_gather) {
   for_each_simd_target([&] {
     std::mt19937 rng(13);

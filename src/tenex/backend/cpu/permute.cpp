@@ -267,10 +267,26 @@ bool transpose_tile(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, std::size_t, s
 }
 #endif
 
+// Two neighbouring values that move together (the parts of a complex number, or a last mode of
+// extent 2 that both arrays lay out contiguously), scaled by a real factor.
+template <class T>
+struct Pair {
+  T first, second;
+};
+template <class T>
+Pair<T> operator*(T a, Pair<T> x) {
+  return {a * x.first, a * x.second};
+}
+template <class T>
+Pair<T> operator+(Pair<T> x, Pair<T> y) {
+  return {x.first + y.first, x.second + y.second};
+}
+
 // One tile of the transpose path: `no` elements along the output's fastest mode (input
 // stride in_o, output stride out_o) times `ni` along the input's fastest (in_i, out_i).
-template <class T>
-void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i, T* __restrict out,
+// E is the element moved, T the real factors' type (E = T, or E = Pair<T>).
+template <class E, class T>
+void copy_tile(const E* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i, E* __restrict out,
                std::ptrdiff_t out_o, std::ptrdiff_t out_i, std::size_t no, std::size_t ni, T alpha, T beta) {
   if (in_i == 1 && out_o == 1) {
     // Read rows of the input into a local tile, then write rows of the output from it: both
@@ -278,22 +294,24 @@ void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
     // The input rows of the next tile along o are fetched meanwhile: they are short runs far
     // apart, which the hardware prefetchers do not follow (a prefetch never faults, so the
     // one past the end is harmless).
-    if (beta == T(0)) {
-      for (std::size_t o = 0; o < no; ++o) {
-        const T* next = in + static_cast<std::ptrdiff_t>(o + kTile) * in_o;
-        for (std::size_t i = 0; i < ni; i += 64 / sizeof(T)) __builtin_prefetch(next + i);
+    if constexpr (std::is_same_v<E, T>) {
+      if (beta == T(0)) {
+        for (std::size_t o = 0; o < no; ++o) {
+          const T* next = in + static_cast<std::ptrdiff_t>(o + kTile) * in_o;
+          for (std::size_t i = 0; i < ni; i += 64 / sizeof(T)) __builtin_prefetch(next + i);
+        }
+        if (transpose_tile(in, in_o, out, out_i, no, ni, alpha)) return;
       }
-      if (transpose_tile(in, in_o, out, out_i, no, ni, alpha)) return;
     }
-    T tile[kTile][kTile];
+    E tile[kTile][kTile];
     for (std::size_t o = 0; o < no; ++o) {
-      const T* row = in + static_cast<std::ptrdiff_t>(o) * in_o;
-      const T* next = row + static_cast<std::ptrdiff_t>(kTile) * in_o;
-      for (std::size_t i = 0; i < ni; i += 64 / sizeof(T)) __builtin_prefetch(next + i);
+      const E* row = in + static_cast<std::ptrdiff_t>(o) * in_o;
+      const E* next = row + static_cast<std::ptrdiff_t>(kTile) * in_o;
+      for (std::size_t i = 0; i < ni; i += 64 / sizeof(E)) __builtin_prefetch(next + i);
       for (std::size_t i = 0; i < ni; ++i) tile[i][o] = row[i];
     }
     for (std::size_t i = 0; i < ni; ++i) {
-      T* row = out + static_cast<std::ptrdiff_t>(i) * out_i;
+      E* row = out + static_cast<std::ptrdiff_t>(i) * out_i;
       if (beta == T(0)) {
         for (std::size_t o = 0; o < no; ++o) row[o] = alpha * tile[i][o];
       } else {
@@ -303,8 +321,16 @@ void copy_tile(const T* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
     return;
   }
   for (std::size_t i = 0; i < ni; ++i) {
-    copy_row(in + static_cast<std::ptrdiff_t>(i) * in_i, in_o, out + static_cast<std::ptrdiff_t>(i) * out_i, out_o, no,
-             alpha, beta);
+    const E* from = in + static_cast<std::ptrdiff_t>(i) * in_i;
+    E* to = out + static_cast<std::ptrdiff_t>(i) * out_i;
+    if constexpr (std::is_same_v<E, T>) {
+      copy_row(from, in_o, to, out_o, no, alpha, beta);
+    } else {
+      for (std::size_t o = 0; o < no; ++o) {
+        const auto x = static_cast<std::ptrdiff_t>(o);
+        to[x * out_o] = beta == T(0) ? alpha * from[x * in_o] : alpha * from[x * in_o] + beta * to[x * out_o];
+      }
+    }
   }
 }
 
@@ -351,8 +377,8 @@ void copy_rows(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
 
 // The copy over simplified dims when the input's fastest mode (dims[fast]) is not the
 // output's: both modes are cut into tiles.
-template <class T>
-void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T alpha, T beta, bool parallel) {
+template <class E, class T>
+void copy_tiles(const E* in, E* out, std::vector<Dim> dims, std::size_t fast, T alpha, T beta, bool parallel) {
   const Dim o = dims.back();
   const Dim i = dims[fast];
   dims.pop_back();
@@ -399,6 +425,26 @@ void copy_tiles(const T* in, T* out, std::vector<Dim> dims, std::size_t fast, T 
   }
 }
 
+// The copy over simplified dims whose last is a pair of values contiguous in both arrays, as a
+// transpose of pairs; false (nothing done) when the pairs are not where a transpose needs them.
+template <class T>
+bool copy_pairs(const T* in, T* out, const std::vector<Dim>& dims, T alpha, T beta, bool parallel) {
+  std::vector<Dim> pairs(dims.begin(), dims.end() - 1);
+  for (Dim& d : pairs) {
+    if (d.in % 2 != 0 || d.out % 2 != 0) return false;
+    d.in /= 2;
+    d.out /= 2;
+  }
+  std::size_t fast = pairs.size() - 1;
+  for (std::size_t d = 0; d < pairs.size(); ++d) {
+    if (pairs[d].in < pairs[fast].in) fast = d;
+  }
+  if (fast == pairs.size() - 1 || pairs.back().in <= 2) return false;
+  copy_tiles(reinterpret_cast<const Pair<T>*>(in), reinterpret_cast<Pair<T>*>(out), std::move(pairs), fast, alpha,
+             beta, parallel);
+  return true;
+}
+
 template <class T>
 void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool parallel, bool read_order = false) {
   if (!simplify(dims)) return;
@@ -409,6 +455,13 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
   std::size_t fast = dims.size() - 1;
   for (std::size_t d = 0; d < dims.size(); ++d) {
     if (dims[d].in < dims[fast].in) fast = d;
+  }
+  // Pairs of values that lie together in both arrays (complex numbers as their parts) with
+  // the output's fastest mode of pairs not the input's: rows would be two values long, so the
+  // pairs are tiled as elements of their own.
+  if (fast == dims.size() - 1 && dims.size() >= 3 && dims.back().extent == 2 && dims.back().in == 1 &&
+      dims.back().out == 1 && copy_pairs(in, out, dims, alpha, beta, parallel)) {
+    return;
   }
   // Rows when the output's fastest mode is also the input's fastest, or when it is nearly
   // so (a short jump in the input still reads whole cache lines across a few rows).

@@ -402,7 +402,10 @@ void require_hermitian(const DistContext& ctx, const MatrixPtr<T>& a, std::size_
 /// ScaLAPACK's name of a routine for T ("pdgetrf"; complex_suffix for complex T when given).
 template <class T>
 std::string routine(const char* suffix, const char* complex_suffix = nullptr) {
-  return "p" + tenex::detail::lapack_routine_name<T>(suffix, complex_suffix);
+  // Appended, not "p" + name: GCC 12 inlines that operator+ into a false -Wrestrict (bug 105329).
+  std::string name = "p";
+  name += tenex::detail::lapack_routine_name<T>(suffix, complex_suffix);
+  return name;
 }
 
 using tenex::detail::is_finite_entry;
