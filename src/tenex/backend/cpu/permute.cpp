@@ -440,8 +440,8 @@ bool copy_pairs(const T* in, T* out, const std::vector<Dim>& dims, T alpha, T be
     if (pairs[d].in < pairs[fast].in) fast = d;
   }
   if (fast == pairs.size() - 1 || pairs.back().in <= 2) return false;
-  copy_tiles(reinterpret_cast<const Pair<T>*>(in), reinterpret_cast<Pair<T>*>(out), std::move(pairs), fast, alpha,
-             beta, parallel);
+  copy_tiles(reinterpret_cast<const Pair<T>*>(in), reinterpret_cast<Pair<T>*>(out), std::move(pairs), fast, alpha, beta,
+             parallel);
   return true;
 }
 
