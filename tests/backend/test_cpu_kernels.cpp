@@ -372,6 +372,29 @@ const char* const kTccg[] = {"bda,dc->abc",       "dbea,ec->abcd",     "ebad,ce-
 // ----------------------------------------------------------------------------------------
 // permute, strided_copy
 
+Modes identity_modes(std::size_t rank) {
+  Modes modes(rank);
+  std::iota(modes.begin(), modes.end(), 0);
+  return modes;
+}
+
+// Elements of `out`, `in` permuted by `perm`, that `agree(out's element, in's)` rejects: walks
+// the input and looks where the permutation sends each element.
+template <class T, class Agree>
+std::size_t permute_mismatches(const std::vector<T>& in, const Extents& in_ext, const std::vector<std::size_t>& perm,
+                               const std::vector<T>& out, Agree agree) {
+  IndexSpace space;
+  const Modes in_modes = identity_modes(in_ext.size());
+  Modes out_modes;
+  for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
+  space.add(in_modes, in_ext);
+  std::size_t bad = 0;
+  space.for_each([&](const std::vector<std::size_t>& v) {
+    if (!agree(out[space.offset(out_modes, v)], in[space.offset(in_modes, v)])) ++bad;
+  });
+  return bad;
+}
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute matches index arithmetic", T, cpu_kernels_permute) {
   for_each_simd_target([&] {
     std::mt19937 rng(11);
@@ -402,18 +425,8 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: permute matches index arithmetic", T, cp
         std::vector<T> out(in.size(), std::numeric_limits<T>::quiet_NaN());
         const T alpha = trial == 1 ? T(1) : T(-1.5);
         cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
-        // Reference: walk the input, write where the permutation sends each element.
-        IndexSpace space;
-        Modes in_modes(in_ext.size()), out_modes;
-        std::iota(in_modes.begin(), in_modes.end(), 0);
-        for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
-        space.add(in_modes, in_ext);
-        std::size_t bad = 0;
-        space.for_each([&](const std::vector<std::size_t>& v) {
-          if (out[space.offset(out_modes, v)] != alpha * in[space.offset(in_modes, v)]) ++bad;
-        });
-        INFO("extents ", describe(in_modes, in_ext), " trial ", trial);
-        CHECK(bad == 0);
+        INFO("extents ", describe(identity_modes(in_ext.size()), in_ext), " trial ", trial);
+        CHECK(permute_mismatches(in, in_ext, perm, out, [&](T got, T x) { return got == alpha * x; }) == 0);
       }
     }
   });
@@ -490,18 +503,11 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex permutations and strided copies 
         const auto in = random(volume(in_ext));
         std::vector<T> out(in.size(), T(std::numeric_limits<R>::quiet_NaN()));
         cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
-        IndexSpace space;
-        Modes in_modes(in_ext.size()), out_modes;
-        std::iota(in_modes.begin(), in_modes.end(), 0);
-        for (std::size_t p : perm) out_modes.push_back(static_cast<int>(p));
-        space.add(in_modes, in_ext);
-        std::size_t bad = 0;
-        space.for_each([&](const std::vector<std::size_t>& v) {
-          const T x = in[space.offset(in_modes, v)];
-          if (!near(out[space.offset(out_modes, v)], std::complex<double>(alpha) * std::complex<double>(x))) ++bad;
-        });
-        INFO("extents ", describe(in_modes, in_ext), " alpha ", alpha.real(), "+", alpha.imag(), "i");
-        CHECK(bad == 0);
+        INFO("extents ", describe(identity_modes(in_ext.size()), in_ext), " alpha ", alpha.real(), "+", alpha.imag(),
+             "i");
+        CHECK(permute_mismatches(in, in_ext, perm, out, [&](T got, T x) {
+                return near(got, std::complex<double>(alpha) * std::complex<double>(x));
+              }) == 0);
       }
     }
     // Strided on both sides: the input's rows padded (33 of 40), the output's numbers two apart.
