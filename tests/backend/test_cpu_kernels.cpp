@@ -547,6 +547,62 @@ using ComplexScalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_CO
 #undef TENEX_TEST_TUPLE_OF
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_complex_copy, ComplexScalars);
 
+// Complex sums as pairs of parts too (permute.cpp, reduce_dims): the pair merged into a kept mode
+// contiguous in both arrays, or summed as whole numbers; diagonals, every mode kept or summed, a
+// real and a non-real factor; against sums in complex<double>.
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex reduce takes diagonals, sums and permutes", T,
+                          cpu_kernels_complex_reduce) {
+  using R = typename T::value_type;
+  const double tol = 64 * static_cast<double>(std::numeric_limits<R>::epsilon());
+  for_each_simd_target([&] {
+    std::mt19937 rng(14);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::uniform_int_distribution<std::size_t> count(1, 4), extent(1, 6), repeat(0, 3);
+    std::size_t bad = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      const std::size_t n = count(rng);
+      std::vector<std::size_t> extent_of(n);
+      Modes in_modes;
+      for (std::size_t d = 0; d < n; ++d) {
+        extent_of[d] = trial % 20 == 0 && d == 0 ? 300 : extent(rng);
+        in_modes.push_back(static_cast<int>(d));
+        if (repeat(rng) == 0) in_modes.push_back(static_cast<int>(d));  // a diagonal
+      }
+      std::shuffle(in_modes.begin(), in_modes.end(), rng);
+      Modes out_modes;
+      for (std::size_t d = 0; d < n; ++d) {
+        if (repeat(rng) != 0) out_modes.push_back(static_cast<int>(d));
+      }
+      std::shuffle(out_modes.begin(), out_modes.end(), rng);
+      const Extents in_ext = extents_for(in_modes, extent_of), out_ext = extents_for(out_modes, extent_of);
+      std::vector<T> in(volume(in_ext));
+      for (T& x : in) x = T(static_cast<R>(u(rng)), static_cast<R>(u(rng)));
+      const T alpha = trial % 2 == 0 ? T(0.75) : T(0.5, -1.25);
+      std::vector<T> out(volume(out_ext), T(std::numeric_limits<R>::quiet_NaN()));
+      cpu::reduce(in.data(), in_ext, in_modes, out.data(), out_modes, alpha);
+      IndexSpace space;
+      space.add(in_modes, in_ext);
+      std::vector<std::complex<double>> want(out.size());
+      space.for_each([&](const std::vector<std::size_t>& v) {
+        const T x = in[space.offset(in_modes, v)];
+        want[space.offset(out_modes, v)] += std::complex<double>(x.real(), x.imag());
+      });
+      for (std::size_t o = 0; o < out.size(); ++o) {
+        const std::complex<double> w = std::complex<double>(alpha.real(), alpha.imag()) * want[o];
+        const std::complex<double> got(out[o].real(), out[o].imag());
+        if (!(std::abs(got - w) <= tol * (std::abs(w) + 300))) {
+          INFO("in ", describe(in_modes, in_ext), " out ", describe(out_modes, out_ext));
+          CHECK(std::abs(got - w) <= tol * (std::abs(w) + 300));
+          ++bad;
+          break;
+        }
+      }
+    }
+    CHECK(bad == 0);
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_complex_reduce, ComplexScalars);
+
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_gather packs a strided part densely", T, cpu_kernels_strided_gather) {
   for_each_simd_target([&] {
     std::mt19937 rng(13);

@@ -472,9 +472,23 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
   }
 }
 
-// Accumulates over the summed dims for each element of the kept dims (see reduce).
-template <class T>
-void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
+// out = alpha in + beta out along one run of n elements (copy_row's vectors for real values).
+template <class E, class T>
+void copy_run(const E* in, std::ptrdiff_t si, E* out, std::ptrdiff_t so, std::size_t n, T alpha, T beta) {
+  if constexpr (std::is_same_v<E, T>) {
+    copy_row(in, si, out, so, n, alpha, beta);
+  } else {
+    for (std::size_t x = 0; x < n; ++x) {
+      const auto i = static_cast<std::ptrdiff_t>(x) * si, o = static_cast<std::ptrdiff_t>(x) * so;
+      out[o] = beta == T(0) ? alpha * in[i] : alpha * in[i] + beta * out[o];
+    }
+  }
+}
+
+// Accumulates over the summed dims for each element of the kept dims (see reduce). E is the
+// element summed, T the factor's type (E = T, or E = Pair<T>).
+template <class E, class T>
+void reduce_elements(const E* in, E* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
   std::size_t kept_count = 1, summed_count = 1;
   for (const Dim& d : kept) kept_count *= d.extent;
   for (const Dim& d : summed) summed_count *= d.extent;
@@ -506,7 +520,7 @@ void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> su
         for (std::size_t u = begin; u < end; ++u, at.next()) {
           Odometer s(summed, 0);
           for (std::size_t x = 0; x < summed_count; ++x, s.next()) {
-            copy_row(in + at.in() + s.in(), lane.in, out + at.out(), lane.out, lane.extent, alpha,
+            copy_run(in + at.in() + s.in(), lane.in, out + at.out(), lane.out, lane.extent, alpha,
                      x == 0 ? T(0) : T(1));
           }
         }
@@ -526,16 +540,52 @@ void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> su
       std::size_t outer = summed_count / inner.extent;
       Odometer at(kept, begin);
       for (std::size_t u = begin; u < end; ++u, at.next()) {
-        T sum = T(0);
+        E sum{};
         Odometer s(summed, 0);
         for (std::size_t x = 0; x < outer; ++x, s.next()) {
-          const T* p = in + at.in() + s.in();
-          for (std::size_t y = 0; y < inner.extent; ++y) sum += p[static_cast<std::ptrdiff_t>(y) * inner.in];
+          const E* p = in + at.in() + s.in();
+          for (std::size_t y = 0; y < inner.extent; ++y) sum = sum + p[static_cast<std::ptrdiff_t>(y) * inner.in];
         }
         out[at.out()] = alpha * sum;
       }
     }
   }
+}
+
+
+// The reduction, with a last kept mode of two values that lie together in both arrays (complex
+// numbers as their parts) merged into the kept mode just outside it where that is contiguous
+// (a lane of whole numbers), or else summed as pairs: lanes or sums two values long would pay an
+// index step for every number.
+template <class T>
+void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
+  const auto pair =
+      std::find_if(kept.begin(), kept.end(), [](const Dim& d) { return d.extent == 2 && d.in == 1 && d.out == 1; });
+  bool even = pair != kept.end();
+  for (const std::vector<Dim>* dims : {&kept, &summed}) {
+    for (auto d = dims->begin(); even && d != dims->end(); ++d) {
+      if (d != pair && d->extent > 1 && (d->in % 2 != 0 || d->out % 2 != 0)) even = false;
+    }
+  }
+  if (!even) {
+    reduce_elements(in, out, std::move(kept), std::move(summed), alpha, parallel);
+    return;
+  }
+  kept.erase(pair);
+  const auto next = std::find_if(kept.begin(), kept.end(), [](const Dim& d) { return d.in == 2 && d.out == 2; });
+  if (next != kept.end()) {
+    *next = {next->extent * 2, 1, 1};
+    reduce_elements(in, out, std::move(kept), std::move(summed), alpha, parallel);
+    return;
+  }
+  for (std::vector<Dim>* dims : {&kept, &summed}) {
+    for (Dim& d : *dims) {
+      d.in /= 2;
+      d.out /= 2;
+    }
+  }
+  reduce_elements(reinterpret_cast<const Pair<T>*>(in), reinterpret_cast<Pair<T>*>(out), std::move(kept),
+                  std::move(summed), alpha, parallel);
 }
 
 }  // namespace
