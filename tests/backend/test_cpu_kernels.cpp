@@ -476,6 +476,33 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: strided_copy scatters with beta", T, cpu
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_copy, Scalars);
 
+// A random reduction: `least` to 4 modes of extent 1 to `most_extent` (the first `first_extent`
+// where that is not 0), some read twice (a diagonal), about three in four kept, in shuffled
+// orders.
+struct Reduction {
+  Modes in_modes, out_modes;
+  Extents in_ext, out_ext;
+};
+Reduction random_reduction(std::mt19937& rng, std::size_t least, std::size_t most_extent, std::size_t first_extent) {
+  std::uniform_int_distribution<std::size_t> count(least, 4), extent(1, most_extent), repeat(0, 3);
+  const std::size_t n = count(rng);
+  std::vector<std::size_t> extent_of(n);
+  Reduction r;
+  for (std::size_t d = 0; d < n; ++d) {
+    extent_of[d] = first_extent != 0 && d == 0 ? first_extent : extent(rng);
+    r.in_modes.push_back(static_cast<int>(d));
+    if (repeat(rng) == 0) r.in_modes.push_back(static_cast<int>(d));  // a diagonal
+  }
+  std::shuffle(r.in_modes.begin(), r.in_modes.end(), rng);
+  for (std::size_t d = 0; d < n; ++d) {
+    if (repeat(rng) != 0) r.out_modes.push_back(static_cast<int>(d));
+  }
+  std::shuffle(r.out_modes.begin(), r.out_modes.end(), rng);
+  r.in_ext = extents_for(r.in_modes, extent_of);
+  r.out_ext = extents_for(r.out_modes, extent_of);
+  return r;
+}
+
 // Complex numbers move as pairs of their parts: a permutation whose output's fastest mode is not
 // the input's tiles the pairs (permute.cpp, copy_pairs), contiguous or strided on either side,
 // with real and non-real factors and beta.
@@ -557,24 +584,11 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex reduce takes diagonals, sums and
   for_each_simd_target([&] {
     std::mt19937 rng(14);
     std::uniform_real_distribution<double> u(-1.0, 1.0);
-    std::uniform_int_distribution<std::size_t> count(1, 4), extent(1, 6), repeat(0, 3);
     std::size_t bad = 0;
     for (int trial = 0; trial < 200; ++trial) {
-      const std::size_t n = count(rng);
-      std::vector<std::size_t> extent_of(n);
-      Modes in_modes;
-      for (std::size_t d = 0; d < n; ++d) {
-        extent_of[d] = trial % 20 == 0 && d == 0 ? 300 : extent(rng);
-        in_modes.push_back(static_cast<int>(d));
-        if (repeat(rng) == 0) in_modes.push_back(static_cast<int>(d));  // a diagonal
-      }
-      std::shuffle(in_modes.begin(), in_modes.end(), rng);
-      Modes out_modes;
-      for (std::size_t d = 0; d < n; ++d) {
-        if (repeat(rng) != 0) out_modes.push_back(static_cast<int>(d));
-      }
-      std::shuffle(out_modes.begin(), out_modes.end(), rng);
-      const Extents in_ext = extents_for(in_modes, extent_of), out_ext = extents_for(out_modes, extent_of);
+      const Reduction r = random_reduction(rng, 1, 6, trial % 20 == 0 ? 300 : 0);
+      const Modes &in_modes = r.in_modes, &out_modes = r.out_modes;
+      const Extents &in_ext = r.in_ext, &out_ext = r.out_ext;
       std::vector<T> in(volume(in_ext));
       for (T& x : in) x = T(static_cast<R>(u(rng)), static_cast<R>(u(rng)));
       const T alpha = trial % 2 == 0 ? T(0.75) : T(0.5, -1.25);
@@ -649,24 +663,11 @@ TEST_CASE_TEMPLATE_APPLY(cpu_kernels_strided_gather, Scalars);
 TEST_CASE_TEMPLATE_DEFINE("cpu kernels: reduce takes diagonals, sums and permutes", T, cpu_kernels_reduce) {
   for_each_simd_target([&] {
     std::mt19937 rng(13);
-    std::uniform_int_distribution<std::size_t> count(0, 4), extent(1, 5), repeat(0, 3);
     std::size_t checked = 0;
     for (int trial = 0; trial < 300; ++trial) {
-      const std::size_t n = count(rng);
-      std::vector<std::size_t> extent_of(n);
-      Modes in_modes;
-      for (std::size_t d = 0; d < n; ++d) {
-        extent_of[d] = trial % 50 == 0 && d == 0 ? 40 : extent(rng);
-        in_modes.push_back(static_cast<int>(d));
-        if (repeat(rng) == 0) in_modes.push_back(static_cast<int>(d));  // a diagonal
-      }
-      std::shuffle(in_modes.begin(), in_modes.end(), rng);
-      Modes out_modes;
-      for (std::size_t d = 0; d < n; ++d) {
-        if (repeat(rng) != 0) out_modes.push_back(static_cast<int>(d));
-      }
-      std::shuffle(out_modes.begin(), out_modes.end(), rng);
-      const Extents in_ext = extents_for(in_modes, extent_of), out_ext = extents_for(out_modes, extent_of);
+      const Reduction r = random_reduction(rng, 0, 5, trial % 50 == 0 ? 40 : 0);
+      const Modes &in_modes = r.in_modes, &out_modes = r.out_modes;
+      const Extents &in_ext = r.in_ext, &out_ext = r.out_ext;
       const auto in = random_values<T>(volume(in_ext), rng);
       std::vector<T> out(volume(out_ext), std::numeric_limits<T>::quiet_NaN());
       const T alpha = T(0.75);
