@@ -282,6 +282,33 @@ Pair<T> operator+(Pair<T> x, Pair<T> y) {
   return {x.first + y.first, x.second + y.second};
 }
 
+// Strides in values to strides in pairs of values: false, and nothing changed, where a mode that
+// moves (extent 2 or more) has an odd stride.
+bool halve_strides(std::vector<Dim>& dims) {
+  for (const Dim& d : dims) {
+    if (d.extent > 1 && (d.in % 2 != 0 || d.out % 2 != 0)) return false;
+  }
+  for (Dim& d : dims) {
+    d.in /= 2;
+    d.out /= 2;
+  }
+  return true;
+}
+
+// out = alpha in + beta out along one run of n elements (copy_row's vectors for real values).
+template <class E, class T>
+void copy_run(const E* in, std::ptrdiff_t si, E* out, std::ptrdiff_t so, std::size_t n, T alpha, T beta) {
+  if constexpr (std::is_same_v<E, T>) {
+    copy_row(in, si, out, so, n, alpha, beta);
+  } else {
+    for (std::size_t x = 0; x < n; ++x) {
+      const auto i = static_cast<std::ptrdiff_t>(x) * si, o = static_cast<std::ptrdiff_t>(x) * so;
+      out[o] = beta == T(0) ? alpha * in[i] : alpha * in[i] + beta * out[o];
+    }
+  }
+}
+
+
 // One tile of the transpose path: `no` elements along the output's fastest mode (input
 // stride in_o, output stride out_o) times `ni` along the input's fastest (in_i, out_i).
 // E is the element moved, T the real factors' type (E = T, or E = Pair<T>).
@@ -321,16 +348,8 @@ void copy_tile(const E* __restrict in, std::ptrdiff_t in_o, std::ptrdiff_t in_i,
     return;
   }
   for (std::size_t i = 0; i < ni; ++i) {
-    const E* from = in + static_cast<std::ptrdiff_t>(i) * in_i;
-    E* to = out + static_cast<std::ptrdiff_t>(i) * out_i;
-    if constexpr (std::is_same_v<E, T>) {
-      copy_row(from, in_o, to, out_o, no, alpha, beta);
-    } else {
-      for (std::size_t o = 0; o < no; ++o) {
-        const auto x = static_cast<std::ptrdiff_t>(o);
-        to[x * out_o] = beta == T(0) ? alpha * from[x * in_o] : alpha * from[x * in_o] + beta * to[x * out_o];
-      }
-    }
+    copy_run(in + static_cast<std::ptrdiff_t>(i) * in_i, in_o, out + static_cast<std::ptrdiff_t>(i) * out_i, out_o, no,
+             alpha, beta);
   }
 }
 
@@ -430,11 +449,7 @@ void copy_tiles(const E* in, E* out, std::vector<Dim> dims, std::size_t fast, T 
 template <class T>
 bool copy_pairs(const T* in, T* out, const std::vector<Dim>& dims, T alpha, T beta, bool parallel) {
   std::vector<Dim> pairs(dims.begin(), dims.end() - 1);
-  for (Dim& d : pairs) {
-    if (d.in % 2 != 0 || d.out % 2 != 0) return false;
-    d.in /= 2;
-    d.out /= 2;
-  }
+  if (!halve_strides(pairs)) return false;
   std::size_t fast = pairs.size() - 1;
   for (std::size_t d = 0; d < pairs.size(); ++d) {
     if (pairs[d].in < pairs[fast].in) fast = d;
@@ -469,19 +484,6 @@ void copy_dims(const T* in, T* out, std::vector<Dim> dims, T alpha, T beta, bool
     copy_rows(in, out, std::move(dims), alpha, beta, parallel, read_order);
   } else {
     copy_tiles(in, out, std::move(dims), fast, alpha, beta, parallel);
-  }
-}
-
-// out = alpha in + beta out along one run of n elements (copy_row's vectors for real values).
-template <class E, class T>
-void copy_run(const E* in, std::ptrdiff_t si, E* out, std::ptrdiff_t so, std::size_t n, T alpha, T beta) {
-  if constexpr (std::is_same_v<E, T>) {
-    copy_row(in, si, out, so, n, alpha, beta);
-  } else {
-    for (std::size_t x = 0; x < n; ++x) {
-      const auto i = static_cast<std::ptrdiff_t>(x) * si, o = static_cast<std::ptrdiff_t>(x) * so;
-      out[o] = beta == T(0) ? alpha * in[i] : alpha * in[i] + beta * out[o];
-    }
   }
 }
 
@@ -552,7 +554,6 @@ void reduce_elements(const E* in, E* out, std::vector<Dim> kept, std::vector<Dim
   }
 }
 
-
 // The reduction, with a last kept mode of two values that lie together in both arrays (complex
 // numbers as their parts) merged into the kept mode just outside it where that is contiguous
 // (a lane of whole numbers), or else summed as pairs: lanes or sums two values long would pay an
@@ -561,31 +562,28 @@ template <class T>
 void reduce_dims(const T* in, T* out, std::vector<Dim> kept, std::vector<Dim> summed, T alpha, bool parallel) {
   const auto pair =
       std::find_if(kept.begin(), kept.end(), [](const Dim& d) { return d.extent == 2 && d.in == 1 && d.out == 1; });
-  bool even = pair != kept.end();
-  for (const std::vector<Dim>* dims : {&kept, &summed}) {
-    for (auto d = dims->begin(); even && d != dims->end(); ++d) {
-      if (d != pair && d->extent > 1 && (d->in % 2 != 0 || d->out % 2 != 0)) even = false;
-    }
-  }
-  if (!even) {
+  if (pair == kept.end()) {
     reduce_elements(in, out, std::move(kept), std::move(summed), alpha, parallel);
     return;
   }
-  kept.erase(pair);
-  const auto next = std::find_if(kept.begin(), kept.end(), [](const Dim& d) { return d.in == 2 && d.out == 2; });
-  if (next != kept.end()) {
-    *next = {next->extent * 2, 1, 1};
+  std::vector<Dim> kept_pairs = kept, summed_pairs = summed;
+  kept_pairs.erase(kept_pairs.begin() + (pair - kept.begin()));
+  if (!halve_strides(kept_pairs) || !halve_strides(summed_pairs)) {
     reduce_elements(in, out, std::move(kept), std::move(summed), alpha, parallel);
     return;
   }
-  for (std::vector<Dim>* dims : {&kept, &summed}) {
-    for (Dim& d : *dims) {
-      d.in /= 2;
-      d.out /= 2;
-    }
+  const auto next =
+      std::find_if(kept_pairs.begin(), kept_pairs.end(), [](const Dim& d) { return d.in == 1 && d.out == 1; });
+  if (next != kept_pairs.end()) {
+    // The pair joins the kept mode contiguous in both arrays: one lane of whole numbers.
+    kept.erase(pair);
+    const auto joined = kept.begin() + (next - kept_pairs.begin());
+    *joined = {joined->extent * 2, 1, 1};
+    reduce_elements(in, out, std::move(kept), std::move(summed), alpha, parallel);
+    return;
   }
-  reduce_elements(reinterpret_cast<const Pair<T>*>(in), reinterpret_cast<Pair<T>*>(out), std::move(kept),
-                  std::move(summed), alpha, parallel);
+  reduce_elements(reinterpret_cast<const Pair<T>*>(in), reinterpret_cast<Pair<T>*>(out), std::move(kept_pairs),
+                  std::move(summed_pairs), alpha, parallel);
 }
 
 }  // namespace
