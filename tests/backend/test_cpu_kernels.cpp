@@ -87,6 +87,7 @@ void for_each_simd_target(F check) {
 #define TENEX_TEST_TUPLE_OF(T) \
   , std::tuple<T> {}
 using Scalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_REAL_SCALAR(TENEX_TEST_TUPLE_OF)));
+using ComplexScalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_COMPLEX_SCALAR(TENEX_TEST_TUPLE_OF)));
 #undef TENEX_TEST_TUPLE_OF
 
 using cpu::Extents;
@@ -107,7 +108,14 @@ template <class T>
 std::vector<T> random_values(std::size_t n, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
   std::uniform_real_distribution<double> u(lo, hi);
   std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(u(rng));
+  for (T& x : v) {
+    if constexpr (tenex::is_complex_v<T>) {
+      const double re = u(rng);
+      x = T(static_cast<typename T::value_type>(re), static_cast<typename T::value_type>(u(rng)));
+    } else {
+      x = static_cast<T>(u(rng));
+    }
+  }
   return v;
 }
 
@@ -511,12 +519,6 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex permutations and strided copies 
   using R = typename T::value_type;
   const double tol = 8 * static_cast<double>(std::numeric_limits<R>::epsilon());
   std::mt19937 rng(13);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  auto random = [&](std::size_t n) {
-    std::vector<T> v(n);
-    for (T& x : v) x = T(static_cast<R>(u(rng)), static_cast<R>(u(rng)));
-    return v;
-  };
   auto near = [&](T got, std::complex<double> want) {
     return std::abs(std::complex<double>(got.real(), got.imag()) - want) <= tol * (std::abs(want) + 2);
   };
@@ -527,7 +529,7 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex permutations and strided copies 
       std::iota(perm.begin(), perm.end(), 0);
       std::reverse(perm.begin(), perm.end());
       for (const T alpha : {T(1), T(-1.5), T(0.5, 2)}) {
-        const auto in = random(volume(in_ext));
+        const auto in = random_values<T>(volume(in_ext), rng);
         std::vector<T> out(in.size(), T(std::numeric_limits<R>::quiet_NaN()));
         cpu::permute(in.data(), in_ext, perm, out.data(), alpha);
         INFO("extents ", describe(identity_modes(in_ext.size()), in_ext), " alpha ", alpha.real(), "+", alpha.imag(),
@@ -542,9 +544,9 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex permutations and strided copies 
     const cpu::Strides in_strides{50 * 40, 40, 1};
     const cpu::Strides out_strides{2 * 50 * 33 + 3, 2, 2 * 50};  // out[x][z][y], y the fastest
     const std::size_t in_size = 6 * 50 * 40, out_size = 6 * (2 * 50 * 33 + 3);
-    const auto in = random(in_size);
+    const auto in = random_values<T>(in_size, rng);
     for (const T beta : {T(0), T(0.5), T(0, -1)}) {
-      const auto out0 = random(out_size);
+      const auto out0 = random_values<T>(out_size, rng);
       std::vector<T> out = out0;
       const T alpha(2, beta.imag());
       cpu::strided_copy(in.data(), in_strides, out.data(), out_strides, ext, alpha, beta);
@@ -568,10 +570,6 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex permutations and strided copies 
     }
   });
 }
-#define TENEX_TEST_TUPLE_OF(T) \
-  , std::tuple<T> {}
-using ComplexScalars = decltype(std::tuple_cat(std::tuple<> {} TENEX_FOR_EACH_COMPLEX_SCALAR(TENEX_TEST_TUPLE_OF)));
-#undef TENEX_TEST_TUPLE_OF
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_complex_copy, ComplexScalars);
 
 // Complex sums as pairs of parts too (permute.cpp, reduce_dims): the pair merged into a kept mode
@@ -583,14 +581,12 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: complex reduce takes diagonals, sums and
   const double tol = 64 * static_cast<double>(std::numeric_limits<R>::epsilon());
   for_each_simd_target([&] {
     std::mt19937 rng(14);
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
     std::size_t bad = 0;
     for (int trial = 0; trial < 200; ++trial) {
       const Reduction r = random_reduction(rng, 1, 6, trial % 20 == 0 ? 300 : 0);
       const Modes &in_modes = r.in_modes, &out_modes = r.out_modes;
       const Extents &in_ext = r.in_ext, &out_ext = r.out_ext;
-      std::vector<T> in(volume(in_ext));
-      for (T& x : in) x = T(static_cast<R>(u(rng)), static_cast<R>(u(rng)));
+      const auto in = random_values<T>(volume(in_ext), rng);
       const T alpha = trial % 2 == 0 ? T(0.75) : T(0.5, -1.25);
       std::vector<T> out(volume(out_ext), T(std::numeric_limits<R>::quiet_NaN()));
       cpu::reduce(in.data(), in_ext, in_modes, out.data(), out_modes, alpha);
