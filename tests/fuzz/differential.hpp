@@ -205,6 +205,8 @@ struct RefMode {
   bool dry = false;
   double cost = 0.0;
   double unit = 0x1p-53;    // the unit roundoff of the element type tenex computes in
+  double tiny = 0x1p-1022;  // its smallest normal number: what one rounding may lose to
+                            // underflow (gradual, or flushed to zero), whatever the value
   bool check_each = false;  // read every target right after its statement (to find the
                             // statement that goes wrong; it closes sets earlier)
   bool early_sums = false;  // the rule before issue 29: +, -, / and scales sum each operand
@@ -212,6 +214,11 @@ struct RefMode {
                             // telling that change apart from other mismatches
 };
 inline RefMode g_ref;
+
+/// The bound, in units of the unit roundoff, on the error of rounding one result `v` to the
+/// element type: relative above its normal range, absolute (`tiny`) below it. A float program
+/// whose values shrink past 1e-38 reads zeros the double reference does not have.
+inline double rounded(double v) { return std::abs(v) + g_ref.tiny / g_ref.unit; }
 
 /// Rounding of a sum of n terms, in units of their absolute sum (any order: blocked,
 /// pairwise or sequential sums all stay well inside it in practice).
@@ -251,7 +258,7 @@ inline Arr einsum(const std::vector<const Arr*>& operands, const Labels& keep) {
     }
     const std::size_t o = offset(out, index);
     out.values[o] += p;
-    out.err[o] += e + factors * std::abs(p);
+    out.err[o] += e + factors * rounded(p) + g_ref.tiny / g_ref.unit;  // the products, the sum
     abs_sum[o] += std::abs(p);
   });
   const double rounding = sum_rounding(kept > 0 ? iterations / kept : 0.0);
@@ -436,7 +443,7 @@ inline void apply(Arr& a, int fn) {
       // sqrt near 0: a deviation d moves sqrt by at most sqrt(d).
       propagated = std::min(propagated, d > 0 ? std::sqrt(d) / g_ref.unit / kBoundFactor : 0.0);
     }
-    a.err[o] = propagated + 4.0 * std::abs(a.values[o]);
+    a.err[o] = propagated + 4.0 * rounded(a.values[o]);
   }
 }
 
@@ -453,13 +460,13 @@ inline Arr value_over(const R& r, const Labels& over) {
         return combine(
             a, b, over, [](double x, double y) { return x / y; },
             [](double x, double ex, double y, double ey, double v) {
-              return ex / std::abs(y) + std::abs(x) * ey / (y * y) + std::abs(v);
+              return ex / std::abs(y) + std::abs(x) * ey / (y * y) + rounded(v);
             });
       }
       const double sign = r.kind == Kind::add ? 1.0 : -1.0;
       return combine(
           a, b, over, [sign](double x, double y) { return x + sign * y; },
-          [](double, double ex, double, double ey, double v) { return ex + ey + std::abs(v); });
+          [](double, double ex, double, double ey, double v) { return ex + ey + rounded(v); });
     }
     case Kind::scale: {
       Arr a = eval(*r.children[0], over);
@@ -467,7 +474,7 @@ inline Arr value_over(const R& r, const Labels& over) {
         if (a.err.empty()) a.err.assign(a.values.size(), 0.0);
         for (std::size_t o = 0; o < a.values.size(); ++o) {
           a.values[o] *= r.x;
-          a.err[o] = a.err[o] * std::abs(r.x) + std::abs(a.values[o]);
+          a.err[o] = a.err[o] * std::abs(r.x) + rounded(a.values[o]);
         }
       }
       return a;
@@ -551,7 +558,7 @@ inline Arr eval(const R& r, const Labels& keep) {
       if (!g_ref.dry) {
         for (std::size_t o = 0; o < a.values.size(); ++o) {
           a.values[o] *= r.x;
-          a.err[o] = a.err[o] * std::abs(r.x) + std::abs(a.values[o]);
+          a.err[o] = a.err[o] * std::abs(r.x) + rounded(a.values[o]);
         }
       }
       return a;
@@ -648,6 +655,7 @@ class Program {
 
   void run() {
     g_ref.unit = kUnit;
+    g_ref.tiny = std::numeric_limits<T>::min();
     in_.next();  // the element type: the driver's
     // The alphabet's extents.
     const bool large = !limits_.large_extents.empty() && in_.chance(limits_.large_chance);
