@@ -170,7 +170,12 @@ inline std::size_t count(const std::vector<std::size_t>& extents) {
   return n;
 }
 
-inline double err_at(const Arr& a, std::size_t o) { return a.err.empty() ? 0.0 : a.err[o]; }
+/// A value's bound; infinite (unchecked) where the value may have overflowed, also where that
+/// infinity met a zero on the way (a NaN bound).
+inline double err_at(const Arr& a, std::size_t o) {
+  if (a.err.empty()) return 0.0;
+  return a.err[o] < INFINITY ? a.err[o] : INFINITY;
+}
 
 /// Offset in `a` of the element whose labels have the values `index` (by alphabet label).
 inline std::size_t offset(const Arr& a, const std::size_t* index) {
@@ -207,6 +212,7 @@ struct RefMode {
   double unit = 0x1p-53;    // the unit roundoff of the element type tenex computes in
   double tiny = 0x1p-1022;  // its smallest normal number: what one rounding may lose to
                             // underflow (gradual, or flushed to zero), whatever the value
+  double huge = 0x1p1021;   // a quarter of its largest: a value past it may overflow to inf
   bool check_each = false;  // read every target right after its statement (to find the
                             // statement that goes wrong; it closes sets earlier)
   bool early_sums = false;  // the rule before issue 29: +, -, / and scales sum each operand
@@ -216,9 +222,14 @@ struct RefMode {
 inline RefMode g_ref;
 
 /// The bound, in units of the unit roundoff, on the error of rounding one result `v` to the
-/// element type: relative above its normal range, absolute (`tiny`) below it. A float program
-/// whose values shrink past 1e-38 reads zeros the double reference does not have.
-inline double rounded(double v) { return std::abs(v) + g_ref.tiny / g_ref.unit; }
+/// element type: relative in its normal range, absolute (`tiny`) below it, and infinite (the
+/// value goes unchecked from there on) near its largest. A float program whose values shrink
+/// past 1e-38 reads zeros, and one whose values grow past 3e38 reads infinities (and the NaNs
+/// they make), where the double reference has numbers.
+inline double rounded(double v) {
+  if (!(std::abs(v) <= g_ref.huge)) return INFINITY;
+  return std::abs(v) + g_ref.tiny / g_ref.unit;
+}
 
 /// Rounding of a sum of n terms, in units of their absolute sum (any order: blocked,
 /// pairwise or sequential sums all stay well inside it in practice).
@@ -255,6 +266,7 @@ inline Arr einsum(const std::vector<const Arr*>& operands, const Labels& keep) {
       const double v = a->values[o], ev = err_at(*a, o);
       e = e * std::abs(v) + ev * std::abs(p);
       p *= v;
+      if (!(std::abs(p) <= g_ref.huge)) e = INFINITY;  // a partial product may overflow
     }
     const std::size_t o = offset(out, index);
     out.values[o] += p;
@@ -262,7 +274,10 @@ inline Arr einsum(const std::vector<const Arr*>& operands, const Labels& keep) {
     abs_sum[o] += std::abs(p);
   });
   const double rounding = sum_rounding(kept > 0 ? iterations / kept : 0.0);
-  for (std::size_t o = 0; o < n; ++o) out.err[o] += rounding * abs_sum[o];
+  for (std::size_t o = 0; o < n; ++o) {
+    out.err[o] += rounding * abs_sum[o];
+    if (!(abs_sum[o] <= g_ref.huge)) out.err[o] = INFINITY;  // a partial sum may overflow
+  }
   return out;
 }
 
@@ -656,6 +671,7 @@ class Program {
   void run() {
     g_ref.unit = kUnit;
     g_ref.tiny = std::numeric_limits<T>::min();
+    g_ref.huge = std::numeric_limits<T>::max() / 4;
     in_.next();  // the element type: the driver's
     // The alphabet's extents.
     const bool large = !limits_.large_extents.empty() && in_.chance(limits_.large_chance);
@@ -1737,7 +1753,7 @@ class Program {
     for (std::size_t x = 0; x < got.size(); ++x) {
       const double g = static_cast<double>(got[x]), w = want.values[x];
       const double bound = kUnit * err_at(want, x);
-      bool same = (std::isnan(g) && std::isnan(w)) || g == w;
+      bool same = (std::isnan(g) && std::isnan(w)) || g == w || !(bound < INFINITY);  // unchecked: see rounded()
       if (!same && std::isfinite(g) && std::isfinite(w)) {
         const double off = std::abs(g - w);
         same = off <= kBoundFactor * bound;
