@@ -226,10 +226,8 @@ inline RefMode g_ref;
 /// value goes unchecked from there on) near its largest. A float program whose values shrink
 /// past 1e-38 reads zeros, and one whose values grow past 3e38 reads infinities (and the NaNs
 /// they make), where the double reference has numbers.
-inline double rounded(double v) {
-  if (!(std::abs(v) <= g_ref.huge)) return INFINITY;
-  return std::abs(v) + g_ref.tiny / g_ref.unit;
-}
+inline double underflow() { return g_ref.tiny / g_ref.unit; }
+inline double rounded(double v) { return std::abs(v) <= g_ref.huge ? std::abs(v) + underflow() : INFINITY; }
 
 /// Rounding of a sum of n terms, in units of their absolute sum (any order: blocked,
 /// pairwise or sequential sums all stay well inside it in practice).
@@ -270,7 +268,7 @@ inline Arr einsum(const std::vector<const Arr*>& operands, const Labels& keep) {
     }
     const std::size_t o = offset(out, index);
     out.values[o] += p;
-    out.err[o] += e + factors * rounded(p) + g_ref.tiny / g_ref.unit;  // the products, the sum
+    out.err[o] += e + factors * rounded(p) + underflow();  // the products, then the sum
     abs_sum[o] += std::abs(p);
   });
   const double rounding = sum_rounding(kept > 0 ? iterations / kept : 0.0);
