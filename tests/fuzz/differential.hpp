@@ -368,7 +368,8 @@ struct R {
   std::vector<std::size_t> lo, hi;  // slice
   Labels implicit;                  // see the header
   bool is_product = false;
-  Labels product_labels;  // products: the factors' implicit labels, as often as they occur
+  Labels product_labels;    // products: the factors' implicit labels, as often as they occur
+  bool user_class = false;  // einstein: the value of a user class (Twice, Blend), opaque to tenex
 };
 using RPtr = std::shared_ptr<const R>;
 
@@ -438,6 +439,60 @@ inline Labels minus(const Labels& a, const Labels& drop) {
     if (!has(drop, l)) out.push_back(l);
   }
   return out;
+}
+
+/// docs/einstein.md's rule for sums, as the reference reads it: a label that a statement sums
+/// by omission (a non-product node evaluated over more labels than its consumer keeps) over a
+/// sum, a difference or a scalar added (`+0.5`, `1-`, `sqrt(abs)+0.5`, `2+square`) is an
+/// error when a term lacks it, unless a `sum` around it names the label. The sum distributes
+/// over sums, scales, products, `sum`, an Einstein operand and a quotient's numerator (and on
+/// into their operands); a function, max/min, chip or slice sees its operand whole, and a user
+/// class is not looked into. Returns "" or the error.
+inline std::string stray_label(const R& r, const Labels& keep, Labels summed, Labels named) {
+  const bool scalar_term = r.kind == Kind::map && (r.fn == 5 || r.fn == 6 || r.fn == 9 || r.fn == kDivisor);
+  const bool sum = r.kind == Kind::add || r.kind == Kind::sub || scalar_term;
+  // A user class is lowered by its own add_to_graph, over its whole value: tenex checks the
+  // statements a user writes, not the graphs a class draws.
+  if (r.user_class) return "";
+  Labels over = keep;
+  if (!r.is_product) {
+    for (int l : r.implicit) {
+      if (has(keep, l)) continue;
+      over.push_back(l);
+      if (!has(named, l) && !has(summed, l)) summed.push_back(l);
+    }
+  }
+  if (sum) {
+    for (int l : summed) {
+      if (scalar_term) return "label " + std::string(kLabel[l]) + " summed over a sum with a scalar term";
+      for (const RPtr& c : r.children) {
+        if (!has(c->labels, l)) return "label " + std::string(kLabel[l]) + " summed over a sum whose term lacks it";
+      }
+    }
+  }
+  if (r.kind == Kind::sum) named.insert(named.end(), r.reduced.begin(), r.reduced.end());
+  for (std::size_t i = 0; i < r.children.size(); ++i) {
+    const R& c = *r.children[i];
+    const bool linear = r.is_product || r.kind == Kind::add || r.kind == Kind::sub || r.kind == Kind::scale ||
+                        r.kind == Kind::sum || r.kind == Kind::einstein || (r.kind == Kind::div && i == 0) ||
+                        (scalar_term && r.fn != 9 && r.fn != kDivisor);
+    Labels child_keep = c.labels;
+    if (r.kind == Kind::mul) {
+      Labels wanted = keep;
+      const Labels& other = r.children[1 - i]->labels;
+      wanted.insert(wanted.end(), other.begin(), other.end());
+      child_keep = intersect(c.labels, wanted);
+    } else if (r.is_product) {
+      child_keep = intersect(c.labels, keep);
+    } else if (linear) {
+      child_keep = intersect(c.labels, over);
+    }
+    const std::string error = linear
+                                  ? stray_label(c, child_keep, intersect(summed, c.labels), intersect(named, c.labels))
+                                  : stray_label(c, child_keep, {}, {});
+    if (!error.empty()) return error;
+  }
+  return "";
 }
 
 inline Arr eval(const R& r, const Labels& keep);
@@ -961,7 +1016,9 @@ class Program {
     }
     if (n.kind == Kind::twice) {
       // (2.0 * x).add_to_graph(g): the user's node is the scale's value over its implicit labels.
-      return memo[i] = einstein_operand(scaled(a, 2.0), true);
+      auto value = std::const_pointer_cast<R>(einstein_operand(scaled(a, 2.0), true));
+      value->user_class = true;
+      return memo[i] = value;
     }
     if (n.kind == Kind::blend) {
       auto add = std::make_shared<R>();
@@ -971,7 +1028,9 @@ class Program {
       join(*add, *a, *b2);
       if (!error.empty()) return nullptr;
       finish(*add);
-      return memo[i] = einstein_operand(add, true);
+      auto value = std::const_pointer_cast<R>(einstein_operand(add, true));
+      value->user_class = true;
+      return memo[i] = value;
     }
     if (n.kind == Kind::map || n.kind == Kind::max || n.kind == Kind::min || n.kind == Kind::sum ||
         n.kind == Kind::max_over || n.kind == Kind::min_over) {
@@ -1251,6 +1310,17 @@ class Program {
         }
         new_extents.push_back(whole->extents[static_cast<std::size_t>(at - whole->labels.begin())]);
       }
+    }
+    if (error.empty() && form != 5) {
+      // The statement's right side as tenex checks it: over the labels the target keeps (for
+      // /=, the divisor 2 + square(rhs), a scalar term).
+      const Labels keep = intersect(value->labels, target);
+      if (form == 4) {
+        for (int l : value->implicit) {
+          if (!has(keep, l)) error = "label " + std::string(kLabel[l]) + " summed over a sum with a scalar term";
+        }
+      }
+      if (error.empty()) error = stray_label(*value, keep, {}, {});
     }
     const char* const op_text[] = {" = ", " += ", " -= ", " *= ", " /= 2 + square ", " *= 2.0"};
     const std::string line = lhs + op_text[form] + rhs;

@@ -138,12 +138,22 @@ class Program {
       if (rng_.chance(0.7)) keep.push_back(l);
     }
     for (std::size_t i = keep.size(); i > 1; --i) std::swap(keep[i - 1], keep[rng_.below(i)]);
+    // A label dropped that some terms of a sum lack is an error where it is written
+    // (docs/einstein.md): such a statement keeps every label instead.
+    try {
+      Tensor<T> probe;
+      probe(join(keep)) = value;
+    } catch (const tenex::ShapeError& e) {
+      REQUIRE(std::string(e.what()).find("a sum whose terms lack a summed label") != std::string::npos);
+      keep = value.labels();
+    }
     const std::string labels = join(keep);
     // Sometimes accumulate into (or overwrite) an earlier target with the same labels.
     for (std::size_t t = 0; t < targets_.size(); ++t) {
       if (target_labels_[t] == labels && rng_.chance(0.5)) {
         Tensor<T>& target = *targets_[t];
-        switch (rng_.below(3)) {
+        // The target read as an operand lacks the labels the statement drops: += then.
+        switch (keep.size() == value.labels().size() ? rng_.below(3) : rng_.below(2)) {
           case 0: target(labels) += value; break;
           case 1: target(labels) -= value; break;
           default: target(labels) = value + target(labels); break;  // the target read as an operand

@@ -60,8 +60,8 @@ double iterate(std::size_t it, Tensor<double>& big) {
   Tensor<double> a(Shape{n, 3}), b(Shape{3, n}), c, d, e;
   a.at(it % n, 1) = 1.0;
   b.at(2, it % n) = 2.0;
-  c("i,j") = a("i,k") * b("k,j");                        // a product
-  d("i") = tenex::exp(a("i,k")) + 2.0 * b("k,i") - 1.0;  // a fused chain and a sum
+  c("i,j") = a("i,k") * b("k,j");                                         // a product
+  d("i") = tenex::sum(tenex::exp(a("i,k")) + 2.0 * b("k,i") - 1.0, "k");  // a fused chain and a sum
   {
     auto handle = c("i,j");  // a set kept open across statements
     e("j,i") = handle + 1.0;

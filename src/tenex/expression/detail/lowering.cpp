@@ -45,6 +45,14 @@ std::string ExprNode::text() const { return describe(labels, extents); }
 
 void ExprNode::finish() {
   implicit_is_labels = false;
+  holds_sum = adds_terms(*this);
+  const auto* decomposition = node_as<DecompositionNode>(*this);
+  const auto* indexed = node_as<IndexedNode>(*this);
+  holds_truncation = (decomposition && decomposition->truncation.truncated) || (indexed && !indexed->truncated.empty());
+  for (const NodePtr& c : children) {
+    holds_sum = holds_sum || c->holds_sum;
+    holds_truncation = holds_truncation || c->holds_truncation;
+  }
   if (is_product()) {
     // The factors' counts added up (a product factor's, or once each of another factor's
     // implicit labels), starting from the factor with the most: a product built factor by

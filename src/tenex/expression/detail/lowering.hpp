@@ -79,4 +79,14 @@ NodeId lower_into(OpGraph& graph, const NodePtr& node, const std::vector<Registe
 OpGraph build_set_graph(DType dtype, const std::vector<Assignment>& batch,
                         const std::vector<RegisteredSparseMap>& maps);
 
+// summed_labels.cpp
+
+/// `a + b`, `a - b`, `e + 2.0`, `2.0 - e`: a node whose value adds terms.
+bool adds_terms(const ExprNode& node);
+/// Throws ShapeError when the statement writing `value` over `keep` (its labels the target
+/// `target` keeps) sums a label, by the summation rule, over a sum of which some terms lack
+/// it; a label a tenex::sum names is summed as meant.
+void check_summed_labels(const NodePtr& value, const std::vector<std::string>& keep,
+                         const std::vector<std::string>& target);
+
 }  // namespace tenex::detail

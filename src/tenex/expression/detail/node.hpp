@@ -64,6 +64,12 @@ struct ExprNode {
   /// (products only): a Hadamard product of a thousand vectors holds one entry, not a
   /// thousand labels, so a product built factor by factor costs O(1) per factor.
   std::vector<std::pair<std::string, std::size_t>> factor_label_counts;
+  /// Whether this node or one below it adds terms (`+`, `-`, a scalar added): the statement's
+  /// check of labels summed over a sum (check_summed_labels) skips the parts without one.
+  bool holds_sum = false;
+  /// Whether this node or one below it is a truncated decomposition (or reads a mode one
+  /// truncated): extents of the results of its set are decided when the set runs.
+  bool holds_truncation = false;
 
   /// ("i,j") {3, 4}
   virtual std::string text() const;
