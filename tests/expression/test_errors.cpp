@@ -262,3 +262,32 @@ TEST_CASE_TEMPLATE_DEFINE("errors: a failed multi-target statement changes none 
   CHECK(ww.shape() == Shape{3});
 }
 TEST_CASE_TEMPLATE_APPLY(errors_multi_target, tenex_test::Scalars);
+
+TEST_CASE("errors: numpy's letters for a tensor's modes are an error where they are written") {
+  auto a = counting({2, 3});
+  Tensor<double> c({2}, {5, 6});
+  const char* message =
+      "tenex: labels \"ij\" name one mode but the tensor has rank 2 with extents {2, 3}: labels are "
+      "comma-separated identifiers (\"i,j\"), not numpy's letters";
+  // The Indexed itself throws: nothing to assign, nothing recorded.
+  CHECK_THROWS_WITH_AS(a("ij"), message, tenex::ShapeError);
+  CHECK_THROWS_AS(c("i") = a("ij") * 2.0, tenex::ShapeError);
+  CHECK_THROWS_AS(a("ij") = c("i") * c("j"), tenex::ShapeError);
+  auto b = counting({2, 3, 4});
+  CHECK_THROWS_WITH_AS(b("ijk"),
+                       "tenex: labels \"ijk\" name one mode but the tensor has rank 3 with extents {2, 3, 4}: "
+                       "labels are comma-separated identifiers (\"i,j,k\"), not numpy's letters",
+                       tenex::ShapeError);
+  Shape s{2, 3};
+  CHECK_THROWS_AS(s("ij"), tenex::ShapeError);
+  CHECK(a.to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(c.to_vector() == std::vector<double>{5, 6});
+  // A one-letter label of a vector, a long label of a vector and a long label whose length is
+  // not the rank keep the ordinary rules.
+  Tensor<double> v;
+  v("ij") = c("ij");
+  CHECK(v.to_vector() == std::vector<double>{5, 6});
+  CHECK_THROWS_WITH_AS(c("i") = a("abc"),
+                       "tenex: labels \"abc\" name 1 mode but the tensor has rank 2 with extents {2, 3}",
+                       tenex::ShapeError);
+}

@@ -60,9 +60,24 @@ void fill_labels(IndexedNode& node, const std::vector<std::size_t>& extents) {
   }
 }
 
+/// numpy's letters for a tensor of rank two or more (`a("ij")` for a("i,j")): one label whose
+/// length is the rank is never what was meant, so it is an error where it is written.
+void check_not_letters(const std::vector<std::string>& written, const Shape& shape) {
+  if (written.size() != 1 || shape.rank() < 2 || written[0].size() != shape.rank()) return;
+  for (char c : written[0]) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return;
+  }
+  std::string commas;
+  for (char c : written[0]) commas += commas.empty() ? std::string(1, c) : std::string(",") + c;
+  throw ShapeError("tenex: labels \"" + written[0] + "\" name one mode but the tensor has rank " +
+                   std::to_string(shape.rank()) + " with extents " + shape.to_string() +
+                   ": labels are comma-separated identifiers (\"" + commas + "\"), not numpy's letters");
+}
+
 std::string rank_mismatch(const std::vector<std::string>& written, const Shape& shape) {
   return "tenex: labels \"" + join_labels(written) + "\" name " + std::to_string(written.size()) +
-         " modes but the tensor has rank " + std::to_string(shape.rank()) + " with extents " + shape.to_string();
+         (written.size() == 1 ? " mode" : " modes") + " but the tensor has rank " + std::to_string(shape.rank()) +
+         " with extents " + shape.to_string();
 }
 
 template <class S>
@@ -85,8 +100,9 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
     auto state = std::make_shared<LinkedState>(node->dtype);
     return Handle{std::move(node), std::move(state)};
   }
-  node->storage = storage;
   const Shape& shape = storage->shape();
+  check_not_letters(node->written, shape);
+  node->storage = storage;
   if (shape.rank() != node->written.size()) {
     node->shape_error = true;
     node->unreadable = rank_mismatch(node->written, shape);
@@ -114,6 +130,7 @@ Handle make_indexed(Shape& shape, std::vector<std::string> written) {
   auto node = std::make_shared<IndexedNode>();
   node->made_by = &typeid(Indexed<Shape>);
   node->dtype = DType::shape;
+  check_not_letters(written, shape);
   node->written = std::move(written);
   if (shape.rank() != node->written.size()) {
     node->shape_error = true;
@@ -441,6 +458,12 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
   NodePtr value = operand_node(rhs);
   const NodePtr decomposition = decomposition_of(*value);
   try {
+    std::vector<std::string> kept;
+    for (const std::string& l : value->labels) {
+      if (contains_label(target.written_labels(), l)) kept.push_back(l);
+    }
+    // A label the target drops that some terms of a sum lack is an error here, where it is written.
+    check_summed_labels(value, kept, target.written_labels());
     // The value's labels are the right side's (or, for a user class's, a subset of those it declared).
     Handle handle =
         make_handle(value, {&detail::Access::handle(rhs), &detail::Access::handle(target)}, LabelsFrom::parts);
@@ -452,10 +475,6 @@ Handle make_assignment(const Indexed<T>& target, T& object, const Expression<T>&
       // summed out of e first (c("i") += a("i,j") adds sum_j a(i,j) once), not over c + e
       // (which would count c once per j); a label of c stays a Hadamard label of a product
       // (c("i") += a("i,j") * y("i") adds sum_j a(i,j) y(i)). A product is linear, so *= reads e.
-      std::vector<std::string> kept;
-      for (const std::string& l : value->labels) {
-        if (contains_label(target.written_labels(), l)) kept.push_back(l);
-      }
       const Operand<T> written = Access::make<Operand<T>>(
           Handle{mode == AssignMode::multiply ? value : value_over(value, kept), handle.state});
       const Expression<T>& e = written;
