@@ -457,10 +457,10 @@ TEST_CASE_TEMPLATE_DEFINE("truncation: the values' own set takes the kept rank",
       u("i,k") = uf;
       vt("k,j") = vtf;
       values("k") = sf;
-      squares("k") = sf * sf;                 // a statement after the truncation that keeps the new mode
-      sum_of_squares("") = sf * sf;           // a sum over it: the padding is zero
-      doubled("q") = 2.0 * values("q");       // a target of the values' set read again
-      CHECK(values.shape() == Shape{bound});  // pending: the upper bound
+      squares("k") = sf * sf;                // a statement after the truncation that keeps the new mode
+      sum_of_squares("") = sf * sf;          // a sum over it: the padding is zero
+      doubled("q") = 2.0 * values("q");      // a target of the values' set read again
+      CHECK(values.shape() == Shape{kept});  // the extent decided when the set runs: shape() runs it
     }
     CHECK(u.shape() == Shape{m, kept});
     REQUIRE(values.shape() == Shape{kept});
@@ -617,3 +617,38 @@ TEST_CASE_TEMPLATE("truncation: a cast of a target carrying the mode, written be
     }
   }
 }
+
+TEST_CASE_TEMPLATE_DEFINE("truncation: shape() of a pending result with a truncated mode runs its set", T,
+                          truncation_pending_shape) {
+  // A rank-6 matrix asked for at most 20 values: the kept rank is 6, known once the set runs.
+  const std::size_t m = 30, n = 25, rank = 6;
+  Tensor<T> x = random<T>({m, rank}, 51), y = random<T>({rank, n}, 52);
+  Tensor<T> a;
+  a("i,j") = x("i,r") * y("r,j");
+  Tensor<T> u, vt, twice;
+  Tensor<tenex::real_type_t<T>> s;
+  {
+    auto [uf, sf, vtf] = tenex::svd(a("i,j"), Truncation{.max_rank = 20, .cutoff = 1e-12});
+    u("i,k") = uf;
+    s("k") = sf;
+    vt("k,j") = vtf;
+    twice("i,k") = 2.0 * u("i,k");    // a later statement of the set, over the kept mode
+    CHECK(s.shape() == Shape{rank});  // runs the set: the extent is the kept rank, not the bound
+    CHECK_FALSE(s.pending());
+    CHECK(tenex::last_truncation().rank == rank);
+    CHECK(u.shape() == Shape{m, rank});
+    CHECK(vt.shape() == Shape{rank, n});
+    CHECK(twice.shape() == Shape{m, rank});
+  }
+  CHECK(s.size() == rank);
+  // A set without a truncated decomposition keeps its shape lazily: shape() runs nothing.
+  Tensor<T> lazy;
+  {
+    auto h = a("i,j");
+    lazy("j,i") = h;
+    CHECK(lazy.shape() == Shape{n, m});
+    CHECK(lazy.pending());
+  }
+  CHECK_FALSE(lazy.pending());
+}
+TEST_CASE_TEMPLATE_APPLY(truncation_pending_shape, tenex_test::AllScalars);

@@ -60,6 +60,9 @@ class TENEX_API Tensor {
   /// True once the tensor has a value (given, or assigned and maybe pending).
   bool has_value() const;
   /// Known as soon as the tensor is assigned, before evaluation. Throws when there is no value.
+  /// A pending result of a set holding a truncated decomposition (svd or eigen_solve with a
+  /// Truncation) has an extent decided when the set runs: shape() runs the set first, as
+  /// data() does, and rethrows its error (docs/linear-algebra.md).
   const Shape& shape() const;
   std::size_t rank() const { return shape().rank(); }
   std::size_t size() const { return shape().size(); }

@@ -18,6 +18,9 @@ class Producer {
  public:
   /// Evaluates what the producing set has recorded so far; errors go to the results.
   virtual void flush() noexcept = 0;
+  /// Whether the extents of its results are decided when it runs (a truncated decomposition's
+  /// kept rank): Tensor::shape() of a pending result then runs it first.
+  virtual bool decides_extents() const { return false; }
 
  protected:
   ~Producer() = default;

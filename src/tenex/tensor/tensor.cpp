@@ -264,7 +264,12 @@ bool Tensor<T>::has_value() const {
 
 template <class T>
 const Shape& Tensor<T>::shape() const {
-  return require_value(current_.load(std::memory_order_acquire), "Tensor::shape").shape();
+  auto& s = require_value(current_.load(std::memory_order_acquire), "Tensor::shape");
+  // A truncated decomposition's kept rank is known once its set has run: run it (as data() does).
+  if (s.pending()) {
+    if (const auto producer = s.producer(); producer && producer->decides_extents()) s.resolve();
+  }
+  return s.shape();
 }
 
 template <class T>

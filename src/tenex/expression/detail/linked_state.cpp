@@ -117,6 +117,7 @@ std::shared_ptr<LinkedState> LinkedState::merge_locked(const std::shared_ptr<Lin
   if (!rb->label_index_.empty()) rb->label_index_.clear();
   ra->size_ += rb->size_;
   ra->has_run_ = ra->has_run_ || rb->has_run_;
+  ra->decides_extents_ = ra->decides_extents_ || rb->decides_extents_;
   rb->forward_ = ra;
   return ra;
 }
@@ -125,6 +126,7 @@ void LinkedState::record(const std::shared_ptr<LinkedState>& state, Assignment a
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   const std::shared_ptr<LinkedState> self = root_locked(state);
   std::shared_ptr<void> target = assignment.target;
+  self->decides_extents_ = self->decides_extents_ || assignment.rhs->holds_truncation;
   self->assignments_.push_back(std::move(assignment));
   // Marked once recorded: a pending storage always belongs to a set that will fulfil it.
   mark_pending(self->dtype_, target, self);
@@ -138,6 +140,11 @@ void LinkedState::add_sparse_map(RegisteredSparseMap map) {
 std::vector<RegisteredSparseMap> LinkedState::sparse_maps() const {
   std::lock_guard<std::recursive_mutex> lock(sets_mutex());
   return top().sparse_maps_;
+}
+
+bool LinkedState::decides_extents() const {
+  std::lock_guard<std::recursive_mutex> lock(sets_mutex());
+  return top().decides_extents_;
 }
 
 bool LinkedState::has_run() const {

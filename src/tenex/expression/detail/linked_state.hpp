@@ -98,6 +98,8 @@ class LinkedState final : public Producer {
 
   /// Evaluates every assignment recorded so far (on the root). Errors go to the results.
   void flush() noexcept override;
+  /// Whether a statement of the set holds a truncated decomposition (on the root).
+  bool decides_extents() const override;
   /// The statements recorded and not yet run (on the root), for tenex::explain.
   std::vector<Assignment> recorded() const;
   /// The backend the set asks for (on the root), for tenex::explain: set.backend and
@@ -111,6 +113,7 @@ class LinkedState final : public Producer {
   std::shared_ptr<LinkedState> forward_;
   std::size_t size_ = 1;  // states in this set (roots only)
   bool has_run_ = false;
+  bool decides_extents_ = false;  // a statement recorded holds a truncated decomposition (roots)
   std::vector<Assignment> assignments_;
   std::vector<RegisteredSparseMap> sparse_maps_;
   // A set has a handful of labels: a flat list (a scan), its first few in the state itself,
