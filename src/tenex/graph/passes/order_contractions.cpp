@@ -41,55 +41,77 @@ struct Chain {
   LabelCount collected;  // the labels of the leaves, counted as they are collected
 };
 
+/// What collect() does next: visit an operand, or take a factor's labels back out of `outside`.
+struct CollectStep {
+  NodeId id;
+  bool uncount;  // false: visit `id`; true: the labels of node `id` leave `outside`
+};
+
+/// Flattens the contraction (or scale) `f` into `chain` when the labels it sums appear nowhere
+/// else; false when it stays a leaf. Its operands go on `steps`.
+bool absorb(const OpGraph& graph, NodeId f, double scale, const std::vector<NodeId>& scales, LabelCount& outside,
+            Chain& chain, std::vector<CollectStep>& steps) {
+  const OpNode& node = graph.node(f);
+  const std::vector<NodeId> ops = graph.operands(f);
+  if (node.kind != OpKind::contract || ops.size() != 2 || !used_once(graph, f) || !node.sparse_maps.empty() ||
+      node.get<ContractParams>().beta != 0.0) {
+    return false;
+  }
+  const OpNode& a = graph.node(ops[0]);
+  const OpNode& b = graph.node(ops[1]);
+  for (const OpNode* side : {&a, &b}) {
+    for (const std::string& l : side->labels) {
+      if (!detail::contains_label(node.labels, l) && (counted(outside, l) || counted(chain.collected, l))) {
+        return false;
+      }
+    }
+  }
+  chain.alpha *= scale * node.get<ContractParams>().alpha;
+  chain.changed = true;
+  chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
+  chain.absorbed.push_back(f);
+  // The first operand is collected with the second's labels outside, then the second.
+  count_labels(outside, b.labels, 1);
+  steps.push_back({ops[1], false});
+  steps.push_back({ops[1], true});
+  steps.push_back({ops[0], false});
+  return true;
+}
+
 /// Adds the factors of operand `id` to `chain`. `outside` counts the labels of the parts of
 /// the chain not collected yet, `chain.collected` those of the factors collected so far: an
 /// inner contraction is flattened only when the labels it sums appear nowhere else (then
 /// summing them inside or in the whole chain is the same; twice(a("p,j") * b("p")) *
 /// (c("p,j") * d("p")) sums two p's, so only one of them may join the chain). `outside` is
-/// changed and restored, so a chain of N factors is collected in O(N) steps.
+/// changed and restored, so a chain of N factors is collected in O(N) steps, with a stack of
+/// its own: a product of a hundred thousand factors nests as deep.
 void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain) {
-  NodeId f = id;
-  double scale = 1.0;
-  std::vector<NodeId> scales;
-  while (graph.node(f).kind == OpKind::scale && used_once(graph, f) && graph.node(f).sparse_maps.empty() &&
-         graph.node(f).get<ScaleParams>().alpha_imag == 0.0) {
-    scale *= graph.node(f).get<ScaleParams>().alpha;
-    scales.push_back(f);
-    f = graph.operands(f)[0];
-  }
-  const OpNode& node = graph.node(f);
-  const std::vector<NodeId> ops = graph.operands(f);
-  if (node.kind == OpKind::contract && ops.size() == 2 && used_once(graph, f) && node.sparse_maps.empty() &&
-      node.get<ContractParams>().beta == 0.0) {
-    const OpNode& a = graph.node(ops[0]);
-    const OpNode& b = graph.node(ops[1]);
-    bool summed_elsewhere = false;
-    for (const OpNode* side : {&a, &b}) {
-      for (const std::string& l : side->labels) {
-        if (!detail::contains_label(node.labels, l) && (counted(outside, l) || counted(chain.collected, l))) {
-          summed_elsewhere = true;
-        }
-      }
+  std::vector<CollectStep> steps{{id, false}};
+  while (!steps.empty()) {
+    const CollectStep step = steps.back();
+    steps.pop_back();
+    if (step.uncount) {
+      count_labels(outside, graph.node(step.id).labels, -1);
+      continue;
     }
-    if (!summed_elsewhere) {
-      chain.alpha *= scale * node.get<ContractParams>().alpha;
+    NodeId f = step.id;
+    double scale = 1.0;
+    std::vector<NodeId> scales;
+    while (graph.node(f).kind == OpKind::scale && used_once(graph, f) && graph.node(f).sparse_maps.empty() &&
+           graph.node(f).get<ScaleParams>().alpha_imag == 0.0) {
+      scale *= graph.node(f).get<ScaleParams>().alpha;
+      scales.push_back(f);
+      f = graph.operands(f)[0];
+    }
+    if (absorb(graph, f, scale, scales, outside, chain, steps)) continue;
+    if (f != step.id) {
+      chain.alpha *= scale;
       chain.changed = true;
       chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
-      chain.absorbed.push_back(f);
-      count_labels(outside, b.labels, 1);
-      collect(graph, ops[0], outside, chain);
-      count_labels(outside, b.labels, -1);
-      collect(graph, ops[1], outside, chain);
-      return;
     }
+    chain.leaves.push_back(f);
+    count_labels(chain.collected, graph.node(f).labels, 1);
   }
-  if (f != id) {
-    chain.alpha *= scale;
-    chain.changed = true;
-    chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
-  }
-  chain.leaves.push_back(f);
-  count_labels(chain.collected, node.labels, 1);
 }
 
 std::size_t element_bytes(DType dtype) { return dtype == DType::shape ? sizeof(double) : dtype_bytes(dtype); }
