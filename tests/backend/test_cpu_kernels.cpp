@@ -1030,6 +1030,80 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel writes a large c in boxe
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_boxed, Scalars);
 
+// The kernels' own plans (the GETT and narrow kernels: plans 0 and 1, where offered) of `p`
+// against the reference on every SIMD target, at `threads` threads, then the contraction's
+// own choice; c starts as NaN. Runs checked.
+template <class T>
+std::size_t check_kernel_plans(const Problem& p, std::mt19937& rng, int threads) {
+  const auto a = random_values<T>(volume(p.a_ext), rng);
+  const auto b = random_values<T>(volume(p.b_ext), rng);
+  const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
+  const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
+#if TENEX_OPENMP
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+#endif
+  INFO(describe(p), ", ", threads, " threads");
+  std::size_t runs = 0;
+  for_each_simd_target([&] {
+    const std::size_t plans = cpu::contract_plan_count<T>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    for (std::size_t plan = 0; plan <= std::min<std::size_t>(plans, 2); ++plan) {
+      const bool own = plan == std::min<std::size_t>(plans, 2);
+      const std::string text =
+          own ? "cheapest"
+              : cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+      if (!own && text.find("GETT kernel") != 0 && text.find("narrow kernel") != 0) continue;
+      INFO(text);
+      std::vector<T> c = c0;
+      if (own) {
+        cpu::contract(T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(), p.c_modes);
+      } else {
+        cpu::contract_with_plan(plan, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
+                                c.data(), p.c_modes);
+      }
+      CHECK(mismatches(c, expected) == 0);
+      ++runs;
+    }
+  });
+#if TENEX_OPENMP
+  omp_set_num_threads(before);
+#endif
+  return runs;
+}
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: two k and three free modes of the large operand, c's stride-1 mode its own", T,
+                          cpu_kernels_two_k_three_free) {
+  // The large operand's free modes b, d, e and k modes k, l in any order, c's stride-1 mode b
+  // (32 values or more) not the operand's innermost, K short: the GETT kernel writes c through
+  // its buffer in c's order, a block's rows of d and e wide (issue 45: on the scalar target,
+  // whose strips are two values, a block held more strips than the packing's masks on the
+  // stack, and the stack was smashed). The issue's two shapes, then random orders of the
+  // modes; each at one and two threads on every SIMD target against the reference.
+  std::mt19937 rng(53);
+  std::vector<Problem> shapes{
+      parse("skl,bledk->sedb", {{'s', 7}, {'k', 36}, {'l', 2}, {'b', 64}, {'e', 9}, {'d', 9}}),
+      parse("sltk,lbdek->detsb", {{'s', 32}, {'l', 6}, {'t', 1}, {'k', 8}, {'b', 146}, {'d', 16}, {'e', 5}}),
+  };
+  const std::size_t b_extents[] = {32, 47, 64};
+  for (std::size_t x = 0; x < 6; ++x) {
+    std::string big = "bdekl", c = "sde";
+    std::shuffle(big.begin(), big.end(), rng);
+    std::shuffle(c.begin(), c.end(), rng);
+    std::uniform_int_distribution<std::size_t> small(2, 12), k(2, 16);
+    const std::string einsum = "skl," + big + "->" + c + "b";
+    shapes.push_back(parse(einsum, {{'s', small(rng)},
+                                    {'k', k(rng)},
+                                    {'l', k(rng)},
+                                    {'b', b_extents[x % 3]},
+                                    {'d', small(rng)},
+                                    {'e', small(rng)}}));
+  }
+  for (const Problem& p : shapes) {
+    for (const int threads : {1, 2}) CHECK(check_kernel_plans<T>(p, rng, threads) >= 1);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_two_k_three_free, Scalars);
+
 TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
   // A skinny shape with short K whose strips would write c a value at a time far apart
   // (tccg03's) and whose rows are too long to go through the buffer in c's order (200 values
