@@ -27,6 +27,7 @@
 
 #include <tenex/backend/backend.hpp>
 
+#include "machine_profiles.hpp"
 #include "support/environment_scope.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
@@ -982,49 +983,55 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel writes a large c in boxe
   // values of g (past a vector of doubles: two stores a run), the cut mode i's last block
   // shorter, the staged ranges q by g, for each value of i and n. c starts as NaN; checked
   // against the reference.
-  std::mt19937 rng(47);
-  const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
-      {"iramc,dprc->admpi", {{'i', 7}, {'r', 2}, {'a', 19}, {'m', 17}, {'c', 3}, {'d', 221}, {'p', 20}}},
-      {"nqal,gialw->winqg", {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}}},
+  //
+  // Boxes only where a run is shorter than a strip (two vectors of the target) and not one
+  // vector (the direct path writes runs of whole vectors as fast), and only where a block
+  // (half the L2, tuning::gett_block_bytes) holds, beside every row of the panels, a whole
+  // strip of the cut mode's values that fill its lanes best (boxed_blocks), four blocks per
+  // thread (nqal,gialw->winqg in float on AVX-512 with a 1 MB L2: a block of 38 columns of
+  // the 12 values of g; 3 values of i fill 36 lanes of two strips, 2 fill 24 of one, short of
+  // a strip: direct). So the choice depends on the L2, the target and the threads: two
+  // threads held (without OpenMP, one: the choice unchecked), each machine profile's caches
+  // pinned (machine_profiles.hpp), every SIMD target the CPU has; boxed_targets lists, per
+  // profile, the targets that box.
+  struct Boxed {
+    const char* einsum;
+    std::vector<std::pair<char, std::size_t>> extents;
+    const char* boxed_targets[2][machine_profiles::kProfileCount];  // float, double
   };
-  const std::size_t runs[] = {7, 12};  // of c's stride-1 mode: i, g
-  std::size_t shape = 0;
-  // Boxes where a run is shorter than a strip (two vectors of the target) and not one vector:
-  // the direct path writes runs of whole vectors as fast. And only where a block (half the L2,
-  // tuning::gett_block_bytes) has room for a strip of whole runs beside every row of the
-  // panel (the free modes of the operand without c's stride-1 mode): with a 512 KB L2 (AMD
-  // EPYC) these shapes run direct on AVX2, with 2 MB (Intel Xeon) boxed. Every SIMD target
-  // against one reference.
-  for (const auto& [einsum, extents] : shapes) {
-    const std::size_t run = runs[shape++];
-    const Problem p = parse(einsum, extents);
-    const Modes& panel =
-        std::find(p.a_modes.begin(), p.a_modes.end(), p.c_modes.back()) == p.a_modes.end() ? p.a_modes : p.b_modes;
-    std::size_t panel_rows = 1;
-    for (std::size_t x = 0; x < panel.size(); ++x) {
-      if (std::find(p.c_modes.begin(), p.c_modes.end(), panel[x]) != p.c_modes.end()) {
-        panel_rows *= (&panel == &p.a_modes ? p.a_ext : p.b_ext)[x];
-      }
-    }
-    const std::size_t columns = cpu::tuning::gett_block_bytes() / (panel_rows * sizeof(T));
-    INFO(std::string(einsum), ", a block of ", columns, " columns");
-    const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
-    if (!gett) continue;
+  const std::vector<Boxed> shapes{
+      {"iramc,dprc->admpi",
+       {{'i', 7}, {'r', 2}, {'a', 19}, {'m', 17}, {'c', 3}, {'d', 221}, {'p', 20}},
+       {{"sse4", "avx2 sse4", "avx512 avx2 sse4"}, {"", "avx2", "avx512 avx2"}}},
+      {"nqal,gialw->winqg",
+       {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}},
+       {{"", "avx2", "avx512 avx2"}, {"", "", "avx512"}}},
+  };
+  const TwoThreads two;
+  std::mt19937 rng(47);
+  for (const Boxed& shape : shapes) {
+    const Problem p = parse(shape.einsum, shape.extents);
+    INFO(std::string(shape.einsum));
     const auto a = random_values<T>(volume(p.a_ext), rng);
     const auto b = random_values<T>(volume(p.b_ext), rng);
     const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
     const Expected expected =
         reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
-    for_each_simd_target([&] {
-      const std::size_t lanes = cpu::simd_lanes<T>();
-      const bool boxed = run < 2 * lanes && run != lanes && columns / run * run >= 2 * lanes;
-      const std::string text =
-          cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
-      CHECK((text.find("c written in boxes") != std::string::npos) == boxed);
-      std::vector<T> c = c0;
-      cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
-                              c.data(), p.c_modes);
-      CHECK(mismatches(c, expected) == 0);
+    machine_profiles::for_each_profile([&](std::size_t profile) {
+      INFO("machine profile ", std::string(machine_profiles::kProfiles[profile].name));
+      const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
+      if (!gett) return;
+      const std::string listed = std::string(" ") + shape.boxed_targets[sizeof(T) == 4 ? 0 : 1][profile] + " ";
+      for_each_simd_target([&] {
+        const std::string text =
+            cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+        const bool boxed = listed.find(std::string(" ") + cpu::simd_target_name() + " ") != std::string::npos;
+        if (two.held) CHECK((text.find("c written in boxes") != std::string::npos) == boxed);
+        std::vector<T> c = c0;
+        cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
+                                c.data(), p.c_modes);
+        CHECK(mismatches(c, expected) == 0);
+      });
     });
   }
 }

@@ -27,6 +27,7 @@
 #include <tenex/error.hpp>
 #include <tenex/plans.hpp>
 
+#include "machine_profiles.hpp"
 #include "support/environment_scope.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
@@ -574,6 +575,25 @@ TEST_CASE("machine: the cache sizes are positive and ordered") {
   // The sizes derived from them stay within their bounds.
   CHECK(cpu::tuning::repack_bytes() >= 256.0 * 1024);
   CHECK(cpu::tuning::gett_block_bytes() <= std::size_t{1} << 20);
+}
+
+TEST_CASE("machine: a profile pins the cache sizes and what derives from them, then the machine's come back") {
+  const cpu::machine::Caches own = cpu::machine::read_caches();
+  for (std::size_t x = 0; x < machine_profiles::kProfileCount; ++x) {
+    const machine_profiles::Profile& profile = machine_profiles::kProfiles[x];
+    INFO(std::string(profile.name));
+    {
+      const machine_profiles::Scope pinned(profile);
+      CHECK(cpu::machine::caches().l1d == profile.caches.l1d);
+      CHECK(cpu::machine::caches().l2 == profile.caches.l2);
+      CHECK(cpu::machine::caches().l3 == profile.caches.l3);
+      // Half the L2 (within 128 KB and 1 MB), the L2 (within 256 KB and 4 MB), 3/8 of that.
+      CHECK(cpu::tuning::gett_block_bytes() == std::min<std::size_t>(profile.caches.l2 / 2, std::size_t{1} << 20));
+      CHECK(cpu::tuning::repack_bytes() == static_cast<double>(profile.caches.l2));
+      CHECK(cpu::tuning::tile_bytes() == static_cast<double>(profile.caches.l2) * 3.0 / 8.0);
+    }
+    CHECK(cpu::machine::caches().l2 == own.l2);
+  }
 }
 
 TEST_CASE("machine probe: positive finite rates, once per process and element size, only for large work") {
