@@ -27,6 +27,7 @@
 
 #include <tenex/backend/backend.hpp>
 
+#include "machine_profiles.hpp"
 #include "support/environment_scope.hpp"
 #include "tenex/backend/cpu/contraction_plan.hpp"
 #include "tenex/backend/cpu/contraction_problem.hpp"
@@ -982,53 +983,133 @@ TEST_CASE_TEMPLATE_DEFINE("cpu kernels: the GETT kernel writes a large c in boxe
   // values of g (past a vector of doubles: two stores a run), the cut mode i's last block
   // shorter, the staged ranges q by g, for each value of i and n. c starts as NaN; checked
   // against the reference.
-  std::mt19937 rng(47);
-  const std::vector<std::pair<const char*, std::vector<std::pair<char, std::size_t>>>> shapes{
-      {"iramc,dprc->admpi", {{'i', 7}, {'r', 2}, {'a', 19}, {'m', 17}, {'c', 3}, {'d', 221}, {'p', 20}}},
-      {"nqal,gialw->winqg", {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}}},
+  //
+  // Boxes only where a run is shorter than a strip (two vectors of the target) and not one
+  // vector (the direct path writes runs of whole vectors as fast), and only where a block
+  // (half the L2, tuning::gett_block_bytes) holds, beside every row of the panels, a whole
+  // strip of the cut mode's values that fill its lanes best (boxed_blocks), four blocks per
+  // thread (nqal,gialw->winqg in float on AVX-512 with a 1 MB L2: a block of 38 columns of
+  // the 12 values of g; 3 values of i fill 36 lanes of two strips, 2 fill 24 of one, short of
+  // a strip: direct). So the choice depends on the L2, the target and the threads: two
+  // threads held (without OpenMP, one: the choice unchecked), each machine profile's caches
+  // pinned (machine_profiles.hpp), every SIMD target the CPU has; boxed_targets lists, per
+  // profile, the targets that box.
+  struct Boxed {
+    const char* einsum;
+    std::vector<std::pair<char, std::size_t>> extents;
+    const char* boxed_targets[2][machine_profiles::kProfileCount];  // float, double
   };
-  const std::size_t runs[] = {7, 12};  // of c's stride-1 mode: i, g
-  std::size_t shape = 0;
-  // Boxes where a run is shorter than a strip (two vectors of the target) and not one vector:
-  // the direct path writes runs of whole vectors as fast. And only where a block (half the L2,
-  // tuning::gett_block_bytes) has room for a strip of whole runs beside every row of the
-  // panel (the free modes of the operand without c's stride-1 mode): with a 512 KB L2 (AMD
-  // EPYC) these shapes run direct on AVX2, with 2 MB (Intel Xeon) boxed. Every SIMD target
-  // against one reference.
-  for (const auto& [einsum, extents] : shapes) {
-    const std::size_t run = runs[shape++];
-    const Problem p = parse(einsum, extents);
-    const Modes& panel =
-        std::find(p.a_modes.begin(), p.a_modes.end(), p.c_modes.back()) == p.a_modes.end() ? p.a_modes : p.b_modes;
-    std::size_t panel_rows = 1;
-    for (std::size_t x = 0; x < panel.size(); ++x) {
-      if (std::find(p.c_modes.begin(), p.c_modes.end(), panel[x]) != p.c_modes.end()) {
-        panel_rows *= (&panel == &p.a_modes ? p.a_ext : p.b_ext)[x];
-      }
-    }
-    const std::size_t columns = cpu::tuning::gett_block_bytes() / (panel_rows * sizeof(T));
-    INFO(std::string(einsum), ", a block of ", columns, " columns");
-    const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
-    if (!gett) continue;
+  const std::vector<Boxed> shapes{
+      {"iramc,dprc->admpi",
+       {{'i', 7}, {'r', 2}, {'a', 19}, {'m', 17}, {'c', 3}, {'d', 221}, {'p', 20}},
+       {{"sse4", "avx2 sse4", "avx512 avx2 sse4"}, {"", "avx2", "avx512 avx2"}}},
+      {"nqal,gialw->winqg",
+       {{'n', 58}, {'q', 58}, {'a', 2}, {'l', 2}, {'g', 12}, {'i', 11}, {'w', 20}},
+       {{"", "avx2", "avx512 avx2"}, {"", "", "avx512"}}},
+  };
+  const TwoThreads two;
+  std::mt19937 rng(47);
+  for (const Boxed& shape : shapes) {
+    const Problem p = parse(shape.einsum, shape.extents);
+    INFO(std::string(shape.einsum));
     const auto a = random_values<T>(volume(p.a_ext), rng);
     const auto b = random_values<T>(volume(p.b_ext), rng);
     const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
     const Expected expected =
         reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
-    for_each_simd_target([&] {
-      const std::size_t lanes = cpu::simd_lanes<T>();
-      const bool boxed = run < 2 * lanes && run != lanes && columns / run * run >= 2 * lanes;
-      const std::string text =
-          cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
-      CHECK((text.find("c written in boxes") != std::string::npos) == boxed);
-      std::vector<T> c = c0;
-      cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
-                              c.data(), p.c_modes);
-      CHECK(mismatches(c, expected) == 0);
+    machine_profiles::for_each_profile([&](std::size_t profile) {
+      INFO("machine profile ", std::string(machine_profiles::kProfiles[profile].name));
+      const std::optional<std::size_t> gett = offered_gett_plan<T>(p);
+      if (!gett) return;
+      const std::string listed = std::string(" ") + shape.boxed_targets[sizeof(T) == 4 ? 0 : 1][profile] + " ";
+      for_each_simd_target([&] {
+        const std::string text =
+            cpu::contract_plan_description<T>(*gett, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+        const bool boxed = listed.find(std::string(" ") + cpu::simd_target_name() + " ") != std::string::npos;
+        if (two.held) CHECK((text.find("c written in boxes") != std::string::npos) == boxed);
+        std::vector<T> c = c0;
+        cpu::contract_with_plan(*gett, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
+                                c.data(), p.c_modes);
+        CHECK(mismatches(c, expected) == 0);
+      });
     });
   }
 }
 TEST_CASE_TEMPLATE_APPLY(cpu_kernels_gett_boxed, Scalars);
+
+// The kernels' own plans (the GETT and narrow kernels: plans 0 and 1, where offered) of `p`
+// against the reference on every SIMD target, at `threads` threads, then the contraction's
+// own choice; c starts as NaN. Runs checked.
+template <class T>
+std::size_t check_kernel_plans(const Problem& p, std::mt19937& rng, int threads) {
+  const auto a = random_values<T>(volume(p.a_ext), rng);
+  const auto b = random_values<T>(volume(p.b_ext), rng);
+  const std::vector<T> c0(volume(c_extents(p)), std::numeric_limits<T>::quiet_NaN());
+  const Expected expected = reference_contract(-0.75, a, p.a_ext, p.a_modes, b, p.b_ext, p.b_modes, 0.0, c0, p.c_modes);
+#if TENEX_OPENMP
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+#endif
+  INFO(describe(p), ", ", threads, " threads");
+  std::size_t runs = 0;
+  for_each_simd_target([&] {
+    const std::size_t plans = cpu::contract_plan_count<T>(p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+    for (std::size_t plan = 0; plan <= std::min<std::size_t>(plans, 2); ++plan) {
+      const bool own = plan == std::min<std::size_t>(plans, 2);
+      const std::string text =
+          own ? "cheapest"
+              : cpu::contract_plan_description<T>(plan, p.a_ext, p.a_modes, p.b_ext, p.b_modes, p.c_modes, true);
+      if (!own && text.find("GETT kernel") != 0 && text.find("narrow kernel") != 0) continue;
+      INFO(text);
+      std::vector<T> c = c0;
+      if (own) {
+        cpu::contract(T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0), c.data(), p.c_modes);
+      } else {
+        cpu::contract_with_plan(plan, T(-0.75), a.data(), p.a_ext, p.a_modes, b.data(), p.b_ext, p.b_modes, T(0),
+                                c.data(), p.c_modes);
+      }
+      CHECK(mismatches(c, expected) == 0);
+      ++runs;
+    }
+  });
+#if TENEX_OPENMP
+  omp_set_num_threads(before);
+#endif
+  return runs;
+}
+
+TEST_CASE_TEMPLATE_DEFINE("cpu kernels: two k and three free modes of the large operand, c's stride-1 mode its own", T,
+                          cpu_kernels_two_k_three_free) {
+  // The large operand's free modes b, d, e and k modes k, l in any order, c's stride-1 mode b
+  // (32 values or more) not the operand's innermost, K short: the GETT kernel writes c through
+  // its buffer in c's order, a block's rows of d and e wide (issue 45: on the scalar target,
+  // whose strips are two values, a block held more strips than the packing's masks on the
+  // stack, and the stack was smashed). The issue's two shapes, then random orders of the
+  // modes; each at one and two threads on every SIMD target against the reference.
+  std::mt19937 rng(53);
+  std::vector<Problem> shapes{
+      parse("skl,bledk->sedb", {{'s', 7}, {'k', 36}, {'l', 2}, {'b', 64}, {'e', 9}, {'d', 9}}),
+      parse("sltk,lbdek->detsb", {{'s', 32}, {'l', 6}, {'t', 1}, {'k', 8}, {'b', 146}, {'d', 16}, {'e', 5}}),
+  };
+  const std::size_t b_extents[] = {32, 47, 64};
+  for (std::size_t x = 0; x < 6; ++x) {
+    std::string big = "bdekl", c = "sde";
+    std::shuffle(big.begin(), big.end(), rng);
+    std::shuffle(c.begin(), c.end(), rng);
+    std::uniform_int_distribution<std::size_t> small(2, 12), k(2, 16);
+    const std::string einsum = "skl," + big + "->" + c + "b";
+    shapes.push_back(parse(einsum, {{'s', small(rng)},
+                                    {'k', k(rng)},
+                                    {'l', k(rng)},
+                                    {'b', b_extents[x % 3]},
+                                    {'d', small(rng)},
+                                    {'e', small(rng)}}));
+  }
+  for (const Problem& p : shapes) {
+    for (const int threads : {1, 2}) CHECK(check_kernel_plans<T>(p, rng, threads) >= 1);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(cpu_kernels_two_k_three_free, Scalars);
 
 TEST_CASE("cpu kernels: the GETT kernel is not offered where it would scatter") {
   // A skinny shape with short K whose strips would write c a value at a time far apart

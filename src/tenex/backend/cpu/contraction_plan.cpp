@@ -421,9 +421,10 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
   }
 }
 
-// What a plan depends on: the canonical problem.
+// What a plan depends on: the canonical problem, and the L2 the model's sizes come from
+// (tuning.hpp; a test may pin another machine's).
 std::vector<std::size_t> plan_key(const Problem& p) {
-  std::vector<std::size_t> key{p.element_size, p.beta_zero ? 1U : 0U, p.threads, p.modes()};
+  std::vector<std::size_t> key{p.element_size, p.beta_zero ? 1U : 0U, p.threads, p.modes(), machine::caches().l2};
   for (int op = 0; op < 3; ++op) {
     key.push_back(p.order[op].size());
     for (int d : p.order[op]) key.push_back(static_cast<std::size_t>(d));

@@ -868,17 +868,19 @@ void block_task(const Work<T>& w, std::size_t t, T* block, T* sums, Lists& lists
       // in b; copied a run at a time in memory order, its packing took 14% of the kernel's
       // time, gathered 9%; aedf,fbec->abcd, a's f innermost: 8% copied down K a
       // column at a time, 4% gathered).
-      // Each vector's lanes within N, once per block (the lanes past N stay zero).
+      // Each vector's lanes within N (the lanes past N stay zero): the vectors before the
+      // `whole`-th all of theirs, that one the rest, those after none. Three masks, not one
+      // per vector: a block may hold any number of strips (the scalar target's are two
+      // values wide, and a c_order block's rows of up to kMostRow bytes span 128 of them).
       const std::ptrdiff_t* index = lists.index.data();
-      const std::size_t vectors = 2 * strips;
-      typename Vec<T>::Mask masks[2 * kMostStrips];
-      for (std::size_t v = 0; v < vectors; ++v)
-        masks[v] = Vec<T>::lanes(std::min(W, count > v * W ? count - v * W : 0));
+      const std::size_t vectors = 2 * strips, whole = count / W;
+      const typename Vec<T>::Mask all = Vec<T>::lanes(W), rest = Vec<T>::lanes(count % W), none = Vec<T>::lanes(0);
       for (std::size_t k = 0; k < kc; ++k) {
         const T* from = w.strip + w.strip_k[k0 + k];
         T* to = block + k * g.strip;
         for (std::size_t v = 0; v < vectors; ++v) {
-          Vec<T>::store(to + v / 2 * stride + v % 2 * W, Vec<T>::gather(masks[v], from, index + v * W));
+          const typename Vec<T>::Mask& in = v < whole ? all : v == whole ? rest : none;
+          Vec<T>::store(to + v / 2 * stride + v % 2 * W, Vec<T>::gather(in, from, index + v * W));
         }
       }
     } else {

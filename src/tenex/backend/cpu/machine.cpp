@@ -24,6 +24,9 @@ namespace tenex::detail::cpu::machine {
 namespace {
 
 std::atomic<std::size_t> probes{0};
+// set_caches_for_testing's sizes, where pinned.
+Caches pinned_sizes;
+std::atomic<const Caches*> pinned{nullptr};
 
 // sysconf's answer for `name`, or 0 (glibc answers 0 or -1 where it does not know).
 std::size_t from_sysconf([[maybe_unused]] int name) {
@@ -130,8 +133,18 @@ Caches read_caches() {
 }
 
 const Caches& caches() {
+  if (const Caches* sizes = pinned.load(std::memory_order_acquire)) return *sizes;
   static const Caches sizes = read_caches();
   return sizes;
+}
+
+void set_caches_for_testing(const Caches* sizes) {
+  if (sizes == nullptr) {
+    pinned.store(nullptr, std::memory_order_release);
+    return;
+  }
+  pinned_sizes = *sizes;
+  pinned.store(&pinned_sizes, std::memory_order_release);
 }
 
 bool probe_enabled() {

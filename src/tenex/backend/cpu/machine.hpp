@@ -22,10 +22,15 @@ struct Caches {
   std::size_t l3 = 8 * 1024 * 1024;
 };
 
-// The sizes of this machine (read once).
+// The sizes of this machine (read once), or those pinned by set_caches_for_testing.
 const Caches& caches();
 // Read afresh (for the tests): sysconf first, /sys/devices/system/cpu/cpu0/cache next.
 Caches read_caches();
+// For tests: pins the sizes caches() answers to another machine's (a profile: a test that
+// checks a choice made from the caches states the machine it assumes), or, given null, goes
+// back to this machine's. Plans made before are not remade (plan_search::reset_for_testing
+// forgets them). Not for use while kernels run or plans are made on other threads.
+void set_caches_for_testing(const Caches* sizes);
 
 // Rates of one core; 0 where unknown. Index 0: float, 1: double.
 struct Rates {

@@ -119,8 +119,9 @@ constexpr std::size_t kPlansTriedSmall = 24;
 constexpr double kMeasuredSeconds = 50e-6;
 // amortized: the share of a shape's accumulated time its search may have cost, at most...
 constexpr double kSearchShare = 0.05;
-// ...and the factor over the model plan's measured time a candidate may be predicted (to be
-// tried) or run (to be kept).
+// ...and the factor over the model plan's measured time (or its predicted time, where that is
+// longer) a candidate may be predicted (to be tried), and over its measured time a candidate
+// may run (to be kept).
 constexpr double kTrialLimit = 1.25;
 // measure: seconds (model) under which a problem whose c is only written searches in its
 // first call.
