@@ -297,6 +297,29 @@ def test_zero_extents():
     check("ij,jk->ik", np.ones((0, 2)), np.ones((2, 3)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_arrays_are_operands_and_out(dtype):
+    # numpy.einsum on empty shapes: transposes, contractions over an empty mode (zeros), outer
+    # products with an empty mode; into a new array and into out (row-major, whose strides numpy
+    # sets to 0, and strided).
+    rng = np.random.default_rng(19)
+    x, y = random_array(rng, (3,), dtype), random_array(rng, (2, 3), dtype)
+    e02, e20, e30, e0 = (np.zeros(s, dtype) for s in [(0, 2), (2, 0), (3, 0), (0,)])
+    cases = [("ij->ji", (e02,)), ("ij->ij", (e20,)), ("ij,jk->ik", (e20, e02)), ("ij,jk->ki", (e30, e02)),
+             ("ij->i", (e30,)), ("ij->", (e20,)), ("i,i->", (e0, e0)), ("i,j->ij", (x, e0)),
+             ("i,j->ji", (x, e0)), ("ij,k->ikj", (y, e0)), ("ij,jk->ijk", (e20, e02)), ("ij,ij->ji", (e20, e20))]
+    for subscripts, operands in cases:
+        expected = np.einsum(subscripts, *operands)
+        check(subscripts, *operands)
+        for out in (np.full(expected.shape, 7, dtype), np.full(expected.shape[::-1], 7, dtype).T):
+            assert tenex.einsum(subscripts, *operands, out=out) is out
+            np.testing.assert_array_equal(out, expected)
+    out = np.zeros((2, 0), dtype)
+    assert tenex.einsum("ij->ji", np.zeros((0, 2), dtype), out=out) is out
+    sliced = np.zeros((4, 6), dtype)[:, 3:3]  # no elements, inside a larger array
+    assert tenex.einsum("ij,jk->ik", np.ones((4, 5), dtype), np.ones((5, 0), dtype), out=sliced) is sliced
+
+
 def test_non_native_byte_order():
     rng = np.random.default_rng(13)
     a = random_array(rng, (3, 4), np.float64)
