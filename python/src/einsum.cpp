@@ -299,6 +299,41 @@ bool can_cast_safely(const py::dtype& from, const py::dtype& to) {
   return function(from, to, "safe").cast<bool>();
 }
 
+/// The dtype einsum computes in: the operands' common one (numpy.result_type), or that of `out`,
+/// which must be one of the four in native byte order, one the common dtype casts to safely.
+/// Taken from the operands as given, before broadcast axes are dropped: numpy casts by value
+/// 0-d operands only, never a one-element array (a float64 of shape (1,) makes a float32 einsum
+/// float64).
+Dtype einsum_dtype(const std::vector<py::array>& arrays, const std::optional<py::array>& out) {
+  std::optional<Dtype> dtype = dtype_of_num(arrays[0].dtype().num());
+  for (std::size_t k = 1; k < arrays.size() && dtype; ++k) {
+    if (dtype_of_num(arrays[k].dtype().num()) != dtype) dtype.reset();
+  }
+  py::dtype common = dtype ? arrays[0].dtype() : result_type(arrays);
+  if (out) {
+    const std::optional<Dtype> out_dtype = dtype_of_num(out->dtype().num());
+    if (!out_dtype || !with_dtype(*out_dtype, [&](auto tag) {
+          return py::isinstance<py::array_t<typename decltype(tag)::type>>(*out);
+        })) {
+      throw py::type_error("tenex.einsum: out has dtype " + py::str(out->dtype()).cast<std::string>() +
+                           "; tenex writes float32, float64, complex64 or complex128 in native byte order");
+    }
+    if (!can_cast_safely(common, out->dtype())) {
+      throw py::type_error("tenex.einsum: cannot write the result, of dtype " + py::str(common).cast<std::string>() +
+                           ", to out of dtype " + py::str(out->dtype()).cast<std::string>() +
+                           " (numpy's 'safe' casting)");
+    }
+    return *out_dtype;
+  }
+  dtype = dtype_of_num(common.num());
+  if (!dtype) {
+    throw py::type_error("tenex.einsum: the result would be of dtype " + py::str(common).cast<std::string>() +
+                         "; tenex computes in float32, float64, complex64 or complex128 (convert the operands with "
+                         "astype, or pass out= of one of those)");
+  }
+  return *dtype;
+}
+
 py::object einsum(const std::string& subscripts, const py::args& objects, const py::object& out) {
   std::vector<py::array> arrays;
   std::vector<py::ssize_t> ranks;
@@ -338,6 +373,13 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
       }
     }
   }
+  std::optional<py::array> out_array;
+  if (!out.is_none()) {
+    if (!py::isinstance<py::array>(out)) throw py::type_error("tenex.einsum: out must be a numpy array");
+    out_array = py::reinterpret_borrow<py::array>(out);
+  }
+  const Dtype dtype = einsum_dtype(arrays, out_array);
+
   std::vector<std::string> broadcast_labels;  // only where an operand has an axis to broadcast
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     const std::vector<int>& axes = parsed.inputs[k];
@@ -358,38 +400,6 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
   }
   const std::vector<std::string>& labels = broadcast_labels.empty() ? parsed.input_labels : broadcast_labels;
 
-  // The element type: the operands' common one (numpy.result_type), or out's.
-  std::optional<Dtype> dtype = dtype_of_num(arrays[0].dtype().num());
-  for (std::size_t k = 1; k < arrays.size() && dtype; ++k) {
-    if (dtype_of_num(arrays[k].dtype().num()) != dtype) dtype.reset();
-  }
-  py::dtype common = dtype ? arrays[0].dtype() : result_type(arrays);
-  std::optional<py::array> out_array;
-  if (!out.is_none()) {
-    if (!py::isinstance<py::array>(out)) throw py::type_error("tenex.einsum: out must be a numpy array");
-    out_array = py::reinterpret_borrow<py::array>(out);
-    const std::optional<Dtype> out_dtype = dtype_of_num(out_array->dtype().num());
-    if (!out_dtype || !with_dtype(*out_dtype, [&](auto tag) {
-          return py::isinstance<py::array_t<typename decltype(tag)::type>>(*out_array);
-        })) {
-      throw py::type_error("tenex.einsum: out has dtype " + py::str(out_array->dtype()).cast<std::string>() +
-                           "; tenex writes float32, float64, complex64 or complex128 in native byte order");
-    }
-    if (!can_cast_safely(common, out_array->dtype())) {
-      throw py::type_error("tenex.einsum: cannot write the result, of dtype " + py::str(common).cast<std::string>() +
-                           ", to out of dtype " + py::str(out_array->dtype()).cast<std::string>() +
-                           " (numpy's 'safe' casting)");
-    }
-    dtype = out_dtype;
-  } else {
-    dtype = dtype_of_num(common.num());
-  }
-  if (!dtype) {
-    throw py::type_error("tenex.einsum: the result would be of dtype " + py::str(common).cast<std::string>() +
-                         "; tenex computes in float32, float64, complex64 or complex128 (convert the operands with "
-                         "astype, or pass out= of one of those)");
-  }
-
   std::vector<py::ssize_t> output_shape;
   for (int id : parsed.output) output_shape.push_back(extent[static_cast<std::size_t>(id)]);
   if (out_array) {
@@ -408,7 +418,7 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
     if (!out_array->writeable()) throw py::value_error("tenex.einsum: out is read-only");
   }
 
-  std::optional<py::array> computed = with_dtype(*dtype, [&](auto tag) {
+  std::optional<py::array> computed = with_dtype(dtype, [&](auto tag) {
     return evaluate<typename decltype(tag)::type>(arrays, labels, parsed.output_labels, out_array);
   });
   if (!computed) return *out_array;  // written in place

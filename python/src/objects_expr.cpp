@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct Scalar {
 
 bool is_complex_scalar(const py::handle& object) {
   if (PyComplex_Check(object.ptr())) return true;
+  if (py::isinstance<py::array>(object)) return py::reinterpret_borrow<py::array>(object).dtype().kind() == 'c';
   // Leaked on purpose: a static py::object would be released after the interpreter is gone.
   static const py::handle complexfloating = py::object(py::module_::import("numpy").attr("complexfloating")).release();
   return py::isinstance(object, complexfloating);
@@ -71,9 +73,26 @@ Expr binary(const Expr& lhs, const Expr& rhs, Op op) {
   });
 }
 
-// `e op s` (scalar_first: `s op e`).
-Expr with_scalar(const Expr& e, const Scalar& s, Op op, bool scalar_first) {
-  const Expr operand = s.complex ? cast_to(e, complex_of(e.dtype())) : e;
+// The dtype of `e op s`: numpy.result_type of an array of e's dtype and the scalar `object`,
+// which numpy 1.24 casts by value (float32 stays float32 unless the value needs float64's range,
+// as 1e300 does). Where numpy's answer is none of the four (a Python int past int64: object), e's
+// precision, complex for a complex s.
+Dtype scalar_result_dtype(Dtype dtype, const py::handle& object, const Scalar& s) {
+  const Dtype fallback = s.complex ? complex_of(dtype) : dtype;
+  if (fallback == Dtype::complex128 || (fallback == Dtype::float64 && !s.complex)) return fallback;  // none wider
+  // Leaked on purpose, as complexfloating above.
+  static const py::handle result_type = py::object(py::module_::import("numpy").attr("result_type")).release();
+  try {
+    py::dtype common = py::dtype::from_args(result_type(numpy_dtype(dtype), object));
+    if (const std::optional<Dtype> d = dtype_of_num(common.num())) return *d;
+  } catch (const py::error_already_set&) {  // numpy takes no such scalar (a Fraction): tenex's rule
+  }
+  return fallback;
+}
+
+// `e op s` (scalar_first: `s op e`), in the dtype of scalar_result_dtype.
+Expr with_scalar(const Expr& e, const Scalar& s, const py::handle& object, Op op, bool scalar_first) {
+  const Expr operand = cast_to(e, scalar_result_dtype(e.dtype(), object, s));
   return with_dtype(operand.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto& x = expression_of<T>(operand);
@@ -115,7 +134,7 @@ py::object operate(const Expr& e, const py::object& other, Op op, bool reflected
   }
   Scalar s;
   if (!scalar_of(other, s)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-  return py::cast(with_scalar(e, s, op, reflected));
+  return py::cast(with_scalar(e, s, other, op, reflected));
 }
 
 // The labels of one side of a sparse map ("i" or "i,j"): how many.

@@ -94,6 +94,31 @@ def test_complex_scalars_on_either_side(dtype, scalar):
         np.testing.assert_allclose(run(expr), expected, **t)
 
 
+# Scalars numpy 1.24 casts by value: Python, numpy and 0-d array scalars, real and complex,
+# within float32's range (the expression keeps its precision) and past it (3.5e38, 1e300: 64-bit).
+PROMOTED_SCALARS = [1 / 3, 1e38, 3.5e38, -1e300, 2, 2**40, np.int64(7), np.float32(3.0), np.float64(1 / 3),
+                    np.float64(-3.5e38), 1 / 3 + 2j, complex(1e38, -1), complex(1, 3.5e38), np.complex64(1j),
+                    np.complex128(1e300j), np.array(1 / 3), np.array(1e300), np.array(0.5, np.float32),
+                    np.array(2 - 1e300j), np.array(0.25j, np.complex64)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scalar", PROMOTED_SCALARS, ids=repr)
+def test_scalar_promotion_matches_numpy(dtype, scalar):
+    rng = np.random.default_rng(14)
+    a = rand(rng, (2, 3), dtype, 0.5, 1.5)
+    A = tenex.Tensor(a)
+    cases = [
+        (A["i,j"] + scalar, a + scalar), (scalar + A["i,j"], scalar + a),
+        (A["i,j"] - scalar, a - scalar), (scalar - A["i,j"], scalar - a),
+        (A["i,j"] * scalar, a * scalar), (scalar * A["i,j"], scalar * a),
+        (A["i,j"] / scalar, a / scalar), (scalar / A["i,j"], scalar / a),
+    ]
+    for k, (expr, expected) in enumerate(cases):
+        assert expr.dtype == expected.dtype == np.result_type(a, scalar), (k, expr.dtype, expected.dtype)
+        np.testing.assert_allclose(run(expr), expected, **tol(expected.dtype))
+
+
 def test_mixed_dtypes_promote():
     rng = np.random.default_rng(13)
     f32, f64 = rand(rng, (3,), np.float32), rand(rng, (3,), np.float64)

@@ -179,6 +179,35 @@ def test_mixed_dtypes(first, second):
     check("ij,jk->ik", a, b)
 
 
+# (subscripts, the second operand's shape): a 0-d operand, one of one element that broadcasts,
+# one of three elements.
+PROMOTION_CASES = [("ij,->ij", ()), ("ij,->i", ()), (",ij->ji", ()),
+                   ("ij,j->i", (1,)), ("ij,j->ij", (1,)), ("j,ij->ji", (1,)),
+                   ("ij,j->i", (3,)), ("j,ij->ji", (3,))]
+
+
+@pytest.mark.parametrize("first", DTYPES)
+@pytest.mark.parametrize("second", DTYPES)
+@pytest.mark.parametrize("subscripts,shape", PROMOTION_CASES)
+@pytest.mark.parametrize("magnitude", [1 / 3, 1e300])
+def test_promotion_matches_numpy_for_every_shape(first, second, subscripts, shape, magnitude):
+    # numpy 1.24 casts by value 0-d operands only: a float64 of shape (1,) makes a float32 einsum
+    # float64 (1/3 is not rounded to float32), a 0-d float64 leaves it float32 unless its value
+    # needs float64's range (1e300).
+    if magnitude > 1 and second not in (np.float64, np.complex128):
+        pytest.skip("1e300 is no float32 value")
+    rng = np.random.default_rng(17)
+    a = random_array(rng, (2, 3), first)
+    b = np.full(shape, magnitude, dtype=second)
+    if np.issubdtype(np.dtype(second), np.complexfloating):
+        b = b + np.array(1j * magnitude / 7, dtype=second)
+    operands = (b, a) if subscripts.startswith(("j,", ",")) else (a, b)
+    expected = np.einsum(subscripts, *operands)
+    got = tenex.einsum(subscripts, *operands)
+    assert got.dtype == expected.dtype == np.result_type(*operands), (got.dtype, expected.dtype)
+    check(subscripts, *operands)
+
+
 def test_scalars_and_lists():
     check("i,i->i", [1.0, 2.0, 3.0], np.arange(3.0))
     got = tenex.einsum(",i->i", 2.0, np.arange(3.0))
@@ -266,6 +295,29 @@ def test_same_subscripts_other_ranks():
 def test_zero_extents():
     check("ij,jk->ik", np.ones((2, 0)), np.ones((0, 3)))
     check("ij,jk->ik", np.ones((0, 2)), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_arrays_are_operands_and_out(dtype):
+    # numpy.einsum on empty shapes: transposes, contractions over an empty mode (zeros), outer
+    # products with an empty mode; into a new array and into out (row-major, whose strides numpy
+    # sets to 0, and strided).
+    rng = np.random.default_rng(19)
+    x, y = random_array(rng, (3,), dtype), random_array(rng, (2, 3), dtype)
+    e02, e20, e30, e0 = (np.zeros(s, dtype) for s in [(0, 2), (2, 0), (3, 0), (0,)])
+    cases = [("ij->ji", (e02,)), ("ij->ij", (e20,)), ("ij,jk->ik", (e20, e02)), ("ij,jk->ki", (e30, e02)),
+             ("ij->i", (e30,)), ("ij->", (e20,)), ("i,i->", (e0, e0)), ("i,j->ij", (x, e0)),
+             ("i,j->ji", (x, e0)), ("ij,k->ikj", (y, e0)), ("ij,jk->ijk", (e20, e02)), ("ij,ij->ji", (e20, e20))]
+    for subscripts, operands in cases:
+        expected = np.einsum(subscripts, *operands)
+        check(subscripts, *operands)
+        for out in (np.full(expected.shape, 7, dtype), np.full(expected.shape[::-1], 7, dtype).T):
+            assert tenex.einsum(subscripts, *operands, out=out) is out
+            np.testing.assert_array_equal(out, expected)
+    out = np.zeros((2, 0), dtype)
+    assert tenex.einsum("ij->ji", np.zeros((0, 2), dtype), out=out) is out
+    sliced = np.zeros((4, 6), dtype)[:, 3:3]  # no elements, inside a larger array
+    assert tenex.einsum("ij,jk->ik", np.ones((4, 5), dtype), np.ones((5, 0), dtype), out=sliced) is sliced
 
 
 def test_non_native_byte_order():

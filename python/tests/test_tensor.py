@@ -150,6 +150,33 @@ def test_array_kept_alive_by_the_tensor():
     assert float(C.numpy()) == 1 + 4 + 9 + 16
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_arrays_are_operands_and_targets(dtype):
+    # An array without elements has no two indices sharing an element, whatever its strides:
+    # a target as numpy's einsum writes one.
+    rng = np.random.default_rng(7)
+    x = rand(rng, (3,), dtype)
+    empty = np.zeros((0, 2), dtype)
+    target = tenex.Tensor(np.zeros((2, 0), dtype))
+    target["j,i"] = tenex.Tensor(empty)["i,j"]
+    assert target.shape == (2, 0) and target.numpy().shape == (2, 0)
+    outer = tenex.Tensor(np.zeros((3, 0), dtype))
+    outer["i,k"] = tenex.Tensor(x)["i"] * tenex.Tensor(np.zeros(0, dtype))["k"]
+    assert outer.numpy().shape == (3, 0)
+    # summed over an empty mode: zeros over what the array held
+    c = np.full((2, 2), 5, dtype)
+    C = tenex.Tensor(c)
+    C["i,k"] = tenex.Tensor(np.zeros((2, 0), dtype))["i,j"] * tenex.Tensor(empty)["j,k"]
+    np.testing.assert_array_equal(c, np.einsum("ij,jk->ik", np.zeros((2, 0)), empty))
+    D = tenex.Tensor()
+    D["i,k"] = tenex.Tensor(np.zeros((2, 0), dtype))["i,j"] * tenex.Tensor(empty)["j,k"]
+    np.testing.assert_array_equal(D.numpy(), np.zeros((2, 2)))
+    assert D.dtype == np.dtype(dtype)
+    S = tenex.Tensor()
+    S[""] = tenex.Tensor(empty)["i,j"]
+    assert float(abs(S.numpy())) == 0.0
+
+
 def test_bad_input_raises():
     with pytest.raises(TypeError):
         tenex.Tensor(np.arange(3))  # integers

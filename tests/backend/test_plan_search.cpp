@@ -497,7 +497,8 @@ TEST_CASE("plan file: missing, unreadable, corrupt, truncated and foreign files 
       {"empty", folder.file("empty.txt"), "", "corrupt at line 1"},
       {"truncated", folder.file("cut.txt"), text.substr(0, text.rfind("end ")), "truncated"},
       {"a bad plan line", folder.file("plan.txt"), edited("\nplan ", "\nplan\n"), "bad plan"},
-      {"another format", folder.file("format.txt"), edited("tenex-plans 1", "tenex-plans 2"), "foreign (format 2"},
+      {"another format", folder.file("format.txt"), edited("tenex-plans 1", "tenex-plans 2"),
+       "foreign (line 1: format 2; this tenex reads format 1 only)"},
       {"another CPU", folder.file("cpu.txt"), edited(line_starting("cpu "), "cpu Imaginary 9000"), "foreign"},
       {"another ISA", folder.file("isa.txt"), edited(line_starting("isa "), "isa vliw"), "instruction set vliw"},
       {"another thread count", folder.file("threads.txt"), edited(line_starting("threads "), "threads 77"),
@@ -529,6 +530,83 @@ TEST_CASE("plan file: missing, unreadable, corrupt, truncated and foreign files 
     REQUIRE(ops.run(s) == 0);
     CHECK(search::last_call().origin != search::Origin::loaded);
     CHECK(tenex::plan_file_status().find("0 plans held") != std::string::npos);
+  }
+}
+
+TEST_CASE("plan file: a file with CRLF line ends is read; a bad header says which line and what it found") {
+  const FreshPlanner fresh;
+  const Threads held(2);
+  std::mt19937 rng(9);
+  const Folder folder;
+  const Shape s{"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {192, 160, 256}};
+  const std::string plan = measured_plan(s, rng);
+  const std::string good = folder.file("good.txt");
+  tenex::save_plans(good);
+  const std::string text = read(good);
+  std::string crlf;
+  for (char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  const std::string path = folder.file("crlf.txt");
+  write(path, crlf);
+
+  search::reset_for_testing(true);  // as a fresh process
+  CHECK(tenex::load_plans(path) == 1);
+  const std::string loaded = tenex::plan_file_status();
+  CHECK(loaded.find("loaded 1 plan and the machine probe;") != std::string::npos);
+  CHECK(loaded.find("1 plan held") != std::string::npos);
+  const EnvironmentScope scope("TENEX_PLAN_SEARCH", "amortized");
+  const Operands<double> ops(s, rng, 1.0, 0.0);
+  REQUIRE(ops.run(s) == 0);
+  CHECK(search::last_call().origin == search::Origin::loaded);
+  CHECK(ran_plan() == plan);
+  tenex::save_plans(path);
+  CHECK(read(path) == text);  // written back with plain line ends
+
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    std::string out = text;
+    const std::size_t at = out.find(from);
+    REQUIRE(at != std::string::npos);
+    return out.replace(at, from.size(), to);
+  };
+  std::string carriage_returns = text;  // classic Mac OS line ends: one line
+  std::replace(carriage_returns.begin(), carriage_returns.end(), '\n', '\r');
+  const std::size_t threads_at = text.find("\nthreads ") + 1;
+  const std::string threads_line = text.substr(threads_at, text.find('\n', threads_at) - threads_at);
+  struct Bad {
+    const char* what;
+    std::string contents, status;
+  };
+  const std::vector<Bad> bad{
+      {"a space after the format", edited("tenex-plans 1\n", "tenex-plans 1 \n"),
+       "corrupt at line 1 (expected 'tenex-plans 1', found 'tenex-plans 1 ')"},
+      {"a format of another spelling", edited("tenex-plans 1\n", "tenex-plans one\n"),
+       "corrupt at line 1 (expected 'tenex-plans 1', found 'tenex-plans one')"},
+      {"a leading zero", edited("tenex-plans 1\n", "tenex-plans 01\n"),
+       "corrupt at line 1 (expected 'tenex-plans 1', found 'tenex-plans 01')"},
+      {"a stray carriage return", edited("tenex-plans 1\n", "tenex-plans 1\r\r\n"),
+       "corrupt at line 1 (expected 'tenex-plans 1', found 'tenex-plans 1\\r')"},
+      {"carriage returns only", carriage_returns,
+       "corrupt at line 1 (expected 'tenex-plans 1', found 'tenex-plans 1\\rversion "},
+      {"another file", "<html>\n",
+       "corrupt at line 1 (not a tenex plan file: expected 'tenex-plans 1', found '<html>')"},
+      {"a misspelt header line", edited("\nversion ", "\nversoin "),
+       "corrupt at line 2 (expected 'version ...', found 'versoin "},
+      {"a tab in the thread count", edited(threads_line, threads_line + "\t"),
+       "corrupt at line 5 (bad thread count '" + threads_line.substr(8) + "\\t')"},
+      {"a plan count that does not match", edited("\nend 1\n", "\nend 2\n"),
+       "(plan count does not match: 'end 2' after 1 plan)"},
+      {"another version", edited("\nversion ", "\nversion 0.0.1-"), "foreign (line 2: written for tenex 0.0.1-"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    const std::string file = folder.file("bad.txt");
+    write(file, b.contents);
+    search::reset_for_testing(true);
+    CHECK(tenex::load_plans(file) == 0);
+    const std::string status = tenex::plan_file_status();
+    INFO(status);
+    CHECK(status.find(b.status) != std::string::npos);
+    CHECK(status.find("nothing loaded") != std::string::npos);
+    CHECK(status.find("format 1;") == std::string::npos);  // never "format 1; this tenex reads 1"
   }
 }
 

@@ -110,6 +110,51 @@ TEST_CASE_TEMPLATE_DEFINE("TensorView: strided views are read and written at the
 }
 TEST_CASE_TEMPLATE_APPLY(view_strided, tenex_test::AllScalars);
 
+TEST_CASE_TEMPLATE_DEFINE("TensorView: a view without elements is an operand and a target, whatever its strides", T,
+                          view_empty) {
+  // An extent 0: row-major strides repeat 0 (two of them equal), null data is allowed; nothing
+  // is read or written, and a sum over an empty mode is 0, as numpy.einsum gives.
+  std::vector<T> mem = values<T>(6, 5);
+  const std::vector<T> before = mem;
+  tenex::TensorView<T> row_major(mem.data(), {2, 0});
+  CHECK(row_major.strides() == std::vector<std::size_t>{0, 1});
+  tenex::TensorView<T> transposed_empty(nullptr, {0, 2});
+  row_major("i,j") = transposed_empty("j,i");
+  row_major.wait();
+  tenex::TensorView<T> repeated(nullptr, {3, 0, 2}, {0, 0, 0});  // any strides
+  tenex::TensorView<T> b_empty(nullptr, {0, 2}, {7, 3});
+  tenex::Tensor<T> x(tenex::Shape{3}, values<T>(3, 1));
+  repeated("i,k,j") = 2.0 * x("i") * b_empty("k,j");
+  repeated.wait();
+  CHECK(mem == before);
+
+  // Contracted over the empty mode: zeros written over what the memory held.
+  tenex::TensorView<T> a(nullptr, {3, 0}), b(nullptr, {0, 2}, {0, 0});
+  tenex::TensorView<T> c(mem.data(), {3, 2});
+  c("i,j") = a("i,k") * b("k,j");
+  c.wait();
+  for (const T& x : mem) CHECK(x == T(0));
+  mem = before;
+  tenex::TensorView<T> c_strided(mem.data(), {2, 3}, {1, 2});  // c's transpose
+  c_strided("j,i") = a("i,k") * b("k,j") + 0.5 * a("i,k") * b("k,j");
+  c_strided.wait();
+  for (const T& x : mem) CHECK(x == T(0));
+  tenex::Tensor<T> total;
+  total("") = a("i,k");
+  CHECK(total.shape().rank() == 0);
+  CHECK(total.at() == T(0));
+
+  // An outer product with an empty mode, into a tensor and into a view.
+  tenex::Tensor<T> outer;
+  outer("i,j,k") = x("i") * b("k,j");
+  CHECK(outer.shape() == tenex::Shape{3, 2, 0});
+  tenex::TensorView<T> e(nullptr, {0}), outer_view(nullptr, {0, 3}, {5, 5});
+  outer_view("k,i") = x("i") * e("k");
+  outer_view.wait();
+  CHECK_FALSE(outer_view.pending());
+}
+TEST_CASE_TEMPLATE_APPLY(view_empty, tenex_test::AllScalars);
+
 TEST_CASE("TensorView: a target overlapping an operand gives the result separate memory would") {
   const std::size_t n = 6;
   const std::vector<double> original = values<double>(n * n, 4);

@@ -11,10 +11,11 @@
 //
 // Strides are in elements, one per mode (row-major when empty); any non-negative strides are
 // accepted, also non-contiguous and overlapping ones (a stride of 0 repeats an element; such a
-// view cannot be written). A contiguous row-major view is read and written in place; the
-// kernels write a result straight into it when it overlaps nothing else its set reads. A
-// strided view is gathered into row-major order when its set first reads it, and a result is
-// scattered into it when its set runs.
+// view cannot be written). A view without elements (an extent 0; `data` may then be null) is an
+// operand and a target whatever its strides: nothing is read or written. A contiguous row-major view is read and
+// written in place; the kernels write a result straight into it when it overlaps nothing else its set reads. A strided
+// view is gathered into row-major order when its set first reads it, and a result is scattered into it when its set
+// runs.
 //
 // Lifetime (docs/interop.md): the memory must outlive every set that reads or writes the view,
 // and must hold the view's value from the statement that reads it until that set has run: do

@@ -47,8 +47,10 @@ struct ViewBinding {
   std::size_t span = 0;              // bytes from data to the end of the last element
 
   /// No two indices share an element: the view can be written. (Modes ordered by stride,
-  /// each stride clears the span of the smaller ones.)
+  /// each stride clears the span of the smaller ones.) A view without elements (an extent 0)
+  /// has no two indices at all, whatever its strides.
   bool writable() const {
+    if (shape.size() == 0) return true;
     std::vector<std::pair<std::size_t, std::size_t>> modes;  // (stride, extent) of modes with extent > 1
     for (std::size_t d = 0; d < shape.rank(); ++d) {
       if (shape.extent(d) > 1) modes.emplace_back(strides[d], shape.extent(d));

@@ -96,25 +96,60 @@ void parse_probe(std::istringstream& fields, std::size_t number, Parsed& out) {
   out.probe_problem.clear();
 }
 
-// The whole file, or the reason it is not read ("corrupt at line L: ...").
+// `text` quoted for a message, its control characters (a stray '\r', a tab) made visible and a
+// long text cut: what a status says was found must look different from what was expected.
+std::string shown(const std::string& text) {
+  constexpr std::size_t longest = 80;
+  std::string out = "'";
+  for (std::size_t x = 0; x < text.size() && x < longest; ++x) {
+    const auto c = static_cast<unsigned char>(text[x]);
+    if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      const char digits[] = "0123456789abcdef";
+      out += std::string("\\x") + digits[c >> 4] + digits[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + (text.size() > longest ? "'..." : "'");
+}
+
+// The first line's problem: another format version (a number other than 1) is foreign, anything
+// else is corrupt, and both say what was found.
+std::string first_line_problem(const std::string& line) {
+  constexpr std::size_t prefix = std::char_traits<char>::length("tenex-plans ");
+  const std::string rest = line.rfind("tenex-plans ", 0) == 0 ? line.substr(prefix) : std::string();
+  const bool number = !rest.empty() && rest.size() < 10 &&
+                      std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (number && std::stoi(rest) != 1) return "foreign (line 1: format " + rest + "; this tenex reads format 1 only)";
+  return std::string("corrupt at line 1 (") + (rest.empty() ? "not a tenex plan file: " : "") + "expected '" + kMagic +
+         "', found " + shown(line) + ")";
+}
+
+// The whole file, or the reason it is not read ("corrupt at line L: ..."). Lines may end in
+// "\r\n" (a file that passed through a Windows editor or checkout): the '\r' is dropped.
 std::string parse(std::istream& in, Parsed& out) {
   std::string line;
   std::size_t number = 0;
   auto corrupt = [&](const std::string& why) { return "corrupt at line " + std::to_string(number) + " (" + why + ")"; };
   auto next = [&] {
     ++number;
-    return static_cast<bool>(std::getline(in, line));
+    if (!std::getline(in, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
   };
   if (!next()) return corrupt("empty file");
-  if (line != kMagic) {
-    if (line.rfind("tenex-plans ", 0) == 0) return "foreign (format " + line.substr(12) + "; this tenex reads 1)";
-    return corrupt("not a tenex plan file");
-  }
+  if (line != kMagic) return first_line_problem(line);
   const char* header[] = {"version ", "cpu ", "isa ", "threads "};
   std::string values[4];
   for (int x = 0; x < 4; ++x) {
-    if (!next()) return corrupt("truncated");
-    if (line.rfind(header[x], 0) != 0) return corrupt(std::string("expected '") + header[x] + "...'");
+    if (!next()) return corrupt(std::string("truncated: expected '") + header[x] + "...'");
+    if (line.rfind(header[x], 0) != 0) {
+      return corrupt(std::string("expected '") + header[x] + "...', found " + shown(line));
+    }
     values[x] = line.substr(std::strlen(header[x]));
   }
   out.machine.version = values[0];
@@ -123,10 +158,10 @@ std::string parse(std::istream& in, Parsed& out) {
   try {
     std::size_t used = 0;
     out.machine.threads = std::stoi(values[3], &used);
-    if (used != values[3].size()) return corrupt("bad thread count");
+    if (used != values[3].size()) return corrupt("bad thread count " + shown(values[3]));
   } catch (const std::exception&) {
     number = 5;
-    return corrupt("bad thread count");
+    return corrupt("bad thread count " + shown(values[3]));
   }
   while (next()) {
     std::istringstream fields(line);
@@ -142,27 +177,33 @@ std::string parse(std::istream& in, Parsed& out) {
       fields >> key >> index;
       std::string identity;
       std::getline(fields >> std::ws, identity);
-      if (!fields || key.empty() || index < 0 || identity.empty()) return corrupt("bad plan");
+      if (!fields || key.empty() || index < 0 || identity.empty()) return corrupt("bad plan " + shown(line));
       out.plans.push_back({key, StoredPlan{static_cast<std::size_t>(index), identity, Origin::loaded}});
     } else if (word == "end") {
       long long count = -1;
       fields >> count;
-      if (!fields || count != static_cast<long long>(out.plans.size())) return corrupt("plan count does not match");
-      if (next()) return corrupt("text after the end");
+      if (!fields || count != static_cast<long long>(out.plans.size())) {
+        return corrupt("plan count does not match: " + shown(line) + " after " + std::to_string(out.plans.size()) +
+                       (out.plans.size() == 1 ? " plan" : " plans"));
+      }
+      if (next()) return corrupt("text after the end: " + shown(line));
       return "";
     } else {
-      return corrupt("unknown line '" + word + "'");
+      return corrupt("unknown line " + shown(line));
     }
   }
   return corrupt("truncated: no end line");
 }
 
+// The header line (as parse numbers them) that says the file was written for another machine,
+// and what it says against what this process is; empty where the file is this machine's.
 std::string foreign(const Machine& file, const Machine& here) {
-  if (file.version != here.version) return "tenex " + file.version + ", this is " + here.version;
-  if (file.cpu != here.cpu) return "CPU '" + file.cpu + "', this is '" + here.cpu + "'";
-  if (file.isa != here.isa) return "instruction set " + file.isa + ", this is " + here.isa;
+  if (file.version != here.version) return "line 2: written for tenex " + file.version + ", this is " + here.version;
+  if (file.cpu != here.cpu) return "line 3: written for CPU " + shown(file.cpu) + ", this is " + shown(here.cpu);
+  if (file.isa != here.isa) return "line 4: written for instruction set " + file.isa + ", this is " + here.isa;
   if (file.threads != here.threads) {
-    return std::to_string(file.threads) + " threads, this process runs " + std::to_string(here.threads);
+    return "line 5: written for " + std::to_string(file.threads) + " threads, this process runs " +
+           std::to_string(here.threads);
   }
   return "";
 }
@@ -183,7 +224,7 @@ std::size_t load_into(Store& shared, const std::string& path) {
   const std::string problem = parse(in, parsed);
   if (!problem.empty()) return fail(problem);
   const std::string other = foreign(parsed.machine, Machine{});
-  if (!other.empty()) return fail("foreign (written for " + other + ")");
+  if (!other.empty()) return fail("foreign (" + other + ")");
   {
     const std::lock_guard<std::mutex> lock(shared.mutex);
     if (parsed.probe) shared.rates = parsed.rates;
