@@ -23,6 +23,7 @@
 #include <system_error>
 
 #include "tenex/backend/cpu/cpu_backend.hpp"
+#include "tenex/backend/cpu/shared_machine.hpp"
 #include "tenex/backend/executor.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
@@ -70,6 +71,8 @@ void register_builtin_backends() {
 template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
+  // On a machine whose cores other processes hold, the set runs on one thread (planned so too).
+  const cpu::SharedMachineThreads threads;
   const CompileSettings settings = compile_settings();  // 1. the settings, read once per set
   check_backend_environment(settings.env.backend);
   resolve_backend(set, settings);
