@@ -36,10 +36,6 @@ bool distributes(const ExprNode& node, std::size_t i) {
   return false;
 }
 
-std::vector<std::string> within(const std::vector<std::string>& labels, const std::vector<std::string>& keep) {
-  return filter_labels(keep, labels);
-}
-
 struct Visit {
   const ExprNode* node;
   std::vector<std::string> keep;       // what the consumer asks of the node
@@ -109,8 +105,8 @@ void check_node(const Visit& visit, const std::vector<std::string>& target, std:
     std::vector<std::string> child_keep = node.child_keep(i, keep);
     const bool linear = distributes(node, i);
     stack.push_back(Visit{&child, std::move(child_keep),
-                          linear ? within(child.labels, summed) : std::vector<std::string>{},
-                          linear ? within(child.labels, explicit_) : std::vector<std::string>{}});
+                          linear ? filter_labels(summed, child.labels) : std::vector<std::string>{},
+                          linear ? filter_labels(explicit_, child.labels) : std::vector<std::string>{}});
   }
 }
 
