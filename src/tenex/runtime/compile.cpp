@@ -49,6 +49,9 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   // dump shows the graph each set builds.
   std::string read = std::string(passes) + "|" + std::string(backends.entry->name);
   if (settings.memory_limit != 0) read += "|memory limit " + std::to_string(settings.memory_limit);
+  if (!settings.env.order.empty() || !settings.env.order_budget.empty()) {
+    read += "|order " + std::string(settings.env.order) + " " + std::string(settings.env.order_budget);
+  }
   SetKey key;
   // The key is written into this thread's buffer of the last key (grown once, not allocated
   // and zeroed per set); a set run inside this one (a tenex::map callable's) takes another.

@@ -50,8 +50,9 @@ struct Best {
 /// for a set's product also at most a tenth of its predicted contraction time (at least a
 /// millisecond), so a cheap product never waits on its search.
 double budget_for(const Network& network, const Options& options, const Cost& first) {
-  const double budget = options.seconds >= 0 ? options.seconds
-                                             : std::min(most_seconds, seconds_per_input * static_cast<double>(network.size()));
+  const double budget = options.seconds >= 0
+                            ? options.seconds
+                            : std::min(most_seconds, seconds_per_input * static_cast<double>(network.size()));
   if (!options.bounded_by_work) return budget;
   const double predicted = first.log2_flops > 60 ? 1e9 : first.flops() / predicted_rate;
   return std::min(budget, std::max(least_seconds, budget_fraction * predicted));
@@ -74,7 +75,7 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
     } else {
       GreedyOptions o;
       o.seed = round;
-      o.costmod = std::exp2(-3 + 5 * unit(random));       // 1/8 .. 4
+      o.costmod = std::exp2(-3 + 5 * unit(random));      // 1/8 .. 4
       o.temperature = std::exp2(-7 + 7 * unit(random));  // 1/128 .. 1
       Path p = greedy(network, o);
       const Cost c = score(network, p);
@@ -82,6 +83,32 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
     }
     ++trials;
   }
+}
+
+/// log2 elements a slice holds at once: its intermediates' peak and the slices of the inputs
+/// that hold a sliced label (each a copy).
+double log2_slice_held(const Network& network, const Slicing& s) {
+  const Network one = network.with_fixed(s.labels);
+  double held = s.sliced.log2_peak;
+  for (std::size_t i = 0; i < network.size(); ++i) {
+    const bool sliced = std::any_of(network.inputs[i].begin(), network.inputs[i].end(), [&](Label l) {
+      return std::find(s.labels.begin(), s.labels.end(), l) != s.labels.end();
+    });
+    if (sliced) held = log2_add(held, one.log2_size(one.leaf(i)));
+  }
+  return held;
+}
+
+/// Slices whose every intermediate fits `log2_max_size` and whose held elements fit four
+/// times that (the limit the caller divided by four): the target is lowered until they do.
+Slicing slices_that_fit(const Network& network, const Path& path, const Options& options) {
+  double target = options.log2_max_size;
+  for (int attempt = 0; attempt < 16; ++attempt, target -= 1) {
+    std::optional<Slicing> s = find_slices(network, path, target);
+    if (!s) break;
+    if (log2_slice_held(network, *s) <= options.log2_max_size + 2) return *s;
+  }
+  return {};
 }
 
 }  // namespace
@@ -143,9 +170,7 @@ Result optimize(const Network& network, const Options& options) {
   result.path = std::move(best.path);
   result.cost = best.cost;
   result.method = best.method;
-  if (result.cost.log2_largest > options.log2_max_size) {
-    if (std::optional<Slicing> s = find_slices(network, result.path, options.log2_max_size)) result.slicing = *s;
-  }
+  if (result.cost.log2_largest > options.log2_max_size) result.slicing = slices_that_fit(network, result.path, options);
   result.seconds = elapsed(start);
   return result;
 }

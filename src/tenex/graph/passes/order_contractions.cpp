@@ -38,9 +38,9 @@ bool counted(const LabelCount& count, const std::string& l) {
 
 struct Chain {
   std::vector<NodeId> leaves;
-  tree::Path written;                  // the order as built, over the leaves' numbers
-  std::vector<std::size_t> operands;   // while collecting: the written tree's operands so far
-  std::vector<NodeId> absorbed;  // the inner contractions and scales flattened into the chain
+  tree::Path written;                 // the order as built, over the leaves' numbers
+  std::vector<std::size_t> operands;  // while collecting: the written tree's operands so far
+  std::vector<NodeId> absorbed;       // the inner contractions and scales flattened into the chain
   double alpha = 1.0;
   bool changed = false;  // an inner contraction or scale was absorbed
   LabelCount collected;  // the labels of the leaves, counted as they are collected
@@ -252,10 +252,10 @@ std::string tree_note(const tree::Network& network, const tree::Result& r) {
   for (const auto& [a, b] : r.path) depth.push_back(1 + std::max(depth[a], depth[b]));
   char text[320];
   std::snprintf(text, sizeof text,
-                "tree of %zu factors by %s in %.2f ms: depth %zu, 2^%.2f flops (written order 2^%.2f), largest "
+                "tree of %zu factors by %s: depth %zu, 2^%.2f flops (written order 2^%.2f), largest "
                 "intermediate 2^%.2f elements",
-                network.size(), r.method.c_str(), r.seconds * 1e3, depth.back(), r.cost.log2_flops,
-                r.log2_written_flops, r.cost.log2_largest);
+                network.size(), r.method.c_str(), depth.back(), r.cost.log2_flops, r.log2_written_flops,
+                r.cost.log2_largest);
   std::string note = text;
   if (!r.slicing.labels.empty()) {
     note += "; sliced";
@@ -336,7 +336,9 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     }
     const NodeId result = sliced.empty() ? emit_tree(graph, leaves, r.path, keep, dtype, chain.alpha, std::nullopt)
                                          : emit_sliced(graph, leaves, r.path, keep, dtype, chain.alpha, sliced);
-    if (network.size() > 2) graph.node(result).note = tree_note(network, r);
+    // The tree's line in explain(): for networks (a product of a few factors reads well as
+    // its steps) and wherever slices run.
+    if (network.size() >= 8 || !sliced.empty()) graph.node(result).note = tree_note(network, r);
     graph.replace_uses(root, result);
     // Dead now: detached, so that later passes count the true consumers of the factors.
     graph.detach(root);
