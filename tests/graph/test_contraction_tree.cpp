@@ -421,8 +421,8 @@ TEST_CASE("contraction tree: no failure on random networks of up to 300 inputs")
     const auto seed = static_cast<std::uint64_t>(t);
     const Path greedy = tenex::tree::greedy(network, {1.0, t % 2 ? 0.0 : 0.3, seed});
     const Path bisect =
-        tenex::tree::bisect(network, {0.1 + 0.1 * static_cast<double>(t % 4), 4 + below(random, 8), seed});
-    const Path better = tenex::tree::reconfigure(network, bisect, 6 + below(random, 4), 0.002);
+        tenex::tree::bisect(network, {0.1 + 0.1 * static_cast<double>(t % 4), 4 + below(random, 5), seed});
+    const Path better = tenex::tree::reconfigure(network, bisect, 6 + below(random, 4), 0.001);
     for (const Path* path : {&greedy, &bisect, &better}) {
       tenex::tree::check_path(n, *path);
       check_cost(tenex::tree::score(network, *path));
