@@ -1,10 +1,318 @@
-// Placeholder until the partitioner lands (branch h-tree): greedy.
+// Recursive bisection of the hypergraph: the inputs are vertices, each label a hyperedge
+// weighing the log2 of its extent. A part is cut in two with a small weight of labels held on
+// both sides (a label also held outside the part, or kept, is a hyperedge to an outside
+// vertex: it costs the same whichever side holds it, so it counts like any other), the larger
+// side at most (1 + imbalance) / 2 of the part. Each cut is the best of a few seeded
+// breadth-first-grown bisections, each refined by Fiduccia-Mattheyses passes. Parts of at
+// most leaf_size inputs are ordered exactly (greedy where `optimal` refuses), then the halves
+// are contracted up the tree of cuts.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <random>
+
+#include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/methods.hpp"
+
 namespace tenex::tree {
-Path bisect(const Network& network, const BisectOptions& options) {
-  GreedyOptions o;
-  o.seed = options.seed;
-  o.temperature = 0.1;
-  return greedy(network, o);
+
+namespace {
+
+/// A part as a hypergraph: local vertices 0 .. k-1, the labels two or more of them hold.
+struct Hypergraph {
+  std::vector<std::vector<int>> pins;   // by edge: the vertices holding it
+  std::vector<double> weight;           // by edge
+  std::vector<std::vector<int>> edges;  // by vertex
+};
+
+/// A bisection and its bookkeeping: how many pins of each edge lie on each side.
+struct Bisection {
+  std::vector<char> side;                 // by vertex: 0 or 1
+  std::vector<std::array<int, 2>> count;  // by edge
+  std::array<int, 2> size{0, 0};
+  double cut = 0;
+};
+
+Hypergraph hypergraph_of(const Network& network, const std::vector<std::size_t>& part, std::vector<int>& edge_of) {
+  Hypergraph g;
+  g.edges.resize(part.size());
+  std::vector<Label> touched;
+  for (std::size_t v = 0; v < part.size(); ++v) {
+    for (Label l : network.inputs[part[v]]) {
+      int& e = edge_of[static_cast<std::size_t>(l)];
+      if (e < 0) {
+        e = static_cast<int>(g.pins.size());
+        g.pins.emplace_back();
+        // A label of extent 1 still binds a little: it keeps parts connected.
+        g.weight.push_back(std::max(network.log2_extent[static_cast<std::size_t>(l)], 0.0) + 1e-3);
+        touched.push_back(l);
+      }
+      g.pins[static_cast<std::size_t>(e)].push_back(static_cast<int>(v));
+    }
+  }
+  for (Label l : touched) edge_of[static_cast<std::size_t>(l)] = -1;
+  // A label one vertex holds is never cut: dropped.
+  std::size_t kept = 0;
+  for (std::size_t e = 0; e < g.pins.size(); ++e) {
+    if (g.pins[e].size() < 2) continue;
+    for (int v : g.pins[e]) g.edges[static_cast<std::size_t>(v)].push_back(static_cast<int>(kept));
+    if (kept != e) {
+      g.pins[kept] = std::move(g.pins[e]);
+      g.weight[kept] = g.weight[e];
+    }
+    ++kept;
+  }
+  g.pins.resize(kept);
+  g.weight.resize(kept);
+  return g;
 }
+
+Bisection bisection_of(const Hypergraph& g, std::vector<char> side) {
+  Bisection b;
+  b.side = std::move(side);
+  b.count.assign(g.pins.size(), {0, 0});
+  for (char s : b.side) ++b.size[static_cast<std::size_t>(s)];
+  for (std::size_t e = 0; e < g.pins.size(); ++e) {
+    for (int v : g.pins[e]) ++b.count[e][static_cast<std::size_t>(b.side[static_cast<std::size_t>(v)])];
+    if (b.count[e][0] && b.count[e][1]) b.cut += g.weight[e];
+  }
+  return b;
+}
+
+/// What moving `v` to the other side takes off the cut.
+double gain_of(const Hypergraph& g, const Bisection& b, int v) {
+  const auto from = static_cast<std::size_t>(b.side[static_cast<std::size_t>(v)]);
+  double gain = 0;
+  for (int e : g.edges[static_cast<std::size_t>(v)]) {
+    const auto& c = b.count[static_cast<std::size_t>(e)];
+    if (c[from] == 1) gain += g.weight[static_cast<std::size_t>(e)];
+    if (c[1 - from] == 0) gain -= g.weight[static_cast<std::size_t>(e)];
+  }
+  return gain;
+}
+
+/// Moves `v` across; `critical` gets the edges whose pins' gains may have changed.
+void move(const Hypergraph& g, Bisection& b, int v, std::vector<int>* critical) {
+  const auto from = static_cast<std::size_t>(b.side[static_cast<std::size_t>(v)]);
+  const std::size_t to = 1 - from;
+  for (int e : g.edges[static_cast<std::size_t>(v)]) {
+    auto& c = b.count[static_cast<std::size_t>(e)];
+    const bool was_cut = c[0] && c[1];
+    --c[from];
+    ++c[to];
+    const bool is_cut = c[0] && c[1];
+    if (was_cut != is_cut)
+      b.cut += is_cut ? g.weight[static_cast<std::size_t>(e)] : -g.weight[static_cast<std::size_t>(e)];
+    if (critical && (c[to] <= 2 || c[from] <= 1)) critical->push_back(e);
+  }
+  b.side[static_cast<std::size_t>(v)] = static_cast<char>(to);
+  --b.size[from];
+  ++b.size[to];
+}
+
+/// One Fiduccia-Mattheyses pass: every vertex moved once at most, best gain first within the
+/// balance bound, then rolled back to the best cut seen. Returns whether the cut shrank.
+bool refine_pass(const Hypergraph& g, Bisection& b, int max_side, std::vector<double>& gain, std::vector<char>& locked,
+                 std::vector<int>& stamp, int& clock) {
+  const auto k = static_cast<int>(b.side.size());
+  using Entry = std::pair<double, int>;
+  std::array<std::priority_queue<Entry>, 2> heap;
+  std::fill(locked.begin(), locked.end(), 0);
+  for (int v = 0; v < k; ++v) {
+    gain[static_cast<std::size_t>(v)] = gain_of(g, b, v);
+    heap[static_cast<std::size_t>(b.side[static_cast<std::size_t>(v)])].emplace(gain[static_cast<std::size_t>(v)], v);
+  }
+  const double start = b.cut;
+  double best = start;
+  std::vector<int> moved, critical;
+  std::size_t best_moves = 0;
+  const std::size_t patience = static_cast<std::size_t>(std::max(25, k / 4));
+  while (moved.size() < best_moves + patience) {
+    std::array<int, 2> top{-1, -1};
+    for (std::size_t s = 0; s < 2; ++s) {
+      auto& h = heap[s];
+      while (!h.empty()) {
+        const auto [gv, v] = h.top();
+        const auto u = static_cast<std::size_t>(v);
+        if (!locked[u] && static_cast<std::size_t>(b.side[u]) == s && gv == gain[u]) break;
+        h.pop();
+      }
+      if (!h.empty() && b.size[1 - s] + 1 <= max_side && b.size[s] > 1) top[s] = h.top().second;
+    }
+    int v = top[0];
+    if (v < 0 || (top[1] >= 0 && gain[static_cast<std::size_t>(top[1])] > gain[static_cast<std::size_t>(v)]))
+      v = top[1];
+    if (v < 0) break;
+    locked[static_cast<std::size_t>(v)] = 1;
+    critical.clear();
+    move(g, b, v, &critical);
+    moved.push_back(v);
+    if (b.cut < best - 1e-12) {
+      best = b.cut;
+      best_moves = moved.size();
+    }
+    ++clock;
+    for (int e : critical) {
+      for (int u : g.pins[static_cast<std::size_t>(e)]) {
+        const auto w = static_cast<std::size_t>(u);
+        if (locked[w] || stamp[w] == clock) continue;
+        stamp[w] = clock;
+        gain[w] = gain_of(g, b, u);
+        heap[static_cast<std::size_t>(b.side[w])].emplace(gain[w], u);
+      }
+    }
+  }
+  while (moved.size() > best_moves) {
+    move(g, b, moved.back(), nullptr);
+    moved.pop_back();
+  }
+  return best < start - 1e-12;
+}
+
+class Bisector {
+ public:
+  Bisector(const Network& network, const BisectOptions& options)
+      : network_(network), options_(options), random_(options.seed), edge_of_(network.labels(), -1) {}
+
+  Path run() {
+    std::vector<std::size_t> all(network_.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    if (all.size() > 1) build(all);
+    return std::move(path_);
+  }
+
+ private:
+  std::size_t build(const std::vector<std::size_t>& part);
+  std::size_t order_leaf(const std::vector<std::size_t>& part);
+  std::vector<char> grow(const Hypergraph& g, int target);
+  std::vector<char> split(const Hypergraph& g, int max_side);
+
+  const Network& network_;
+  BisectOptions options_;
+  std::mt19937_64 random_;
+  std::vector<int> edge_of_;  // by label: scratch, -1 between uses
+  Path path_;
+};
+
+/// A breadth-first region of `target` vertices from a random one (another random one where
+/// its component runs out) as side 0.
+std::vector<char> Bisector::grow(const Hypergraph& g, int target) {
+  const std::size_t k = g.edges.size();
+  std::vector<char> side(k, 1), seen(k, 0), expanded(g.pins.size(), 0);
+  std::queue<int> queue;
+  std::uniform_int_distribution<std::size_t> pick(0, k - 1);
+  int grown = 0;
+  while (grown < target) {
+    if (queue.empty()) {
+      std::size_t start = pick(random_);
+      while (seen[start]) start = (start + 1) % k;
+      seen[start] = 1;
+      queue.push(static_cast<int>(start));
+    }
+    const auto v = static_cast<std::size_t>(queue.front());
+    queue.pop();
+    side[v] = 0;
+    ++grown;
+    std::vector<int> order = g.edges[v];
+    std::shuffle(order.begin(), order.end(), random_);
+    for (int e : order) {
+      if (expanded[static_cast<std::size_t>(e)]) continue;
+      expanded[static_cast<std::size_t>(e)] = 1;
+      for (int u : g.pins[static_cast<std::size_t>(e)]) {
+        if (!seen[static_cast<std::size_t>(u)]) {
+          seen[static_cast<std::size_t>(u)] = 1;
+          queue.push(u);
+        }
+      }
+    }
+  }
+  return side;
+}
+
+/// The best of a few refined bisections: side by vertex.
+std::vector<char> Bisector::split(const Hypergraph& g, int max_side) {
+  const auto k = static_cast<int>(g.edges.size());
+  const int trials = k <= 32 ? 6 : 4;
+  std::vector<double> gain(static_cast<std::size_t>(k));
+  std::vector<char> locked(static_cast<std::size_t>(k));
+  std::vector<int> stamp(static_cast<std::size_t>(k), 0);
+  int clock = 0;
+  std::uniform_int_distribution<int> target(k - max_side, max_side);
+  Bisection best;
+  best.cut = std::numeric_limits<double>::infinity();
+  for (int t = 0; t < trials; ++t) {
+    Bisection b = bisection_of(g, grow(g, target(random_)));
+    for (int pass = 0; pass < 8 && refine_pass(g, b, max_side, gain, locked, stamp, clock); ++pass) {
+    }
+    if (b.cut < best.cut - 1e-12) best = std::move(b);
+  }
+  return std::move(best.side);
+}
+
+std::size_t Bisector::build(const std::vector<std::size_t>& part) {
+  if (part.size() == 1) return part[0];
+  if (part.size() <= std::max<std::size_t>(options_.leaf_size, 2)) return order_leaf(part);
+  const Hypergraph g = hypergraph_of(network_, part, edge_of_);
+  const auto k = static_cast<int>(part.size());
+  const double imbalance = std::clamp(options_.imbalance, 0.0, 0.98);
+  const int max_side = std::min(k - 1, std::max((k + 1) / 2, static_cast<int>((1 + imbalance) * k / 2)));
+  const std::vector<char> side = split(g, max_side);
+  std::array<std::vector<std::size_t>, 2> halves;
+  for (std::size_t v = 0; v < part.size(); ++v) halves[static_cast<std::size_t>(side[v])].push_back(part[v]);
+  if (halves[0].empty() || halves[1].empty())
+    throw InternalError("tenex: contraction order: bisection left a side empty");
+  const std::size_t a = build(halves[0]);
+  const std::size_t b = build(halves[1]);
+  path_.emplace_back(std::min(a, b), std::max(a, b));
+  return network_.size() + path_.size() - 1;
+}
+
+/// The part as a network of its own (labels renumbered; a label held outside the part is
+/// kept), ordered exactly, its steps appended in the original numbering.
+std::size_t Bisector::order_leaf(const std::vector<std::size_t>& part) {
+  Network sub;
+  std::vector<Label> touched;
+  for (std::size_t v : part) {
+    std::vector<Label> labels;
+    for (Label l : network_.inputs[v]) {
+      const auto u = static_cast<std::size_t>(l);
+      int& local = edge_of_[u];
+      if (local < 0) {
+        local = static_cast<int>(sub.extent.size());
+        touched.push_back(l);
+        sub.extent.push_back(network_.extent[u]);
+        sub.log2_extent.push_back(network_.log2_extent[u]);
+        sub.kept.push_back(network_.kept[u]);
+        sub.holders.push_back(0);
+        sub.names.push_back(network_.names[u]);
+      }
+      ++sub.holders[static_cast<std::size_t>(local)];
+      labels.push_back(local);
+    }
+    std::sort(labels.begin(), labels.end());
+    sub.inputs.push_back(std::move(labels));
+  }
+  for (Label l : touched) {
+    const auto u = static_cast<std::size_t>(l);
+    const auto local = static_cast<std::size_t>(edge_of_[u]);
+    if (sub.holders[local] < network_.holders[u]) sub.kept[local] = 1;
+    edge_of_[u] = -1;
+  }
+  std::optional<Path> exact = optimal(sub, part.size());
+  const Path order = exact ? std::move(*exact) : greedy(sub);
+  std::vector<std::size_t> id(part);
+  for (const auto& [a, b] : order) {
+    path_.emplace_back(std::min(id[a], id[b]), std::max(id[a], id[b]));
+    id.push_back(network_.size() + path_.size() - 1);
+  }
+  return id.back();
+}
+
+}  // namespace
+
+Path bisect(const Network& network, const BisectOptions& options) { return Bisector(network, options).run(); }
+
 }  // namespace tenex::tree
