@@ -258,7 +258,7 @@ TEST_CASE("networks: a 4x4 PEPS norm under a memory limit is sliced, and its val
   const double unlimited = tenex_contract(net, {}).at(0);
   const std::string free_plan = tenex::explain();
   CHECK(free_plan.find("sliced") == std::string::npos);
-  tenex::set_memory_limit(256 * 1024);
+  tenex::set_memory_limit(128 * 1024);
   const double limited = tenex_contract(net, {}).at(0);
   const std::string plan = tenex::explain();
   CAPTURE(plan);

@@ -211,7 +211,7 @@ NodeId emit_tree(OpGraph& graph, Leaves leaves, const tree::Path& path, const st
 }
 
 /// `id` restricted to the value `at` of `label` (itself when it lacks the label).
-NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t at) {
+NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t at, const std::string& note) {
   const OpNode& n = graph.node(id);
   const std::size_t mode = detail::find_label(n.labels, label);
   if (mode == n.labels.size()) return id;
@@ -220,7 +220,9 @@ NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t
   params.hi = n.extents;
   params.lo[mode] = at;
   params.hi[mode] = at + 1;
-  return graph.add(std::move(params), {id});
+  const NodeId slice = graph.add(std::move(params), {id});
+  graph.node(slice).note = note;  // kept apart from the other slices' by cse
+  return slice;
 }
 
 /// The tree run once per value of the sliced labels, each slice's result added to the
@@ -229,11 +231,12 @@ NodeId emit_sliced(OpGraph& graph, const Leaves& leaves, const tree::Path& path,
                    DType dtype, double alpha, const std::vector<std::string>& sliced) {
   std::vector<std::size_t> at(sliced.size(), 0);
   std::optional<NodeId> sum;
-  for (;;) {
+  for (std::size_t number = 0;; ++number) {
     Leaves slice = leaves;
+    const std::string note = "slice " + std::to_string(number);
     for (std::size_t i = 0; i < sliced.size(); ++i) {
       slice.extents[sliced[i]] = 1;
-      for (NodeId& slot : slice.slots) slot = slice_of(graph, slot, sliced[i], at[i]);
+      for (NodeId& slot : slice.slots) slot = slice_of(graph, slot, sliced[i], at[i], note);
     }
     sum = emit_tree(graph, std::move(slice), path, keep, dtype, alpha, sum);
     std::size_t i = 0;
