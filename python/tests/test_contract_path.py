@@ -337,3 +337,22 @@ def test_einsum_interleaved_errors():
     out = np.zeros((2, 2))
     assert tenex.einsum(a, [0, 1], a, [2, 1], [0, 2], out=out) is out
     np.testing.assert_allclose(out, a @ a.T)
+
+
+def test_einsum_a_network_whose_written_order_cannot_be_counted():
+    # <psi|psi> of a 70-site MPS written kets first: ket0 * ket1 * ... would hold 2^70 elements
+    sites, bond = 70, 3
+    rng = np.random.default_rng(4)
+    symbols = [chr(0xC0 + k) for k in range(3 * sites)]
+    phys, ket, bra = symbols[:sites], symbols[sites:2 * sites - 1], symbols[2 * sites:3 * sites - 1]
+    terms, arrays = [], []
+    for bonds in (ket, bra):
+        for k in range(sites):
+            terms.append((bonds[k - 1] if k else "") + phys[k] + (bonds[k] if k < sites - 1 else ""))
+    tensors = [rng.uniform(-1, 1, (1 if k == 0 else bond, 2, 1 if k == sites - 1 else bond)) for k in range(sites)]
+    arrays = [t.reshape(tuple(e for e in t.shape if e != 1) or ()) for t in tensors] * 2
+    got = tenex.einsum(",".join(terms) + "->", *arrays)
+    transfer = np.ones((1, 1))
+    for t in tensors:
+        transfer = np.einsum("ab,apc,bpd->cd", transfer, t, t)
+    np.testing.assert_allclose(got, transfer[0, 0], rtol=1e-10)
