@@ -160,15 +160,24 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
     node.kind = op_kind_of_params(node.params);
   }
   std::size_t count = 1;
+  bool countable = true;
   for (std::size_t e : node.extents) {
     if (e != 0 && count > std::numeric_limits<std::size_t>::max() / e) {
+      // An intermediate of a product as written may be reordered away: its size saturates
+      // and check_countable() refuses it only if it is still there when the set runs.
+      if (node.kind == OpKind::contract) {
+        countable = false;
+        break;
+      }
       throw ShapeError("tenex: OpGraph: the result of " + std::string(op_kind_name(node.kind)) + " (\"" +
                        join_labels(node.labels) + "\") " + format_extents(node.extents) +
                        " has more elements than std::size_t can count");
     }
     count *= e;
   }
-  if (node.elements == 0) {
+  if (!countable) {
+    node.elements = std::numeric_limits<std::size_t>::max();
+  } else if (node.elements == 0) {
     node.elements = packed_factor_count(node.kind) > 0 && node.extents.size() == 2
                         ? packed_size(node.params, node.extents[0], node.extents[1])
                         : node.size();

@@ -169,6 +169,43 @@ struct Report {
   std::string run;  // what running it measured: lines after the plan
 };
 
+/// Plans with many contraction steps (a tensor network) list the costliest few of them,
+/// not hundreds of rows: past `most_contraction_rows`, the other contractions and slices are
+/// folded into one row.
+constexpr std::size_t most_contraction_rows = 24, costliest_shown = 5;
+
+void compact_rows(std::vector<std::vector<std::string>>& rows, const std::vector<double>& row_flops) {
+  std::vector<std::size_t> contractions;
+  for (std::size_t i = 0; i < row_flops.size(); ++i) {
+    if (row_flops[i] >= 0) contractions.push_back(i);
+  }
+  if (contractions.size() <= most_contraction_rows) return;
+  std::vector<std::size_t> costly = contractions;
+  std::partial_sort(costly.begin(), costly.begin() + costliest_shown, costly.end(),
+                    [&](std::size_t a, std::size_t b) { return row_flops[a] > row_flops[b]; });
+  costly.resize(costliest_shown);
+  std::vector<char> hidden(row_flops.size(), 0);
+  double hidden_flops = 0;
+  for (std::size_t i : contractions) {
+    if (std::find(costly.begin(), costly.end(), i) == costly.end()) {
+      hidden[i] = 1;
+      hidden_flops += row_flops[i];
+    }
+  }
+  std::vector<std::vector<std::string>> kept{rows[0]};
+  bool folded = false;
+  for (std::size_t i = 0; i < row_flops.size(); ++i) {
+    if (!hidden[i]) {
+      kept.push_back(std::move(rows[i + 1]));
+    } else if (!folded) {
+      kept.push_back({"...", std::to_string(contractions.size() - costliest_shown) + " more contraction steps",
+                      "(the 5 costliest are listed)", "", format_count(hidden_flops), ""});
+      folded = true;
+    }
+  }
+  rows = std::move(kept);
+}
+
 /// The text of a plan: the title, then the plan's part, the same whether it is about to run
 /// (explain(e)) or ran (explain()), then report.run.
 std::string describe_plan(const OpGraph& graph, const Report& report) {
@@ -181,6 +218,8 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
   std::size_t largest = 0;
   NodeId largest_id = graph.size();
   const char* dtype = "double";
+  std::vector<double> row_flops;  // by row after the header: a contraction's (or slice's) flops, else -1
+  std::string trees;              // the order pass's notes on the trees it chose
   for (NodeId id : order) {
     const OpNode& node = graph.node(id);
     dtype = dtype_name(node.dtype);
@@ -213,7 +252,10 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
     }
     rows.push_back({std::to_string(steps), std::string(op_kind_name(node.kind)) + describe_params(node.params),
                     operands + " -> " + result, cost.kernel, format_count(cost.flops), size});
+    row_flops.push_back(node.kind == OpKind::contract || node.kind == OpKind::slice ? cost.flops : -1);
+    if (node.note.rfind("tree of ", 0) == 0) trees += "contraction " + node.note + "\n";
   }
+  compact_rows(rows, row_flops);
 
   std::string out = report.title + " (" + dtype + "): " + std::to_string(steps) + " steps, " + std::to_string(outputs) +
                     (outputs == 1 ? " result" : " results") + "\n";
@@ -233,6 +275,7 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
   out += "written order: " + format_count(written) + " flops (products as built, before the passes)";
   if (flops > 0) out += "; theoretical speed-up " + format_ratio(written / flops);
   out += "\n";
+  out += trees;
   out += sparse_summary(graph, std::string(report.sparse_note));
   out += report.placement_notes;
   if (!report.unsupported.empty()) out += "the backend cannot run this plan: " + std::string(report.unsupported) + "\n";

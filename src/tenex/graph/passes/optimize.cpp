@@ -1,14 +1,34 @@
 // The passes, in the order they run, and TENEX_PASSES, which chooses among them.
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <string_view>
 
 #include "tenex/error.hpp"
 #include "tenex/graph/passes/passes.hpp"
+#include "tenex/labels.hpp"
 
 namespace tenex::passes {
 
 namespace {
+
+/// Throws ShapeError naming the first node with more elements than std::size_t counts: a
+/// product's intermediate as written may be (OpGraph::add_node lets it be), until the order
+/// pass replaces it; one still there when the set runs is refused here.
+void check_countable(const OpGraph& graph) {
+  for (NodeId id = 0; id < graph.size(); ++id) {
+    const OpNode& n = graph.node(id);
+    std::size_t count = 1;
+    for (std::size_t e : n.extents) {
+      if (e != 0 && count > std::numeric_limits<std::size_t>::max() / e) {
+        throw ShapeError("tenex: the intermediate " + std::string(op_kind_name(n.kind)) + " (\"" +
+                         detail::join_labels(n.labels) + "\") " + detail::format_extents(n.extents) +
+                         " of the order that runs has more elements than std::size_t can count");
+      }
+      count *= e;
+    }
+  }
+}
 
 struct Pass {
   std::string_view name;
@@ -82,6 +102,7 @@ void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::
   }
   insert_masks(graph);
   graph.prune();
+  check_countable(graph);
   propagate_sparsity(graph);
   if (sparse) plan_sparse_evaluation(graph, sparse_support, declined);
   graph.validate();

@@ -1,10 +1,13 @@
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "tenex/graph/contraction_tree/methods.hpp"
 #include "tenex/graph/passes/contraction_order.hpp"
 #include "tenex/graph/passes/passes.hpp"
 #include "tenex/labels.hpp"
@@ -35,17 +38,29 @@ bool counted(const LabelCount& count, const std::string& l) {
 
 struct Chain {
   std::vector<NodeId> leaves;
+  tree::Path written;                  // the order as built, over the leaves' numbers
+  std::vector<std::size_t> operands;   // while collecting: the written tree's operands so far
   std::vector<NodeId> absorbed;  // the inner contractions and scales flattened into the chain
   double alpha = 1.0;
   bool changed = false;  // an inner contraction or scale was absorbed
   LabelCount collected;  // the labels of the leaves, counted as they are collected
 };
 
-/// What collect() does next: visit an operand, or take a factor's labels back out of `outside`.
+/// What collect() does next: visit an operand, take a factor's labels back out of `outside`, or
+/// record the written step that joins the last two operands collected.
 struct CollectStep {
+  enum Kind { visit, uncount, combine } kind;
   NodeId id;
-  bool uncount;  // false: visit `id`; true: the labels of node `id` leave `outside`
 };
+
+/// The written tree's step joining the last two operands collected.
+void combine(Chain& chain) {
+  const std::size_t b = chain.operands.back();
+  chain.operands.pop_back();
+  const std::size_t a = chain.operands.back();
+  chain.written.emplace_back(a, b);
+  chain.operands.back() = chain.written.size() - 1 + (std::size_t{1} << 62);  // a step, numbered later
+}
 
 /// Flattens the contraction (or scale) `f` into `chain` when the labels it sums appear nowhere
 /// else; false when it stays a leaf. Its operands go on `steps`.
@@ -72,9 +87,10 @@ bool absorb(const OpGraph& graph, NodeId f, double scale, const std::vector<Node
   chain.absorbed.push_back(f);
   // The first operand is collected with the second's labels outside, then the second.
   count_labels(outside, b.labels, 1);
-  steps.push_back({ops[1], false});
-  steps.push_back({ops[1], true});
-  steps.push_back({ops[0], false});
+  steps.push_back({CollectStep::combine, f});
+  steps.push_back({CollectStep::visit, ops[1]});
+  steps.push_back({CollectStep::uncount, ops[1]});
+  steps.push_back({CollectStep::visit, ops[0]});
   return true;
 }
 
@@ -86,12 +102,16 @@ bool absorb(const OpGraph& graph, NodeId f, double scale, const std::vector<Node
 /// changed and restored, so a chain of N factors is collected in O(N) steps, with a stack of
 /// its own: a product of a hundred thousand factors nests as deep.
 void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain) {
-  std::vector<CollectStep> steps{{id, false}};
+  std::vector<CollectStep> steps{{CollectStep::visit, id}};
   while (!steps.empty()) {
     const CollectStep step = steps.back();
     steps.pop_back();
-    if (step.uncount) {
+    if (step.kind == CollectStep::uncount) {
       count_labels(outside, graph.node(step.id).labels, -1);
+      continue;
+    }
+    if (step.kind == CollectStep::combine) {
+      combine(chain);
       continue;
     }
     NodeId f = step.id;
@@ -109,6 +129,7 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
       chain.changed = true;
       chain.absorbed.insert(chain.absorbed.end(), scales.begin(), scales.end());
     }
+    chain.operands.push_back(chain.leaves.size());
     chain.leaves.push_back(f);
     count_labels(chain.collected, graph.node(f).labels, 1);
   }
@@ -116,11 +137,143 @@ void collect(const OpGraph& graph, NodeId id, LabelCount& outside, Chain& chain)
 
 std::size_t element_bytes(DType dtype) { return dtype == DType::shape ? sizeof(double) : dtype_bytes(dtype); }
 
+/// The written tree over SSA numbers: inputs 0..n-1, step i makes n + i.
+tree::Path written_path(const Chain& chain) {
+  constexpr std::size_t step_mark = std::size_t{1} << 62;
+  const std::size_t n = chain.leaves.size();
+  tree::Path path = chain.written;
+  for (auto& [a, b] : path) {
+    if (a >= step_mark) a = a - step_mark + n;
+    if (b >= step_mark) b = b - step_mark + n;
+  }
+  return path;
+}
+
+/// Slices beyond this many are not unrolled into the graph (the set then fails at planning,
+/// naming what does not fit).
+constexpr double most_slices = 4096;
+
+/// A label held by very many factors, or a product of very many.
+bool hyper_heavy(const tree::Network& network) {
+  if (network.size() > 2000) return true;
+  for (int h : network.holders) {
+    if (h > 64) return true;
+  }
+  return false;
+}
+
+/// What a tree of the chain is built from: each leaf's node and labels, the extents.
+struct Leaves {
+  std::vector<NodeId> slots;
+  std::vector<std::vector<std::string>> labels;
+  std::map<std::string, std::size_t> extents;
+};
+
+/// Adds the contractions of `path` over `leaves` (each slot possibly restricted to a slice):
+/// each step keeps the final labels and those a waiting operand holds. The last step gets
+/// `alpha`, and `addend` (beta = 1) when there is one. Returns the root.
+NodeId emit_tree(OpGraph& graph, Leaves leaves, const tree::Path& path, const std::vector<std::string>& keep,
+                 DType dtype, double alpha, std::optional<NodeId> addend) {
+  LabelCount live;  // labels of the operands still waiting
+  for (const auto& l : leaves.labels) count_labels(live, l, 1);
+  NodeId result = leaves.slots.back();
+  for (std::size_t step = 0; step < path.size(); ++step) {
+    const auto [a, b] = path[step];
+    count_labels(live, leaves.labels[a], -1);
+    count_labels(live, leaves.labels[b], -1);
+    const bool last = step + 1 == path.size();
+    std::vector<std::string> out;
+    if (last) {
+      out = keep;
+    } else {
+      for (const std::string& l : detail::union_labels(leaves.labels[a], leaves.labels[b])) {
+        if (counted(live, l) || detail::contains_label(keep, l)) out.push_back(l);
+      }
+    }
+    count_labels(live, out, 1);
+    OpNode node;
+    node.kind = OpKind::contract;
+    ContractParams params{last ? alpha : 1.0};
+    std::vector<NodeId> operands{leaves.slots[a], leaves.slots[b]};
+    if (last && addend) {
+      params.beta = 1.0;
+      operands.push_back(*addend);
+    }
+    node.params = params;
+    node.dtype = dtype;
+    node.labels = out;
+    for (const std::string& l : out) node.extents.push_back(leaves.extents.at(l));
+    result = graph.add_node(std::move(node), operands);
+    leaves.labels.push_back(std::move(out));
+    leaves.slots.push_back(result);
+  }
+  return result;
+}
+
+/// `id` restricted to the value `at` of `label` (itself when it lacks the label).
+NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t at) {
+  const OpNode& n = graph.node(id);
+  const std::size_t mode = detail::find_label(n.labels, label);
+  if (mode == n.labels.size()) return id;
+  SliceParams params;
+  params.lo.assign(n.extents.size(), 0);
+  params.hi = n.extents;
+  params.lo[mode] = at;
+  params.hi[mode] = at + 1;
+  return graph.add(std::move(params), {id});
+}
+
+/// The tree run once per value of the sliced labels, each slice's result added to the
+/// slices before it (GEMM beta = 1), so only one slice's intermediates are held at a time.
+NodeId emit_sliced(OpGraph& graph, const Leaves& leaves, const tree::Path& path, const std::vector<std::string>& keep,
+                   DType dtype, double alpha, const std::vector<std::string>& sliced) {
+  std::vector<std::size_t> at(sliced.size(), 0);
+  std::optional<NodeId> sum;
+  for (;;) {
+    Leaves slice = leaves;
+    for (std::size_t i = 0; i < sliced.size(); ++i) {
+      slice.extents[sliced[i]] = 1;
+      for (NodeId& slot : slice.slots) slot = slice_of(graph, slot, sliced[i], at[i]);
+    }
+    sum = emit_tree(graph, std::move(slice), path, keep, dtype, alpha, sum);
+    std::size_t i = 0;
+    for (; i < sliced.size(); ++i) {
+      if (++at[i] < leaves.extents.at(sliced[i])) break;
+      at[i] = 0;
+    }
+    if (i == sliced.size()) return *sum;
+  }
+}
+
+/// The explain() note of a chain's tree: its cost against the written order, its search,
+/// and the slices.
+std::string tree_note(const tree::Network& network, const tree::Result& r) {
+  std::vector<std::size_t> depth(network.size(), 0);
+  for (const auto& [a, b] : r.path) depth.push_back(1 + std::max(depth[a], depth[b]));
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "tree of %zu factors by %s in %.2f ms: depth %zu, 2^%.2f flops (written order 2^%.2f), largest "
+                "intermediate 2^%.2f elements",
+                network.size(), r.method.c_str(), r.seconds * 1e3, depth.back(), r.cost.log2_flops,
+                r.log2_written_flops, r.cost.log2_largest);
+  std::string note = text;
+  if (!r.slicing.labels.empty()) {
+    note += "; sliced";
+    for (tree::Label l : r.slicing.labels) note += " " + network.names[static_cast<std::size_t>(l)];
+    std::snprintf(text, sizeof text, ": %.0f slices, flops x%.2f", r.slicing.slices,
+                  std::exp2(r.slicing.log2_total_flops - r.cost.log2_flops));
+    note += text;
+  }
+  return note;
+}
+
 }  // namespace
 
 void order_contractions(OpGraph& graph, std::size_t memory_limit) {
   const std::vector<NodeId> order = graph.topological_order();
   std::vector<char> absorbed(graph.size(), 0);
+  tree::Options options;
+  bool options_read = false;
   // Roots first: a chain is found whole from its top contraction.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const NodeId root = *it;
@@ -137,52 +290,53 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     collect(graph, ops[0], outside, chain);
     count_labels(outside, graph.node(ops[1]).labels, -1);
     collect(graph, ops[1], outside, chain);
+    combine(chain);
     for (NodeId inner : chain.absorbed) absorbed[inner] = 1;
     // Two factors as built: nothing to reorder.
     if (chain.leaves.size() <= 2 && !chain.changed) continue;
 
-    std::map<std::string, std::size_t> extents;
-    std::vector<std::vector<std::string>> labels;
-    std::vector<NodeId> slots;
-    LabelCount live;  // labels of the slots still waiting
+    Leaves leaves;
     for (NodeId leaf : chain.leaves) {
       const OpNode& n = graph.node(leaf);
-      for (std::size_t i = 0; i < n.labels.size(); ++i) extents[n.labels[i]] = n.extents[i];
-      labels.push_back(n.labels);
-      slots.push_back(leaf);
-      count_labels(live, n.labels, 1);
+      for (std::size_t i = 0; i < n.labels.size(); ++i) leaves.extents[n.labels[i]] = n.extents[i];
+      leaves.labels.push_back(n.labels);
+      leaves.slots.push_back(leaf);
     }
     const std::vector<std::string> keep = top.labels;
     const DType dtype = top.dtype;
-    const double max_elements =
-        memory_limit == 0 ? 0.0 : static_cast<double>(memory_limit) / static_cast<double>(element_bytes(dtype));
-    NodeId result = root;
-    const ContractionPath path = order_product(labels, extents, keep, max_elements);
-    for (std::size_t step = 0; step < path.size(); ++step) {
-      const auto [a, b] = path[step];
-      count_labels(live, labels[a], -1);
-      count_labels(live, labels[b], -1);
-      const bool last = step + 1 == path.size();
-      std::vector<std::string> out;
-      if (last) {
-        out = keep;
-      } else {
-        // Kept: the final labels and those another waiting slot holds.
-        for (const std::string& l : detail::union_labels(labels[a], labels[b])) {
-          if (counted(live, l) || detail::contains_label(keep, l)) out.push_back(l);
-        }
+    if (!options_read) {
+      options = tree::options_from_environment();
+      options.bounded_by_work = true;
+      // A quarter of the limit for the largest intermediate: its operands and the running
+      // sum of the slices are held beside it.
+      if (memory_limit != 0) {
+        options.log2_max_size =
+            std::log2(std::max(1.0, static_cast<double>(memory_limit) / 4 / static_cast<double>(element_bytes(dtype))));
       }
-      count_labels(live, out, 1);
-      OpNode node;
-      node.kind = OpKind::contract;
-      node.params = ContractParams{last ? chain.alpha : 1.0};
-      node.dtype = dtype;
-      node.labels = out;
-      for (const std::string& l : out) node.extents.push_back(extents.at(l));
-      result = graph.add_node(std::move(node), {slots[a], slots[b]});
-      labels.push_back(std::move(out));
-      slots.push_back(result);
+      options_read = true;
     }
+    const tree::Network network = tree::make_network(leaves.labels, leaves.extents, keep);
+    const tree::Path written = written_path(chain);
+    tree::Result r;
+    if (hyper_heavy(network)) {
+      // A label on very many factors (a long Hadamard product): the class-based greedy orders
+      // it in O(n log n), where a search over pairs would be quadratic.
+      r.path = order_product(leaves.labels, leaves.extents, keep);
+      r.cost = tree::score(network, r.path);
+      r.method = "greedy by label classes";
+      r.log2_written_flops = tree::score(network, written).log2_flops;
+    } else {
+      tree::Options o = options;
+      o.written = &written;
+      r = tree::optimize(network, o);
+    }
+    std::vector<std::string> sliced;
+    if (r.slicing.slices <= most_slices) {
+      for (tree::Label l : r.slicing.labels) sliced.push_back(network.names[static_cast<std::size_t>(l)]);
+    }
+    const NodeId result = sliced.empty() ? emit_tree(graph, leaves, r.path, keep, dtype, chain.alpha, std::nullopt)
+                                         : emit_sliced(graph, leaves, r.path, keep, dtype, chain.alpha, sliced);
+    if (network.size() > 2) graph.node(result).note = tree_note(network, r);
     graph.replace_uses(root, result);
     // Dead now: detached, so that later passes count the true consumers of the factors.
     graph.detach(root);
