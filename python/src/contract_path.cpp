@@ -45,7 +45,7 @@ struct PathInfo {
   std::string eq;  // "ab,bc->ac": the output written out, '...' axes as unused characters
   std::string input_subscripts;
   std::string output_subscript;
-  py::object shapes;                            // a tuple of the operands' shapes
+  py::object shapes;                             // a tuple of the operands' shapes
   std::map<std::string, std::size_t> size_dict;  // each label's extent
   std::vector<std::size_t> scale_list;           // labels each step loops over (one slice)
   std::vector<double> size_list;                 // elements each step makes (one slice)
@@ -203,8 +203,8 @@ std::string optimize_choice(const py::object& optimize) {
   throw py::value_error("tenex.contract_path: optimize='" + name + "'; the choices are " + choices);
 }
 
-py::tuple contract_path(const py::args& args, bool shapes, const py::object& optimize,
-                        const py::object& memory_limit, const py::object& seconds) {
+py::tuple contract_path(const py::args& args, bool shapes, const py::object& optimize, const py::object& memory_limit,
+                        const py::object& seconds) {
   std::string subscripts;
   std::vector<py::object> operands;
   if (args.size() > 0 && py::isinstance<py::str>(args[0])) {
@@ -237,9 +237,9 @@ py::tuple contract_path(const py::args& args, bool shapes, const py::object& opt
         if (extent[id] != e) first_operand[id] = k;
         extent[id] = e;
       } else if (e != 1 && e != extent[id]) {
-        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) +
-                    " in operand " + std::to_string(first_operand[id]) + " but " + std::to_string(e) +
-                    " in operand " + std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
+        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) + " in operand " +
+                    std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
+                    std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
       }
     }
   }

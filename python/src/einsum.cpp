@@ -13,12 +13,9 @@
 #include <Python.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,7 +25,6 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "subscripts.hpp"
-#include "tenex/contraction_path.hpp"
 
 namespace tenex_python {
 
@@ -56,8 +52,7 @@ std::shared_ptr<const Subscripts> cached_subscripts(const std::string& subscript
 /// is a new array over tenex's memory. Returns the result, or nullopt when it is in `out`.
 template <class T>
 std::optional<py::array> evaluate(const std::vector<py::array>& arrays, const std::vector<std::string>& labels,
-                                  const std::string& output_labels, const std::optional<py::array>& out,
-                                  const std::vector<std::pair<std::size_t, std::size_t>>& ssa_path) {
+                                  const std::string& output_labels, const std::optional<py::array>& out) {
   std::vector<tenex::Tensor<T>> copies;
   std::vector<tenex::TensorView<T>> views;
   copies.reserve(arrays.size());
@@ -103,18 +98,8 @@ std::optional<py::array> evaluate(const std::vector<py::array>& arrays, const st
         // expression object goes.
         std::vector<tenex::Multiplication<tenex::Tensor<T>>> products;
         products.reserve(operands.size() - 1);
-        if (ssa_path.empty()) {
-          products.push_back(operands[0] * operands[1]);
-          for (std::size_t k = 2; k < operands.size(); ++k) products.push_back(products.back() * operands[k]);
-        } else {
-          // Written along the path: operands 0..n-1, then step i's product as n + i.
-          std::vector<const tenex::Expression<tenex::Tensor<T>>*> items;
-          for (const auto& operand : operands) items.push_back(&operand);
-          for (const auto& [first, second] : ssa_path) {
-            products.push_back(*items[first] * *items[second]);
-            items.push_back(&products.back());
-          }
-        }
+        products.push_back(operands[0] * operands[1]);
+        for (std::size_t k = 2; k < operands.size(); ++k) products.push_back(products.back() * operands[k]);
         assign(products.back());
       }
     }
@@ -126,65 +111,6 @@ std::optional<py::array> evaluate(const std::vector<py::array>& arrays, const st
   }
   if (out_view) return std::nullopt;
   return array_owning_tensor<T>(std::move(result));
-}
-
-/// The product as written, op0 * op1 * op2 * ..., forms op0 * op1 first, then that times op2, ...;
-/// tenex reorders it, but each of those products must have a countable number of elements
-/// (a network of a hundred factors written in a poor order need not). Then, and only then, the
-/// product is written along tenex's greedy path instead: its SSA form, empty when not needed.
-std::vector<std::pair<std::size_t, std::size_t>> path_if_uncountable(const Subscripts& parsed,
-                                                                     const std::vector<std::string>& labels,
-                                                                     const std::vector<py::ssize_t>& extent) {
-  constexpr double kLog2Countable = 60;  // elements of one product as written, with room for bytes
-  if (labels.size() < 3) return {};
-  std::map<std::string, double> log2_extent;
-  for (std::size_t id = 0; id < parsed.names.size(); ++id) {
-    log2_extent[parsed.names[id]] = extent[id] > 0 ? std::log2(static_cast<double>(extent[id])) : 0;
-  }
-  std::vector<std::vector<std::string>> inputs;
-  for (const std::string& text : labels) {
-    std::vector<std::string> split;
-    for (std::size_t start = 0; start < text.size();) {
-      std::size_t comma = text.find(',', start);
-      if (comma == std::string::npos) comma = text.size();
-      const std::string label = text.substr(start, comma - start);
-      if (std::find(split.begin(), split.end(), label) == split.end()) split.push_back(label);
-      start = comma + 1;
-    }
-    inputs.push_back(std::move(split));
-  }
-  std::vector<std::string> output;
-  for (int id : parsed.output) output.push_back(parsed.names[static_cast<std::size_t>(id)]);
-  // Where each label is needed last: the output (n), or the last operand that holds it.
-  std::map<std::string, std::size_t> last;
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    for (const std::string& label : inputs[k]) last[label] = k;
-  }
-  for (const std::string& label : output) last[label] = inputs.size();
-  std::set<std::string> held;
-  bool countable = true;
-  for (std::size_t k = 0; k + 1 < inputs.size() && countable; ++k) {
-    held.insert(inputs[k].begin(), inputs[k].end());
-    if (k == 0) continue;
-    double log2_size = 0;
-    for (auto at = held.begin(); at != held.end();) {
-      if (last[*at] <= k) {
-        at = held.erase(at);
-      } else {
-        log2_size += log2_extent[*at];
-        ++at;
-      }
-    }
-    countable = log2_size < kLog2Countable;
-  }
-  if (countable) return {};
-  std::map<std::string, std::size_t> extents;
-  for (std::size_t id = 0; id < parsed.names.size(); ++id) {
-    extents[parsed.names[id]] = static_cast<std::size_t>(extent[id]);
-  }
-  tenex::ContractPathOptions options;
-  options.optimize = "greedy";
-  return tenex::contract_path(inputs, output, extents, options).ssa_path;
 }
 
 /// numpy.result_type(*arrays), numpy.can_cast(from, to, "safe"): the rare cases only (mixed or
@@ -236,8 +162,7 @@ Dtype einsum_dtype(const std::vector<py::array>& arrays, const std::optional<py:
   return *dtype;
 }
 
-py::object einsum_arrays(const std::string& subscripts, const std::vector<py::object>& objects,
-                         const py::object& out) {
+py::object einsum_arrays(const std::string& subscripts, const std::vector<py::object>& objects, const py::object& out) {
   std::vector<py::array> arrays;
   std::vector<py::ssize_t> ranks;
   arrays.reserve(objects.size());
@@ -270,8 +195,8 @@ py::object einsum_arrays(const std::string& subscripts, const std::vector<py::ob
         if (extent[id] != e) first_operand[id] = k;
         extent[id] = e;
       } else if (e != 1 && e != extent[id]) {
-        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) +
-                    " in operand " + std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
+        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) + " in operand " +
+                    std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
                     std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
       }
     }
@@ -323,9 +248,8 @@ py::object einsum_arrays(const std::string& subscripts, const std::vector<py::ob
     if (!out_array->writeable()) throw py::value_error("tenex.einsum: out is read-only");
   }
 
-  const std::vector<std::pair<std::size_t, std::size_t>> ssa_path = path_if_uncountable(parsed, labels, extent);
   std::optional<py::array> computed = with_dtype(dtype, [&](auto tag) {
-    return evaluate<typename decltype(tag)::type>(arrays, labels, parsed.output_labels, out_array, ssa_path);
+    return evaluate<typename decltype(tag)::type>(arrays, labels, parsed.output_labels, out_array);
   });
   if (!computed) return *out_array;  // written in place
   py::array result = *computed;
