@@ -2,7 +2,7 @@
 """Contraction orders of tensor networks: tenex.contract_path against opt_einsum and cotengra.
 
     PYTHONPATH=build-test/python /usr/bin/python3 bench/networks/networks.py \
-        [--quick] [--cases random,mps,peps,circuit] [--no-cotengra] [--no-contract]
+        [--quick] [--cases random,mps,peps,circuit] [--no-cotengra] [--no-contract] [--hyper SECONDS]
 
 For each network it prints the number of tensors and the log2 of the flops (opt_einsum's
 opt_cost, every path scored by opt_einsum.contract_path) of the path found by
@@ -231,7 +231,7 @@ def log2(x):
     return math.log2(x) if x > 0 else float("-inf")
 
 
-def search(net, use_cotengra):
+def search(net, use_cotengra, hyper_seconds=None):
     """Each optimizer's path, its log2 flops (opt_einsum's scoring) and its search time."""
     eq, shapes = net.eq, net.shapes
     found = {}
@@ -242,6 +242,10 @@ def search(net, use_cotengra):
     if abs(cost - info.opt_cost) > 1e-9 * cost:
         print(f"  note: tenex's opt_cost {info.opt_cost:.6e} differs from opt_einsum's scoring {cost:.6e}")
     found["tenex"] = (path, log2(cost), seconds, info.method)
+    if hyper_seconds is not None:
+        t = time.perf_counter()
+        path, info = tenex.contract_path(eq, *shapes, shapes=True, optimize="hyper", seconds=hyper_seconds)
+        found["hyper"] = (path, log2(opt_cost(eq, shapes, path)), time.perf_counter() - t, info.method)
 
     t = time.perf_counter()
     path = oe.contract_path(eq, *shapes, shapes=True, optimize="greedy")[0]
@@ -293,13 +297,16 @@ def main():
                         help="comma-separated: random, mps, peps, circuit")
     parser.add_argument("--no-cotengra", action="store_true", help="leave cotengra out")
     parser.add_argument("--no-contract", action="store_true", help="search only: time no contraction")
+    parser.add_argument("--hyper", type=float, metavar="SECONDS",
+                        help='also tenex.contract_path(optimize="hyper", seconds=SECONDS), column "hyper"')
     args = parser.parse_args()
     kinds = set(args.cases.split(","))
     unknown = kinds - {"random", "mps", "peps", "circuit"}
     if unknown:
         parser.error(f"unknown --cases {sorted(unknown)}; the choices are random, mps, peps, circuit")
     use_cotengra = not args.no_cotengra
-    names = ["tenex", "greedy", "rgreedy"] + (["cotengra"] if use_cotengra else [])
+    names = ["tenex"] + (["hyper"] if args.hyper is not None else []) + ["greedy", "rgreedy"]
+    names += ["cotengra"] if use_cotengra else []
 
     threads = os.environ.get("OMP_NUM_THREADS", "(OpenMP's default: %d cores)" % os.cpu_count())
     print(f"# threads: OMP_NUM_THREADS={threads} (tenex and numpy's OpenBLAS alike)")
@@ -309,7 +316,7 @@ def main():
     rows, timings = [], []
     rng = np.random.default_rng(7)
     for net in cases(kinds, args.quick):
-        found = search(net, use_cotengra)
+        found = search(net, use_cotengra, args.hyper)
         costs = " ".join(f"{found[k][1]:9.2f}" for k in names)
         seconds = " ".join(f"{found[k][2]:8.3f}" for k in names)
         print(f"{net.name:<44} {len(net.terms):>4} {costs}   search s: {seconds}  {found['tenex'][3]}", flush=True)
@@ -328,7 +335,8 @@ def main():
                   f"{cold_o:.3f} s, steady {steady_o:.3f} s; relative difference {diff:.1e}"
                   + ("" if diff <= 1e-8 else "  ** VALUES DISAGREE **"), flush=True)
 
-    worse = [(net.name, k) for net, found in rows for k in names[1:] if found["tenex"][1] > found[k][1] + 1e-9]
+    peers = [k for k in names if k not in ("tenex", "hyper")]
+    worse = [(net.name, k) for net, found in rows for k in peers if found["tenex"][1] > found[k][1] + 1e-9]
     print()
     print("| network | tensors | " + " | ".join(f"{k} log2 flops" for k in names) + " | "
           + " | ".join(f"{k} s" for k in names) + " |")

@@ -31,8 +31,9 @@ using Pairs = std::vector<std::pair<std::size_t, std::size_t>>;
 
 /// What tenex.contract_path returns besides the path: opt_einsum's PathInfo, in the user's labels.
 struct PathInfo {
-  Pairs path;      // opt_einsum's linear form
-  Pairs ssa_path;  // inputs 0..n-1, step i makes n + i
+  Pairs path;            // the pairs of opt_einsum's linear form
+  py::list linear_path;  // opt_einsum's linear form as Python sees it: (0,) for a single operand
+  Pairs ssa_path;        // inputs 0..n-1, step i makes n + i
   double opt_cost = 0;
   double naive_cost = 0;
   double speedup = 1;
@@ -109,6 +110,7 @@ void describe_steps(const Subscripts& parsed, const std::vector<std::vector<int>
       }
       if (needed) kept.push_back(id);
     }
+    if (terms.empty()) kept = parsed.output;  // the last step makes the result, in the output's order
     info.scale_list.push_back(loops);
     info.size_list.push_back(size);
     most_labels = std::max(most_labels, both.size());
@@ -333,8 +335,10 @@ py::tuple contract_path(const py::args& args, bool shapes, const py::object& opt
   }
   describe_steps(parsed, terms, extent_values, sliced, info);
 
-  py::list path;
-  for (const auto& [first, second] : info.path) path.append(py::make_tuple(first, second));
+  // opt_einsum's path of a single operand is one step, (0,), which opt_einsum.contract then runs.
+  if (terms.size() == 1) info.linear_path.append(py::make_tuple(0));
+  for (const auto& [first, second] : info.path) info.linear_path.append(py::make_tuple(first, second));
+  py::list path = info.linear_path;
   return py::make_tuple(path, py::cast(std::move(info)));
 }
 
@@ -346,7 +350,7 @@ void bind_contract_path(py::module_& m) {
 str(info) is a table: the complete contraction, the naive and optimized FLOP counts, the speedup,
 the largest intermediate, then one row per step (its scaling and flops; the sliced labels when
 any). The costs follow opt_einsum's convention (its opt_cost of the same path).)doc")
-      .def_readonly("path", &PathInfo::path, "opt_einsum's linear form: the positions of each step's pair")
+      .def_readonly("path", &PathInfo::linear_path, "opt_einsum's linear form: the positions of each step's pair")
       .def_readonly("ssa_path", &PathInfo::ssa_path, "inputs 0..n-1, step i makes n + i")
       .def_readonly("opt_cost", &PathInfo::opt_cost, "flops of the path (all slices together)")
       .def_readonly("naive_cost", &PathInfo::naive_cost, "flops of one loop over every label")

@@ -76,7 +76,7 @@ def check_path(eq, shapes, **options):
     """Our path is valid and our info agrees with opt_einsum's scoring of it; returns our info."""
     path, info = tenex.contract_path(eq, *shapes, shapes=True, **options)
     n = len(shapes)
-    assert len(path) == n - 1, path
+    assert len(path) == max(n - 1, 1), path
     for step, pair in enumerate(path):
         assert len(pair) == 2 and pair[0] != pair[1], pair
         assert all(0 <= i < n - step for i in pair), (step, pair)
@@ -236,6 +236,15 @@ def test_bad_subscripts_are_short_shape_errors(subscripts, text):
     message = str(info.value)
     assert text in message, message
     assert "tenex.contract_path" in message and len(message) < 300 and "0." not in message
+
+
+@needs_opt_einsum
+def test_a_single_operand_is_one_step():
+    # opt_einsum's path of one operand, [(0,)], which opt_einsum.contract runs
+    x = np.arange(6.0).reshape(2, 3)
+    path, info = tenex.contract_path("ab->a", x)
+    assert path == [(0,)] and info.path == [(0,)]
+    np.testing.assert_allclose(oe.contract("ab->a", x, optimize=path), x.sum(axis=1))
 
 
 def test_shapes_must_be_shapes():
