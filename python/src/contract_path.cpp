@@ -59,8 +59,11 @@ std::string scientific(double x) {
   return buffer;
 }
 
+/// `s` (UTF-8) right-aligned in `width` characters.
 std::string padded_left(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+  std::size_t characters = 0;
+  for (char c : s) characters += (static_cast<unsigned char>(c) & 0xc0) != 0x80 ? 1 : 0;
+  return characters >= width ? s : std::string(width - characters, ' ') + s;
 }
 
 /// The steps of `path` over the labels of `parsed`: scale_list, size_list and the table.
@@ -77,7 +80,6 @@ void describe_steps(const Subscripts& parsed, const std::vector<std::vector<int>
 
   const bool any_sliced = !info.sliced.empty();
   std::string rows;
-  std::size_t most_labels = 0;
   for (const auto& [first, second] : info.path) {
     if (first >= terms.size() || second >= terms.size() || first == second) break;  // not a path of these terms
     const std::vector<int> a = terms[first];
@@ -113,7 +115,6 @@ void describe_steps(const Subscripts& parsed, const std::vector<std::vector<int>
     if (terms.empty()) kept = parsed.output;  // the last step makes the result, in the output's order
     info.scale_list.push_back(loops);
     info.size_list.push_back(size);
-    most_labels = std::max(most_labels, both.size());
     terms.push_back(kept);
 
     const std::string current = written(a) + "," + written(b) + "->" + written(kept);
@@ -288,6 +289,9 @@ py::tuple contract_path(const py::args& args, bool shapes, const py::object& opt
     options.memory_limit = limit;
   }
   if (!seconds.is_none()) {
+    if (py::isinstance<py::bool_>(seconds) || !py::hasattr(seconds, "__float__")) {
+      throw py::type_error("tenex.contract_path: seconds must be a number (or None)");
+    }
     options.seconds = seconds.cast<double>();
     if (!(options.seconds >= 0)) throw py::value_error("tenex.contract_path: seconds must be >= 0 (or None)");
   }
