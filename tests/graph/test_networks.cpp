@@ -10,6 +10,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -300,4 +301,29 @@ TEST_CASE("networks: a circuit amplitude <0|U|0> against a state vector") {
   }
   for (std::size_t q = 0; q < qubits; ++q) net.push_back({TD(Shape{2}, std::vector<double>{1, 0}), {wire[q]}});
   CHECK(tenex_contract(net, {}).at(0) == doctest::Approx(state[0]).epsilon(1e-10));
+}
+
+TEST_CASE("networks: the chosen tree is written to the plan file and read back") {
+  const std::string path = "networks_test_plans.txt";
+  std::vector<Factor> net = peps_norm(2, 4, 31);  // 16 factors: searched, not ordered exactly
+  std::vector<Factor> ket = peps_layer(2, 4, "k", 31);
+  std::vector<std::string> physical;
+  for (const Factor& f : ket) physical.push_back(f.labels[0]);
+  const std::vector<double> psi = naive_contract(ket, physical);
+  double expected = 0;
+  for (double v : psi) expected += v * v;
+  CHECK(tenex_contract(net, {}).at(0) == doctest::Approx(expected).epsilon(1e-10));
+  tenex::save_plans(path);
+  std::string text;
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    REQUIRE(f != nullptr);
+    char buffer[4096];
+    for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, got);
+    std::fclose(f);
+  }
+  CHECK(text.find("\ntree v1:") != std::string::npos);
+  tenex::load_plans(path);
+  CHECK(tenex::plan_file_status().find("contraction trees") != std::string::npos);
+  std::remove(path.c_str());
 }

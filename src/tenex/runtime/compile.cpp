@@ -1,5 +1,7 @@
 #include "tenex/runtime/compile.hpp"
 
+#include "tenex/backend/cpu/plan_search.hpp"
+
 #include <string>
 #include <utility>
 
@@ -73,6 +75,9 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
     return plan;
   }
 
+  // The plan file (TENEX_PLAN_FILE) is read before the passes: it holds the trees the order
+  // pass chose in earlier processes.
+  (void)cpu::plan_search::store();
   // Build, then the passes, asking the backend what it evaluates sparsely.
   plan.graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
   OpGraph& graph = *plan.graph;

@@ -62,6 +62,7 @@ struct Options {
   double seconds = -1;            // the search budget; < 0: the default (TENEX_ORDER_BUDGET or the rule)
   double log2_max_size = 1e300;   // the memory limit in elements (log2); beyond it, slicing
   const Path* written = nullptr;  // the order as written: the result is never worse
+  bool remember = false;          // look the tree up, and keep it, in the tree store (tree_store.hpp)
   bool bounded_by_work = false;   // a set's product: the search also within a tenth of its predicted time
 };
 

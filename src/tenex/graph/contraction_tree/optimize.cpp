@@ -9,6 +9,7 @@
 
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/methods.hpp"
+#include "tenex/graph/contraction_tree/tree_store.hpp"
 
 namespace tenex::tree {
 
@@ -143,6 +144,18 @@ Slicing slices_that_fit(const Network& network, const Path& path, const Options&
   return {};
 }
 
+Result search(const Network& network, const Options& options, Clock::time_point start);
+
+/// A remembered path (perhaps read from a file) that fits the network.
+bool valid(std::size_t inputs, const Path& path) {
+  try {
+    check_path(inputs, path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 Options options_from_environment() {
@@ -172,6 +185,30 @@ Options options_from_environment() {
 
 Result optimize(const Network& network, const Options& options) {
   const Clock::time_point start = Clock::now();
+  const std::string key = options.remember && network.size() > exact_inputs ? tree_key(network, options) : "";
+  if (!key.empty()) {
+    if (std::optional<Path> p = find_tree(key); p && valid(network.size(), *p)) {
+      Result result;
+      result.path = std::move(*p);
+      result.cost = score(network, result.path);
+      result.method = "remembered";
+      if (options.written) result.log2_written_flops = score(network, *options.written).log2_flops;
+      if (result.cost.log2_largest > options.log2_max_size) {
+        result.slicing = slices_that_fit(network, result.path, options);
+      }
+      result.seconds = elapsed(start);
+      return result;
+    }
+  }
+  Result result = search(network, options, start);
+  if (!key.empty()) remember_tree(key, result.path);
+  return result;
+}
+
+namespace {
+
+/// The search itself (optimize() without the tree store).
+Result search(const Network& network, const Options& options, Clock::time_point start) {
   Result result;
   const std::size_t n = network.size();
   Best best;
@@ -219,5 +256,7 @@ Result optimize(const Network& network, const Options& options) {
   result.seconds = elapsed(start);
   return result;
 }
+
+}  // namespace
 
 }  // namespace tenex::tree

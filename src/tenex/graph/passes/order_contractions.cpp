@@ -310,6 +310,7 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     if (!options_read) {
       options = tree::options_from_environment();
       options.bounded_by_work = true;
+      options.remember = true;
       // A quarter of the limit for the largest intermediate: its operands and the running
       // sum of the slices are held beside it.
       if (memory_limit != 0) {
