@@ -71,10 +71,11 @@ Subsets subsets_of(const Network& network) {
         for (Label l : network.inputs[i]) ++inside[static_cast<std::size_t>(l)];
       }
     }
+    // An input is itself: a label only it holds (a trace) is summed by its first step.
     for (std::size_t i = 0; i < words; ++i) {
       for (std::uint64_t x = all[s].w[i]; x; x &= x - 1) {
         const std::size_t l = i * 64 + static_cast<std::size_t>(__builtin_ctzll(x));
-        if (network.kept[l] || inside[l] < network.holders[l]) out.result[s].w[i] |= x & (~x + 1);
+        if (s == low || network.kept[l] || inside[l] < network.holders[l]) out.result[s].w[i] |= x & (~x + 1);
       }
     }
     out.log2_size[s] = log2_of(out.result[s], network);

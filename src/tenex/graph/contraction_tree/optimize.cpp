@@ -29,9 +29,10 @@ constexpr double least_seconds = 0.001;
 constexpr double seconds_per_input = 0.0025;
 /// ...and at most this much, unless the user asks for more.
 constexpr double most_seconds = 1.0;
-/// Sampled trees tried whatever the budget (about 20 us each for 30 inputs): a cheap
-/// product's tree then depends little on the machine's speed.
-constexpr std::uint64_t least_rounds = 24;
+/// Sampled trees tried whatever the budget, for networks of up to 96 inputs (about 20 us each
+/// for 30): a cheap product's tree then depends little on the machine's speed. Larger
+/// networks keep to the budget.
+std::uint64_t least_rounds(std::size_t inputs) { return inputs >= 96 ? 0 : 24 - inputs / 4; }
 
 double elapsed(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
@@ -84,7 +85,8 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
   std::mt19937_64 random(0x7e6e5ULL + network.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const bool bisecting = network.size() >= 16;
-  for (std::uint64_t round = 1; round <= least_rounds || elapsed(start) < seconds; ++round) {
+  const std::uint64_t least = least_rounds(network.size());
+  for (std::uint64_t round = 1; round <= least || elapsed(start) < seconds; ++round) {
     if (bisecting && round % 3 == 0) {
       BisectOptions o;
       o.seed = round;
