@@ -13,6 +13,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <utility>
 
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/methods.hpp"
@@ -113,61 +114,77 @@ void move(const Hypergraph& g, Bisection& b, int v, std::vector<int>* critical) 
   ++b.size[to];
 }
 
+/// What the refinement passes of one part reuse.
+struct Workspace {
+  using Entry = std::pair<double, int>;
+  explicit Workspace(std::size_t k) : gain(k), locked(k), stamp(k, 0) {}
+  std::vector<double> gain;
+  std::vector<char> locked;
+  std::vector<int> stamp;  // the move that last recomputed a gain
+  int clock = 0;
+  std::array<std::vector<Entry>, 2> heap;  // by side: (gain, vertex), stale entries skipped
+  std::vector<int> moved, critical;
+  void push(int side, double gain_value, int v) {
+    auto& h = heap[static_cast<std::size_t>(side)];
+    h.emplace_back(gain_value, v);
+    std::push_heap(h.begin(), h.end());
+  }
+};
+
 /// One Fiduccia-Mattheyses pass: every vertex moved once at most, best gain first within the
 /// balance bound, then rolled back to the best cut seen. Returns whether the cut shrank.
-bool refine_pass(const Hypergraph& g, Bisection& b, int max_side, std::vector<double>& gain, std::vector<char>& locked,
-                 std::vector<int>& stamp, int& clock) {
+bool refine_pass(const Hypergraph& g, Bisection& b, int max_side, Workspace& w) {
   const auto k = static_cast<int>(b.side.size());
-  using Entry = std::pair<double, int>;
-  std::array<std::priority_queue<Entry>, 2> heap;
-  std::fill(locked.begin(), locked.end(), 0);
+  std::fill(w.locked.begin(), w.locked.end(), 0);
+  for (auto& h : w.heap) h.clear();
   for (int v = 0; v < k; ++v) {
-    gain[static_cast<std::size_t>(v)] = gain_of(g, b, v);
-    heap[static_cast<std::size_t>(b.side[static_cast<std::size_t>(v)])].emplace(gain[static_cast<std::size_t>(v)], v);
+    w.gain[static_cast<std::size_t>(v)] = gain_of(g, b, v);
+    w.push(b.side[static_cast<std::size_t>(v)], w.gain[static_cast<std::size_t>(v)], v);
   }
   const double start = b.cut;
   double best = start;
-  std::vector<int> moved, critical;
+  w.moved.clear();
   std::size_t best_moves = 0;
   const std::size_t patience = static_cast<std::size_t>(std::max(25, k / 4));
-  while (moved.size() < best_moves + patience) {
+  while (w.moved.size() < best_moves + patience) {
     std::array<int, 2> top{-1, -1};
     for (std::size_t s = 0; s < 2; ++s) {
-      auto& h = heap[s];
+      auto& h = w.heap[s];
       while (!h.empty()) {
-        const auto [gv, v] = h.top();
+        const auto [gv, v] = h.front();
         const auto u = static_cast<std::size_t>(v);
-        if (!locked[u] && static_cast<std::size_t>(b.side[u]) == s && gv == gain[u]) break;
-        h.pop();
+        if (!w.locked[u] && static_cast<std::size_t>(b.side[u]) == s && gv == w.gain[u]) break;
+        std::pop_heap(h.begin(), h.end());
+        h.pop_back();
       }
-      if (!h.empty() && b.size[1 - s] + 1 <= max_side && b.size[s] > 1) top[s] = h.top().second;
+      if (!h.empty() && b.size[1 - s] + 1 <= max_side && b.size[s] > 1) top[s] = h.front().second;
     }
     int v = top[0];
-    if (v < 0 || (top[1] >= 0 && gain[static_cast<std::size_t>(top[1])] > gain[static_cast<std::size_t>(v)]))
+    if (v < 0 || (top[1] >= 0 && w.gain[static_cast<std::size_t>(top[1])] > w.gain[static_cast<std::size_t>(v)]))
       v = top[1];
     if (v < 0) break;
-    locked[static_cast<std::size_t>(v)] = 1;
-    critical.clear();
-    move(g, b, v, &critical);
-    moved.push_back(v);
+    w.locked[static_cast<std::size_t>(v)] = 1;
+    w.critical.clear();
+    move(g, b, v, &w.critical);
+    w.moved.push_back(v);
     if (b.cut < best - 1e-12) {
       best = b.cut;
-      best_moves = moved.size();
+      best_moves = w.moved.size();
     }
-    ++clock;
-    for (int e : critical) {
+    ++w.clock;
+    for (int e : w.critical) {
       for (int u : g.pins[static_cast<std::size_t>(e)]) {
-        const auto w = static_cast<std::size_t>(u);
-        if (locked[w] || stamp[w] == clock) continue;
-        stamp[w] = clock;
-        gain[w] = gain_of(g, b, u);
-        heap[static_cast<std::size_t>(b.side[w])].emplace(gain[w], u);
+        const auto x = static_cast<std::size_t>(u);
+        if (w.locked[x] || w.stamp[x] == w.clock) continue;
+        w.stamp[x] = w.clock;
+        w.gain[x] = gain_of(g, b, u);
+        w.push(b.side[x], w.gain[x], u);
       }
     }
   }
-  while (moved.size() > best_moves) {
-    move(g, b, moved.back(), nullptr);
-    moved.pop_back();
+  while (w.moved.size() > best_moves) {
+    move(g, b, w.moved.back(), nullptr);
+    w.moved.pop_back();
   }
   return best < start - 1e-12;
 }
@@ -216,9 +233,10 @@ std::vector<char> Bisector::grow(const Hypergraph& g, int target) {
     queue.pop();
     side[v] = 0;
     ++grown;
-    std::vector<int> order = g.edges[v];
-    std::shuffle(order.begin(), order.end(), random_);
-    for (int e : order) {
+    const std::vector<int>& edges = g.edges[v];
+    const std::size_t rotation = edges.empty() ? 0 : random_() % edges.size();
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const int e = edges[(i + rotation) % edges.size()];
       if (expanded[static_cast<std::size_t>(e)]) continue;
       expanded[static_cast<std::size_t>(e)] = 1;
       for (int u : g.pins[static_cast<std::size_t>(e)]) {
@@ -235,17 +253,14 @@ std::vector<char> Bisector::grow(const Hypergraph& g, int target) {
 /// The best of a few refined bisections: side by vertex.
 std::vector<char> Bisector::split(const Hypergraph& g, int max_side) {
   const auto k = static_cast<int>(g.edges.size());
-  const int trials = k <= 32 ? 6 : 4;
-  std::vector<double> gain(static_cast<std::size_t>(k));
-  std::vector<char> locked(static_cast<std::size_t>(k));
-  std::vector<int> stamp(static_cast<std::size_t>(k), 0);
-  int clock = 0;
+  const int trials = k <= 32 ? 4 : 3;
+  Workspace workspace(static_cast<std::size_t>(k));
   std::uniform_int_distribution<int> target(k - max_side, max_side);
   Bisection best;
   best.cut = std::numeric_limits<double>::infinity();
   for (int t = 0; t < trials; ++t) {
     Bisection b = bisection_of(g, grow(g, target(random_)));
-    for (int pass = 0; pass < 8 && refine_pass(g, b, max_side, gain, locked, stamp, clock); ++pass) {
+    for (int pass = 0; pass < 8 && refine_pass(g, b, max_side, workspace); ++pass) {
     }
     if (b.cut < best.cut - 1e-12) best = std::move(b);
   }
