@@ -435,6 +435,7 @@ TEST_CASE("contraction tree: no failure on random networks of up to 300 inputs")
       CHECK(std::isfinite(slicing->log2_total_flops));
       CHECK(slicing->sliced.log2_largest <= limit + 1e-9);
       CHECK(slicing->log2_total_flops >= cost.log2_flops - 1e-9);
+      for (Label l : slicing->labels) CHECK(!network.kept[static_cast<std::size_t>(l)]);
     }
   }
 }
