@@ -31,7 +31,7 @@ struct ContractPathOptions {
 struct ContractPathInfo {
   std::vector<std::pair<std::size_t, std::size_t>> path;      // opt_einsum's linear form
   std::vector<std::pair<std::size_t, std::size_t>> ssa_path;  // inputs 0..n-1, step i makes n + i
-  double opt_cost = 0;              // flops of the path (all slices together)
+  double opt_cost = 0;                                        // flops of the path (all slices together)
   double naive_cost = 0;            // flops of one loop over every label (opt_einsum's naive_cost)
   double largest_intermediate = 0;  // elements (of one slice when sliced)
   double peak = 0;                  // elements of intermediates held at once (one slice)

@@ -10,6 +10,8 @@ namespace tenex_python {
 void bind_errors(pybind11::module_& m);
 /// tenex.einsum.
 void bind_einsum(pybind11::module_& m);
+/// tenex.contract_path and tenex.PathInfo.
+void bind_contract_path(pybind11::module_& m);
 /// tenex.Tensor, the expressions, lazy(), the algebra's functions, explain, set_backend,
 /// set_memory_limit.
 void bind_objects(pybind11::module_& m);

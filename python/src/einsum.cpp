@@ -4,9 +4,12 @@
 // agree: a label the output keeps is kept (matched element by element where several operands
 // carry it), every other label is summed, and a label repeated in one operand takes the diagonal.
 //
-// Letters become one-letter labels ("a", "B"); the axes '...' stands for become "_0", "_1", ...
-// (aligned from the right, as numpy broadcasts them). An axis of extent 1 whose label has a
-// larger extent elsewhere is broadcast (numpy's rule): the operand is read without it.
+// Letters become one-letter labels ("a", "B"), characters beyond ASCII "_u" and their code point
+// (subscripts.hpp), so more than 52 labels can be written; the axes '...' stands for become "_0",
+// "_1", ... (aligned from the right, as numpy broadcasts them). numpy's interleaved form,
+// einsum(a, [0, 1], b, [1, 2], [0, 2]), is read as the subscripts it stands for. An axis of
+// extent 1 whose label has a larger extent elsewhere is broadcast (numpy's rule): the operand
+// is read without it.
 #include <Python.h>
 
 #include <algorithm>
@@ -21,186 +24,11 @@
 
 #include "arrays.hpp"
 #include "bindings.hpp"
+#include "subscripts.hpp"
 
 namespace tenex_python {
 
 namespace {
-
-constexpr int kLetterCount = 52;  // ids 0-25: 'A'-'Z', 26-51: 'a'-'z' (numpy's implicit order)
-
-int letter_id(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return 26 + (c - 'a');
-  return -1;
-}
-
-std::string label_name(int id) {
-  if (id < 26) return std::string(1, static_cast<char>('A' + id));
-  if (id < kLetterCount) return std::string(1, static_cast<char>('a' + (id - 26)));
-  return "_" + std::to_string(id - kLetterCount);
-}
-
-std::string join_labels(const std::vector<int>& ids) {
-  std::string text;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) text += ',';
-    text += label_name(ids[i]);
-  }
-  return text;
-}
-
-/// The subscripts, parsed for operands of given ranks: a label id per axis.
-struct Subscripts {
-  std::vector<std::vector<int>> inputs;  // per operand, the label of each axis
-  std::vector<int> output;
-  std::vector<std::string> input_labels;  // tenex's label lists, "i,j"
-  std::string output_labels;
-  int label_count = kLetterCount;  // letters and '...' axes
-};
-
-class Parser {
- public:
-  explicit Parser(const std::string& subscripts) : subscripts_(subscripts) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw tenex::ShapeError("tenex.einsum(\"" + subscripts_ + "\", ...): " + what);
-  }
-
-  Subscripts parse(const std::vector<py::ssize_t>& ranks) const {
-    std::string text;
-    for (char c : subscripts_) {
-      if (c != ' ') text += c;
-    }
-    const std::size_t arrow = text.find("->");
-    const bool explicit_output = arrow != std::string::npos;
-    const std::string inputs = text.substr(0, arrow);
-    const std::string output = explicit_output ? text.substr(arrow + 2) : std::string();
-    if (explicit_output && output.find("->") != std::string::npos) fail("'->' appears more than once");
-    if (ranks.empty()) fail("no operands: give one array per comma-separated term");
-
-    std::vector<std::string> terms;
-    for (std::size_t start = 0;;) {
-      const std::size_t comma = inputs.find(',', start);
-      terms.push_back(inputs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (terms.size() != ranks.size()) {
-      fail("the subscripts name " + std::to_string(terms.size()) + " operand(s) but " + std::to_string(ranks.size()) +
-           " were given");
-    }
-
-    Subscripts parsed;
-    std::vector<Term> parsed_terms;
-    std::vector<py::ssize_t> ellipsis_ranks;
-    py::ssize_t broadcast_rank = 0;
-    for (std::size_t k = 0; k < terms.size(); ++k) {
-      const std::string where = "operand " + std::to_string(k) + " (\"" + terms[k] + "\")";
-      Term term = parse_term(terms[k], where);
-      const auto letters = static_cast<py::ssize_t>(term.letters.size());
-      py::ssize_t ellipsis_rank = 0;
-      if (term.ellipsis < 0 && letters != ranks[k]) {
-        fail(where + " has " + std::to_string(ranks[k]) + " axes but its subscripts name " + std::to_string(letters) +
-             (letters < ranks[k] ? " (write '...' for the axes not named)" : ""));
-      }
-      if (term.ellipsis >= 0) {
-        ellipsis_rank = ranks[k] - letters;
-        if (ellipsis_rank < 0) {
-          fail(where + " has " + std::to_string(ranks[k]) + " axes, fewer than the " + std::to_string(letters) +
-               " letters of its subscripts");
-        }
-      }
-      broadcast_rank = std::max(broadcast_rank, ellipsis_rank);
-      parsed_terms.push_back(std::move(term));
-      ellipsis_ranks.push_back(ellipsis_rank);
-    }
-    parsed.label_count = kLetterCount + static_cast<int>(broadcast_rank);
-
-    // The '...' axes of each operand are the last ones of the broadcast axes (numpy aligns them
-    // from the right).
-    std::vector<int> count(static_cast<std::size_t>(parsed.label_count), 0);
-    bool any_ellipsis = false;
-    for (std::size_t k = 0; k < parsed_terms.size(); ++k) {
-      const Term& term = parsed_terms[k];
-      std::vector<int> axes;
-      for (std::size_t i = 0; i <= term.letters.size(); ++i) {
-        if (static_cast<int>(i) == term.ellipsis) {
-          any_ellipsis = true;
-          for (py::ssize_t d = broadcast_rank - ellipsis_ranks[k]; d < broadcast_rank; ++d) {
-            axes.push_back(kLetterCount + static_cast<int>(d));
-          }
-        }
-        if (i < term.letters.size()) axes.push_back(term.letters[i]);
-      }
-      for (int id : axes) ++count[static_cast<std::size_t>(id)];
-      parsed.input_labels.push_back(join_labels(axes));
-      parsed.inputs.push_back(std::move(axes));
-    }
-
-    if (explicit_output) {
-      const Term term = parse_term(output, "the output (\"" + output + "\")");
-      std::vector<bool> seen(kLetterCount, false);
-      for (std::size_t i = 0; i <= term.letters.size(); ++i) {
-        if (static_cast<int>(i) == term.ellipsis) {
-          for (int d = 0; d < broadcast_rank; ++d) parsed.output.push_back(kLetterCount + d);
-        }
-        if (i == term.letters.size()) break;
-        const int id = term.letters[i];
-        if (count[static_cast<std::size_t>(id)] == 0) {
-          fail("the output label '" + label_name(id) + "' appears in no operand");
-        }
-        if (seen[static_cast<std::size_t>(id)]) fail("the output label '" + label_name(id) + "' appears twice");
-        seen[static_cast<std::size_t>(id)] = true;
-        parsed.output.push_back(id);
-      }
-      if (term.ellipsis < 0 && broadcast_rank > 0) {
-        fail("the operands have " + std::to_string(broadcast_rank) +
-             " broadcast axes ('...') but the output has no '...' to keep them (write \"->..." + output +
-             "\", or name those axes with letters)");
-      }
-    } else {
-      // numpy's implicit output: the broadcast axes, then the labels used once, in character order.
-      if (any_ellipsis) {
-        for (int d = 0; d < broadcast_rank; ++d) parsed.output.push_back(kLetterCount + d);
-      }
-      for (int id = 0; id < kLetterCount; ++id) {
-        if (count[static_cast<std::size_t>(id)] == 1) parsed.output.push_back(id);
-      }
-    }
-    parsed.output_labels = join_labels(parsed.output);
-    return parsed;
-  }
-
- private:
-  struct Term {
-    std::vector<int> letters;
-    int ellipsis = -1;  // position of '...' among the letters, -1: none
-  };
-
-  Term parse_term(std::string_view text, const std::string& where) const {
-    Term term;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      const char c = text[i];
-      if (c == '.') {
-        if (text.substr(i, 3) != "...") fail(where + ": a '.' that is not part of '...'");
-        if (term.ellipsis >= 0) fail(where + ": '...' appears more than once");
-        term.ellipsis = static_cast<int>(term.letters.size());
-        i += 2;
-        continue;
-      }
-      const int id = letter_id(c);
-      if (id < 0) {
-        const std::string shown = (c >= 0x20 && c < 0x7f) ? std::string(1, c) : "\\x" + std::to_string(+c);
-        fail(where + ": invalid subscript '" + shown +
-             "' (subscripts are the letters a-z and A-Z, '...', ',' and '->')");
-      }
-      term.letters.push_back(id);
-    }
-    return term;
-  }
-
-  const std::string& subscripts_;
-};
 
 /// The parsed subscripts for (subscripts, ranks), parsed once. Used with the GIL held only; the
 /// caller shares what it holds, so a cache cleared by another thread meanwhile frees nothing in use.
@@ -213,7 +41,7 @@ std::shared_ptr<const Subscripts> cached_subscripts(const std::string& subscript
   for (py::ssize_t rank : ranks) key += std::to_string(rank) + ',';
   auto found = cache.find(key);
   if (found != cache.end()) return found->second;
-  auto parsed = std::make_shared<const Subscripts>(Parser(subscripts).parse(ranks));
+  auto parsed = std::make_shared<const Subscripts>(SubscriptParser("tenex.einsum", subscripts).parse(ranks));
   if (cache.size() >= kMaxCached) cache.clear();
   return cache.emplace(std::move(key), std::move(parsed)).first->second;
 }
@@ -334,21 +162,21 @@ Dtype einsum_dtype(const std::vector<py::array>& arrays, const std::optional<py:
   return *dtype;
 }
 
-py::object einsum(const std::string& subscripts, const py::args& objects, const py::object& out) {
+py::object einsum_arrays(const std::string& subscripts, const std::vector<py::object>& objects, const py::object& out) {
   std::vector<py::array> arrays;
   std::vector<py::ssize_t> ranks;
   arrays.reserve(objects.size());
   ranks.reserve(objects.size());
-  for (py::handle object : objects) {
+  for (const py::object& object : objects) {
     arrays.push_back(as_array(object));
     ranks.push_back(arrays.back().ndim());
   }
   const std::shared_ptr<const Subscripts> shared = cached_subscripts(subscripts, ranks);
   const Subscripts& parsed = *shared;
-  const Parser parser(subscripts);
+  const SubscriptParser parser("tenex.einsum", subscripts);
 
   // Each label's extent; 1 broadcasts against any other extent, as numpy does.
-  std::vector<py::ssize_t> extent(static_cast<std::size_t>(parsed.label_count), -1);
+  std::vector<py::ssize_t> extent(parsed.names.size(), -1);
   std::vector<std::size_t> first_operand(extent.size(), 0);
   for (std::size_t k = 0; k < arrays.size(); ++k) {
     const std::vector<int>& axes = parsed.inputs[k];
@@ -357,7 +185,7 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
       const auto id = static_cast<std::size_t>(axes[a]);
       for (std::size_t b = 0; b < a; ++b) {
         if (axes[b] == axes[a] && arrays[k].shape(static_cast<py::ssize_t>(b)) != e) {
-          parser.fail("operand " + std::to_string(k) + " repeats the label '" + label_name(axes[a]) +
+          parser.fail("operand " + std::to_string(k) + " repeats the label '" + parsed.symbols[id] +
                       "' (a diagonal) on axes of extents " +
                       std::to_string(arrays[k].shape(static_cast<py::ssize_t>(b))) + " and " + std::to_string(e) +
                       "; a diagonal needs equal extents");
@@ -367,8 +195,8 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
         if (extent[id] != e) first_operand[id] = k;
         extent[id] = e;
       } else if (e != 1 && e != extent[id]) {
-        parser.fail("the label '" + label_name(axes[a]) + "' has extent " + std::to_string(extent[id]) +
-                    " in operand " + std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
+        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) + " in operand " +
+                    std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
                     std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
       }
     }
@@ -391,12 +219,14 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
     }
     if (!any) continue;
     if (broadcast_labels.empty()) broadcast_labels = parsed.input_labels;
-    std::vector<int> kept;
+    std::string kept;
     for (std::size_t a = 0; a < axes.size(); ++a) {
-      if (!drop[a]) kept.push_back(axes[a]);
+      if (drop[a]) continue;
+      if (!kept.empty()) kept += ',';
+      kept += parsed.names[static_cast<std::size_t>(axes[a])];
     }
     arrays[k] = without_unit_axes(arrays[k], drop);
-    broadcast_labels[k] = join_labels(kept);
+    broadcast_labels[k] = std::move(kept);
   }
   const std::vector<std::string>& labels = broadcast_labels.empty() ? parsed.input_labels : broadcast_labels;
 
@@ -431,19 +261,38 @@ py::object einsum(const std::string& subscripts, const py::args& objects, const 
   return result;
 }
 
+/// einsum(subscripts, *operands) or numpy's interleaved einsum(op0, sublist0, op1, ..., [output]).
+py::object einsum(const py::args& args, const py::object& out) {
+  if (args.size() > 0 && py::isinstance<py::str>(args[0])) {
+    std::vector<py::object> operands;
+    for (std::size_t k = 1; k < args.size(); ++k) operands.push_back(py::reinterpret_borrow<py::object>(args[k]));
+    return einsum_arrays(args[0].cast<std::string>(), operands, out);
+  }
+  if (!is_interleaved(args)) {
+    throw py::type_error(
+        "tenex.einsum: give the subscripts (a str) and the operands, or numpy's interleaved form "
+        "einsum(a, [0, 1], b, [1, 2], [0, 2])");
+  }
+  auto [subscripts, operands] = from_interleaved(args, "tenex.einsum");
+  return einsum_arrays(subscripts, operands, out);
+}
+
 }  // namespace
 
 void bind_einsum(py::module_& m) {
-  m.def("einsum", &einsum, py::arg("subscripts"), py::arg("out") = py::none(),
+  m.def("einsum", &einsum, py::arg("out") = py::none(),
         R"doc(einsum(subscripts, *operands, out=None)
+einsum(op0, sublist0, op1, sublist1, ..., [sublistout], out=None)
 
 Evaluates the Einstein summation `subscripts` (numpy.einsum's language: "ij,jk->ik", the implicit
 output "ij,jk", '...' broadcasting, repeated labels for diagonals and traces) over numpy arrays
 (or anything numpy.asarray takes) of float32, float64, complex64 or complex128, as one tenex
-statement: tenex chooses the contraction order and the kernels. Mixed dtypes promote as
-numpy.result_type does. Returns a new array (a numpy scalar for a scalar result), or writes
-`out` (its shape must be the result's; its dtype one the result casts to safely) and returns it.
-Bad subscripts raise tenex.ShapeError (a ValueError).)doc");
+statement: tenex chooses the contraction order and the kernels. A label is a letter or any
+character beyond ASCII (opt_einsum.get_symbol's), so there may be more than 52. The interleaved
+form gives each operand's labels as a list of integers >= 0 (and Ellipsis), as numpy does.
+Mixed dtypes promote as numpy.result_type does. Returns a new array (a numpy scalar for a scalar
+result), or writes `out` (its shape must be the result's; its dtype one the result casts to
+safely) and returns it. Bad subscripts raise tenex.ShapeError (a ValueError).)doc");
 }
 
 }  // namespace tenex_python

@@ -7,5 +7,6 @@ PYBIND11_MODULE(_tenex, m) {
   m.doc() = "tenex: tensor algebra in Einstein notation (the C++ library's Python bindings)";
   tenex_python::bind_errors(m);
   tenex_python::bind_einsum(m);
+  tenex_python::bind_contract_path(m);
   tenex_python::bind_objects(m);
 }

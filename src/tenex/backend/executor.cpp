@@ -199,10 +199,22 @@ std::vector<NodeId> depth_first_order(const OpGraph& graph) {
     std::vector<NodeId> operands;  // in the order they are visited
     std::size_t next = 0;
   };
+  // Each node's weight: the nodes below it, counted with repeats (a running sum over many
+  // slices, whatever kind of node adds them, weighs more than one slice's operands).
+  std::vector<double> weight(n, 1.0);
+  for (NodeId id : graph.topological_order()) {
+    for (NodeId op : graph.operands(id)) weight[id] += weight[op];
+  }
   auto frame_of = [&](NodeId id) {
     Frame f{id, graph.operands(id)};
     if (graph.node(id).kind == OpKind::contract && f.operands.size() == 3) {
       std::rotate(f.operands.begin(), f.operands.begin() + 2, f.operands.end());  // addend first
+    } else if (f.operands.size() > 1) {
+      // An operand heavier than all the others together (an accumulation) is made first, so
+      // the others are not held while it runs.
+      const auto heaviest = std::max_element(f.operands.begin(), f.operands.end(),
+                                             [&](NodeId a, NodeId b) { return weight[a] < weight[b]; });
+      if (2 * weight[*heaviest] > weight[id]) std::rotate(f.operands.begin(), heaviest, heaviest + 1);
     }
     return f;
   };

@@ -1,5 +1,7 @@
 #include "tenex/runtime/compile.hpp"
 
+#include "tenex/backend/cpu/plan_search.hpp"
+
 #include <string>
 #include <utility>
 
@@ -49,6 +51,9 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   // dump shows the graph each set builds.
   std::string read = std::string(passes) + "|" + std::string(backends.entry->name);
   if (settings.memory_limit != 0) read += "|memory limit " + std::to_string(settings.memory_limit);
+  if (!settings.env.order.empty() || !settings.env.order_budget.empty()) {
+    read += "|order " + std::string(settings.env.order) + " " + std::string(settings.env.order_budget);
+  }
   SetKey key;
   // The key is written into this thread's buffer of the last key (grown once, not allocated
   // and zeroed per set); a set run inside this one (a tenex::map callable's) takes another.
@@ -70,6 +75,9 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
     return plan;
   }
 
+  // The plan file (TENEX_PLAN_FILE) is read before the passes: it holds the trees the order
+  // pass chose in earlier processes.
+  (void)cpu::plan_search::store();
   // Build, then the passes, asking the backend what it evaluates sparsely.
   plan.graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
   OpGraph& graph = *plan.graph;

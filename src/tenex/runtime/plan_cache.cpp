@@ -212,7 +212,7 @@ PipelineEnvironment pipeline_environment() {
   PipelineEnvironment env;
   env.passes = std::string_view("", 1);
   constexpr std::string_view prefix = "TENEX_";
-  std::array<bool, 5> seen{};
+  std::array<bool, 7> seen{};
   for (char** entry = environ; entry && *entry; ++entry) {
     const char* text = *entry;
     if (text[0] != 'T' || std::strncmp(text, prefix.data(), prefix.size()) != 0) continue;
@@ -236,6 +236,12 @@ PipelineEnvironment pipeline_environment() {
     } else if (name == "MEMORY_LIMIT" && !seen[4]) {
       env.memory_limit = value.data();
       seen[4] = true;
+    } else if (name == "ORDER" && !seen[5]) {
+      env.order = value;
+      seen[5] = true;
+    } else if (name == "ORDER_BUDGET" && !seen[6]) {
+      env.order_budget = value;
+      seen[6] = true;
     }
   }
   return env;

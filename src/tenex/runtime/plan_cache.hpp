@@ -79,6 +79,8 @@ struct PipelineEnvironment {
   std::string_view dump_graph;         // TENEX_DUMP_GRAPH; empty when unset
   const char* backend = nullptr;       // TENEX_BACKEND; null when unset
   const char* memory_limit = nullptr;  // TENEX_MEMORY_LIMIT; null when unset
+  std::string_view order;              // TENEX_ORDER and TENEX_ORDER_BUDGET (the order pass's
+  std::string_view order_budget;       // search, docs/networks.md); empty when unset
 };
 PipelineEnvironment pipeline_environment();
 

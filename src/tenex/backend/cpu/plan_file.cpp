@@ -12,6 +12,8 @@
 //                                 not probed; at most one, itself keyed (a foreign or corrupt
 //                                 one is ignored, the plans still loaded)
 //   plan <shape key> <index> <plan identity>   (zero or more)
+//   tree <network key> <path>     (zero or more) a contraction tree the order pass chose
+//                                 (graph/contraction_tree/tree_store.hpp)
 //   end <plans>                   a truncated file lacks it
 // A file written for another CPU, instruction set, thread count or version is foreign: it is
 // not read. A plan's index is its place in all_plans; its identity (its description without the
@@ -33,6 +35,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -43,6 +46,7 @@
 #include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
+#include "tenex/graph/contraction_tree/tree_store.hpp"
 #include "tenex/plans.hpp"
 
 namespace tenex {
@@ -62,6 +66,7 @@ struct Parsed {
   bool probe = false;         // a probe entry was read and matches this machine
   std::string probe_problem;  // else why one was ignored
   std::vector<std::pair<std::string, StoredPlan>> plans;
+  std::vector<std::pair<std::string, tree::Path>> trees;
 };
 
 // A probe entry: read into `out` where it is whole and made on this machine, else the reason
@@ -179,6 +184,12 @@ std::string parse(std::istream& in, Parsed& out) {
       std::getline(fields >> std::ws, identity);
       if (!fields || key.empty() || index < 0 || identity.empty()) return corrupt("bad plan " + shown(line));
       out.plans.push_back({key, StoredPlan{static_cast<std::size_t>(index), identity, Origin::loaded}});
+    } else if (word == "tree") {
+      std::string key, text;
+      fields >> key >> text;
+      std::optional<tree::Path> path = tree::parse_path(text);
+      if (!fields || key.empty() || !path) return corrupt("bad tree " + shown(line));
+      out.trees.emplace_back(key, std::move(*path));
     } else if (word == "end") {
       long long count = -1;
       fields >> count;
@@ -229,10 +240,13 @@ std::size_t load_into(Store& shared, const std::string& path) {
     const std::lock_guard<std::mutex> lock(shared.mutex);
     if (parsed.probe) shared.rates = parsed.rates;
     for (auto& [key, plan] : parsed.plans) shared.plans[key] = std::move(plan);
-    shared.file_status = "plan file " + path + ": loaded " + std::to_string(parsed.plans.size()) +
-                         (parsed.plans.size() == 1 ? " plan" : " plans") +
-                         (parsed.probe ? " and the machine probe" : "") +
-                         (parsed.probe_problem.empty() ? "" : "; " + parsed.probe_problem);
+    for (const auto& [key, path] : parsed.trees) tree::remember_tree(key, path);
+    shared.file_status =
+        "plan file " + path + ": loaded " + std::to_string(parsed.plans.size()) +
+        (parsed.plans.size() == 1 ? " plan" : " plans") +
+        (parsed.trees.empty() ? "" : ", " + std::to_string(parsed.trees.size()) + " contraction trees") +
+        (parsed.probe ? " and the machine probe" : "") +
+        (parsed.probe_problem.empty() ? "" : "; " + parsed.probe_problem);
   }
   store_changed();
   return parsed.plans.size();
@@ -257,6 +271,8 @@ void save_from(Store& shared, const std::string& path, const Machine& here) {
       ++count;
     }
   }
+  for (const auto& [key, path] : tree::remembered_trees())
+    text << "tree " << key << " " << tree::path_text(path) << "\n";
   text << "end " << count << "\n";
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
   {

@@ -49,15 +49,15 @@ void check_inputs(const std::vector<std::vector<std::string>>& inputs, const std
   }
 }
 
-/// opt_einsum's naive cost: one loop over every label, (terms - 1) products, and a sum.
+/// opt_einsum's naive cost: one loop over every label, (terms - 1) products, and one more
+/// when some label is on two inputs (opt_einsum's `inner_product`).
 double naive_cost(const tree::Network& network) {
   double log2_all = 0;
-  bool summed = false;
-  for (std::size_t l = 0; l < network.labels(); ++l) {
-    log2_all += network.log2_extent[l];
-    summed = summed || !network.kept[l];
-  }
-  const double terms = static_cast<double>(std::max<std::size_t>(network.size(), 2) - 1) + (summed ? 1 : 0);
+  std::size_t occurrences = 0;
+  for (std::size_t l = 0; l < network.labels(); ++l) log2_all += network.log2_extent[l];
+  for (const auto& input : network.inputs) occurrences += input.size();
+  const bool inner = occurrences > network.labels();
+  const double terms = static_cast<double>(std::max<std::size_t>(network.size(), 2) - 1) + (inner ? 1 : 0);
   return linear(log2_all) * terms;
 }
 

@@ -45,8 +45,8 @@ Path greedy(const Network& network, const GreedyOptions& options) {
     double log2_union = 0;
     bool summed = false;
     const Legs out = network.merge(ops.legs[a], ops.legs[b], log2_union, summed);
-    const double s = linear(network.log2_size(out)) -
-                     options.costmod * (linear(ops.log2_size[a]) + linear(ops.log2_size[b]));
+    const double s =
+        linear(network.log2_size(out)) - options.costmod * (linear(ops.log2_size[a]) + linear(ops.log2_size[b]));
     double key = std::copysign(std::log2(1 + std::abs(s)), s);
     if (options.temperature > 0) key -= options.temperature * -std::log(-std::log(uniform(random)));
     queue.emplace(key, std::min(a, b), std::max(a, b));

@@ -15,8 +15,7 @@ namespace tenex::tree {
 /// Outer products only where the network is disconnected. `most_inputs`: refuses (nullopt)
 /// larger networks. `log2_max_size`: intermediates above it are not formed (nullopt when no
 /// path fits).
-std::optional<Path> optimal(const Network& network, std::size_t most_inputs = 16,
-                            double log2_max_size = 1e300);
+std::optional<Path> optimal(const Network& network, std::size_t most_inputs = 16, double log2_max_size = 1e300);
 
 struct GreedyOptions {
   double costmod = 1.0;      // score = size(result) - costmod * (size(a) + size(b))
@@ -45,9 +44,9 @@ Path reconfigure(const Network& network, Path path, std::size_t subtree_size = 8
 /// Labels to slice (slice.cpp): fixed one value at a time, each slice of the network is
 /// contracted by the same path and the slices summed.
 struct Slicing {
-  std::vector<Label> labels;  // empty: nothing sliced
-  double slices = 1;          // the product of their extents
-  Cost sliced;                // one slice's cost
+  std::vector<Label> labels;    // empty: nothing sliced
+  double slices = 1;            // the product of their extents
+  Cost sliced;                  // one slice's cost
   double log2_total_flops = 0;  // log2(slices) + sliced.log2_flops
 };
 
@@ -60,19 +59,20 @@ enum class Method { automatic, greedy, dp, hyper };
 
 struct Options {
   Method method = Method::automatic;
-  double seconds = -1;        // the search budget; < 0: the default (TENEX_ORDER_BUDGET or the rule)
-  double log2_max_size = 1e300;  // the memory limit in elements (log2); beyond it, slicing
+  double seconds = -1;            // the search budget; < 0: the default (TENEX_ORDER_BUDGET or the rule)
+  double log2_max_size = 1e300;   // the memory limit in elements (log2); beyond it, slicing
   const Path* written = nullptr;  // the order as written: the result is never worse
+  bool remember = false;          // look the tree up, and keep it, in the tree store (tree_store.hpp)
   bool bounded_by_work = false;   // a set's product: the search also within a tenth of its predicted time
 };
 
 struct Result {
   Path path;
   Cost cost;
-  Slicing slicing;          // labels empty unless the limit needed them
-  std::string method;       // which method found the path ("dp", "greedy", "random-greedy", ...)
-  std::size_t trials = 0;   // trees scored
-  double seconds = 0;       // time spent
+  Slicing slicing;                     // labels empty unless the limit needed them
+  std::string method;                  // which method found the path ("dp", "greedy", "random-greedy", ...)
+  std::size_t trials = 0;              // trees scored
+  double seconds = 0;                  // time spent
   double log2_written_flops = -1e300;  // the written order's cost (-1e300: none given)
 };
 

@@ -9,6 +9,7 @@
 
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/methods.hpp"
+#include "tenex/graph/contraction_tree/tree_store.hpp"
 
 namespace tenex::tree {
 
@@ -28,16 +29,33 @@ constexpr double least_seconds = 0.001;
 constexpr double seconds_per_input = 0.0025;
 /// ...and at most this much, unless the user asks for more.
 constexpr double most_seconds = 1.0;
+/// Sampled trees tried whatever the budget (about 20 us each for 30 inputs): a cheap
+/// product's tree then depends little on the machine's speed.
+constexpr std::uint64_t least_rounds = 24;
 
 double elapsed(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
+/// The best tree so far. Under a memory limit (log2 elements) a tree whose largest
+/// intermediate exceeds it counts half a doubling of flops per doubling over it: about what
+/// slicing it down costs, so the search prefers trees that fit or nearly fit.
 struct Best {
   Path path;
   Cost cost;
   std::string method;
   bool found = false;
+  double limit = 1e300;
+  double key(const Cost& c) const { return c.log2_flops + 0.5 * std::max(0.0, c.log2_largest - limit); }
+  /// `a` is a better tree than `b`.
+  bool beats(const Cost& a, const Cost& b) const {
+    if (limit < 1e299) {
+      const double d = key(a) - key(b);
+      if (std::abs(d) > 1e-9) return d < 0;
+    }
+    return cheaper(a, b);
+  }
+  bool better(const Cost& c) const { return !found || beats(c, cost); }
   void offer(Path p, Cost c, std::string_view how) {
-    if (!found || cheaper(c, cost)) {
+    if (better(c)) {
       path = std::move(p);
       cost = c;
       method = how;
@@ -50,11 +68,15 @@ struct Best {
 /// for a set's product also at most a tenth of its predicted contraction time (at least a
 /// millisecond), so a cheap product never waits on its search.
 double budget_for(const Network& network, const Options& options, const Cost& first) {
-  const double budget = options.seconds >= 0 ? options.seconds
-                                             : std::min(most_seconds, seconds_per_input * static_cast<double>(network.size()));
+  const double budget = options.seconds >= 0
+                            ? options.seconds
+                            : std::min(most_seconds, seconds_per_input * static_cast<double>(network.size()));
   if (!options.bounded_by_work) return budget;
   const double predicted = first.log2_flops > 60 ? 1e9 : first.flops() / predicted_rate;
-  return std::min(budget, std::max(least_seconds, budget_fraction * predicted));
+  // A tree that does not fit the memory limit is worth a longer look: slicing it multiplies
+  // its flops.
+  const double least = first.log2_largest > options.log2_max_size ? 20 * least_seconds : least_seconds;
+  return std::min(budget, std::max(least, budget_fraction * predicted));
 }
 
 /// Sampled greedy restarts and bisections until `seconds` have passed since `start`.
@@ -62,7 +84,7 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
   std::mt19937_64 random(0x7e6e5ULL + network.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const bool bisecting = network.size() >= 16;
-  for (std::uint64_t round = 1; elapsed(start) < seconds; ++round) {
+  for (std::uint64_t round = 1; round <= least_rounds || elapsed(start) < seconds; ++round) {
     if (bisecting && round % 3 == 0) {
       BisectOptions o;
       o.seed = round;
@@ -74,13 +96,63 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
     } else {
       GreedyOptions o;
       o.seed = round;
-      o.costmod = std::exp2(-3 + 5 * unit(random));       // 1/8 .. 4
+      o.costmod = std::exp2(-3 + 5 * unit(random));      // 1/8 .. 4
       o.temperature = std::exp2(-7 + 7 * unit(random));  // 1/128 .. 1
       Path p = greedy(network, o);
       const Cost c = score(network, p);
       best.offer(std::move(p), c, "random-greedy");
     }
     ++trials;
+  }
+}
+
+/// log2 elements held while the slices run: one slice's intermediates at their peak, the
+/// slices of the inputs that hold a sliced label (each a copy), the running sum, and the
+/// intermediates that hold no sliced label (the same in every slice: made once, held across
+/// the slices).
+double log2_slice_held(const Network& network, const Path& path, const Slicing& s) {
+  const Network one = network.with_fixed(s.labels);
+  const std::vector<Legs> legs = legs_of(one, path);
+  const std::size_t n = network.size();
+  std::vector<char> sliced(legs.size(), 0);
+  double held = s.sliced.log2_peak;
+  for (std::size_t i = 0; i < n; ++i) {
+    sliced[i] = std::any_of(network.inputs[i].begin(), network.inputs[i].end(),
+                            [&](Label l) { return std::find(s.labels.begin(), s.labels.end(), l) != s.labels.end(); });
+    if (sliced[i]) held = log2_add(held, one.log2_size(legs[i]));
+  }
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    const auto [a, b] = path[k];
+    sliced[n + k] = sliced[a] || sliced[b];
+    for (std::size_t o : {a, b}) {
+      if (o >= n && !sliced[o] && sliced[n + k]) held = log2_add(held, one.log2_size(legs[o]));
+    }
+  }
+  if (!legs.empty()) held = log2_add(held, one.log2_size(legs.back()));
+  return held;
+}
+
+/// Slices whose every intermediate fits `log2_max_size` and whose held elements fit four
+/// times that (the limit the caller divided by four): the target is lowered until they do.
+Slicing slices_that_fit(const Network& network, const Path& path, const Options& options) {
+  double target = options.log2_max_size;
+  for (int attempt = 0; attempt < 16; ++attempt, target -= 1) {
+    std::optional<Slicing> s = find_slices(network, path, target);
+    if (!s) break;
+    if (log2_slice_held(network, path, *s) <= options.log2_max_size + 2) return *s;
+  }
+  return {};
+}
+
+Result search(const Network& network, const Options& options, Clock::time_point start);
+
+/// A remembered path (perhaps read from a file) that fits the network.
+bool valid(std::size_t inputs, const Path& path) {
+  try {
+    check_path(inputs, path);
+    return true;
+  } catch (const Error&) {
+    return false;
   }
 }
 
@@ -113,11 +185,42 @@ Options options_from_environment() {
 
 Result optimize(const Network& network, const Options& options) {
   const Clock::time_point start = Clock::now();
+  const std::string key = options.remember && network.size() > exact_inputs ? tree_key(network, options) : "";
+  if (!key.empty()) {
+    if (std::optional<Path> p = find_tree(key); p && valid(network.size(), *p)) {
+      Result result;
+      result.path = std::move(*p);
+      result.cost = score(network, result.path);
+      result.method = "remembered";
+      if (options.written) result.log2_written_flops = score(network, *options.written).log2_flops;
+      if (result.cost.log2_largest > options.log2_max_size) {
+        result.slicing = slices_that_fit(network, result.path, options);
+      }
+      result.seconds = elapsed(start);
+      return result;
+    }
+  }
+  Result result = search(network, options, start);
+  if (!key.empty()) remember_tree(key, result.path);
+  return result;
+}
+
+namespace {
+
+/// The search itself (optimize() without the tree store).
+Result search(const Network& network, const Options& options, Clock::time_point start) {
   Result result;
   const std::size_t n = network.size();
   Best best;
+  best.limit = options.log2_max_size;
   if (n >= 2 && (options.method == Method::dp || (options.method == Method::automatic && n <= exact_inputs))) {
     if (std::optional<Path> p = optimal(network, 16)) best.offer(*p, score(network, *p), "dp");
+    // Under a limit, the cheapest tree whose intermediates all fit, when there is one.
+    if (best.found && best.cost.log2_largest > options.log2_max_size) {
+      if (std::optional<Path> p = optimal(network, 16, options.log2_max_size)) {
+        best.offer(*p, score(network, *p), "dp within the limit");
+      }
+    }
   }
   if (!best.found) {
     Path p = greedy(network);
@@ -132,22 +235,28 @@ Result optimize(const Network& network, const Options& options) {
       const double left = seconds - elapsed(start);
       Path r = reconfigure(network, best.path, 8, std::max(left, 0.0));
       const Cost rc = score(network, r);
-      if (cheaper(rc, best.cost)) best.offer(std::move(r), rc, best.method + "+reconfigured");
+      best.offer(std::move(r), rc, best.method + "+reconfigured");
     }
   }
   if (options.written) {
     const Cost w = score(network, *options.written);
     result.log2_written_flops = w.log2_flops;
-    if (!best.found || !cheaper(best.cost, w)) best = Best{*options.written, w, "as written", true};
+    // The written order wins ties: it is what the user wrote.
+    if (!best.found || !best.beats(best.cost, w)) {
+      best.path = *options.written;
+      best.cost = w;
+      best.method = "as written";
+      best.found = true;
+    }
   }
   result.path = std::move(best.path);
   result.cost = best.cost;
   result.method = best.method;
-  if (result.cost.log2_largest > options.log2_max_size) {
-    if (std::optional<Slicing> s = find_slices(network, result.path, options.log2_max_size)) result.slicing = *s;
-  }
+  if (result.cost.log2_largest > options.log2_max_size) result.slicing = slices_that_fit(network, result.path, options);
   result.seconds = elapsed(start);
   return result;
 }
+
+}  // namespace
 
 }  // namespace tenex::tree

@@ -12,10 +12,10 @@ namespace tenex::tree {
 /// What a path costs on a network, opt_einsum's convention: each step costs the size of
 /// every label its operands hold, twice when it sums a label.
 struct Cost {
-  double log2_flops = -1e300;    // log2 of the sum over steps (-1e300: no step)
-  double log2_largest = 0;       // log2 elements of the largest intermediate (the result included)
-  double log2_peak = 0;          // log2 elements of intermediates held at once, steps in order
-  double flops() const;          // 2^log2_flops (inf beyond double)
+  double log2_flops = -1e300;  // log2 of the sum over steps (-1e300: no step)
+  double log2_largest = 0;     // log2 elements of the largest intermediate (the result included)
+  double log2_peak = 0;        // log2 elements of intermediates held at once, steps in order
+  double flops() const;        // 2^log2_flops (inf beyond double)
 };
 
 Cost score(const Network& network, const Path& path);

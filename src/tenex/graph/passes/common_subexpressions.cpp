@@ -28,11 +28,16 @@ std::size_t signature_hash(const OpNode& n, const std::vector<NodeId>& operands)
   return h;
 }
 
+/// The order pass marks the input slices of each slice of a sliced network ("slice 3"): the
+/// slices' intermediates stay apart, so that one slice's are freed before the next runs,
+/// rather than shared across slices and held all the while (docs/networks.md).
+bool of_a_slice(const std::string& note) { return note.rfind("slice ", 0) == 0; }
+
 bool same_value(const OpGraph& graph, NodeId a, const OpNode& b, const std::vector<NodeId>& b_operands) {
   const OpNode& n = graph.node(a);
   return n.kind == b.kind && n.dtype == b.dtype && n.labels == b.labels && n.extents == b.extents &&
          n.storage == b.storage && n.sparse_maps == b.sparse_maps && graph.operands(a) == b_operands &&
-         n.params == b.params;
+         n.params == b.params && (n.note == b.note || (!of_a_slice(n.note) && !of_a_slice(b.note)));
 }
 
 }  // namespace

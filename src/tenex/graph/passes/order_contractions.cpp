@@ -38,9 +38,9 @@ bool counted(const LabelCount& count, const std::string& l) {
 
 struct Chain {
   std::vector<NodeId> leaves;
-  tree::Path written;                  // the order as built, over the leaves' numbers
-  std::vector<std::size_t> operands;   // while collecting: the written tree's operands so far
-  std::vector<NodeId> absorbed;  // the inner contractions and scales flattened into the chain
+  tree::Path written;                 // the order as built, over the leaves' numbers
+  std::vector<std::size_t> operands;  // while collecting: the written tree's operands so far
+  std::vector<NodeId> absorbed;       // the inner contractions and scales flattened into the chain
   double alpha = 1.0;
   bool changed = false;  // an inner contraction or scale was absorbed
   LabelCount collected;  // the labels of the leaves, counted as they are collected
@@ -211,7 +211,7 @@ NodeId emit_tree(OpGraph& graph, Leaves leaves, const tree::Path& path, const st
 }
 
 /// `id` restricted to the value `at` of `label` (itself when it lacks the label).
-NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t at) {
+NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t at, const std::string& note) {
   const OpNode& n = graph.node(id);
   const std::size_t mode = detail::find_label(n.labels, label);
   if (mode == n.labels.size()) return id;
@@ -220,7 +220,9 @@ NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t
   params.hi = n.extents;
   params.lo[mode] = at;
   params.hi[mode] = at + 1;
-  return graph.add(std::move(params), {id});
+  const NodeId slice = graph.add(std::move(params), {id});
+  graph.node(slice).note = note;  // kept apart from the other slices' by cse
+  return slice;
 }
 
 /// The tree run once per value of the sliced labels, each slice's result added to the
@@ -229,11 +231,12 @@ NodeId emit_sliced(OpGraph& graph, const Leaves& leaves, const tree::Path& path,
                    DType dtype, double alpha, const std::vector<std::string>& sliced) {
   std::vector<std::size_t> at(sliced.size(), 0);
   std::optional<NodeId> sum;
-  for (;;) {
+  for (std::size_t number = 0;; ++number) {
     Leaves slice = leaves;
+    const std::string note = "slice " + std::to_string(number);
     for (std::size_t i = 0; i < sliced.size(); ++i) {
       slice.extents[sliced[i]] = 1;
-      for (NodeId& slot : slice.slots) slot = slice_of(graph, slot, sliced[i], at[i]);
+      for (NodeId& slot : slice.slots) slot = slice_of(graph, slot, sliced[i], at[i], note);
     }
     sum = emit_tree(graph, std::move(slice), path, keep, dtype, alpha, sum);
     std::size_t i = 0;
@@ -252,10 +255,10 @@ std::string tree_note(const tree::Network& network, const tree::Result& r) {
   for (const auto& [a, b] : r.path) depth.push_back(1 + std::max(depth[a], depth[b]));
   char text[320];
   std::snprintf(text, sizeof text,
-                "tree of %zu factors by %s in %.2f ms: depth %zu, 2^%.2f flops (written order 2^%.2f), largest "
+                "tree of %zu factors by %s: depth %zu, 2^%.2f flops (written order 2^%.2f), largest "
                 "intermediate 2^%.2f elements",
-                network.size(), r.method.c_str(), r.seconds * 1e3, depth.back(), r.cost.log2_flops,
-                r.log2_written_flops, r.cost.log2_largest);
+                network.size(), r.method.c_str(), depth.back(), r.cost.log2_flops, r.log2_written_flops,
+                r.cost.log2_largest);
   std::string note = text;
   if (!r.slicing.labels.empty()) {
     note += "; sliced";
@@ -307,6 +310,7 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     if (!options_read) {
       options = tree::options_from_environment();
       options.bounded_by_work = true;
+      options.remember = true;
       // A quarter of the limit for the largest intermediate: its operands and the running
       // sum of the slices are held beside it.
       if (memory_limit != 0) {
@@ -336,7 +340,9 @@ void order_contractions(OpGraph& graph, std::size_t memory_limit) {
     }
     const NodeId result = sliced.empty() ? emit_tree(graph, leaves, r.path, keep, dtype, chain.alpha, std::nullopt)
                                          : emit_sliced(graph, leaves, r.path, keep, dtype, chain.alpha, sliced);
-    if (network.size() > 2) graph.node(result).note = tree_note(network, r);
+    // The tree's line in explain(): for networks (a product of a few factors reads well as
+    // its steps) and wherever slices run.
+    if (network.size() >= 8 || !sliced.empty()) graph.node(result).note = tree_note(network, r);
     graph.replace_uses(root, result);
     // Dead now: detached, so that later passes count the true consumers of the factors.
     graph.detach(root);
