@@ -218,7 +218,7 @@ TEST_CASE("contraction tree: score counts flops as opt_einsum does") {
 
 TEST_CASE("contraction tree: optimal is the brute-force minimum, the other methods no cheaper") {
   Random random(2024);
-  for (int t = 0; t < 150; ++t) {
+  for (int t = 0; t < 100; ++t) {
     const std::size_t n = 3 + static_cast<std::size_t>(t) % 5;
     const Network network = small_network(random, n);
     CAPTURE(t);
@@ -416,7 +416,7 @@ TEST_CASE("contraction tree: no failure on random networks of up to 300 inputs")
   Random random(99);
   for (int t = 0; t < 2000; ++t) {
     CAPTURE(t);
-    const std::size_t n = t % 10 == 0 ? 2 + below(random, 299) : 2 + below(random, 59);
+    const std::size_t n = t % 20 == 0 ? 2 + below(random, 299) : 2 + below(random, 39);
     const Network network = regular_network(random, n, t % 5 == 0);
     const auto seed = static_cast<std::uint64_t>(t);
     const Path greedy = tenex::tree::greedy(network, {1.0, t % 2 ? 0.0 : 0.3, seed});
@@ -435,6 +435,7 @@ TEST_CASE("contraction tree: no failure on random networks of up to 300 inputs")
       CHECK(std::isfinite(slicing->log2_total_flops));
       CHECK(slicing->sliced.log2_largest <= limit + 1e-9);
       CHECK(slicing->log2_total_flops >= cost.log2_flops - 1e-9);
+      for (Label l : slicing->labels) CHECK(!network.kept[static_cast<std::size_t>(l)]);
     }
   }
 }

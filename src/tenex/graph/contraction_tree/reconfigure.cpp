@@ -3,10 +3,13 @@
 // re-ordered exactly: each part's result is an input of a small network (its legs' labels;
 // a label also held outside the subtree, or kept, is kept there, so nothing is summed early),
 // `optimal` orders it, and the order replaces the old steps when it costs less. Nodes are
-// visited costliest first, passes repeated while one improves and the budget lasts.
+// visited costliest first, passes repeated while one improves and the budget lasts; the
+// passes take turns growing frontiers three ways (different subtrees find different gains).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
+#include <random>
 
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/methods.hpp"
@@ -14,6 +17,10 @@
 namespace tenex::tree {
 
 namespace {
+
+/// How a subtree's frontier grows: by opening the part whose own step costs most, the
+/// first part (its left side first: deep on one side), or a random one. Passes take turns.
+enum class Growth { costliest, first, random };
 
 struct Node {
   int left = -1, right = -1, parent = -1;  // an input: no children
@@ -24,14 +31,15 @@ struct Node {
 class Tree {
  public:
   Tree(const Network& network, const Path& path);
-  /// Re-orders the subtree at `x`; whether it got cheaper.
-  bool reconfigure_at(int x, std::size_t subtree_size);
+  /// Re-orders the subtree at `x`, its frontier grown as `growth` says; whether it got cheaper.
+  bool reconfigure_at(int x, std::size_t subtree_size, Growth growth, std::mt19937_64& random);
   /// The internal nodes, costliest step first.
   std::vector<int> by_cost() const;
   Path path() const;
 
  private:
   void set_step(int node, int left, int right);
+  std::size_t part_to_open(const std::vector<int>& parts, Growth growth, std::mt19937_64& random) const;
   Network parts_network(const std::vector<int>& parts, int x);
 
   const Network& network_;
@@ -101,18 +109,31 @@ Network Tree::parts_network(const std::vector<int>& parts, int x) {
   return sub;
 }
 
-bool Tree::reconfigure_at(int x, std::size_t subtree_size) {
+/// Which part of the frontier the next one opened is.
+std::size_t Tree::part_to_open(const std::vector<int>& parts, Growth growth, std::mt19937_64& random) const {
+  std::vector<std::size_t> open;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (nodes_[static_cast<std::size_t>(parts[i])].left >= 0) open.push_back(i);
+  }
+  if (open.empty()) return parts.size();
+  switch (growth) {
+    case Growth::costliest:
+      return *std::max_element(open.begin(), open.end(), [&](std::size_t a, std::size_t b) {
+        return nodes_[static_cast<std::size_t>(parts[a])].log2_cost <
+               nodes_[static_cast<std::size_t>(parts[b])].log2_cost;
+      });
+    case Growth::first: return open.front();
+    case Growth::random: return open[random() % open.size()];
+  }
+  return open.front();
+}
+
+bool Tree::reconfigure_at(int x, std::size_t subtree_size, Growth growth, std::mt19937_64& random) {
   const Node& top = nodes_[static_cast<std::size_t>(x)];
   std::vector<int> parts{top.left, top.right}, inside{x};
   double old_cost = top.log2_cost;
   while (parts.size() < subtree_size) {
-    std::size_t open = parts.size();
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      const Node& p = nodes_[static_cast<std::size_t>(parts[i])];
-      if (p.left >= 0 &&
-          (open == parts.size() || p.log2_cost > nodes_[static_cast<std::size_t>(parts[open])].log2_cost))
-        open = i;
-    }
+    const std::size_t open = part_to_open(parts, growth, random);
     if (open == parts.size()) break;
     const Node& p = nodes_[static_cast<std::size_t>(parts[open])];
     inside.push_back(parts[open]);
@@ -173,16 +194,20 @@ Path reconfigure(const Network& network, Path path, std::size_t subtree_size, do
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::clamp(seconds, 0.0, 1e6)));
   Tree tree(network, path);
-  bool improved = true, in_time = true;
-  while (improved && in_time) {
-    improved = false;
+  std::mt19937_64 random(network.size());
+  constexpr std::array<Growth, 3> turns{Growth::costliest, Growth::first, Growth::random};
+  // Passes until one of each growth in a row improves nothing, or the budget ends.
+  std::size_t idle = 0;
+  for (std::size_t pass = 0; idle < turns.size(); ++pass) {
+    bool improved = false;
     for (int x : tree.by_cost()) {
       if (Clock::now() >= deadline) {
-        in_time = false;
+        idle = turns.size();
         break;
       }
-      improved = tree.reconfigure_at(x, subtree_size) || improved;
+      improved = tree.reconfigure_at(x, subtree_size, turns[pass % turns.size()], random) || improved;
     }
+    idle = improved ? 0 : idle + 1;
   }
   Path out = tree.path();
   check_path(network.size(), out);
