@@ -46,7 +46,7 @@ double log2_of(const Bits& b, const Network& network) {
   return s;
 }
 
-Subsets subsets_of(const Network& network) {
+Subsets subsets_of(const Network& network, bool connectivity) {
   const std::size_t n = network.size(), full = (std::size_t{1} << n) - 1;
   const std::size_t words = (network.labels() + 63) / 64;
   Subsets out;
@@ -81,7 +81,7 @@ Subsets subsets_of(const Network& network) {
     out.log2_size[s] = log2_of(out.result[s], network);
   }
   // Connected: some split into connected parts sharing a label (the parts hold `all` labels).
-  for (std::size_t s = 1; s <= full; ++s) {
+  for (std::size_t s = 1; connectivity && s <= full; ++s) {
     if (out.connected[s]) continue;
     const std::size_t low = s & (~s + 1);
     for (std::size_t a = (s - 1) & s; a > 0 && !out.connected[s]; a = (a - 1) & s) {
@@ -98,8 +98,8 @@ std::optional<Path> optimal(const Network& network, std::size_t most_inputs, dou
   if (n > most_inputs || n > 20) return std::nullopt;
   if (n < 2) return Path{};
   const std::size_t full = (std::size_t{1} << n) - 1;
-  const Subsets subsets = subsets_of(network);
   const bool every_split = n <= all_splits_limit;
+  const Subsets subsets = subsets_of(network, !every_split);
   std::vector<double> cost(full + 1, none);  // log2 flops
   std::vector<std::size_t> split(full + 1, 0);
   for (std::size_t i = 0; i < n; ++i) cost[std::size_t{1} << i] = -1e300;
