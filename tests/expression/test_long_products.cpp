@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -102,4 +103,110 @@ TEST_CASE("long products: a chain of 1,000 matrices is written and ordered exact
     r("l0,l" + std::to_string(count)) = p;
   }
   CHECK(r.to_vector() == std::vector<double>{1.0, total, 0.0, 1.0});
+}
+
+// The store the products of a chain share (src/tenex/expression/detail/label_store.hpp): the
+// label entries it has written, appended, copied or materialized. Not a public name.
+namespace tenex::detail {
+TENEX_API std::size_t label_entries_written();
+}  // namespace tenex::detail
+
+namespace {
+
+/// 2x2 matrices whose rows sum to one (entries from 0.2 to 0.8): their product stays bounded.
+std::vector<TD> stochastic_matrices(std::size_t count) {
+  std::vector<TD> m;
+  m.reserve(count);
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return 0.2 + 0.6 * static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (std::size_t k = 0; k < count; ++k) {
+    const double a = next(), b = next();
+    m.emplace_back(Shape{2, 2}, std::vector<double>{a, 1.0 - a, b, 1.0 - b});
+  }
+  return m;
+}
+
+std::vector<double> chain_reference(const std::vector<TD>& m) {
+  std::vector<double> p = m[0].to_vector();
+  for (std::size_t k = 1; k < m.size(); ++k) {
+    const std::vector<double> f = m[k].to_vector();
+    p = {p[0] * f[0] + p[1] * f[2], p[0] * f[1] + p[1] * f[3], p[2] * f[0] + p[3] * f[2], p[2] * f[1] + p[3] * f[3]};
+  }
+  return p;
+}
+
+std::string chain_labels(std::size_t k) { return "l" + std::to_string(k) + ",l" + std::to_string(k + 1); }
+
+}  // namespace
+
+TEST_CASE("long products: a chain of 20,000 matrices is written in linear time and memory") {
+  // Each product's labels are the union of its factors', so the k-th product of a chain holds
+  // k + 1 labels; the products share one store, which they extend, instead of a copy each.
+  const std::size_t count = 20000;
+  std::vector<TD> m = stochastic_matrices(count);
+  const std::vector<double> expected = chain_reference(m);
+  const std::size_t before = tenex::detail::label_entries_written();
+  TD r;
+  {
+    tenex::Multiplication<TD> p = m[0](chain_labels(0)) * m[1](chain_labels(1));
+    for (std::size_t k = 2; k < count; ++k) p = p * m[k](chain_labels(k));
+    CHECK(p.labels().size() == count + 1);
+    r("l0,l" + std::to_string(count)) = p;
+  }
+  check_close(r.to_vector(), expected, 1e-9);
+  // Quadratic growth would write about count^2 / 2 = 2 * 10^8 entries.
+  const std::size_t written = tenex::detail::label_entries_written() - before;
+  CAPTURE(written);
+  CHECK(written <= 4 * count);
+}
+
+TEST_CASE("long products: products that share a label store branch, repeat and scale exactly") {
+  std::vector<TD> m = stochastic_matrices(40);
+  auto reference = [&](std::size_t from, std::size_t to) {
+    return chain_reference(std::vector<TD>(m.begin() + static_cast<std::ptrdiff_t>(from),
+                                           m.begin() + static_cast<std::ptrdiff_t>(to)));
+  };
+  // x = m0 ... m29, extended twice from the same x: the second extension copies x's labels.
+  tenex::Multiplication<TD> x = m[0](chain_labels(0)) * m[1](chain_labels(1));
+  for (std::size_t k = 2; k < 30; ++k) x = x * m[k](chain_labels(k));
+  const tenex::Multiplication<TD> y = x * m[30](chain_labels(30));
+  const tenex::Multiplication<TD> z = x * m[35]("l30,l99");
+  const tenex::Multiplication<TD> w = (2.0 * y) * m[31](chain_labels(31));
+  // s * s, s = m0 m1 m2 m3: each factor twice, every label summed: sum over l0..l4 of
+  // prod_k m_k(l_k, l_k+1)^2.
+  tenex::Multiplication<TD> s = m[0](chain_labels(0)) * m[1](chain_labels(1));
+  for (std::size_t k = 2; k < 4; ++k) s = s * m[k](chain_labels(k));
+  const tenex::Multiplication<TD> ss = s * s;
+  CHECK(x.labels().size() == 31);
+  CHECK(y.labels().size() == 32);
+  CHECK(z.labels().size() == 32);
+  CHECK(z.labels().back() == "l99");
+  CHECK(ss.labels().size() == 5);
+  TD ry, rz, rw, rx, rss;
+  ry("l0,l31") = y;
+  rz("l0,l99") = z;
+  rw("l0,l32") = w;
+  rx("l0,l30") = x;
+  rss("") = ss;
+  std::vector<TD> with_35(m.begin(), m.begin() + 30);
+  with_35.push_back(m[35]);
+  std::vector<double> expected_w = reference(0, 32);
+  for (double& v : expected_w) v *= 2.0;
+  check_close(ry.to_vector(), reference(0, 31), 1e-12);
+  check_close(rz.to_vector(), chain_reference(with_35), 1e-12);
+  check_close(rw.to_vector(), expected_w, 1e-12);
+  const std::vector<double> vx = reference(0, 30);
+  check_close(rx.to_vector(), vx, 1e-12);
+  std::vector<TD> squared;
+  for (std::size_t k = 0; k < 4; ++k) {
+    std::vector<double> v = m[k].to_vector();
+    for (double& e : v) e *= e;
+    squared.emplace_back(Shape{2, 2}, std::move(v));
+  }
+  double total = 0;
+  for (double v : chain_reference(squared)) total += v;
+  check_close(rss.to_vector(), {total}, 1e-12);
 }
