@@ -1,6 +1,6 @@
 // Benchmark: how tenex's own work grows with the size of one set (issue 29, "slow paths").
 //
-//   bench_scale [--filter accumulate|sum|sum_distinct|hadamard|chain|trace] [--n N] [--repeat R]
+//   bench_scale [--filter accumulate|sum|sum_distinct|hadamard|chain|chain2|chain2_end|trace] [--n N] [--repeat R]
 //
 // Each case builds one set of N statements or one expression of N terms on tiny tensors, so
 // the arithmetic is negligible and the time is recording, building, optimizing and running:
@@ -11,6 +11,7 @@
 //   hadamard      p = x_0("i") * x_1("i") * ... (N factors), r("i") = p
 //   chain         p = m_0("i0,i1") * m_1("i1,i2") * ... (N factors), r("i0,iN") = p
 //   chain2        the same with 2x2 matrices (issue 45: writing the chain was quadratic)
+//   chain2_end    the same written from its end: p = m_k("ik,ik+1") * p
 //   trace         p = m("i,i") * m("i,i") * ... (N factors), r("") = p
 //
 // Each line gives the seconds to record (build the expression and the statements) and to
@@ -158,7 +159,7 @@ Timing hadamard(long n) {
   return t;
 }
 
-Timing chain(long n, std::size_t extent) {
+Timing chain(long n, std::size_t extent, bool from_end = false) {
   std::vector<Tensor<double>> m;
   for (long k = 0; k < n; ++k) {
     Tensor<double> e = filled({extent, extent}, static_cast<double>(k % 5));
@@ -174,8 +175,13 @@ Timing chain(long n, std::size_t extent) {
   Timing t;
   auto begin = Instant::now();
   {
-    auto p = m[0](label(0) + "," + label(1)) * m[1](label(1) + "," + label(2));
-    for (long k = 2; k < n; ++k) p = p * m[static_cast<std::size_t>(k)](label(k) + "," + label(k + 1));
+    auto factor = [&](long k) { return m[static_cast<std::size_t>(k)](label(k) + "," + label(k + 1)); };
+    auto p = from_end ? factor(n - 2) * factor(n - 1) : factor(0) * factor(1);
+    if (from_end) {
+      for (long k = n - 2; k-- > 0;) p = factor(k) * p;
+    } else {
+      for (long k = 2; k < n; ++k) p = p * factor(k);
+    }
     r(label(0) + "," + label(n)) = p;
     t.record = seconds_since(begin);
     begin = Instant::now();
@@ -248,6 +254,7 @@ int main(int argc, char** argv) {
       {"hadamard", {250, 1000, 4000}, hadamard},
       {"chain", {250, 1000, 4000}, [](long k) { return chain(k, kExtent); }},
       {"chain2", {1000, 10000, 20000}, [](long k) { return chain(k, 2); }},
+      {"chain2_end", {1000, 10000, 20000}, [](long k) { return chain(k, 2, true); }},
       {"trace", {250, 1000, 4000}, trace},
   };
   std::printf("# bench_scale: %zu-element modes, double; seconds (wall, and the process's CPU), best of %d\n", kExtent,
