@@ -211,11 +211,16 @@ TEST_CASE("long products: products that share a label store branch, repeat and s
   // factor whose labels are not the product's first (m33 over l33, l0) copies.
   const tenex::Multiplication<TD> both = m[36]("l99,l0") * (y * m[31](chain_labels(31)));
   const tenex::Multiplication<TD> ring = m[33]("l32,l0") * (y * m[31](chain_labels(31)));
+  // (m37 m38) * y: y, the longer, takes the pair's labels in front of its own.
+  const tenex::Multiplication<TD> pair_y = (m[37]("l97,l98") * m[38]("l98,l0")) * y;
+  CHECK(pair_y.labels().size() == 34);
   CHECK(both.labels().front() == "l99");
   CHECK(ring.labels().front() == "l32");
   TD rboth, rring;
   rboth("l99,l32") = both;
   rring("") = ring;
+  TD rpair;
+  rpair("l97,l31") = pair_y;
   TD ry, rz, rw, rx, rss;
   ry("l0,l31") = y;
   rz("l0,l99") = z;
@@ -243,6 +248,9 @@ TEST_CASE("long products: products that share a label store branch, repeat and s
   std::vector<TD> with_36{m[36]};
   with_36.insert(with_36.end(), m.begin(), m.begin() + 32);
   check_close(rboth.to_vector(), chain_reference(with_36), 1e-12);
+  std::vector<TD> pair_factors{m[37], m[38]};
+  pair_factors.insert(pair_factors.end(), m.begin(), m.begin() + 31);
+  check_close(rpair.to_vector(), chain_reference(pair_factors), 1e-12);
   // The trace of m33 m0 ... m31 (m33 closes the ring from l32 to l0).
   std::vector<TD> ring_factors{m[33]};
   ring_factors.insert(ring_factors.end(), m.begin(), m.begin() + 32);

@@ -190,20 +190,35 @@ void product_labels(const ExprNode& a, const ExprNode& b, ExprNode& out) {
   const ExprNode* base = &a;
   Counted counts;
   Target t;
-  bool at_back = true, counted_b = false;
-  std::size_t in_front = 0;
-  if (a.is_product()) {
-    counts = factor_counts(b), counted_b = true;  // O(b): b's labels are appended
-    t = extend(a, b.labels.size(), true, true);
-  }
-  if (!t.store && b.is_product() && (in_front = joins_in_front(a, b)) != npos) {
-    Counted counts_a = factor_counts(a);  // O(a), not O(b): a's labels go in front of b's
-    t = extend(b, in_front, false, a.is_product());
+  bool at_back = true, counted_b = false, joined = false;
+  std::size_t in_front = npos;
+  auto back = [&](bool newest_only) {  // a's store, b's labels after a's: O(b)
+    if (t.store || !a.is_product()) return;
+    if (!counted_b) counts = factor_counts(b), counted_b = true;
+    t = extend(a, b.labels.size(), true, newest_only);
+  };
+  auto front = [&](bool newest_only) {  // b's store, a's new labels before b's: O(a)
+    if (t.store || !b.is_product()) return;
+    if (!joined) in_front = joins_in_front(a, b), joined = true;
+    if (in_front == npos) return;
+    Counted counts_a = factor_counts(a);
+    t = extend(b, in_front, false, newest_only);
     if (t.store) counts = std::move(counts_a), added = &a, base = &b, at_back = false;
+  };
+  // The longer factor's store first, if it is its newest view; else a copy of a product's.
+  if (b.labels.size() > a.labels.size()) {
+    front(true), back(true);
+  } else {
+    back(true), front(true);
+  }
+  if (a.is_product()) {
+    back(false);
+  } else {
+    front(false);
   }
   if (!t.store) {
     if (!counted_b) counts = factor_counts(b);
-    t = a.is_product() ? extend(a, b.labels.size(), true, false) : store_of(a, counts_of(a), b.labels.size(), true);
+    t = store_of(a, counts_of(a), b.labels.size(), true);
   }
   LabelStore& store = *t.store;
   const std::uint64_t version = store.next_version_locked();
