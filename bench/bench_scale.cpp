@@ -1,6 +1,6 @@
 // Benchmark: how tenex's own work grows with the size of one set (issue 29, "slow paths").
 //
-//   bench_scale [--filter accumulate|sum|sum_distinct|hadamard|chain|trace] [--n N] [--repeat R]
+//   bench_scale [--filter accumulate|sum|sum_distinct|hadamard|chain|chain2|chain2_end|trace] [--n N] [--repeat R]
 //
 // Each case builds one set of N statements or one expression of N terms on tiny tensors, so
 // the arithmetic is negligible and the time is recording, building, optimizing and running:
@@ -10,6 +10,8 @@
 //   sum_distinct  the same with a different tensor per term (x_k("i"), 16 tensors reused)
 //   hadamard      p = x_0("i") * x_1("i") * ... (N factors), r("i") = p
 //   chain         p = m_0("i0,i1") * m_1("i1,i2") * ... (N factors), r("i0,iN") = p
+//   chain2        the same with 2x2 matrices (issue 45: writing the chain was quadratic)
+//   chain2_end    the same written from its end: p = m_k("ik,ik+1") * p
 //   trace         p = m("i,i") * m("i,i") * ... (N factors), r("") = p
 //
 // Each line gives the seconds to record (build the expression and the statements) and to
@@ -157,11 +159,15 @@ Timing hadamard(long n) {
   return t;
 }
 
-Timing chain(long n) {
+Timing chain(long n, std::size_t extent, bool from_end = false) {
   std::vector<Tensor<double>> m;
   for (long k = 0; k < n; ++k) {
-    Tensor<double> e = filled({kExtent, kExtent}, static_cast<double>(k % 5));
-    for (std::size_t i = 0; i < kExtent * kExtent; ++i) e.data()[i] *= 0.5;  // spectral radius about 1
+    Tensor<double> e = filled({extent, extent}, static_cast<double>(k % 5));
+    for (std::size_t i = 0; i < extent; ++i) {  // rows summing to one: the product stays bounded
+      double row = 0;
+      for (std::size_t j = 0; j < extent; ++j) row += e.data()[i * extent + j];
+      for (std::size_t j = 0; j < extent; ++j) e.data()[i * extent + j] /= row;
+    }
     m.push_back(std::move(e));
   }
   auto label = [](long k) { return "i" + std::to_string(k); };
@@ -169,8 +175,13 @@ Timing chain(long n) {
   Timing t;
   auto begin = Instant::now();
   {
-    auto p = m[0](label(0) + "," + label(1)) * m[1](label(1) + "," + label(2));
-    for (long k = 2; k < n; ++k) p = p * m[static_cast<std::size_t>(k)](label(k) + "," + label(k + 1));
+    auto factor = [&](long k) { return m[static_cast<std::size_t>(k)](label(k) + "," + label(k + 1)); };
+    auto p = from_end ? factor(n - 2) * factor(n - 1) : factor(0) * factor(1);
+    if (from_end) {
+      for (long k = n - 2; k-- > 0;) p = factor(k) * p;
+    } else {
+      for (long k = 2; k < n; ++k) p = p * factor(k);
+    }
     r(label(0) + "," + label(n)) = p;
     t.record = seconds_since(begin);
     begin = Instant::now();
@@ -180,11 +191,10 @@ Timing chain(long n) {
   std::vector<double> expected = m[0].to_vector();
   for (long k = 1; k < n; ++k) {
     const std::vector<double> f = m[static_cast<std::size_t>(k)].to_vector();
-    std::vector<double> next(kExtent * kExtent, 0.0);
-    for (std::size_t i = 0; i < kExtent; ++i)
-      for (std::size_t l = 0; l < kExtent; ++l)
-        for (std::size_t j = 0; j < kExtent; ++j)
-          next[i * kExtent + j] += expected[i * kExtent + l] * f[l * kExtent + j];
+    std::vector<double> next(extent * extent, 0.0);
+    for (std::size_t i = 0; i < extent; ++i)
+      for (std::size_t l = 0; l < extent; ++l)
+        for (std::size_t j = 0; j < extent; ++j) next[i * extent + j] += expected[i * extent + l] * f[l * extent + j];
     expected = next;
   }
   t.error = max_difference(r, expected);
@@ -242,7 +252,9 @@ int main(int argc, char** argv) {
       {"sum", {5000, 20000, 200000}, [](long k) { return sum(k, false); }},
       {"sum_distinct", {5000, 20000, 200000}, [](long k) { return sum(k, true); }},
       {"hadamard", {250, 1000, 4000}, hadamard},
-      {"chain", {250, 1000, 4000}, chain},
+      {"chain", {250, 1000, 4000}, [](long k) { return chain(k, kExtent); }},
+      {"chain2", {1000, 10000, 20000}, [](long k) { return chain(k, 2); }},
+      {"chain2_end", {1000, 10000, 20000}, [](long k) { return chain(k, 2, true); }},
       {"trace", {250, 1000, 4000}, trace},
   };
   std::printf("# bench_scale: %zu-element modes, double; seconds (wall, and the process's CPU), best of %d\n", kExtent,

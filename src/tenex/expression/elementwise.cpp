@@ -55,7 +55,7 @@ NodeId ExtremumNode::emit(Lowering& lowering, const std::vector<std::string>& ke
 
 std::vector<std::string> ReductionNode::child_keep(std::size_t, const std::vector<std::string>& keep) const {
   // A sum is linear: the operand sums what the consumer drops too. max and min need all.
-  return op == ReduceOp::sum ? keep : children[0]->labels;
+  return op == ReduceOp::sum ? keep : children[0]->labels.vec();
 }
 
 NodeId ReductionNode::emit(Lowering& lowering, const std::vector<std::string>& keep,

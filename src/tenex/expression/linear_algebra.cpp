@@ -112,10 +112,10 @@ std::shared_ptr<FactorNode> factor(const NodePtr& decomp, std::size_t which, std
   node->extents = std::move(extents);
   if (const TruncationRequest& request = truncation_request; decomp.get() == request.decomposition) {
     for (std::size_t d = 0; d < node->labels.size(); ++d) {
-      std::string& label = node->labels[d];
+      std::string& label = node->labels.mutable_at(d);
       if (request.mode.empty() ? !is_new_mode_label(label) : label != request.mode) continue;
       if (!request.mode.empty()) label = request.renamed;
-      node->extents[d] = request.bound;
+      node->extents.mutable_at(d) = request.bound;
     }
   }
   return made_by<C>(std::move(node));
@@ -472,10 +472,10 @@ Solve<T> solve(const Expression<T>& a, const Expression<T>& b) {
   out->extents = node_b->extents;
   if (at_first < rank) {
     out->mode = at_first;
-    if (at_second == rank) out->labels[at_first] = second;
+    if (at_second == rank) out->labels.mutable_at(at_first) = second;
   } else {
     out->mode = at_second;
-    out->labels[at_second] = first;
+    out->labels.mutable_at(at_second) = first;
   }
   return Access::make<Solve<T>>(
       make_handle(detail::made_by<Solve<T>>(std::move(out)), {&Access::handle(a), &Access::handle(b)}));

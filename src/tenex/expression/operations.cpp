@@ -1,5 +1,6 @@
 // The element-wise, product, scale and permutation expressions.
 #include <cmath>
+#include <type_traits>
 
 #include "tenex/expression/addition.hpp"
 #include "tenex/expression/detail/make.hpp"
@@ -29,7 +30,11 @@ Handle make_binary(std::shared_ptr<ExprNode> node, const char* operation, const 
   check_shared_extents(operation, *a, *b);
   node->dtype = a->dtype;
   node->children = {a, b};
-  union_labels(*a, *b, *node);
+  if constexpr (std::is_same_v<C, Multiplication<T>>) {
+    product_labels(*a, *b, *node);  // shares a's label store when a is a product
+  } else {
+    union_labels(*a, *b, *node);
+  }
   return make_handle(made_by<C>(std::move(node)), {&detail::Access::handle(lhs), &detail::Access::handle(rhs)},
                      LabelsFrom::parts);
 }
@@ -107,10 +112,20 @@ NodeId ElementwiseNode::emit(Lowering& lowering, const std::vector<std::string>&
 
 std::vector<std::string> MultiplicationNode::child_keep(std::size_t i, const std::vector<std::string>& keep) const {
   // Each factor keeps what the result or the other factor needs; the rest it sums itself.
+  // Either its labels are looked up in the other's, or the other's and keep in its own (a
+  // long product's, indexed): a chain's factor asks O(1) lookups, not a scan of the chain.
+  const NodeLabels& own = children[i]->labels;
+  const NodeLabels& other = children[1 - i]->labels;
+  if (own.size() <= keep.size() + other.size()) {
+    std::vector<std::string> out;
+    for (const std::string& l : own) {
+      if (contains_label(keep, l) || contains_label(other, l)) out.push_back(l);
+    }
+    return out;
+  }
   std::vector<std::string> needed = keep;
-  const ExprNode& other = *children[1 - i];
-  needed.insert(needed.end(), other.labels.begin(), other.labels.end());
-  return filter_labels(children[i]->labels, needed);
+  needed.insert(needed.end(), other.begin(), other.end());
+  return filter_labels(own, needed);
 }
 
 NodeId MultiplicationNode::emit(Lowering& lowering, const std::vector<std::string>& keep,

@@ -53,8 +53,12 @@ bool put_expression(const NodePtr& root, SignatureWriter& w, Numbering& nodes) {
     w.put(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&typeid(*node))));
     if (!node->write_signature(w)) return false;
     w.put(static_cast<std::uint64_t>(node->dtype));
-    w.put(node->labels);
-    w.put(node->extents);
+    // A product's labels and extents are its factors' union, written with them: a chain's
+    // would be O(N^2) to write.
+    if (!node_as<MultiplicationNode>(*node)) {
+      w.put(node->labels);
+      w.put(node->extents);
+    }
     w.put(node->children.size());
     for (const NodePtr& child : node->children) w.put(nodes.find(child.get()));
     nodes.add(node);

@@ -54,58 +54,9 @@ void ExprNode::finish() {
     holds_truncation = holds_truncation || c->holds_truncation;
   }
   if (is_product()) {
-    // The factors' counts added up (a product factor's, or once each of another factor's
-    // implicit labels), starting from the factor with the most: a product built factor by
-    // factor costs its distinct labels per factor, not all the labels of its factors.
-    std::vector<std::pair<std::string, std::size_t>>& counts = factor_label_counts;
-    counts.clear();
-    std::size_t largest = 0, total = 0;
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      const ExprNode& c = *children[i];
-      const std::size_t size = c.is_product() ? c.factor_label_counts.size() : c.implicit_labels().size();
-      total += size;
-      const ExprNode& best = *children[largest];
-      if (c.is_product() && (!best.is_product() || size > best.factor_label_counts.size())) largest = i;
-    }
-    counts.reserve(total);  // no reallocation: `index` points into the labels
-    if (children[largest]->is_product()) counts = children[largest]->factor_label_counts;
-    std::unordered_map<std::string_view, std::size_t> index;  // into counts, once it is long
-    constexpr std::size_t scanned_up_to = 16;
-    auto find = [&](const std::string& l) {
-      if (counts.size() > scanned_up_to && index.empty()) {
-        for (std::size_t i = 0; i < counts.size(); ++i) index.emplace(counts[i].first, i);
-      }
-      if (!index.empty()) {
-        auto it = index.find(l);
-        return it == index.end() ? counts.size() : it->second;
-      }
-      for (std::size_t i = 0; i < counts.size(); ++i) {
-        if (same_label(counts[i].first, l)) return i;
-      }
-      return counts.size();
-    };
-    auto add = [&](const std::string& l, std::size_t n) {
-      if (const std::size_t i = find(l); i < counts.size()) {
-        counts[i].second += n;
-        return;
-      }
-      counts.emplace_back(l, n);
-      if (!index.empty()) index.emplace(counts.back().first, counts.size() - 1);
-    };
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      const ExprNode& c = *children[i];
-      if (i == largest && c.is_product()) continue;
-      if (c.is_product()) {
-        for (const auto& [l, n] : c.factor_label_counts) add(l, n);
-      } else {
-        for (const std::string& l : c.implicit_labels()) add(l, 1);
-      }
-    }
-    implicit.clear();
-    implicit.reserve(labels.size());
-    for (const std::string& l : labels) {
-      if (const std::size_t i = find(l); i < counts.size() && counts[i].second == 1) implicit.push_back(l);
-    }
+    // A MultiplicationNode's implicit labels come with its labels (product_labels); a scale
+    // of a product has its product's.
+    if (node_as<ScaleNode>(*this)) implicit = children[0]->implicit_labels();
     return;
   }
   // Exact type tests (the classes are final): cheaper than dynamic_cast on every node made.

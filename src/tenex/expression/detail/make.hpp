@@ -109,15 +109,25 @@ inline Handle make_handle(std::shared_ptr<const ExprNode> node, std::initializer
   return Handle{std::move(node), std::move(state)};
 }
 
-/// Throws ShapeError when a label of a and b has two extents.
+/// Throws ShapeError when a label of a and b has two extents (the first such label of a).
 inline void check_shared_extents(const char* operation, const ExprNode& a, const ExprNode& b) {
-  for (std::size_t i = 0; i < a.labels.size(); ++i) {
-    std::size_t j = find_label(b.labels, a.labels[i]);
-    if (j < b.labels.size() && a.extents[i] != b.extents[j]) {
-      throw ShapeError(std::string("tenex: ") + operation + ": label \"" + a.labels[i] + "\" has extent " +
-                       std::to_string(a.extents[i]) + " in " + a.text() + " but extent " +
-                       std::to_string(b.extents[j]) + " in " + b.text());
+  // Each label of the shorter side looked up in the other: a product's labels are indexed.
+  std::size_t first = a.labels.size(), other = 0;
+  if (a.labels.size() <= b.labels.size()) {
+    for (std::size_t i = 0; i < a.labels.size() && first == a.labels.size(); ++i) {
+      const std::size_t j = find_label(b.labels, a.labels[i]);
+      if (j < b.labels.size() && a.extents[i] != b.extents[j]) first = i, other = j;
     }
+  } else {
+    for (std::size_t j = 0; j < b.labels.size(); ++j) {
+      const std::size_t i = find_label(a.labels, b.labels[j]);
+      if (i < first && a.extents[i] != b.extents[j]) first = i, other = j;
+    }
+  }
+  if (first < a.labels.size()) {
+    throw ShapeError(std::string("tenex: ") + operation + ": label \"" + a.labels[first] + "\" has extent " +
+                     std::to_string(a.extents[first]) + " in " + a.text() + " but extent " +
+                     std::to_string(b.extents[other]) + " in " + b.text());
   }
 }
 

@@ -17,6 +17,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "tenex/expression/detail/label_store.hpp"
 #include "tenex/expression/detail/signature.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/scalar.hpp"
@@ -29,13 +30,15 @@ using NodePtr = std::shared_ptr<const ExprNode>;
 
 struct ExprNode {
   DType dtype = DType::f64;
-  std::vector<std::string> labels;   // free labels: unique, in natural order
-  std::vector<std::size_t> extents;  // one per label
+  /// Free labels: unique, in natural order; one extent per label. A product's are a view of a
+  /// store it shares with the products it extends (label_store.hpp).
+  NodeLabels labels;
+  NodeExtents extents;
   std::vector<NodePtr> children;
   /// The labels an operation needing definite modes (a decomposition, slice, permutation)
   /// sees: inside a product, a label on two or more factors is summed. For most nodes they are
   /// `labels` themselves, which finish() then does not copy (implicit_is_labels).
-  const std::vector<std::string>& implicit_labels() const { return implicit_is_labels ? labels : implicit; }
+  const std::vector<std::string>& implicit_labels() const { return implicit_is_labels ? labels.vec() : implicit; }
   std::vector<std::string> implicit;  // when !implicit_is_labels
   bool implicit_is_labels = false;
   /// The public class that made this node; an expression of another dynamic type over it
@@ -60,10 +63,8 @@ struct ExprNode {
                       const std::vector<NodeId>& children) const = 0;
   /// Whether this node is a product (or a scale of one) for the implicit-label rule.
   virtual bool is_product() const { return false; }
-  /// The labels of the product's factors, each with the number of factors holding it
-  /// (products only): a Hadamard product of a thousand vectors holds one entry, not a
-  /// thousand labels, so a product built factor by factor costs O(1) per factor.
-  std::vector<std::pair<std::string, std::size_t>> factor_label_counts;
+  // A product's factors' labels, each with the number of factors holding it, are in its
+  // labels' store (label_store.hpp): a product built factor by factor costs O(1) per factor.
   /// Whether this node or one below it adds terms (`+`, `-`, a scalar added): the statement's
   /// check of labels summed over a sum (check_summed_labels) skips the parts without one.
   bool holds_sum = false;
@@ -83,7 +84,8 @@ struct ExprNode {
     (void)out;
     return false;
   }
-  /// Fills `implicit` (and factor_label_counts) from the children; called once by make.
+  /// Fills `implicit` from the children (a MultiplicationNode's, product_labels has filled);
+  /// called once by make.
   void finish();
 };
 
@@ -101,7 +103,7 @@ const N* node_as(const ExprNode& node) {
 struct IndexedNode final : ExprNode {
   /// The labels as written (a label may repeat: a diagonal). Most are the free labels in
   /// the same order, which the node then does not hold twice (written_is_labels).
-  const std::vector<std::string>& written_labels() const { return written_is_labels ? labels : written; }
+  const std::vector<std::string>& written_labels() const { return written_is_labels ? labels.vec() : written; }
   std::vector<std::string> written;  // when !written_is_labels
   bool written_is_labels = false;
   std::shared_ptr<void> storage;           // the value read (tensors); null for shapes

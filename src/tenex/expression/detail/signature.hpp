@@ -13,8 +13,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
+
+#include "tenex/expression/detail/label_store.hpp"
 
 namespace tenex::detail {
 
@@ -89,6 +92,18 @@ class SignatureWriter {
   void put(const std::vector<std::string>& labels) {
     put(labels.size());
     for (const std::string& l : labels) put(std::string_view(l));
+  }
+  /// A node's labels or extents, without materializing a view.
+  template <class T>
+  void put(const NodeSeq<T>& values) {
+    put(values.size());
+    for (const T& v : values) {
+      if constexpr (std::is_same_v<T, std::string>) {
+        put(std::string_view(v));
+      } else {
+        append_word(v);
+      }
+    }
   }
   void put(const std::vector<std::size_t>& values) {
     put(values.size());
