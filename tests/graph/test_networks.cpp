@@ -305,8 +305,8 @@ TEST_CASE("networks: a circuit amplitude <0|U|0> against a state vector") {
 
 TEST_CASE("networks: the chosen tree is written to the plan file and read back") {
   const std::string path = "networks_test_plans.txt";
-  std::vector<Factor> net = peps_norm(2, 4, 31);  // 16 factors: searched, not ordered exactly
-  std::vector<Factor> ket = peps_layer(2, 4, "k", 31);
+  std::vector<Factor> net = peps_norm(3, 2, 31);  // 18 factors: searched, not ordered exactly
+  std::vector<Factor> ket = peps_layer(3, 2, "k", 31);
   std::vector<std::string> physical;
   for (const Factor& f : ket) physical.push_back(f.labels[0]);
   const std::vector<double> psi = naive_contract(ket, physical);

@@ -80,12 +80,37 @@ double budget_for(const Network& network, const Options& options, const Cost& fi
   return std::min(budget, std::max(least, budget_fraction * predicted));
 }
 
+/// Greedy's parameters, as sampled.
+struct GreedyDraw {
+  double weight = 1;       // score = size(ab) / weight - weight (size(a) + size(b))
+  double temperature = 0;  // of the Gumbel noise
+};
+
+/// A draw: half the rounds from the whole range (weight uniform in 0.1 .. 4 as cotengra's,
+/// temperature log-uniform in 1/1024 .. 1), the other half near the draw that gave the best
+/// greedy tree so far (a random search that then narrows).
+GreedyDraw draw(std::mt19937_64& random, const GreedyDraw* near) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  GreedyDraw d;
+  if (near && unit(random) < 0.5) {
+    d.weight = std::clamp(near->weight * std::exp2(0.5 * (unit(random) - 0.5)), 0.05, 8.0);
+    d.temperature = std::clamp(near->temperature * std::exp2(2 * (unit(random) - 0.5)), 1e-4, 2.0);
+  } else {
+    d.weight = 0.1 + 3.9 * unit(random);
+    d.temperature = std::exp2(-10 + 10 * unit(random));
+  }
+  return d;
+}
+
 /// Sampled greedy restarts and bisections until `seconds` have passed since `start`.
 void sample(const Network& network, double seconds, Clock::time_point start, Best& best, std::size_t& trials) {
   std::mt19937_64 random(0x7e6e5ULL + network.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const bool bisecting = network.size() >= 16;
   const std::uint64_t least = least_rounds(network.size());
+  GreedyDraw best_draw;
+  Cost best_greedy;
+  bool drawn = false;
   for (std::uint64_t round = 1; round <= least || elapsed(start) < seconds; ++round) {
     if (bisecting && round % 3 == 0) {
       BisectOptions o;
@@ -96,12 +121,18 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
       const Cost c = score(network, p);
       best.offer(std::move(p), c, "bisection");
     } else {
+      const GreedyDraw d = draw(random, drawn ? &best_draw : nullptr);
       GreedyOptions o;
       o.seed = round;
-      o.costmod = std::exp2(-3 + 5 * unit(random));      // 1/8 .. 4
-      o.temperature = std::exp2(-7 + 7 * unit(random));  // 1/128 .. 1
+      o.costmod = d.weight * d.weight;
+      o.temperature = d.temperature;
       Path p = greedy(network, o);
       const Cost c = score(network, p);
+      if (!drawn || best.beats(c, best_greedy)) {
+        best_draw = d;
+        best_greedy = c;
+        drawn = true;
+      }
       best.offer(std::move(p), c, "random-greedy");
     }
     ++trials;
