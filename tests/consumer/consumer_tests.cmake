@@ -3,6 +3,8 @@
 #
 # - consumer_find_package: installs this build into a prefix under the build
 #   directory, then builds and runs find_package/ against it.
+# - consumer_pkg_config: installs the same way, then compiles pkg_config/main.cpp with the
+#   compiler and `pkg-config --cflags --libs tenex` from the prefix, and runs it.
 # - consumer_add_subdirectory: builds and runs add_subdirectory/, which builds
 #   tenex from this source tree.
 # - example_mp2_check, example_quickstart: the examples, when they are built.
@@ -36,6 +38,17 @@ add_test(NAME consumer_find_package
     "-DTENEX_SONAME=$<TARGET_SONAME_FILE_NAME:tenex>"
     ${_tenex_consumer_common}
     -P "${CMAKE_CURRENT_LIST_DIR}/run_consumer.cmake")
+# Its own prefix: ctest may run it beside consumer_find_package.
+add_test(NAME consumer_pkg_config
+  COMMAND "${CMAKE_COMMAND}"
+    -DMODE=pkg_config
+    "-DSOURCE_DIR=${CMAKE_CURRENT_LIST_DIR}/pkg_config"
+    "-DWORK_DIR=${_tenex_consumer_work}/pkg_config"
+    "-DTENEX_BUILD_DIR=${tenex_BINARY_DIR}"
+    "-DTENEX_SONAME=$<TARGET_SONAME_FILE_NAME:tenex>"
+    "-DPKG_CONFIG=${PKG_CONFIG_EXECUTABLE}"
+    ${_tenex_consumer_common}
+    -P "${CMAKE_CURRENT_LIST_DIR}/run_consumer.cmake")
 add_test(NAME consumer_add_subdirectory
   COMMAND "${CMAKE_COMMAND}"
     -DMODE=add_subdirectory
@@ -48,6 +61,7 @@ set_tests_properties(consumer_find_package consumer_add_subdirectory PROPERTIES
   LABELS consumer
   COST 1000
   TIMEOUT 1800)
+set_tests_properties(consumer_pkg_config PROPERTIES LABELS consumer TIMEOUT 600)
 
 if(TARGET mp2_energy)
   file(MAKE_DIRECTORY "${_tenex_consumer_work}/examples")

@@ -48,11 +48,6 @@ const BackendEntry* find_or_load_backend(BackendKind kind);
 /// the plugin loader's message, "no tenex::dist::Context is alive", ...).
 std::string why_unavailable(BackendKind kind);
 
-template <class T>
-std::unique_ptr<Backend<T>> make_backend(const BackendEntry& entry) {
-  return factory_of<T>(entry)();
-}
-
 /// The backend of `entry` that sets on this thread use: made on first use and kept, so a
 /// set does not make one (a backend keeps no state between sets). Once the thread's
 /// backends are destroyed (at thread exit) it makes one in `made` each time.

@@ -117,8 +117,6 @@ std::optional<BlasCall> blas_call(Geometry g) {
 
 }  // namespace
 
-bool blas_accepts(const Geometry& g) { return blas_call(g).has_value(); }
-
 double blas_pack_seconds(const Geometry& g, std::size_t element_size) {
   const auto call = blas_call(g);
   if (!call) return std::numeric_limits<double>::infinity();

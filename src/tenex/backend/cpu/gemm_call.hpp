@@ -16,13 +16,10 @@ struct Geometry {
   bool conj_a = false, conj_b = false;
 };
 
-// Whether gemm() runs the geometry as one cblas call: each matrix needs a unit stride along
-// one dimension (a vector needs none), a leading dimension at least its row length, and
-// sizes within int.
-bool blas_accepts(const Geometry& g);
-
 // Seconds OpenBLAS spends packing the operands of the row-major call gemm() makes for `g`
-// beyond the plain (untransposed) forms, or infinity when no call runs it. Its packing speed
+// beyond the plain (untransposed) forms, or infinity when no call runs it. One cblas call runs
+// a geometry where each matrix has a unit stride along one dimension (a vector needs none), a
+// leading dimension at least its row length, and sizes within int. Its packing speed
 // depends on the operand's place in the call and its transpose flag: the first matrix
 // transposed packs about three times slower than plain. That matters for skinny products
 // (a small m or n), where packing the large operand is most of the work.
@@ -34,7 +31,7 @@ double blas_pack_seconds(const Geometry& g, std::size_t element_size);
 double probe_core_peak(std::size_t element_size, std::size_t n);
 
 // c = alpha a b + beta c on strided matrices (beta == 0: c is not read). Plans only produce
-// geometries blas_accepts; the plain loop behind it is a safety net that keeps this function
+// geometries one cblas call runs; the plain loop behind it is a safety net that keeps this function
 // from failing inside a parallel region.
 template <class T>
 void gemm(const Geometry& g, T alpha, const T* a, const T* b, T beta, T* c);

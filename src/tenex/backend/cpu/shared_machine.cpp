@@ -90,7 +90,6 @@ struct Window {
   std::chrono::steady_clock::time_point start{};
   std::chrono::steady_clock::time_point last_busy{};
   long switches = -1;
-  bool busy = false;
 };
 thread_local Window window;
 
@@ -110,8 +109,7 @@ bool measure() {
     window.start = now;
     window.switches = switches;
   }
-  window.busy = std::chrono::duration<double>(now - window.last_busy).count() < kBusySeconds;
-  return window.busy;
+  return std::chrono::duration<double>(now - window.last_busy).count() < kBusySeconds;
 }
 
 }  // namespace
@@ -128,7 +126,5 @@ SharedMachineThreads::SharedMachineThreads() noexcept {
 SharedMachineThreads::~SharedMachineThreads() {
   if (saved_ > 0) omp_set_num_threads(saved_);
 }
-
-bool machine_busy() { return window.busy; }
 
 }  // namespace tenex::detail::cpu

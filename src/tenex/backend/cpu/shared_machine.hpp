@@ -28,7 +28,4 @@ class SharedMachineThreads {
   int saved_ = 0;  // the thread count to restore, 0 when none was changed
 };
 
-/// Whether the calling thread's last measurement found the machine busy (for explain()).
-bool machine_busy();
-
 }  // namespace tenex::detail::cpu

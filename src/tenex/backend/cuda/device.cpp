@@ -211,12 +211,6 @@ KernelHandle kernel(const std::string& source, const char* entry) {
   return reinterpret_cast<KernelHandle>(k->second);
 }
 
-std::size_t compiled_programs() {
-  Programs& p = programs();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  return p.by_source.size();
-}
-
 CachingAllocator& allocator() {
   static CachingAllocator* a = new CachingAllocator(
       DeviceMemory{&device_allocate, &device_free, &make_fence, &fence_passed, &drop_fence, &wait_all});
@@ -276,8 +270,6 @@ void return_lanes(Lanes* lanes) noexcept {
     // a destructor throwing.
   }
 }
-
-void synchronize_all() { TENEX_CUDA_CALL(runtime, cudaDeviceSynchronize()); }
 
 Traffic traffic() { return {bytes_to_device.load(), bytes_to_host.load()}; }
 void count_to_device(std::size_t bytes) { bytes_to_device.fetch_add(bytes); }

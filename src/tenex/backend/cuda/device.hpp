@@ -30,8 +30,6 @@ using KernelHandle = const void*;
 /// The entry point `entry` of `source`, compiled for the device on first use and cached
 /// (per source text) for the process.
 KernelHandle kernel(const std::string& source, const char* entry);
-/// Programs compiled by kernel() so far.
-std::size_t compiled_programs();
 
 /// The process's caching allocator of device memory.
 CachingAllocator& allocator();
@@ -48,9 +46,6 @@ Lanes* borrow_lanes();
 void return_lanes(Lanes* lanes) noexcept;
 /// Number of streams of one backend: TENEX_CUDA_STREAMS (1 to 16), default 4.
 std::size_t streams_per_backend();
-
-/// Waits for all work on every stream (device_copy downloads, fallbacks, OOM).
-void synchronize_all();
 
 /// Bytes copied between host and device since the process started (all threads).
 struct Traffic {

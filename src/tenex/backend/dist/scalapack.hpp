@@ -53,10 +53,6 @@ void pzgemm_(const char* transa, const char* transb, const int* m, const int* n,
              const std::complex<double>* beta, std::complex<double>* c, const int* ic, const int* jc, const int* descc);
 
 // ScaLAPACK
-void pslaset_(const char* uplo, const int* m, const int* n, const float* alpha, const float* beta, float* a,
-              const int* ia, const int* ja, const int* desca);
-void pdlaset_(const char* uplo, const int* m, const int* n, const double* alpha, const double* beta, double* a,
-              const int* ia, const int* ja, const int* desca);
 void pspotrf_(const char* uplo, const int* n, float* a, const int* ia, const int* ja, const int* desca, int* info);
 void pdpotrf_(const char* uplo, const int* n, double* a, const int* ia, const int* ja, const int* desca, int* info);
 void pssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* ia, const int* ja,
