@@ -103,7 +103,10 @@ GreedyDraw draw(std::mt19937_64& random, const GreedyDraw* near) {
 }
 
 /// Sampled greedy restarts and bisections until `seconds` have passed since `start`.
-void sample(const Network& network, double seconds, Clock::time_point start, Best& best, std::size_t& trials) {
+/// `greedy_best` gets the best greedy tree (a second start for reconfiguration: trees of the
+/// two methods improve differently).
+void sample(const Network& network, double seconds, Clock::time_point start, Best& best, Best& greedy_best,
+            std::size_t& trials) {
   std::mt19937_64 random(0x7e6e5ULL + network.size());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const bool bisecting = network.size() >= 16;
@@ -133,6 +136,7 @@ void sample(const Network& network, double seconds, Clock::time_point start, Bes
         best_greedy = c;
         drawn = true;
       }
+      greedy_best.offer(p, c, "random-greedy");
       best.offer(std::move(p), c, "random-greedy");
     }
     ++trials;
@@ -263,12 +267,20 @@ Result search(const Network& network, const Options& options, Clock::time_point 
     if (options.method != Method::greedy && n > 3) {
       const double seconds =
           options.method == Method::hyper && options.seconds < 0 ? most_seconds : budget_for(network, options, c);
-      // Reconfiguration takes the last fifth of the budget.
-      sample(network, 0.8 * seconds, start, best, result.trials);
-      const double left = seconds - elapsed(start);
-      Path r = reconfigure(network, best.path, 8, std::max(left, 0.0));
-      const Cost rc = score(network, r);
-      best.offer(std::move(r), rc, best.method + "+reconfigured");
+      // Reconfiguration takes the last fifth of the budget: of the best tree, and of the best
+      // greedy tree where that is another.
+      Best greedy_best;
+      greedy_best.limit = best.limit;
+      sample(network, 0.8 * seconds, start, best, greedy_best, result.trials);
+      const bool two = greedy_best.found && greedy_best.path != best.path;
+      const Best first = best;
+      for (const Best* from : {&first, two ? static_cast<const Best*>(&greedy_best) : nullptr}) {
+        if (!from) continue;
+        const double left = (seconds - elapsed(start)) / (from == &first && two ? 2 : 1);
+        Path r = reconfigure(network, from->path, 8, std::max(left, 0.0));
+        const Cost rc = score(network, r);
+        best.offer(std::move(r), rc, from->method + "+reconfigured");
+      }
     }
   }
   if (options.written) {
