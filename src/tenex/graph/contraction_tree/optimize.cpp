@@ -25,8 +25,6 @@ constexpr double predicted_rate = 2e10;
 constexpr double budget_fraction = 0.1;
 /// ...but at least this much...
 constexpr double least_seconds = 0.001;
-/// ...and the time budget, this much per input...
-constexpr double seconds_per_input = 0.0025;
 /// ...and at most this much, unless the user asks for more.
 constexpr double most_seconds = 1.0;
 /// Sampled trees tried whatever the budget, for networks of up to 96 inputs (about 20 us each
@@ -65,13 +63,20 @@ struct Best {
   }
 };
 
-/// The search's budget: the time budget (the user's, or 2.5 ms per input up to a second), and
-/// for a set's product also at most a tenth of its predicted contraction time (at least a
-/// millisecond), so a cheap product never waits on its search.
+/// The time budget by default: 2.5 ms per input up to 40 inputs (0.1 s), 6.25 ms for each
+/// input beyond, at most a second (a network of 200 tensors).
+double default_seconds(std::size_t inputs) {
+  constexpr std::size_t small = 40;
+  constexpr double per_input = 0.0025, per_larger_input = 0.00625;
+  if (inputs <= small) return per_input * static_cast<double>(inputs);
+  return std::min(most_seconds, per_input * small + per_larger_input * static_cast<double>(inputs - small));
+}
+
+/// The search's budget: the time budget (the user's, or default_seconds), and for a set's
+/// product also at most a tenth of its predicted contraction time (at least a millisecond), so
+/// a cheap product never waits on its search.
 double budget_for(const Network& network, const Options& options, const Cost& first) {
-  const double budget = options.seconds >= 0
-                            ? options.seconds
-                            : std::min(most_seconds, seconds_per_input * static_cast<double>(network.size()));
+  const double budget = options.seconds >= 0 ? options.seconds : default_seconds(network.size());
   if (!options.bounded_by_work) return budget;
   const double predicted = first.log2_flops > 60 ? 1e9 : first.flops() / predicted_rate;
   // A tree that does not fit the memory limit is worth a longer look: slicing it multiplies
