@@ -439,3 +439,30 @@ TEST_CASE("contraction tree: no failure on random networks of up to 300 inputs")
     }
   }
 }
+
+TEST_CASE("contraction tree: 10,000 random networks of up to 300 inputs through greedy and the driver") {
+  Random random(2026);
+  for (int t = 0; t < 10000; ++t) {
+    CAPTURE(t);
+    const std::size_t n = t % 20 == 0 ? 2 + below(random, 299) : 2 + below(random, 30);
+    const Network network = regular_network(random, n, t % 5 == 0);
+    const Path greedy = tenex::tree::greedy(network, {0.5 + 0.25 * static_cast<double>(t % 7), 0.1, std::uint64_t(t)});
+    tenex::tree::check_path(n, greedy);
+    check_cost(tenex::tree::score(network, greedy));
+    if (t % 10 == 0) {
+      // The driver with no time to spare (its fewest sampled trees) and, every other time, a
+      // memory limit below the best tree's largest intermediate.
+      tenex::tree::Options options;
+      options.seconds = 0;
+      if (t % 20 == 0) options.log2_max_size = tenex::tree::score(network, greedy).log2_largest - 2;
+      const tenex::tree::Result r = tenex::tree::optimize(network, options);
+      tenex::tree::check_path(n, r.path);
+      check_cost(r.cost);
+      // Never worse than its own first tree, the plain greedy one (without a limit).
+      if (t % 20 != 0) {
+        CHECK(r.cost.log2_flops <= tenex::tree::score(network, tenex::tree::greedy(network)).log2_flops + 1e-9);
+      }
+      for (Label l : r.slicing.labels) CHECK(!network.kept[static_cast<std::size_t>(l)]);
+    }
+  }
+}
