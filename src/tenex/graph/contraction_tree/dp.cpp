@@ -19,27 +19,32 @@ namespace {
 constexpr double none = std::numeric_limits<double>::infinity();
 constexpr std::size_t all_splits_limit = 12;
 
-/// Label sets as words of bits.
+/// Label sets as words of bits: `count` sets of `words` words each, in one buffer.
 struct Bits {
-  std::vector<std::uint64_t> w;
-  bool intersects(const Bits& o) const {
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      if (w[i] & o.w[i]) return true;
-    }
-    return false;
-  }
+  std::size_t words;
+  std::vector<std::uint64_t> data;
+  Bits(std::size_t count, std::size_t words_each) : words(words_each), data(count * words_each, 0) {}
+  std::uint64_t* operator[](std::size_t i) { return data.data() + i * words; }
+  const std::uint64_t* operator[](std::size_t i) const { return data.data() + i * words; }
 };
 
+bool intersects(const std::uint64_t* a, const std::uint64_t* b, std::size_t words) {
+  for (std::size_t i = 0; i < words; ++i) {
+    if (a[i] & b[i]) return true;
+  }
+  return false;
+}
+
 struct Subsets {
-  std::vector<Bits> result;       // the labels a subset's contraction keeps
+  Bits result;                    // the labels a subset's contraction keeps
   std::vector<double> log2_size;  // of that result
   std::vector<char> connected;
 };
 
-double log2_of(const Bits& b, const Network& network) {
+double log2_of(const std::uint64_t* b, std::size_t words, const Network& network) {
   double s = 0;
-  for (std::size_t i = 0; i < b.w.size(); ++i) {
-    for (std::uint64_t x = b.w[i]; x; x &= x - 1) {
+  for (std::size_t i = 0; i < words; ++i) {
+    for (std::uint64_t x = b[i]; x; x &= x - 1) {
       s += network.log2_extent[i * 64 + static_cast<std::size_t>(__builtin_ctzll(x))];
     }
   }
@@ -49,21 +54,18 @@ double log2_of(const Bits& b, const Network& network) {
 Subsets subsets_of(const Network& network, bool connectivity) {
   const std::size_t n = network.size(), full = (std::size_t{1} << n) - 1;
   const std::size_t words = (network.labels() + 63) / 64;
-  Subsets out;
-  out.result.assign(full + 1, Bits{std::vector<std::uint64_t>(words, 0)});
-  out.log2_size.assign(full + 1, 0);
-  out.connected.assign(full + 1, 0);
-  std::vector<Bits> all(full + 1, Bits{std::vector<std::uint64_t>(words, 0)});  // every label held inside
+  Subsets out{Bits(full + 1, words), std::vector<double>(full + 1, 0), std::vector<char>(full + 1, 0)};
+  Bits all(full + 1, words);  // every label held inside
   std::vector<int> inside(network.labels(), 0);
   for (std::size_t s = 1; s <= full; ++s) {
     const std::size_t low = s & (~s + 1);
     if (s == low) {
       for (Label l : network.inputs[static_cast<std::size_t>(__builtin_ctzll(s))]) {
-        all[s].w[static_cast<std::size_t>(l) / 64] |= std::uint64_t{1} << (l % 64);
+        all[s][static_cast<std::size_t>(l) / 64] |= std::uint64_t{1} << (l % 64);
       }
       out.connected[s] = 1;
     } else {
-      for (std::size_t i = 0; i < words; ++i) all[s].w[i] = all[low].w[i] | all[s ^ low].w[i];
+      for (std::size_t i = 0; i < words; ++i) all[s][i] = all[low][i] | all[s ^ low][i];
     }
     std::fill(inside.begin(), inside.end(), 0);
     for (std::size_t i = 0; i < n; ++i) {
@@ -73,19 +75,20 @@ Subsets subsets_of(const Network& network, bool connectivity) {
     }
     // An input is itself: a label only it holds (a trace) is summed by its first step.
     for (std::size_t i = 0; i < words; ++i) {
-      for (std::uint64_t x = all[s].w[i]; x; x &= x - 1) {
+      for (std::uint64_t x = all[s][i]; x; x &= x - 1) {
         const std::size_t l = i * 64 + static_cast<std::size_t>(__builtin_ctzll(x));
-        if (s == low || network.kept[l] || inside[l] < network.holders[l]) out.result[s].w[i] |= x & (~x + 1);
+        if (s == low || network.kept[l] || inside[l] < network.holders[l]) out.result[s][i] |= x & (~x + 1);
       }
     }
-    out.log2_size[s] = log2_of(out.result[s], network);
+    out.log2_size[s] = log2_of(out.result[s], words, network);
   }
   // Connected: some split into connected parts sharing a label (the parts hold `all` labels).
   for (std::size_t s = 1; connectivity && s <= full; ++s) {
     if (out.connected[s]) continue;
     const std::size_t low = s & (~s + 1);
     for (std::size_t a = (s - 1) & s; a > 0 && !out.connected[s]; a = (a - 1) & s) {
-      if ((a & low) && out.connected[a] && out.connected[s ^ a] && all[a].intersects(all[s ^ a])) out.connected[s] = 1;
+      if ((a & low) && out.connected[a] && out.connected[s ^ a] && intersects(all[a], all[s ^ a], words))
+        out.connected[s] = 1;
     }
   }
   return out;
@@ -103,7 +106,8 @@ std::optional<Path> optimal(const Network& network, std::size_t most_inputs, dou
   std::vector<double> cost(full + 1, none);  // log2 flops
   std::vector<std::size_t> split(full + 1, 0);
   for (std::size_t i = 0; i < n; ++i) cost[std::size_t{1} << i] = -1e300;
-  Bits u{std::vector<std::uint64_t>(subsets.result[1].w.size(), 0)};
+  const std::size_t words = subsets.result.words;
+  std::vector<std::uint64_t> u(words, 0);
   for (std::size_t s = 1; s <= full; ++s) {
     if (!(s & (s - 1))) continue;
     if (!every_split && !subsets.connected[s]) continue;
@@ -113,15 +117,13 @@ std::optional<Path> optimal(const Network& network, std::size_t most_inputs, dou
       if (!(a & low)) continue;
       const std::size_t b = s ^ a;
       if (cost[a] == none || cost[b] == none) continue;
-      if (!every_split && !subsets.result[a].intersects(subsets.result[b])) continue;
-      for (std::size_t i = 0; i < u.w.size(); ++i) u.w[i] = subsets.result[a].w[i] | subsets.result[b].w[i];
-      const double u_size = log2_of(u, network);
-      const bool summed = u_size > subsets.log2_size[s] + 1e-12 || [&] {
-        for (std::size_t i = 0; i < u.w.size(); ++i) {
-          if (u.w[i] != subsets.result[s].w[i]) return true;
-        }
-        return false;
-      }();
+      if (!every_split && !intersects(subsets.result[a], subsets.result[b], words)) continue;
+      bool summed = false;
+      for (std::size_t i = 0; i < words; ++i) {
+        u[i] = subsets.result[a][i] | subsets.result[b][i];
+        summed = summed || u[i] != subsets.result[s][i];
+      }
+      const double u_size = log2_of(u.data(), words, network);
       const double c = log2_add(log2_add(cost[a], cost[b]), u_size + (summed ? 1.0 : 0.0));
       if (c < cost[s]) {
         cost[s] = c;

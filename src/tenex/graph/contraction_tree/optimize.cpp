@@ -288,7 +288,10 @@ Result search(const Network& network, const Options& options, Clock::time_point 
       }
     }
   }
-  if (options.written) {
+  if (options.written && best.found && *options.written == best.path) {
+    result.log2_written_flops = best.cost.log2_flops;  // the best tree is the written one
+    best.method = "as written";
+  } else if (options.written) {
     const Cost w = score(network, *options.written);
     result.log2_written_flops = w.log2_flops;
     // The written order wins ties: it is what the user wrote.
