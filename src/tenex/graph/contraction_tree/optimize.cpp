@@ -178,12 +178,19 @@ double log2_slice_held(const Network& network, const Path& path, const Slicing& 
 /// times that (the limit the caller divided by four): the target is lowered until they do.
 Slicing slices_that_fit(const Network& network, const Path& path, const Options& options) {
   double target = options.log2_max_size;
+  Slicing least;  // where none fits: the one holding the least (the estimate is an upper bound)
+  double least_held = 1e300;
   for (int attempt = 0; attempt < 16; ++attempt, target -= 1) {
     std::optional<Slicing> s = find_slices(network, path, target);
     if (!s) break;
-    if (log2_slice_held(network, path, *s) <= options.log2_max_size + 2) return *s;
+    const double held = log2_slice_held(network, path, *s);
+    if (held <= options.log2_max_size + 2) return *s;
+    if (held < least_held) {
+      least_held = held;
+      least = *s;
+    }
   }
-  return {};
+  return least;
 }
 
 Result search(const Network& network, const Options& options, Clock::time_point start);
