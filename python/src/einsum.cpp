@@ -262,7 +262,26 @@ py::object einsum_arrays(const std::string& subscripts, const std::vector<py::ob
 }
 
 /// einsum(subscripts, *operands) or numpy's interleaved einsum(op0, sublist0, op1, ..., [output]).
-py::object einsum(const py::args& args, const py::object& out) {
+/// numpy's `optimize` keyword: False, True, "greedy", "optimal", an einsum_path list; tenex
+/// orders every product itself, so each is accepted (and checked) and the order is tenex's.
+void check_optimize(const py::object& optimize) {
+  if (py::isinstance<py::bool_>(optimize) || optimize.is_none() || py::isinstance<py::list>(optimize) ||
+      py::isinstance<py::tuple>(optimize)) {
+    return;
+  }
+  if (py::isinstance<py::str>(optimize)) {
+    const auto name = optimize.cast<std::string>();
+    for (const char* known : {"greedy", "optimal", "auto", "dp", "hyper", "branch-all", "branch-2", "random-greedy"}) {
+      if (name == known) return;
+    }
+    throw py::value_error("tenex.einsum: optimize='" + name + "' is not one of False, True, 'greedy', 'optimal' " +
+                          "(numpy's) or 'auto', 'dp', 'hyper' (tenex orders every product itself)");
+  }
+  throw py::type_error("tenex.einsum: optimize must be a bool, a str or an einsum_path list");
+}
+
+py::object einsum(const py::args& args, const py::object& out, const py::object& optimize) {
+  check_optimize(optimize);
   if (args.size() > 0 && py::isinstance<py::str>(args[0])) {
     std::vector<py::object> operands;
     for (std::size_t k = 1; k < args.size(); ++k) operands.push_back(py::reinterpret_borrow<py::object>(args[k]));
@@ -280,9 +299,9 @@ py::object einsum(const py::args& args, const py::object& out) {
 }  // namespace
 
 void bind_einsum(py::module_& m) {
-  m.def("einsum", &einsum, py::arg("out") = py::none(),
-        R"doc(einsum(subscripts, *operands, out=None)
-einsum(op0, sublist0, op1, sublist1, ..., [sublistout], out=None)
+  m.def("einsum", &einsum, py::arg("out") = py::none(), py::arg("optimize") = false,
+        R"doc(einsum(subscripts, *operands, out=None, optimize=False)
+einsum(op0, sublist0, op1, sublist1, ..., [sublistout], out=None, optimize=False)
 
 Evaluates the Einstein summation `subscripts` (numpy.einsum's language: "ij,jk->ik", the implicit
 output "ij,jk", '...' broadcasting, repeated labels for diagonals and traces) over numpy arrays
@@ -292,7 +311,9 @@ character beyond ASCII (opt_einsum.get_symbol's), so there may be more than 52. 
 form gives each operand's labels as a list of integers >= 0 (and Ellipsis), as numpy does.
 Mixed dtypes promote as numpy.result_type does. Returns a new array (a numpy scalar for a scalar
 result), or writes `out` (its shape must be the result's; its dtype one the result casts to
-safely) and returns it. Bad subscripts raise tenex.ShapeError (a ValueError).)doc");
+safely) and returns it. Bad subscripts raise tenex.ShapeError (a ValueError). `optimize` is
+numpy's keyword (False, True, 'greedy', 'optimal' or an einsum_path list), accepted so numpy code
+runs unchanged: tenex orders every product itself (TENEX_ORDER, docs/networks.md).)doc");
 }
 
 }  // namespace tenex_python

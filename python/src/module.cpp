@@ -2,9 +2,11 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings.hpp"
+#include "tenex/config.hpp"
 
 PYBIND11_MODULE(_tenex, m) {
   m.doc() = "tenex: tensor algebra in Einstein notation (the C++ library's Python bindings)";
+  m.attr("__version__") = TENEX_VERSION_STRING;
   tenex_python::bind_errors(m);
   tenex_python::bind_einsum(m);
   tenex_python::bind_contract_path(m);

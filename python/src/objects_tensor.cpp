@@ -287,6 +287,17 @@ py::array ready_array(PyTensor& t) {
   return t.array;
 }
 
+/// The one element of a Tensor as a numpy scalar, for float() and complex(); a TypeError
+/// naming the shape where there are more or none.
+py::object scalar_of(PyTensor& t, const char* to) {
+  py::array a = ready_array(t);
+  if (a.size() != 1) {
+    throw py::type_error(std::string("tenex: only a Tensor of one element converts to ") + to + "; this one has shape " +
+                         py::str(a.attr("shape")).cast<std::string>());
+  }
+  return a.attr("reshape")(py::tuple()).attr("item")();  // a Python float or complex
+}
+
 py::tuple shape_tuple(PyTensor& t) {
   if (!t.array.is_none()) return py::tuple(t.array.attr("shape"));
   return with_dtype(t.dtype, [&](auto tag) -> py::tuple {
@@ -367,6 +378,22 @@ void bind_tensor(py::module_& m) {
            "first assignment")
       .def_property_readonly("shape", &shape_tuple, "The extents (an empty tuple while the Tensor has no value)")
       .def_property_readonly("dtype", [](const PyTensor& t) { return numpy_dtype(t.dtype); })
+      .def_property_readonly(
+          "ndim", [](PyTensor& t) { return py::len(shape_tuple(t)); }, "The rank (0 while the Tensor has no value)")
+      .def(
+          "__float__",
+          [](PyTensor& t) {
+            py::object v = scalar_of(t, "float");
+            if (PyComplex_Check(v.ptr())) {
+              throw py::type_error("tenex: float() of a complex Tensor; take complex() of it, or its real part");
+            }
+            return py::float_(v);
+          },
+          "The value of a rank-0 Tensor (or of one element); waits for its set")
+      .def(
+          "__complex__",
+          [](PyTensor& t) { return py::module_::import("builtins").attr("complex")(scalar_of(t, "complex")); },
+          "The value of a rank-0 Tensor (or of one element); waits for its set")
       .def_property_readonly(
           "copied", [](const PyTensor& t) { return t.copied; },
           "True when the array given could not be viewed (negative strides, misaligned) and "

@@ -8,6 +8,7 @@
         ...
 """
 from ._tenex import *  # noqa: F401,F403
+from ._tenex import __version__  # noqa: F401
 
 # `from tenex import *` leaves Python's builtins alone: tenex.sum, max, min, abs and pow are
 # reached through the module (tenex.sum(...)).

@@ -85,7 +85,7 @@ def test_einsum_unsupported_dtype_is_type_error():
 
 def test_einsum_unknown_keyword():
     with pytest.raises(TypeError):
-        tenex.einsum("i->i", np.ones(3), optimize=True)
+        tenex.einsum("i->i", np.ones(3), no_such_keyword=True)
 
 
 def test_a_failed_call_changes_nothing():

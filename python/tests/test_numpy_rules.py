@@ -1,0 +1,54 @@
+"""What numpy users reach for: __version__, ndim, float() of a rank-0 Tensor, einsum's optimize."""
+import re
+
+import numpy as np
+import pytest
+
+import tenex
+
+
+def test_version_is_the_library_version():
+    assert isinstance(tenex.__version__, str)
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", tenex.__version__)
+
+
+def test_ndim_follows_the_shape():
+    assert tenex.Tensor(np.zeros((2, 3, 4))).ndim == 3
+    assert tenex.Tensor(np.zeros(())).ndim == 0
+    assert tenex.Tensor().ndim == 0  # no value yet
+
+
+def test_float_and_complex_of_one_element():
+    a = tenex.Tensor(np.arange(6.0).reshape(2, 3))
+    r = tenex.Tensor()
+    r[""] = a["i,j"] * a["i,j"]
+    assert float(r) == pytest.approx(float((np.arange(6.0) ** 2).sum()))
+    assert complex(r) == pytest.approx(complex((np.arange(6.0) ** 2).sum()))
+    z = tenex.Tensor(np.array(1.5 - 2j))
+    assert complex(z) == 1.5 - 2j
+    assert float(tenex.Tensor(np.array([2.5]))) == 2.5
+    with pytest.raises(TypeError, match="one element"):
+        float(a)
+    with pytest.raises(TypeError, match="complex"):
+        float(z)
+    with pytest.raises(ValueError):
+        float(tenex.Tensor())
+
+
+@pytest.mark.parametrize("optimize", [False, True, "greedy", "optimal", "auto", "hyper", ["einsum_path", (0, 1), (0, 1)]])
+def test_einsum_takes_numpy_optimize(optimize):
+    rng = np.random.default_rng(3)
+    a, b, c = rng.random((3, 4)), rng.random((4, 5)), rng.random((5, 2))
+    expected = np.einsum("ij,jk,kl->il", a, b, c)
+    got = tenex.einsum("ij,jk,kl->il", a, b, c, optimize=optimize)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    got = tenex.einsum(a, [0, 1], b, [1, 2], c, [2, 3], [0, 3], optimize=optimize)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_einsum_refuses_an_unknown_optimize():
+    a = np.ones((2, 2))
+    with pytest.raises(ValueError, match="optimize='fastest'"):
+        tenex.einsum("ij,jk", a, a, optimize="fastest")
+    with pytest.raises(TypeError, match="optimize"):
+        tenex.einsum("ij,jk", a, a, optimize=3.5)
