@@ -378,6 +378,24 @@ void bind_tensor(py::module_& m) {
            "first assignment")
       .def_property_readonly("shape", &shape_tuple, "The extents (an empty tuple while the Tensor has no value)")
       .def_property_readonly("dtype", [](const PyTensor& t) { return numpy_dtype(t.dtype); })
+      .def(
+          "__dlpack__",
+          [](PyTensor& t, const py::object& stream) {
+            if (!stream.is_none()) throw py::value_error("tenex: Tensor.__dlpack__: a CPU tensor takes no stream");
+            return ready_array(t).attr("__dlpack__")();
+          },
+          py::arg("stream") = py::none(),
+          "A DLPack capsule of the Tensor's memory (no copy), after waiting for a pending result")
+      .def(
+          "__dlpack_device__", [](PyTensor&) { return py::make_tuple(1, 0); }, "(kDLCPU, 0)")
+      .def(
+          "__reduce__",
+          [](py::object self) {
+            // Pickled (and deep-copied) as its values: Tensor(array), the array pickled by numpy.
+            py::array a = ready_array(self.cast<PyTensor&>());
+            return py::make_tuple(self.attr("__class__"), py::make_tuple(a.attr("copy")()));
+          },
+          "Pickles as Tensor(a copy of its values); copy.deepcopy gives a Tensor of its own memory")
       .def_property_readonly(
           "ndim", [](PyTensor& t) { return py::len(shape_tuple(t)); }, "The rank (0 while the Tensor has no value)")
       .def(

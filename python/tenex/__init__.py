@@ -10,6 +10,16 @@
 from ._tenex import *  # noqa: F401,F403
 from ._tenex import __version__  # noqa: F401
 
+
+
+def from_dlpack(x):
+    """A Tensor viewing the memory of any DLPack producer on the CPU (a torch or jax CPU tensor, a
+    numpy array, ...), without a copy: numpy.from_dlpack's array, wrapped."""
+    import numpy
+
+    return Tensor(numpy.from_dlpack(x))
+
+
 # `from tenex import *` leaves Python's builtins alone: tenex.sum, max, min, abs and pow are
 # reached through the module (tenex.sum(...)).
 _BUILTIN_NAMES = {"sum", "max", "min", "abs", "pow", "slice"}

@@ -52,3 +52,40 @@ def test_einsum_refuses_an_unknown_optimize():
         tenex.einsum("ij,jk", a, a, optimize="fastest")
     with pytest.raises(TypeError, match="optimize"):
         tenex.einsum("ij,jk", a, a, optimize=3.5)
+
+
+def test_dlpack_both_ways_without_a_copy():
+    base = np.arange(12.0).reshape(3, 4)
+    t = tenex.from_dlpack(base)
+    assert isinstance(t, tenex.Tensor) and t.shape == (3, 4)
+    r = tenex.Tensor()
+    r["i"] = t["i,j"]
+    np.testing.assert_allclose(np.asarray(r), base.sum(axis=1))
+    # numpy marks what it imports through DLPack read-only: an operand, not a target.
+    with pytest.raises(ValueError, match="read-only"):
+        t["i,j"] = t["i,j"] * 2.0
+    np.testing.assert_array_equal(base, np.arange(12.0).reshape(3, 4))
+    owned = tenex.Tensor(np.zeros((2, 2)))
+    view = np.from_dlpack(owned)
+    owned["i,j"] = tenex.Tensor(np.ones((2, 2)))["i,j"] * 5.0
+    np.testing.assert_array_equal(view, np.full((2, 2), 5.0))  # the same memory, seen after the write
+    assert np.shares_memory(view, np.asarray(owned))
+    assert t.__dlpack_device__() == (1, 0)
+    with pytest.raises(ValueError, match="stream"):
+        t.__dlpack__(stream=1)
+
+
+def test_pickle_and_deepcopy_keep_the_values_in_memory_of_their_own():
+    import copy
+    import pickle
+
+    a = np.arange(6.0).reshape(2, 3) + 1j
+    t = tenex.Tensor(a)
+    for other in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert isinstance(other, tenex.Tensor)
+        assert other.shape == (2, 3) and other.dtype == np.complex128
+        np.testing.assert_array_equal(np.asarray(other), a)
+        assert not np.shares_memory(np.asarray(other), a)
+    r = tenex.Tensor()
+    r["i,j"] = t["i,j"] * 3.0
+    np.testing.assert_array_equal(np.asarray(pickle.loads(pickle.dumps(r))), a * 3.0)
