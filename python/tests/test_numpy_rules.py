@@ -89,3 +89,16 @@ def test_pickle_and_deepcopy_keep_the_values_in_memory_of_their_own():
     r = tenex.Tensor()
     r["i,j"] = t["i,j"] * 3.0
     np.testing.assert_array_equal(np.asarray(pickle.loads(pickle.dumps(r))), a * 3.0)
+
+
+def test_a_call_that_matches_no_signature_does_not_print_the_arrays():
+    mps = [np.ones((16, 2, 16)) for _ in range(200)]
+    with pytest.raises(TypeError) as e:
+        tenex.svd(mps[0], mps)
+    text = str(e.value)
+    assert "incompatible function arguments" in text
+    assert "numpy.ndarray(shape=(16, 2, 16), dtype=float64)" in text and "list of 200 items" in text
+    assert len(text) < 1000
+    with pytest.raises(TypeError) as e:
+        tenex.einsum("ij->ij", np.ones((300, 300)), no_such_keyword=1)
+    assert "no_such_keyword=1" in str(e.value) and len(str(e.value)) < 1000
