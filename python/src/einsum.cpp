@@ -280,12 +280,28 @@ void check_optimize(const py::object& optimize) {
   throw py::type_error("tenex.einsum: optimize must be a bool, a str or an einsum_path list");
 }
 
-py::object einsum(const py::args& args, const py::object& out, const py::object& optimize) {
+/// numpy's `dtype` keyword: the operands converted to it first, each by numpy's 'safe' casting
+/// (einsum's default), so the work and the result are in that dtype.
+std::vector<py::object> in_dtype(std::vector<py::object> operands, const py::object& dtype) {
+  if (dtype.is_none()) return operands;
+  const py::dtype target = py::dtype::from_args(dtype);
+  for (py::object& operand : operands) {
+    py::array a = as_array(operand);
+    if (!can_cast_safely(a.dtype(), target)) {
+      throw py::type_error("tenex.einsum: cannot cast an operand of dtype " + py::str(a.dtype()).cast<std::string>() +
+                           " to dtype " + py::str(py::handle(target)).cast<std::string>() + " (numpy's 'safe' casting)");
+    }
+    operand = a.attr("astype")(target, py::arg("copy") = false);
+  }
+  return operands;
+}
+
+py::object einsum(const py::args& args, const py::object& out, const py::object& optimize, const py::object& dtype) {
   check_optimize(optimize);
   if (args.size() > 0 && py::isinstance<py::str>(args[0])) {
     std::vector<py::object> operands;
     for (std::size_t k = 1; k < args.size(); ++k) operands.push_back(py::reinterpret_borrow<py::object>(args[k]));
-    return einsum_arrays(args[0].cast<std::string>(), operands, out);
+    return einsum_arrays(args[0].cast<std::string>(), in_dtype(std::move(operands), dtype), out);
   }
   if (!is_interleaved(args)) {
     throw py::type_error(
@@ -293,15 +309,15 @@ py::object einsum(const py::args& args, const py::object& out, const py::object&
         "einsum(a, [0, 1], b, [1, 2], [0, 2])");
   }
   auto [subscripts, operands] = from_interleaved(args, "tenex.einsum");
-  return einsum_arrays(subscripts, operands, out);
+  return einsum_arrays(subscripts, in_dtype(std::move(operands), dtype), out);
 }
 
 }  // namespace
 
 void bind_einsum(py::module_& m) {
-  m.def("einsum", &einsum, py::arg("out") = py::none(), py::arg("optimize") = false,
-        R"doc(einsum(subscripts, *operands, out=None, optimize=False)
-einsum(op0, sublist0, op1, sublist1, ..., [sublistout], out=None, optimize=False)
+  m.def("einsum", &einsum, py::arg("out") = py::none(), py::arg("optimize") = false, py::arg("dtype") = py::none(),
+        R"doc(einsum(subscripts, *operands, out=None, optimize=False, dtype=None)
+einsum(op0, sublist0, op1, sublist1, ..., [sublistout], out=None, optimize=False, dtype=None)
 
 Evaluates the Einstein summation `subscripts` (numpy.einsum's language: "ij,jk->ik", the implicit
 output "ij,jk", '...' broadcasting, repeated labels for diagonals and traces) over numpy arrays
@@ -313,7 +329,8 @@ Mixed dtypes promote as numpy.result_type does. Returns a new array (a numpy sca
 result), or writes `out` (its shape must be the result's; its dtype one the result casts to
 safely) and returns it. Bad subscripts raise tenex.ShapeError (a ValueError). `optimize` is
 numpy's keyword (False, True, 'greedy', 'optimal' or an einsum_path list), accepted so numpy code
-runs unchanged: tenex orders every product itself (TENEX_ORDER, docs/networks.md).)doc");
+runs unchanged: tenex orders every product itself (TENEX_ORDER, docs/networks.md). `dtype`, as
+numpy's: the operands are cast to it first (safely), and the result has it.)doc");
 }
 
 }  // namespace tenex_python

@@ -12,10 +12,16 @@ _Mapping = Union[Dict[Any, Sequence[Any]], numpy.ndarray]
 
 @overload
 def einsum(
-    subscripts: str, *operands: Any, out: Optional[numpy.ndarray] = None, optimize: Any = False
+    subscripts: str,
+    *operands: Any,
+    out: Optional[numpy.ndarray] = None,
+    optimize: Any = False,
+    dtype: Any = None,
 ) -> numpy.ndarray: ...
 @overload
-def einsum(*operands_and_sublists: Any, out: Optional[numpy.ndarray] = None, optimize: Any = False) -> numpy.ndarray:
+def einsum(
+    *operands_and_sublists: Any, out: Optional[numpy.ndarray] = None, optimize: Any = False, dtype: Any = None
+) -> numpy.ndarray:
     """numpy's interleaved form: einsum(a, [0, 1], b, [1, 2], [0, 2])."""
 
 __version__: str

@@ -102,3 +102,15 @@ def test_a_call_that_matches_no_signature_does_not_print_the_arrays():
     with pytest.raises(TypeError) as e:
         tenex.einsum("ij->ij", np.ones((300, 300)), no_such_keyword=1)
     assert "no_such_keyword=1" in str(e.value) and len(str(e.value)) < 1000
+
+
+def test_einsum_dtype_as_numpy():
+    a32 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b32 = np.ones((3, 2), dtype=np.float32)
+    got = tenex.einsum("ij,jk->ik", a32, b32, dtype=np.float64)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.einsum("ij,jk->ik", a32, b32, dtype=np.float64))
+    got = tenex.einsum(a32, [0, 1], b32, [1, 2], dtype="complex128")
+    assert got.dtype == np.complex128
+    with pytest.raises(TypeError, match="safe"):
+        tenex.einsum("ij,jk->ik", a32.astype(np.float64), b32, dtype=np.float32)
