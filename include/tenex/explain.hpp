@@ -11,7 +11,9 @@
 //   std::cout << tenex::explain();         // the plan of the last set run on this thread
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "tenex/export.hpp"
 #include "tenex/scalar.hpp"
@@ -31,7 +33,26 @@ TENEX_API std::string explain();
 template <class T>
 TENEX_API std::string explain(const Expression<T>& e);
 
-#define TENEX_DECLARE_EXPLAIN(T) extern template TENEX_API std::string explain<T>(const Expression<T>&);
+/// One step of a plan, as explain(e) prints it: the operation (with its parameters), the
+/// kernel class, the operands and the result (each with its labels and extents: "t0(i=2,j=3)",
+/// "#1(i=2,k=4)" for step 1's result), the flops and the result's bytes.
+struct PlanStep {
+  std::string operation, kernel;
+  std::vector<std::string> operands;
+  std::string result;
+  double flops = 0;
+  std::size_t bytes = 0;
+};
+
+/// The plan explain(e) prints, as data, step by step in execution order: a program can read
+/// it (Python: tenex.plan(e), a list of dicts). Nothing is evaluated. A Shape expression's
+/// plan is empty.
+template <class T>
+TENEX_API std::vector<PlanStep> plan_of(const Expression<T>& e);
+
+#define TENEX_DECLARE_EXPLAIN(T)                                          \
+  extern template TENEX_API std::string explain<T>(const Expression<T>&); \
+  extern template TENEX_API std::vector<PlanStep> plan_of<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_EXPLAIN)
 #undef TENEX_DECLARE_EXPLAIN
 

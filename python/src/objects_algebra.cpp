@@ -283,6 +283,26 @@ void bind_algebra(py::module_& m) {
       "The plan evaluating e would run (nothing is evaluated), or with no argument the plan of the last set run on "
       "this thread");
   m.def(
+      "plan",
+      [](const Expr& e) {
+        const std::vector<tenex::PlanStep> steps = with_expr(e, [](const auto& x) { return tenex::plan_of(x); });
+        py::list out;
+        for (const tenex::PlanStep& s : steps) {
+          py::dict step;
+          step["operation"] = s.operation;
+          step["kernel"] = s.kernel;
+          step["operands"] = py::cast(s.operands);
+          step["result"] = s.result;
+          step["flops"] = s.flops;
+          step["bytes"] = s.bytes;
+          out.append(std::move(step));
+        }
+        return out;
+      },
+      py::arg("e"),
+      "The plan explain(e) prints, as data: a list of dicts (operation, kernel, operands, result, flops, bytes), one "
+      "per step in execution order; nothing is evaluated");
+  m.def(
       "set_backend", [](const std::string& name) { tenex::set_default_backend(backend_of(name)); }, py::arg("name"),
       "The backend of the sets made from now on: \"cpu\", \"cuda\" or \"auto\" (CUDA where a device exists)");
   m.def("cuda_available", &tenex::cuda_available, "Whether a CUDA device exists at run time");

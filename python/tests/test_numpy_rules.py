@@ -114,3 +114,22 @@ def test_einsum_dtype_as_numpy():
     assert got.dtype == np.complex128
     with pytest.raises(TypeError, match="safe"):
         tenex.einsum("ij,jk->ik", a32.astype(np.float64), b32, dtype=np.float32)
+
+
+def test_plan_is_explain_as_data():
+    a = tenex.Tensor(np.random.default_rng(0).random((2, 50)))
+    b = tenex.Tensor(np.random.default_rng(1).random((50, 40)))
+    c = tenex.Tensor(np.random.default_rng(2).random((40, 30)))
+    e = a["i,j"] * b["j,k"] * c["k,l"]
+    steps = tenex.plan(e)
+    text = tenex.explain(e)
+    assert [s["operation"] for s in steps] == ["contract", "contract", "output"]
+    for s in steps:
+        assert set(s) == {"operation", "kernel", "operands", "result", "flops", "bytes"}
+        assert s["result"] in text
+    assert steps[0]["flops"] == 2 * 2 * 50 * 40 and steps[0]["bytes"] == 2 * 40 * 8
+    assert steps[1]["operands"][0].startswith("#1(")
+    assert steps[-1]["result"].startswith("value(")
+    r = tenex.Tensor()
+    r["i,l"] = e  # nothing was evaluated by plan(): the expression still runs
+    np.testing.assert_allclose(np.asarray(r), np.asarray(a) @ np.asarray(b) @ np.asarray(c))

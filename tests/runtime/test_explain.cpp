@@ -267,3 +267,29 @@ TEST_CASE("explain: explain() names the plan each CPU contraction ran and why") 
   CHECK_FALSE(contains(tenex::explain(), " ran: "));
   tenex::set_default_backend(tenex::BackendKind::automatic);
 }
+
+TEST_CASE("explain: plan_of gives explain(e)'s steps as data, and evaluates nothing") {
+  Tensor<double> a(Shape{2, 50}), b(Shape{50, 40}), c(Shape{40, 30}), d;
+  tenex::fill_random(a, 1);
+  tenex::fill_random(b, 2);
+  tenex::fill_random(c, 3);
+  auto e = a("i,j") * b("j,k") * c("k,l");
+  const std::vector<tenex::PlanStep> steps = tenex::plan_of(e);
+  const std::string text = tenex::explain(e);
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0].operation == "contract");
+  CHECK(steps[0].kernel == "GEMM");
+  CHECK(steps[0].flops == 2.0 * 2 * 50 * 40);
+  CHECK(steps[0].bytes == 2 * 40 * sizeof(double));
+  CHECK(steps[1].operands.at(0).rfind("#1(", 0) == 0);
+  CHECK(steps[2].operation == "output");
+  CHECK(steps[2].result.rfind("value(", 0) == 0);
+  for (const tenex::PlanStep& s : steps) {
+    CAPTURE(s.result);
+    CHECK(text.find(s.result) != std::string::npos);
+    for (const std::string& o : s.operands) CHECK(text.find(o) != std::string::npos);
+  }
+  d("i,l") = e;  // plan_of ran nothing: the set still runs, once
+  CHECK(d.shape() == Shape{2, 30});
+  CHECK(tenex::plan_of(Shape{3}("i") * Shape{3}("i")).empty());
+}

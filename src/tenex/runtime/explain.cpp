@@ -358,71 +358,127 @@ std::string explain() {
   return detail::describe_plan(graph, report);
 }
 
+namespace detail {
+namespace {
+
+/// What explain(e) and plan_of(e) describe: e's set compiled as the pipeline compiles it, with
+/// e's value written to a stand-in target, without running it or touching the plan cache.
+template <class T>
+void compile_for_explain(const Expression<T>& e, Plan& plan, Report& report) {
+  const Handle& handle = require_handle(Access::handle(e));
+  const std::shared_ptr<LinkedState> root = LinkedState::root(handle.state);
+  // The set's statements, then e's value written to a stand-in target that no one reads.
+  // A statement (AssignTo) is already among them: its plan is the set's.
+  std::vector<Assignment> batch = root->recorded();
+  const bool statement = dynamic_cast<const AssignTo<T>*>(&e) != nullptr;
+  static const auto stand_in = std::make_shared<char>(0);
+  std::string what = "the statement";
+  if (!statement) {
+    const NodePtr value = einstein_operand(operand_node(e));
+    OpNode shown;
+    shown.labels = value->labels;
+    shown.extents = value->extents;
+    what = std::string(e.name()) + " " + with_extents(shown);
+    Assignment asked;
+    asked.rhs = value;
+    asked.rhs_labels = value->labels;
+    asked.target_labels = value->labels;
+    asked.target = stand_in;
+    batch.push_back(std::move(asked));
+  }
+  SetRecord set;
+  set.dtype = dtype_of<T>();
+  root->backend(set);
+  set.assignments = std::move(batch);
+  set.sparse_maps = root->sparse_maps();
+  CompileSettings settings = compile_settings();
+  settings.env.plan_cache = false;
+  check_backend_environment(settings.env.backend);
+  resolve_backend(set, settings);
+  const BackendEntry& entry = choose_backend(set.backend);
+  visit_dtype(set.dtype, [&](auto zero) {
+    SetBackends<decltype(zero)> backends;
+    set_backends(entry, backends);
+    plan = compile(set, backends, settings);
+  });
+  const std::size_t statements = statement ? set.assignments.size() : set.assignments.size() - 1;
+  report.title = "tenex plan of " + what;
+  if (statement) {
+    if (statements > 1) report.title += " and the " + std::to_string(statements - 1) + " others of its set";
+  } else if (statements > 0) {
+    report.title += " with the " + std::to_string(statements) + (statements == 1 ? " statement" : " statements") +
+                    " its set has recorded";
+  }
+  report.value = stand_in.get();
+  report.written_contraction_flops = plan.written_contraction_flops;
+  report.sparse_note = plan.sparse_note;
+  report.placement_notes = plan.placement_notes;
+  report.unsupported = plan.unsupported;
+}
+
+/// The steps of a plan in the executor's order, as describe_plan lists them.
+std::vector<PlanStep> plan_steps(const OpGraph& graph, const Report& report) {
+  const std::vector<std::string> names = tensor_names(graph);
+  const std::vector<NodeId> order = schedule_of(graph).order;
+  std::vector<std::size_t> step_of(graph.size(), 0);
+  std::vector<PlanStep> steps;
+  for (NodeId id : order) {
+    const OpNode& node = graph.node(id);
+    if (node.kind == OpKind::input) continue;
+    step_of[id] = steps.size() + 1;
+    const NodeCost cost = node_cost(graph, id);
+    PlanStep step;
+    step.operation = std::string(op_kind_name(node.kind)) + describe_params(node.params);
+    step.kernel = cost.kernel;
+    for (NodeId op : graph.operands(id)) {
+      const OpNode& o = graph.node(op);
+      step.operands.push_back((o.kind == OpKind::input ? (names[op].empty() ? std::string("shape") : names[op])
+                                                       : "#" + std::to_string(step_of[op])) +
+                              with_extents(o));
+    }
+    step.result = (node.kind == OpKind::output ? (node.storage.get() == report.value ? std::string("value") : names[id])
+                                               : std::string()) +
+                  with_extents(node);
+    step.flops = cost.flops;
+    step.bytes = cost.bytes;
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+}  // namespace
+}  // namespace detail
+
 template <class T>
 std::string explain(const Expression<T>& e) {
-  const detail::Handle& handle = detail::require_handle(detail::Access::handle(e));
+  (void)detail::require_handle(detail::Access::handle(e));
   if constexpr (std::is_same_v<T, Shape>) {
     return "tenex plan: a Shape expression computes shapes only and runs nothing; its result is " + e.to_string() +
            "\n";
   } else {
-    const std::shared_ptr<detail::LinkedState> root = detail::LinkedState::root(handle.state);
-    // The set's statements, then e's value written to a stand-in target that no one reads.
-    // A statement (AssignTo) is already among them: its plan is the set's.
-    std::vector<detail::Assignment> batch = root->recorded();
-    const bool statement = dynamic_cast<const AssignTo<T>*>(&e) != nullptr;
-    const auto stand_in = std::make_shared<char>(0);
-    std::string what = "the statement";
-    if (!statement) {
-      const detail::NodePtr value = detail::einstein_operand(detail::operand_node(e));
-      OpNode shown;
-      shown.labels = value->labels;
-      shown.extents = value->extents;
-      what = std::string(e.name()) + " " + detail::with_extents(shown);
-      detail::Assignment asked;
-      asked.rhs = value;
-      asked.rhs_labels = value->labels;
-      asked.target_labels = value->labels;
-      asked.target = stand_in;
-      batch.push_back(std::move(asked));
-    }
-
-    detail::SetRecord set;
-    set.dtype = dtype_of<T>();
-    root->backend(set);
-    set.assignments = std::move(batch);
-    set.sparse_maps = root->sparse_maps();
-    // As the pipeline compiles it (run_typed), without running it or touching the plan cache.
-    detail::CompileSettings settings = detail::compile_settings();
-    settings.env.plan_cache = false;
-    detail::check_backend_environment(settings.env.backend);
-    detail::resolve_backend(set, settings);
-    const detail::BackendEntry& entry = detail::choose_backend(set.backend);
     detail::Plan plan;
-    visit_dtype(set.dtype, [&](auto zero) {
-      detail::SetBackends<decltype(zero)> backends;
-      detail::set_backends(entry, backends);
-      plan = detail::compile(set, backends, settings);
-    });
-
     detail::Report report;
-    const std::size_t statements = statement ? set.assignments.size() : set.assignments.size() - 1;
-    report.title = "tenex plan of " + what;
-    if (statement) {
-      if (statements > 1) report.title += " and the " + std::to_string(statements - 1) + " others of its set";
-    } else if (statements > 0) {
-      report.title += " with the " + std::to_string(statements) + (statements == 1 ? " statement" : " statements") +
-                      " its set has recorded";
-    }
-    report.value = stand_in.get();
-    report.written_contraction_flops = plan.written_contraction_flops;
-    report.sparse_note = plan.sparse_note;
-    report.placement_notes = plan.placement_notes;
-    report.unsupported = plan.unsupported;
+    detail::compile_for_explain(e, plan, report);
     return detail::describe_plan(plan.optimized(), report);
   }
 }
 
-#define TENEX_INSTANTIATE_EXPLAIN(T) template TENEX_API std::string explain<T>(const Expression<T>&);
+template <class T>
+std::vector<PlanStep> plan_of(const Expression<T>& e) {
+  (void)detail::require_handle(detail::Access::handle(e));
+  if constexpr (std::is_same_v<T, Shape>) {
+    return {};  // a Shape expression runs nothing
+  } else {
+    detail::Plan plan;
+    detail::Report report;
+    detail::compile_for_explain(e, plan, report);
+    return detail::plan_steps(plan.optimized(), report);
+  }
+}
+
+#define TENEX_INSTANTIATE_EXPLAIN(T)                               \
+  template TENEX_API std::string explain<T>(const Expression<T>&); \
+  template TENEX_API std::vector<PlanStep> plan_of<T>(const Expression<T>&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_EXPLAIN)
 #undef TENEX_INSTANTIATE_EXPLAIN
 
