@@ -229,23 +229,7 @@ py::tuple contract_path(const py::args& args, bool shapes, const py::object& opt
   const SubscriptParser parser("tenex.contract_path", subscripts);
   const Subscripts parsed = parser.parse(ranks);
 
-  // Each label's extent: the largest, 1 broadcasting against any other (numpy's and opt_einsum's rule).
-  std::vector<py::ssize_t> extent(parsed.names.size(), -1);
-  std::vector<std::size_t> first_operand(extent.size(), 0);
-  for (std::size_t k = 0; k < operand_shapes.size(); ++k) {
-    for (std::size_t a = 0; a < operand_shapes[k].size(); ++a) {
-      const auto id = static_cast<std::size_t>(parsed.inputs[k][a]);
-      const py::ssize_t e = operand_shapes[k][a];
-      if (extent[id] < 0 || extent[id] == 1) {
-        if (extent[id] != e) first_operand[id] = k;
-        extent[id] = e;
-      } else if (e != 1 && e != extent[id]) {
-        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) + " in operand " +
-                    std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
-                    std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
-      }
-    }
-  }
+  const std::vector<py::ssize_t> extent = label_extents(parsed, parser, operand_shapes);
 
   // The network: each operand's labels once (a repeated label, a diagonal, costs as one).
   std::vector<std::vector<int>> terms;

@@ -176,31 +176,9 @@ py::object einsum_arrays(const std::string& subscripts, const std::vector<py::ob
   const SubscriptParser parser("tenex.einsum", subscripts);
 
   // Each label's extent; 1 broadcasts against any other extent, as numpy does.
-  std::vector<py::ssize_t> extent(parsed.names.size(), -1);
-  std::vector<std::size_t> first_operand(extent.size(), 0);
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    const std::vector<int>& axes = parsed.inputs[k];
-    for (std::size_t a = 0; a < axes.size(); ++a) {
-      const py::ssize_t e = arrays[k].shape(static_cast<py::ssize_t>(a));
-      const auto id = static_cast<std::size_t>(axes[a]);
-      for (std::size_t b = 0; b < a; ++b) {
-        if (axes[b] == axes[a] && arrays[k].shape(static_cast<py::ssize_t>(b)) != e) {
-          parser.fail("operand " + std::to_string(k) + " repeats the label '" + parsed.symbols[id] +
-                      "' (a diagonal) on axes of extents " +
-                      std::to_string(arrays[k].shape(static_cast<py::ssize_t>(b))) + " and " + std::to_string(e) +
-                      "; a diagonal needs equal extents");
-        }
-      }
-      if (extent[id] < 0 || extent[id] == 1) {
-        if (extent[id] != e) first_operand[id] = k;
-        extent[id] = e;
-      } else if (e != 1 && e != extent[id]) {
-        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) + " in operand " +
-                    std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
-                    std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
-      }
-    }
-  }
+  std::vector<std::vector<py::ssize_t>> shapes;
+  for (const py::array& array : arrays) shapes.emplace_back(array.shape(), array.shape() + array.ndim());
+  const std::vector<py::ssize_t> extent = label_extents(parsed, parser, shapes);
   std::optional<py::array> out_array;
   if (!out.is_none()) {
     if (!py::isinstance<py::array>(out)) throw py::type_error("tenex.einsum: out must be a numpy array");

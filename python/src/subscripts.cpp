@@ -272,4 +272,33 @@ std::pair<std::string, std::vector<py::object>> from_interleaved(const py::args&
   return {std::move(subscripts), std::move(operands)};
 }
 
+std::vector<py::ssize_t> label_extents(const Subscripts& parsed, const SubscriptParser& parser,
+                                       const std::vector<std::vector<py::ssize_t>>& shapes) {
+  std::vector<py::ssize_t> extent(parsed.names.size(), -1);
+  std::vector<std::size_t> first_operand(extent.size(), 0);
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::vector<int>& axes = parsed.inputs[k];
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const py::ssize_t e = shapes[k][a];
+      const auto id = static_cast<std::size_t>(axes[a]);
+      for (std::size_t b = 0; b < a; ++b) {
+        if (axes[b] == axes[a] && shapes[k][b] != e) {
+          parser.fail("operand " + std::to_string(k) + " repeats the label '" + parsed.symbols[id] +
+                      "' (a diagonal) on axes of extents " + std::to_string(shapes[k][b]) + " and " +
+                      std::to_string(e) + "; a diagonal needs equal extents");
+        }
+      }
+      if (extent[id] < 0 || extent[id] == 1) {
+        if (extent[id] != e) first_operand[id] = k;
+        extent[id] = e;
+      } else if (e != 1 && e != extent[id]) {
+        parser.fail("the label '" + parsed.symbols[id] + "' has extent " + std::to_string(extent[id]) + " in operand " +
+                    std::to_string(first_operand[id]) + " but " + std::to_string(e) + " in operand " +
+                    std::to_string(k) + " (extents must be equal, or 1 to broadcast)");
+      }
+    }
+  }
+  return extent;
+}
+
 }  // namespace tenex_python

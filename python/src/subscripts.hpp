@@ -52,6 +52,12 @@ class SubscriptParser {
   std::string subscripts_;
 };
 
+/// Each label's extent for operands of `shapes` (one extent per axis): the largest, 1
+/// broadcasting against any other (numpy's and opt_einsum's rule). ShapeError (through
+/// `parser`) for extents that disagree and for a diagonal of unequal extents.
+std::vector<py::ssize_t> label_extents(const Subscripts& parsed, const SubscriptParser& parser,
+                                       const std::vector<std::vector<py::ssize_t>>& shapes);
+
 /// numpy's interleaved form, `(op0, sublist0, op1, sublist1, ..., [output_sublist])`, as
 /// subscripts and operands: a sublist holds integers >= 0 and Ellipsis; integer k is the
 /// character k names in numpy's order ('A'-'Z' for 0-25, 'a'-'z' for 26-51, then characters

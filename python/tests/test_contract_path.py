@@ -227,7 +227,7 @@ def test_bad_memory_limit(memory_limit):
     ("ab,b#", "invalid subscript '#'"),
     ("ab,bc->ax", "'x' appears in no operand"),
     ("abc,bc", "has 2 axes"),
-    ("ab,cc", "has extent"),
+    ("ab,cc", "a diagonal needs equal extents"),
 ])
 def test_bad_subscripts_are_short_shape_errors(subscripts, text):
     big = np.zeros((300, 400))

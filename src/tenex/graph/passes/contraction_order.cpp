@@ -8,14 +8,11 @@
 #include <queue>
 #include <tuple>
 
-#include "tenex/labels.hpp"
 
 namespace tenex::passes {
 
 namespace {
 
-using tenex::detail::contains_label;
-using tenex::detail::union_labels;
 
 constexpr double infinity = std::numeric_limits<double>::infinity();
 
@@ -291,15 +288,6 @@ ContractionPath order_greedy(const Numbered& p, double limit) {
 }
 
 }  // namespace
-
-std::vector<std::string> pair_result_labels(const std::vector<std::string>& a, const std::vector<std::string>& b,
-                                            const std::vector<std::string>& needed) {
-  std::vector<std::string> out;
-  for (const auto& l : union_labels(a, b)) {
-    if (contains_label(needed, l)) out.push_back(l);
-  }
-  return out;
-}
 
 ContractionPath order_product(const std::vector<std::vector<std::string>>& operands,
                               const std::map<std::string, std::size_t>& extents, const std::vector<std::string>& keep,

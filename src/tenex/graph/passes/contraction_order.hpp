@@ -28,9 +28,4 @@ ContractionPath order_product(const std::vector<std::vector<std::string>>& opera
                               const std::map<std::string, std::size_t>& extents, const std::vector<std::string>& keep,
                               double max_intermediate = 0);
 
-/// Labels the result of contracting `a` and `b` keeps: those in `needed` (the final labels
-/// and the labels of the operands still waiting), in order of first appearance in a then b.
-std::vector<std::string> pair_result_labels(const std::vector<std::string>& a, const std::vector<std::string>& b,
-                                            const std::vector<std::string>& needed);
-
 }  // namespace tenex::passes

@@ -210,21 +210,6 @@ NodeId emit_tree(OpGraph& graph, Leaves leaves, const tree::Path& path, const st
   return result;
 }
 
-/// `id` restricted to the value `at` of `label` (itself when it lacks the label).
-NodeId slice_of(OpGraph& graph, NodeId id, const std::string& label, std::size_t at, const std::string& note) {
-  const OpNode& n = graph.node(id);
-  const std::size_t mode = detail::find_label(n.labels, label);
-  if (mode == n.labels.size()) return id;
-  SliceParams params;
-  params.lo.assign(n.extents.size(), 0);
-  params.hi = n.extents;
-  params.lo[mode] = at;
-  params.hi[mode] = at + 1;
-  const NodeId slice = graph.add(std::move(params), {id});
-  graph.node(slice).note = note;  // kept apart from the other slices' by cse
-  return slice;
-}
-
 /// The tree run once per value of the sliced labels, each slice's result added to the
 /// slices before it (GEMM beta = 1), so only one slice's intermediates are held at a time.
 NodeId emit_sliced(OpGraph& graph, const Leaves& leaves, const tree::Path& path, const std::vector<std::string>& keep,
@@ -236,7 +221,7 @@ NodeId emit_sliced(OpGraph& graph, const Leaves& leaves, const tree::Path& path,
     const std::string note = "slice " + std::to_string(number);
     for (std::size_t i = 0; i < sliced.size(); ++i) {
       slice.extents[sliced[i]] = 1;
-      for (NodeId& slot : slice.slots) slot = slice_of(graph, slot, sliced[i], at[i], note);
+      for (NodeId& slot : slice.slots) slot = restrict_to(graph, slot, sliced[i], at[i], at[i] + 1, note);
     }
     sum = emit_tree(graph, std::move(slice), path, keep, dtype, alpha, sum);
     std::size_t i = 0;

@@ -35,6 +35,10 @@ void fold_gemm_beta(OpGraph& graph);
 /// computed in batches of that label (slices of the operands, each batch's product added
 /// into the result by GEMM beta), so the whole intermediate is never held.
 void slice_contractions(OpGraph& graph, std::size_t memory_limit);
+/// `id` restricted to [lo, hi) of `label` (itself when it lacks the label), a slice node with
+/// `note` (the order pass's slices carry "slice k": see common_subexpressions.cpp).
+NodeId restrict_to(OpGraph& graph, NodeId id, const std::string& label, std::size_t lo, std::size_t hi,
+                   const std::string& note = {});
 /// Puts a mask node after every node that sparse maps restrict (sparse masking is a node
 /// kind, run by the backend like any other).
 void insert_masks(OpGraph& graph);

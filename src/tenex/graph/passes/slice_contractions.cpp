@@ -37,19 +37,6 @@ bool plain_product(const OpGraph& graph, NodeId id) {
          n.get<ContractParams>().beta == 0.0;
 }
 
-/// `id` restricted to [lo, hi) of `label` (itself when it lacks the label).
-NodeId restrict_to(OpGraph& graph, NodeId id, const std::string& label, std::size_t lo, std::size_t hi) {
-  const OpNode& n = graph.node(id);
-  const std::size_t mode = find_label(n.labels, label);
-  if (mode == n.labels.size()) return id;
-  SliceParams params;
-  params.lo.assign(n.extents.size(), 0);
-  params.hi = n.extents;
-  params.lo[mode] = lo;
-  params.hi[mode] = hi;
-  return graph.add(std::move(params), {id});
-}
-
 /// The bytes a buffer of `elements` of `dtype` takes: backends hand out whole 64-byte lines.
 std::size_t buffer_bytes(std::size_t elements, DType dtype) { return (elements * element_bytes(dtype) + 63) / 64 * 64; }
 
@@ -100,6 +87,21 @@ std::size_t fitting_step(const OpGraph& graph, NodeId product, NodeId consumer, 
 }
 
 }  // namespace
+
+NodeId restrict_to(OpGraph& graph, NodeId id, const std::string& label, std::size_t lo, std::size_t hi,
+                   const std::string& note) {
+  const OpNode& n = graph.node(id);
+  const std::size_t mode = find_label(n.labels, label);
+  if (mode == n.labels.size()) return id;
+  SliceParams params;
+  params.lo.assign(n.extents.size(), 0);
+  params.hi = n.extents;
+  params.lo[mode] = lo;
+  params.hi[mode] = hi;
+  const NodeId slice = graph.add(std::move(params), {id});
+  graph.node(slice).note = note;
+  return slice;
+}
 
 void slice_contractions(OpGraph& graph, std::size_t memory_limit) {
   if (memory_limit == 0) return;
