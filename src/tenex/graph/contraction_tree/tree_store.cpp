@@ -24,7 +24,11 @@ Store& store() {
 std::string tree_key(const Network& network, const Options& options) {
   std::string key = "v1:";
   for (const auto& input : network.inputs) {
-    for (std::size_t i = 0; i < input.size(); ++i) key += (i ? "." : "") + std::to_string(input[i]);
+    for (std::size_t i = 0; i < input.size(); ++i) {
+      // Appended piece by piece: GCC 12's -Wrestrict misfires on "x" + std::string&& (aarch64).
+      if (i) key += '.';
+      key += std::to_string(input[i]);
+    }
     key += "/";
   }
   key += ":";
@@ -59,7 +63,12 @@ std::vector<std::pair<std::string, Path>> remembered_trees() {
 
 std::string path_text(const Path& path) {
   std::string text;
-  for (const auto& [a, b] : path) text += (text.empty() ? "" : ",") + std::to_string(a) + "-" + std::to_string(b);
+  for (const auto& [a, b] : path) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(a);
+    text += '-';
+    text += std::to_string(b);
+  }
   return text.empty() ? "-" : text;
 }
 
