@@ -10,6 +10,7 @@
 #include "tenex/backend/backend.hpp"
 #include "tenex/backend_kind.hpp"
 #include "tenex/config.hpp"
+#include "tenex/contraction_path.hpp"
 #include "tenex/error.hpp"
 #include "tenex/explain.hpp"
 #include "tenex/expression/addition.hpp"
@@ -35,6 +36,7 @@
 #include "tenex/expression/svd.hpp"
 // The IR for extenders (OpGraph, the op and function tables): see tenex/ir.hpp.
 #include "tenex/ir.hpp"
+#include "tenex/krylov.hpp"
 #include "tenex/plans.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/sparse/sparse_map.hpp"

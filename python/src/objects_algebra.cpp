@@ -251,6 +251,42 @@ void bind_algebra(py::module_& m) {
       "(vectors, values) of a symmetric (Hermitian) a, values ascending and real, vectors as columns; with b "
       "(symmetric positive definite) the generalized problem a v = w b v. Assign them in one line: "
       "V[\"i,k\"], w[\"k\"] = tenex.eigen_solve(H[\"i,j\"])");
+  // Over label groups: the modes `rows` names are the rows, the rest the columns (listed before
+  // the matrix forms, which pybind11 tries next when `rows` is not a string).
+  m.def(
+      "eigen_solve",
+      [](const Expr& a, const std::string& rows, const std::optional<tenex::Truncation>& truncation) {
+        return with_expr(a, [&](const auto& x) {
+          auto [vectors, values] = truncation ? tenex::eigen_solve(x, rows, *truncation) : tenex::eigen_solve(x, rows);
+          return as_tuple({make_expr(std::move(vectors), a.keep), make_expr(std::move(values), a.keep)});
+        });
+      },
+      py::arg("a"), py::arg("rows"), py::arg("truncation") = py::none(),
+      "(vectors, values) of a Hermitian a of any rank seen as a square matrix, its modes `rows` names (\"a,b\") "
+      "the rows: V[\"a,b,k\"], w[\"k\"] = tenex.eigen_solve(H[\"a,b,c,d\"], \"a,b\")");
+  m.def(
+      "qr",
+      [](const Expr& a, const std::string& rows) {
+        return with_expr(a, [&](const auto& x) {
+          auto [q, r] = tenex::qr(x, rows);
+          return as_tuple({make_expr(std::move(q), a.keep), make_expr(std::move(r), a.keep)});
+        });
+      },
+      py::arg("a"), py::arg("rows"),
+      "(Q, R) of a of any rank seen as a matrix, its modes `rows` names (\"a,s\") the rows: "
+      "Q[\"a,s,k\"], R[\"k,t,b\"] = tenex.qr(theta[\"a,s,t,b\"], \"a,s\")");
+  m.def(
+      "svd",
+      [](const Expr& a, const std::string& rows, const std::optional<tenex::Truncation>& truncation) {
+        return with_expr(a, [&](const auto& x) {
+          auto [u, s, vt] = truncation ? tenex::svd(x, rows, *truncation) : tenex::svd(x, rows);
+          return as_tuple(
+              {make_expr(std::move(u), a.keep), make_expr(std::move(s), a.keep), make_expr(std::move(vt), a.keep)});
+        });
+      },
+      py::arg("a"), py::arg("rows"), py::arg("truncation") = py::none(),
+      "(U, S, Vt), the thin SVD of a of any rank seen as a matrix, its modes `rows` names (\"a,s\") the rows: "
+      "U[\"a,s,k\"], S[\"k\"], Vt[\"k,t,b\"] = tenex.svd(theta[\"a,s,t,b\"], \"a,s\", truncation=...)");
   m.def(
       "qr",
       [](const Expr& a) {

@@ -246,8 +246,15 @@ template <>
 struct Rejects<tenex::SvdParams> {
   template <class T>
   static void check(GraphOperands<T>& in) {
-    CHECK_ADD_REJECTS(in.g, in.g.add(tenex::SvdParams{}, {in.ijk}),
-                      message("svd", "", "the operand (\"i,j,k\") {2, 3, 4} is not a matrix"));
+    CHECK_ADD_REJECTS(in.g, in.g.add(tenex::SvdParams{{}, 3}, {in.ijk}),
+                      message("svd", "", "the operand (\"i,j,k\") {2, 3, 4} has no column modes after its 3 row modes"));
+    // Over label groups: (i,j) the rows, k the columns, a 6 x 4 matrix.
+    const NodeId grouped = in.g.add(tenex::SvdParams{{}, 2}, {in.ijk});
+    CHECK(in.g.node(grouped).elements == 6 * 4 + 4 + 4 * 4);
+    const NodeId grouped_u = in.g.add(tenex::FactorParams{0}, {grouped}, {"i", "j", "q"});
+    CHECK(in.g.node(grouped_u).extents == tenex_test::Extents{2, 3, 4});
+    const NodeId grouped_vt = in.g.add(tenex::FactorParams{2}, {grouped}, {"q", "k"});
+    CHECK(in.g.node(grouped_vt).extents == tenex_test::Extents{4, 4});
     const NodeId packed = in.g.add(tenex::SvdParams{}, {in.big});  // 4 x 6: k = 4
     CHECK(in.g.node(packed).elements == 4 * 4 + 4 + 4 * 6);
     const NodeId u = in.g.add(tenex::FactorParams{0}, {packed}, {"i", "k"});

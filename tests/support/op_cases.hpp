@@ -75,13 +75,14 @@ struct OpCase {
 };
 
 // The size tripwires: a new field changes the size, and then field_changes() must list it.
-static_assert(std::is_empty_v<tenex::ReduceParams> && std::is_empty_v<tenex::QrParams>,
+static_assert(std::is_empty_v<tenex::ReduceParams>,
               "a parameter struct without fields got one: give its OpCase field_changes()");
 static_assert(sizeof(tenex::InputParams) == sizeof(std::vector<std::size_t>), "InputParams changed");
 static_assert(sizeof(tenex::TruncationParams) == 3 * sizeof(double), "TruncationParams changed");
-static_assert(sizeof(tenex::EigenSolveParams) == sizeof(tenex::TruncationParams) &&
-                  sizeof(tenex::SvdParams) == sizeof(tenex::TruncationParams),
+static_assert(sizeof(tenex::EigenSolveParams) == sizeof(tenex::TruncationParams) + sizeof(std::size_t) &&
+                  sizeof(tenex::SvdParams) == sizeof(tenex::TruncationParams) + sizeof(std::size_t),
               "EigenSolveParams or SvdParams changed");
+static_assert(sizeof(tenex::QrParams) == sizeof(std::size_t), "QrParams changed");
 static_assert(sizeof(tenex::OutputParams) == sizeof(std::vector<std::string>), "OutputParams changed");
 static_assert(sizeof(tenex::ContractParams) == 3 * sizeof(double), "ContractParams changed");
 static_assert(sizeof(tenex::ElementwiseParams) == 2 * sizeof(double), "ElementwiseParams changed");
@@ -245,7 +246,8 @@ struct OpCase<tenex::EigenSolveParams> {
   /// The truncation's numbers (a truncated eigen_solve takes one operand, the sample two).
   static std::vector<FieldChange<P>> field_changes() {
     return {{"truncation.max_rank", [](P& p) { p.truncation.max_rank = 2; }},
-            {"truncation.cutoff", [](P& p) { p.truncation.cutoff = 0.5; }}};
+            {"truncation.cutoff", [](P& p) { p.truncation.cutoff = 0.5; }},
+            {"rows", [](P& p) { p.rows = 2; }}};
   }
   /// The generalized problem (two operands); test_op_table checks the standard one too.
   template <class T>
@@ -261,7 +263,9 @@ template <>
 struct OpCase<tenex::QrParams> {
   using P = tenex::QrParams;
   static P sample() { return {}; }
-  static std::vector<FieldChange<P>> field_changes() { return {}; }
+  static std::vector<FieldChange<P>> field_changes() {
+    return {{"rows", [](P& p) { p.rows = 2; }}};
+  }
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
     return in.g.add(sample(), {in.ij});
@@ -277,7 +281,8 @@ struct OpCase<tenex::SvdParams> {
   static P sample() { return {}; }
   static std::vector<FieldChange<P>> field_changes() {
     return {{"truncation.max_rank", [](P& p) { p.truncation.max_rank = 2; }},
-            {"truncation.cutoff", [](P& p) { p.truncation.cutoff = 0.5; }}};
+            {"truncation.cutoff", [](P& p) { p.truncation.cutoff = 0.5; }},
+            {"rows", [](P& p) { p.rows = 2; }}};
   }
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {

@@ -91,7 +91,23 @@ EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Truncation& trunca
 template <class T>
 EigenSolveResult<T> eigen_solve(const Expression<T>& a, const Expression<T>& b, const Truncation& truncation);
 
+/// The Hermitian (real: symmetric) eigenproblem of `a` (any rank) seen as a square matrix whose
+/// rows are the modes `rows` names ("a,b") and whose columns are the rest, in a's order (their
+/// extents' products must be equal): the vectors have the row modes then a new mode of the
+/// eigenpairs, the values that new mode, named by the targets as svd's inner mode is
+/// (docs/linear-algebra.md, "Decompositions over label groups").
+///
+///   std::make_pair(V("a,b,k"), w("k")) = tenex::eigen_solve(H("a,b,c,d"), "a,b");
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, std::string_view rows);
+/// The same, truncated as `truncation` says (as eigen_solve(a, truncation) for a matrix).
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, std::string_view rows, const Truncation& truncation);
+
 #define TENEX_DECLARE_TRUNCATED_EIGEN_SOLVE(T)                                                             \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view);    \
+  extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view,     \
+                                                               const Truncation&);                         \
   extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);   \
   extern template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, \
                                                                const Truncation&);

@@ -35,6 +35,8 @@ class TENEX_API Indexed : public Expression<T> {
  public:
   /// Labels `object`'s modes. Throws ShapeError for malformed labels.
   Indexed(T& object, std::string_view labels);
+  /// Labels a const object's modes: an operand only; assigning to it throws tenex::Error.
+  Indexed(const T& object, std::string_view labels);
   Indexed(const Indexed& other);
   Indexed(Indexed&& other) noexcept;
   ~Indexed() override;
@@ -76,6 +78,7 @@ class TENEX_API Indexed : public Expression<T> {
   friend struct detail::Access;
 
   T* object_;
+  bool read_only_ = false;           // made from a const object: never a target
   std::weak_ptr<const void> alive_;  // expires with the Tensor (empty for a Shape)
   // What this target object (copies have their own) remembers of its last assignment, so a
   // failed multi-target statement can undo the targets it already assigned

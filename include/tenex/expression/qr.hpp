@@ -32,9 +32,19 @@ class TENEX_API QRFactor : public Nary<1, T> {
 template <class T>
 std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a);
 
-#define TENEX_DECLARE_QR(T)          \
-  extern template class QRFactor<T>; \
-  extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&);
+/// The reduced QR of `a` (any rank) seen as a matrix whose rows are the modes `rows` names
+/// ("a,s") and whose columns are the rest, in a's order: Q has the row modes then the new one,
+/// R the new one then the column modes (docs/linear-algebra.md, "Decompositions over label
+/// groups"). No copy when a's modes already start with the row group.
+///
+///   tenex::tie(Q("a,s,k"), R("k,t,b")) = tenex::qr(theta("a,s,t,b"), "a,s");
+template <class T>
+std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a, std::string_view rows);
+
+#define TENEX_DECLARE_QR(T)                                                                   \
+  extern template class QRFactor<T>;                                                          \
+  extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&); \
+  extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&, std::string_view);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_QR)
 #undef TENEX_DECLARE_QR
 

@@ -60,8 +60,29 @@ using SVDResult = decltype(svd(std::declval<const Expression<T>&>()));
 template <class T>
 SVDResult<T> svd(const Expression<T>& a, const Truncation& truncation);
 
-#define TENEX_DECLARE_TRUNCATED_SVD(T) \
-  extern template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);
+// ---- Over label groups: a tensor of any rank.
+
+/// The thin SVD of `a` (any rank) seen as a matrix whose rows are the modes `rows` names (the
+/// labels of the first group, "a,s", in the order the rows take) and whose columns are the
+/// other modes, in a's order: U has the row modes then the new one, S the new one, Vt the new
+/// one then the column modes; the targets name the new mode as for a matrix. The operand is
+/// read as it is when its modes already start with the row group (no copy), else permuted
+/// once. docs/linear-algebra.md, "Decompositions over label groups".
+///
+///   tenex::tie(U("a,s,k"), S("k"), Vt("k,t,b")) = tenex::svd(theta("a,s,t,b"), "a,s");
+template <class T>
+SVDResult<T> svd(const Expression<T>& a, std::string_view rows);
+/// The same, truncated as `truncation` says (as svd(a, truncation) for a matrix).
+///
+///   tenex::tie(U("a,s,k"), S("k"), Vt("k,t,b")) =
+///       tenex::svd(theta("a,s,t,b"), "a,s", tenex::Truncation{.max_rank = 64, .cutoff = 1e-10});
+template <class T>
+SVDResult<T> svd(const Expression<T>& a, std::string_view rows, const Truncation& truncation);
+
+#define TENEX_DECLARE_TRUNCATED_SVD(T)                                                    \
+  extern template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&); \
+  extern template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view);  \
+  extern template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view, const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_TRUNCATED_SVD)
 #undef TENEX_DECLARE_TRUNCATED_SVD
 

@@ -117,17 +117,22 @@ struct TruncationParams {
 };
 /// Packed eigenvectors then eigenvalues of a (one operand) or of a v = w b v (two).
 /// Truncated: the kept eigenpairs by descending |w| (of either problem).
+/// A decomposition's operand may have any rank: its first `rows` modes form the matrix's rows,
+/// the rest its columns (decomposition_matrix); a matrix has rows = 1.
 struct EigenSolveParams {
   TruncationParams truncation;
+  std::size_t rows = 1;
   bool operator==(const EigenSolveParams&) const = default;
 };
 /// Packed reduced Q then R.
 struct QrParams {
+  std::size_t rows = 1;
   bool operator==(const QrParams&) const = default;
 };
 /// Packed thin U, S, Vt (truncated: the kept singular triplets).
 struct SvdParams {
   TruncationParams truncation;
+  std::size_t rows = 1;
   bool operator==(const SvdParams&) const = default;
 };
 /// Factor `which` of a packed decomposition (see packed_factor_offset).
@@ -297,6 +302,14 @@ TENEX_API const TruncationParams* truncation_of(const OpParams& params);
 TENEX_API std::size_t packed_rank(const OpParams& params, std::size_t m, std::size_t n);
 /// Where a truncated decomposition's packed buffer holds the kept rank, then the discarded weight.
 TENEX_API std::size_t packed_truncation_offset(const OpParams& params, std::size_t m, std::size_t n);
+/// The m x n matrix a decomposition (eigen_solve, qr, svd) of an operand with `extents` sees: m
+/// the product of the first `rows` extents of its parameters, n that of the rest.
+struct MatrixExtents {
+  std::size_t m = 0, n = 0;
+};
+TENEX_API MatrixExtents decomposition_matrix(const OpParams& params, const std::vector<std::size_t>& extents);
+/// The number of row modes of a decomposition's parameters (1 for other kinds).
+TENEX_API std::size_t decomposition_rows(const OpParams& params);
 /// Number of factors of a packed decomposition (0 when `kind` is not one) and their DOT names.
 TENEX_API std::size_t packed_factor_count(OpKind decomposition);
 TENEX_API std::string_view packed_factor_name(OpKind decomposition, std::size_t which);

@@ -109,6 +109,9 @@ class TENEX_API Tensor {
 
   /// Labels this tensor's modes: `a("i,j")` is an operand, or a target when assigned to.
   Indexed<Tensor<T>> operator()(std::string_view labels);
+  /// A const tensor's modes labelled for reading: an operand only (the x of an operator
+  /// op(const Tensor& x, Tensor& y)); assigning to it throws tenex::Error.
+  Indexed<Tensor<T>> operator()(std::string_view labels) const;
 
   /// A token that expires when this object is destroyed: an Indexed target checks it before
   /// writing, so a handle that outlived its tensor throws instead of writing to freed memory.

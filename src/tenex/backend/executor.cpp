@@ -566,7 +566,8 @@ RunStats execute(const OpGraph& graph, const Schedule& schedule, const std::vect
         nodes[id].value = View<const T>{args.out.data, args.out.size, args.out.device};
         if (const TruncationParams* t = truncation_of(node.params); t && !kept_rank.empty()) {
           T report[2];
-          const std::size_t at = packed_truncation_offset(node.params, node.extents[0], node.extents[1]);
+          const MatrixExtents matrix = decomposition_matrix(node.params, node.extents);
+          const std::size_t at = packed_truncation_offset(node.params, matrix.m, matrix.n);
           backend.to_host(report, args.out.data + at, sizeof report);
           kept_rank[id] = static_cast<std::size_t>(std::real(report[0]));
           set_last_truncation({kept_rank[id], static_cast<double>(std::real(report[1]))});

@@ -74,9 +74,9 @@ class Analysis {
       case OpKind::factor: {
         const OpNode& packed = graph_.node(ops[0]);
         if (!truncation_of(packed.params)) return refuse_any(node, ops, "as a factor");
-        // The mode of the values: the second of U and of the eigenvectors, the first of S,
+        // The mode of the values: the last of U and of the eigenvectors, the first of S,
         // the eigenvalues and Vt.
-        const std::size_t mode = node.get<FactorParams>().which == 0 ? 1 : 0;
+        const std::size_t mode = node.get<FactorParams>().which == 0 ? node.labels.size() - 1 : 0;
         if (mode < node.labels.size()) {
           source_[id][mode] = ops[0];
           zero_[id][mode] = 1;

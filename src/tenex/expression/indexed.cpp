@@ -81,7 +81,7 @@ std::string rank_mismatch(const std::vector<std::string>& written, const Shape& 
 }
 
 template <class S>
-Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
+Handle make_indexed(const Tensor<S>& tensor, std::vector<std::string> written) {
   auto node = std::make_shared<IndexedNode>();
   node->made_by = &typeid(Indexed<Tensor<S>>);
   node->dtype = dtype_of<Tensor<S>>();
@@ -126,7 +126,7 @@ Handle make_indexed(Tensor<S>& tensor, std::vector<std::string> written) {
   return Handle{std::move(node), std::move(state)};
 }
 
-Handle make_indexed(Shape& shape, std::vector<std::string> written) {
+Handle make_indexed(const Shape& shape, std::vector<std::string> written) {
   auto node = std::make_shared<IndexedNode>();
   node->made_by = &typeid(Indexed<Shape>);
   node->dtype = DType::shape;
@@ -162,12 +162,19 @@ Indexed<T>::Indexed(T& object, std::string_view labels)
     : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(&object),
       alive_(detail::lifetime_of(object)) {}
 
+// Never written through: target() refuses before object_ is used as a target.
 template <class T>
-Indexed<T>::Indexed(const Indexed& other) : Expression<T>(other), object_(other.object_), alive_(other.alive_) {}
+Indexed<T>::Indexed(const T& object, std::string_view labels)
+    : Expression<T>(detail::make_indexed(object, detail::parse_labels(labels))), object_(const_cast<T*>(&object)),
+      read_only_(true), alive_(detail::lifetime_of(object)) {}
+
+template <class T>
+Indexed<T>::Indexed(const Indexed& other)
+    : Expression<T>(other), object_(other.object_), read_only_(other.read_only_), alive_(other.alive_) {}
 template <class T>
 Indexed<T>::Indexed(Indexed&& other) noexcept
-    : Expression<T>(std::move(other)), object_(other.object_), alive_(std::move(other.alive_)),
-      record_(std::move(other.record_)) {}
+    : Expression<T>(std::move(other)), object_(other.object_), read_only_(other.read_only_),
+      alive_(std::move(other.alive_)), record_(std::move(other.record_)) {}
 template <class T>
 Indexed<T>::~Indexed() = default;
 
@@ -182,6 +189,11 @@ const std::vector<std::string>& Indexed<T>::written_labels() const {
 
 template <class T>
 T& Indexed<T>::target() const {
+  if (read_only_) {
+    throw Error("tenex: assignment to the target labelled \"" + detail::join_labels(written_labels()) +
+                "\": it labels a const object, which is read, never written; nothing was written. Label a "
+                "non-const object as the target");
+  }
   if constexpr (!std::is_same_v<T, Shape>) {
     if (alive_.expired()) {
       throw Error("tenex: assignment to the target labelled \"" + detail::join_labels(written_labels()) +
@@ -275,8 +287,8 @@ const FactorNode* factor_of(const ExprNode& rhs) {
   return nullptr;
 }
 
-/// For a factor of eigen_solve, the mode of the eigenpairs: the eigenvectors' second label,
-/// the eigenvalues' only one (the operand's second label). A target that lacks that label
+/// For a factor of eigen_solve, the mode of the eigenpairs: the eigenvectors' last label, the
+/// eigenvalues' only one (a matrix operand's second label; a new mode over label groups). A target that lacks that label
 /// names the mode itself, as a target names the new mode of QR and SVD:
 /// std::make_pair(C("m,p"), e("p")) = eigen_solve(F("m,n"), S("m,n")). Empty for other sides.
 std::string eigen_mode_label(const ExprNode& rhs) {
@@ -284,7 +296,7 @@ std::string eigen_mode_label(const ExprNode& rhs) {
   if (!factor || factor->children.empty()) return {};
   const auto* decomposition = node_as<DecompositionNode>(*factor->children[0]);
   if (!decomposition || decomposition->op != OpKind::eigen_solve) return {};
-  const std::size_t mode = factor->which == 0 ? 1 : 0;
+  const std::size_t mode = factor->which == 0 ? rhs.labels.size() - 1 : 0;  // the vectors' last mode
   return mode < rhs.labels.size() ? rhs.labels[mode] : std::string();
 }
 
@@ -309,7 +321,7 @@ TargetPlan plan_target(const std::vector<std::string>& target, const ExprNode& r
     if (is_new_mode_label(l)) unnamed.push_back(l);
   }
   const std::string eigen = eigen_mode_label(rhs);
-  if (!eigen.empty() && !contains_label(target, eigen)) unnamed.push_back(eigen);
+  if (!eigen.empty() && !contains_label(target, eigen) && !contains_label(unnamed, eigen)) unnamed.push_back(eigen);
   std::size_t next_unnamed = 0;
   plan.rhs_labels.reserve(target.size());
   plan.extents.reserve(target.size());
@@ -540,7 +552,14 @@ Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view labels) {
   return Indexed<Tensor<T>>(*this, labels);
 }
 
-#define TENEX_INSTANTIATE_TENSOR_CALL(T) template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view);
+template <class T>
+Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view labels) const {
+  return Indexed<Tensor<T>>(*this, labels);
+}
+
+#define TENEX_INSTANTIATE_TENSOR_CALL(T)                                                   \
+  template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view);           \
+  template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view) const;
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_TENSOR_CALL)
 #undef TENEX_INSTANTIATE_TENSOR_CALL
 

@@ -38,6 +38,72 @@ const NodePtr& matrix_operand(const char* operation, const NodePtr& a, bool squa
   return a;
 }
 
+// ---- Decompositions over label groups: the operand seen as a matrix whose rows are the modes
+// of one group of labels and whose columns are the rest, read in that order (the operand's own
+// when it already starts with the row group: then nothing is copied).
+struct Grouping {
+  std::vector<std::string> order;    // the row labels, then the column labels
+  std::vector<std::size_t> extents;  // theirs
+  std::size_t rows = 1;              // how many of `order` are rows
+  std::size_t m = 1, n = 1;          // the matrix
+
+  std::vector<std::string> row_labels() const { return {order.begin(), order.begin() + split()}; }
+  std::vector<std::string> column_labels() const { return {order.begin() + split(), order.end()}; }
+  std::vector<std::size_t> row_extents() const { return {extents.begin(), extents.begin() + split()}; }
+  std::vector<std::size_t> column_extents() const { return {extents.begin() + split(), extents.end()}; }
+  std::ptrdiff_t split() const { return static_cast<std::ptrdiff_t>(rows); }
+};
+
+Grouping make_grouping(std::vector<std::string> order, std::vector<std::size_t> extents, std::size_t rows) {
+  Grouping g{std::move(order), std::move(extents), rows, 1, 1};
+  for (std::size_t d = 0; d < g.extents.size(); ++d) (d < rows ? g.m : g.n) *= g.extents[d];
+  return g;
+}
+
+/// A matrix operand (rank 2, checked by matrix_operand): its first mode the rows.
+Grouping matrix_grouping(const NodePtr& a) { return make_grouping(a->labels.vec(), a->extents.vec(), 1); }
+
+/// `a` split into the modes `rows` names ("a,s": any of a's labels, in the order the row
+/// modes take) and the rest, in a's order. Throws ShapeError for a label a lacks, a repeated
+/// one, no row label or no column label left, and (square) a matrix that is not square.
+Grouping label_grouping(const char* operation, const NodePtr& a, std::string_view rows, bool square) {
+  const std::string op(operation);
+  const std::vector<std::string> row_labels = parse_labels(rows);
+  if (row_labels.empty()) {
+    throw ShapeError("tenex: " + op + ": the row group \"" + std::string(rows) + "\" of " + a->text() +
+                     " names no label; name the labels of the rows (\"a,s\")");
+  }
+  std::vector<std::string> order;
+  std::vector<std::size_t> extents;
+  for (const std::string& l : row_labels) {
+    const std::size_t at = find_label(a->labels.vec(), l);
+    if (at == a->labels.size()) {
+      throw ShapeError("tenex: " + op + ": label \"" + l + "\" of the row group \"" + std::string(rows) +
+                       "\" is not a mode of the operand " + a->text());
+    }
+    if (contains_label(order, l)) {
+      throw ShapeError("tenex: " + op + ": the row group \"" + std::string(rows) + "\" repeats label \"" + l + "\"");
+    }
+    order.push_back(l);
+    extents.push_back(a->extents[at]);
+  }
+  for (std::size_t d = 0; d < a->labels.size(); ++d) {
+    if (contains_label(row_labels, a->labels[d])) continue;
+    order.push_back(a->labels[d]);
+    extents.push_back(a->extents[d]);
+  }
+  if (order.size() == row_labels.size()) {
+    throw ShapeError("tenex: " + op + ": the row group \"" + std::string(rows) + "\" takes every mode of " + a->text() +
+                     "; at least one mode must be left for the columns");
+  }
+  Grouping g = make_grouping(std::move(order), std::move(extents), row_labels.size());
+  if (square && g.m != g.n) {
+    throw ShapeError("tenex: " + op + ": the rows \"" + std::string(rows) + "\" of " + a->text() + " give " +
+                     std::to_string(g.m) + " x " + std::to_string(g.n) + ", not a square matrix");
+  }
+  return g;
+}
+
 // ---- Truncated decompositions (svd and eigen_solve with a tenex::Truncation): the truncated
 // call is the untruncated one made while a TruncationScope asks for a truncation, so it has the
 // untruncated call's result classes. The decomposition it makes truncates, and its factors give
@@ -75,24 +141,27 @@ struct TruncationScope {
   }
 };
 
-/// The decomposition node shared by the factors of one call.
-std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr> operands) {
+/// The decomposition node shared by the factors of one call, reading its first operand as
+/// `g` says. `renames` (eigen_solve of a matrix): truncating gives the pairs a new mode in
+/// place of the operand's second label.
+std::shared_ptr<DecompositionNode> decomposition(OpKind op, std::vector<NodePtr> operands, const Grouping& g,
+                                                 bool renames = false) {
   auto node = std::make_shared<DecompositionNode>();
   node->op = op;
   node->dtype = operands[0]->dtype;
-  node->labels = operands[0]->labels;
-  node->extents = operands[0]->extents;
+  node->labels = g.order;
+  node->extents = g.extents;
+  node->rows = g.rows;
   node->children = std::move(operands);
   node->made_by = &typeid(void);  // read through its factors only
   TruncationRequest& request = truncation_request;
   if (request.requested && !request.decomposition && (op == OpKind::svd || op == OpKind::eigen_solve)) {
     const Truncation& t = request.truncation;
     node->truncation = TruncationParams{true, t.max_rank, t.cutoff};
-    const std::size_t m = node->extents[0], n = node->extents[1];
-    const std::size_t k = op == OpKind::eigen_solve ? n : std::min(m, n);
+    const std::size_t k = op == OpKind::eigen_solve ? g.n : std::min(g.m, g.n);
     request.bound = t.max_rank != 0 ? std::min(k, t.max_rank) : k;
     request.decomposition = node.get();
-    if (op == OpKind::eigen_solve) {
+    if (renames) {
       request.mode = node->labels[1];
       request.renamed = make_new_mode_label();
     }
@@ -159,14 +228,14 @@ NodeId CholeskyNode::emit(Lowering& lowering, const std::vector<std::string>& ke
 }
 
 std::vector<std::string> DecompositionNode::child_keep(std::size_t i, const std::vector<std::string>&) const {
-  return children[i]->labels;
+  return i == 0 ? labels.vec() : children[i]->labels.vec();  // the first in the grouping's order
 }
 
 NodeId DecompositionNode::emit(Lowering& lowering, const std::vector<std::string>&,
                                const std::vector<NodeId>& children) const {
-  OpParams params = op == OpKind::eigen_solve ? OpParams(EigenSolveParams{truncation})
-                    : op == OpKind::qr        ? OpParams(QrParams{})
-                                              : OpParams(SvdParams{truncation});
+  OpParams params = op == OpKind::eigen_solve ? OpParams(EigenSolveParams{truncation, rows})
+                    : op == OpKind::qr        ? OpParams(QrParams{rows})
+                                              : OpParams(SvdParams{truncation, rows});
   return lowering.add(std::move(params), labels, extents, children,
                       op == OpKind::eigen_solve && children.size() == 2 ? "generalized" : "");
 }
@@ -271,15 +340,65 @@ CholeskyVectors<T> cholesky(const Expression<T>& a) {
       make_handle(detail::made_by<CholeskyVectors<T>>(std::move(out)), {&Access::handle(a)}));
 }
 
+namespace {
+
+template <class T>
+std::vector<T> joined(std::vector<T> a, const std::vector<T>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The decompositions of an operand read as `g` says (a matrix, or label groups).
+
+template <class T>
+EigenSolveResult<T> eigen_solve_grouped(const Expression<T>& a, const detail::NodePtr& node, const detail::Grouping& g,
+                                        bool matrix) {
+  auto decomp = detail::decomposition(OpKind::eigen_solve, {node}, g, matrix);
+  // A matrix's eigenpairs take its second label (vectors (i,j), values (j)); label groups give
+  // them a new mode, named by the targets like svd's.
+  const std::string mode = matrix ? g.order[1] : detail::make_new_mode_label();
+  Handle vectors = make_handle(
+      detail::factor<EigenVectors<T>>(decomp, 0, joined(g.row_labels(), {mode}), joined(g.row_extents(), {g.n})),
+      {&Access::handle(a)});
+  auto values = detail::values_factor<EigenValues<real_object_t<T>>, T>(decomp, 1, {mode}, {g.n}, Access::handle(a));
+  return {Access::make<EigenVectors<T>>(std::move(vectors)), std::move(values)};
+}
+
+template <class T>
+std::pair<QRFactor<T>, QRFactor<T>> qr_grouped(const Expression<T>& a, const detail::NodePtr& node, const detail::Grouping& g) {
+  auto decomp = detail::decomposition(OpKind::qr, {node}, g);
+  const std::size_t k = std::min(g.m, g.n);
+  const std::string inner = detail::make_new_mode_label();
+  Handle q = make_handle(
+      detail::factor<QRFactor<T>>(decomp, 0, joined(g.row_labels(), {inner}), joined(g.row_extents(), {k})),
+      {&Access::handle(a)});
+  Handle r = make_handle(
+      detail::factor<QRFactor<T>>(decomp, 1, joined({inner}, g.column_labels()), joined({k}, g.column_extents())),
+      {&Access::handle(a)});
+  return {Access::make<QRFactor<T>>(std::move(q)), Access::make<QRFactor<T>>(std::move(r))};
+}
+
+template <class T>
+SVDResult<T> svd_grouped(const Expression<T>& a, const detail::NodePtr& node, const detail::Grouping& g) {
+  auto decomp = detail::decomposition(OpKind::svd, {node}, g);
+  const std::size_t k = std::min(g.m, g.n);
+  const std::string inner = detail::make_new_mode_label();
+  Handle u = make_handle(
+      detail::factor<SVDFactor<T>>(decomp, 0, joined(g.row_labels(), {inner}), joined(g.row_extents(), {k})),
+      {&Access::handle(a)});
+  auto s = detail::values_factor<SVDFactor<real_object_t<T>>, T>(decomp, 1, {inner}, {k}, Access::handle(a));
+  Handle vt = make_handle(
+      detail::factor<SVDFactor<T>>(decomp, 2, joined({inner}, g.column_labels()), joined({k}, g.column_extents())),
+      {&Access::handle(a)});
+  return {Access::make<SVDFactor<T>>(std::move(u)), std::move(s), Access::make<SVDFactor<T>>(std::move(vt))};
+}
+
+}  // namespace
+
 template <class T>
 std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expression<T>& a) {
   const auto node = detail::matrix_operand("eigen_solve", detail::einstein_operand(operand_node(a)), true);
-  auto decomp = detail::decomposition(OpKind::eigen_solve, {node});
-  const auto& l = node->labels;
-  const std::size_t n = node->extents[0];
-  Handle vectors = make_handle(detail::factor<EigenVectors<T>>(decomp, 0, l, {n, n}), {&Access::handle(a)});
-  auto values = detail::values_factor<EigenValues<real_object_t<T>>, T>(decomp, 1, {l[1]}, {n}, Access::handle(a));
-  return {Access::make<EigenVectors<T>>(std::move(vectors)), std::move(values)};
+  return eigen_solve_grouped(a, node, detail::matrix_grouping(node), true);
 }
 
 template <class T>
@@ -289,7 +408,7 @@ std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expr
   if (node_a->extents != node_b->extents) {
     throw ShapeError("tenex: eigen_solve: b " + node_b->text() + " must have the shape of a " + node_a->text());
   }
-  auto decomp = detail::decomposition(OpKind::eigen_solve, {node_a, node_b});
+  auto decomp = detail::decomposition(OpKind::eigen_solve, {node_a, node_b}, detail::matrix_grouping(node_a), true);
   const auto& l = node_a->labels;
   const std::size_t n = node_a->extents[0];
   Handle vectors =
@@ -301,26 +420,53 @@ std::pair<EigenVectors<T>, EigenValues<real_object_t<T>>> eigen_solve(const Expr
 template <class T>
 std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a) {
   const auto node = detail::matrix_operand("qr", detail::einstein_operand(operand_node(a)), false);
-  auto decomp = detail::decomposition(OpKind::qr, {node});
-  const auto& l = node->labels;
-  const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
-  const std::string inner = detail::make_new_mode_label();
-  Handle q = make_handle(detail::factor<QRFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&Access::handle(a)});
-  Handle r = make_handle(detail::factor<QRFactor<T>>(decomp, 1, {inner, l[1]}, {k, n}), {&Access::handle(a)});
-  return {Access::make<QRFactor<T>>(std::move(q)), Access::make<QRFactor<T>>(std::move(r))};
+  return qr_grouped(a, node, detail::matrix_grouping(node));
 }
 
 template <class T>
 std::tuple<SVDFactor<T>, SVDFactor<real_object_t<T>>, SVDFactor<T>> svd(const Expression<T>& a) {
   const auto node = detail::matrix_operand("svd", detail::einstein_operand(operand_node(a)), false);
-  auto decomp = detail::decomposition(OpKind::svd, {node});
-  const auto& l = node->labels;
-  const std::size_t m = node->extents[0], n = node->extents[1], k = std::min(m, n);
-  const std::string inner = detail::make_new_mode_label();
-  Handle u = make_handle(detail::factor<SVDFactor<T>>(decomp, 0, {l[0], inner}, {m, k}), {&Access::handle(a)});
-  auto s = detail::values_factor<SVDFactor<real_object_t<T>>, T>(decomp, 1, {inner}, {k}, Access::handle(a));
-  Handle vt = make_handle(detail::factor<SVDFactor<T>>(decomp, 2, {inner, l[1]}, {k, n}), {&Access::handle(a)});
-  return {Access::make<SVDFactor<T>>(std::move(u)), std::move(s), Access::make<SVDFactor<T>>(std::move(vt))};
+  return svd_grouped(a, node, detail::matrix_grouping(node));
+}
+
+// ---- Over label groups: the operand's modes `rows` names are the rows, the rest the columns.
+
+template <class T>
+SVDResult<T> svd(const Expression<T>& a, std::string_view rows) {
+  const auto node = detail::einstein_operand(operand_node(a));
+  return svd_grouped(a, node, detail::label_grouping("svd", node, rows, false));
+}
+
+template <class T>
+SVDResult<T> svd(const Expression<T>& a, std::string_view rows, const Truncation& truncation) {
+  const auto node = detail::einstein_operand(operand_node(a));
+  const detail::Grouping g = detail::label_grouping("svd", node, rows, false);
+  detail::TruncationScope scope("svd", truncation, *node);
+  SVDResult<T> result = svd_grouped(a, node, g);
+  scope.check_made("svd");
+  return result;
+}
+
+template <class T>
+std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a, std::string_view rows) {
+  const auto node = detail::einstein_operand(operand_node(a));
+  return qr_grouped(a, node, detail::label_grouping("qr", node, rows, false));
+}
+
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, std::string_view rows) {
+  const auto node = detail::einstein_operand(operand_node(a));
+  return eigen_solve_grouped(a, node, detail::label_grouping("eigen_solve", node, rows, true), false);
+}
+
+template <class T>
+EigenSolveResult<T> eigen_solve(const Expression<T>& a, std::string_view rows, const Truncation& truncation) {
+  const auto node = detail::einstein_operand(operand_node(a));
+  const detail::Grouping g = detail::label_grouping("eigen_solve", node, rows, true);
+  detail::TruncationScope scope("eigen_solve", truncation, *node);
+  EigenSolveResult<T> result = eigen_solve_grouped(a, node, g, false);
+  scope.check_made("eigen_solve");
+  return result;
 }
 
 // ---- Truncated decompositions: the untruncated call made in a TruncationScope. The real
@@ -540,7 +686,12 @@ double Pow<T>::power() const {
   template CholeskyVectors<T> Indexed<T>::cholesky() const;                                                       \
   template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);                                \
   template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);                 \
-  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, const Truncation&);
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, const Truncation&); \
+  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view);                                   \
+  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view, const Truncation&);                 \
+  template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&, std::string_view);              \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view);                     \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view, const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA
 

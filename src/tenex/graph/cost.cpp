@@ -108,18 +108,20 @@ NodeCost node_cost(const OpGraph& graph, NodeId id) {
     cost.flops = n * n * n / 3;
     cost.kernel = "LAPACK potrf";
   } else if (kind == OpKind::eigen_solve && a) {
-    const double n = order_of(*a);
+    const double n = static_cast<double>(decomposition_matrix(node.params, a->extents).n);
     cost.flops = b ? 34 * n * n * n / 3 : 9 * n * n * n;
     cost.kernel = b ? "LAPACK sygvd" : "LAPACK syevd";
-  } else if (kind == OpKind::qr && a && a->extents.size() == 2) {
-    const double m = static_cast<double>(a->extents[0]), n = static_cast<double>(a->extents[1]);
+  } else if (kind == OpKind::qr && a) {
+    const MatrixExtents matrix = decomposition_matrix(node.params, a->extents);
+    const double m = static_cast<double>(matrix.m), n = static_cast<double>(matrix.n);
     const double k = std::min(m, n);
     cost.flops = (2 * m * n * k - 2 * k * k * k / 3) + (2 * m * k * k - 2 * k * k * k / 3);
     cost.kernel = "LAPACK geqrf+orgqr";
     cost.kernels = 2;
-  } else if (kind == OpKind::svd && a && a->extents.size() == 2) {
-    const double big = static_cast<double>(std::max(a->extents[0], a->extents[1]));
-    const double small = static_cast<double>(std::min(a->extents[0], a->extents[1]));
+  } else if (kind == OpKind::svd && a) {
+    const MatrixExtents matrix = decomposition_matrix(node.params, a->extents);
+    const double big = static_cast<double>(std::max(matrix.m, matrix.n));
+    const double small = static_cast<double>(std::min(matrix.m, matrix.n));
     cost.flops = 14 * big * small * small + 8 * small * small * small;
     cost.kernel = "LAPACK gesdd";
   } else if (kind == OpKind::factor || kind == OpKind::slice || kind == OpKind::chip) {

@@ -178,8 +178,9 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   if (!countable) {
     node.elements = std::numeric_limits<std::size_t>::max();
   } else if (node.elements == 0) {
-    node.elements = packed_factor_count(node.kind) > 0 && node.extents.size() == 2
-                        ? packed_size(node.params, node.extents[0], node.extents[1])
+    const MatrixExtents matrix = decomposition_matrix(node.params, node.extents);
+    node.elements = packed_factor_count(node.kind) > 0 && node.extents.size() >= 2
+                        ? packed_size(node.params, matrix.m, matrix.n)
                         : node.size();
   }
   const NodeId id = impl_->vertices.size();

@@ -58,9 +58,10 @@ std::string describe(const TruncationParams& p) {
   return concat(" max_rank=", p.max_rank == 0 ? std::string("none") : std::to_string(p.max_rank),
                 " cutoff=", number(p.cutoff));
 }
-std::string describe(const EigenSolveParams& p) { return describe(p.truncation); }
-std::string describe(const QrParams&) { return {}; }
-std::string describe(const SvdParams& p) { return describe(p.truncation); }
+std::string describe_rows(std::size_t rows) { return rows == 1 ? std::string() : concat(" rows=", std::to_string(rows)); }
+std::string describe(const EigenSolveParams& p) { return describe_rows(p.rows) + describe(p.truncation); }
+std::string describe(const QrParams& p) { return describe_rows(p.rows); }
+std::string describe(const SvdParams& p) { return describe_rows(p.rows) + describe(p.truncation); }
 std::string describe(const FactorParams& p) { return concat(" ", std::to_string(p.which)); }
 std::string describe(const SliceParams& p) {
   return concat(" lo=", detail::format_extents(p.lo), " hi=", detail::format_extents(p.hi));
@@ -273,6 +274,20 @@ std::size_t packed_factor_offset(const OpParams& params, std::size_t which, std:
 
 std::size_t packed_truncation_offset(const OpParams& params, std::size_t m, std::size_t n) {
   return packed_size(params, m, n) - 2;
+}
+
+std::size_t decomposition_rows(const OpParams& params) {
+  if (const auto* p = std::get_if<SvdParams>(&params)) return p->rows;
+  if (const auto* p = std::get_if<QrParams>(&params)) return p->rows;
+  if (const auto* p = std::get_if<EigenSolveParams>(&params)) return p->rows;
+  return 1;
+}
+
+MatrixExtents decomposition_matrix(const OpParams& params, const std::vector<std::size_t>& extents) {
+  const std::size_t rows = decomposition_rows(params);
+  MatrixExtents matrix{1, 1};
+  for (std::size_t d = 0; d < extents.size(); ++d) (d < rows ? matrix.m : matrix.n) *= extents[d];
+  return matrix;
 }
 
 std::size_t packed_factor_count(OpKind decomposition) {

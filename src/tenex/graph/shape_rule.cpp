@@ -181,25 +181,63 @@ std::string rule(const PowParams&, OpNode& node, const Operands& operands, bool 
   return same_as_operand(node, operands, infer);
 }
 
-std::string rule_packed(OpNode& node, const Operands& operands, bool infer, bool square) {
-  if (std::string error = matrix_operand(operands, square); !error.empty()) return error;
+/// A decomposition's operand: `rows` modes of rows and at least one of columns (a matrix:
+/// rows = 1), their products equal when `square`.
+std::string decomposition_operand(const Operands& operands, std::size_t rows, const OpParams& params, bool square) {
+  for (const OpNode* op : operands) {
+    if (rows == 1 && op->extents.size() < 2) return "the operand " + describe(op->labels, op->extents) + " is not a matrix";
+    if (rows == 0 || op->extents.size() <= rows) {
+      return "the operand " + describe(op->labels, op->extents) + " has no column modes after its " +
+             std::to_string(rows) + " row modes";
+    }
+    const MatrixExtents matrix = decomposition_matrix(params, op->extents);
+    if (square && matrix.m != matrix.n) return "the operand " + describe(op->labels, op->extents) + " is not square";
+  }
+  return {};
+}
+
+std::string rule_packed(OpNode& node, const Operands& operands, bool infer, std::size_t rows, bool square) {
+  if (std::string error = decomposition_operand(operands, rows, node.params, square); !error.empty()) return error;
   if (operands.size() == 2 && operands[0]->extents != operands[1]->extents) return "operands of different shapes";
   if (operands.empty()) return {};
   if (std::string error = same_as_operand(node, {operands[0]}, infer); !error.empty()) return error;
-  if (infer) node.elements = packed_size(node.params, node.extents[0], node.extents[1]);
+  const MatrixExtents matrix = decomposition_matrix(node.params, node.extents);
+  if (infer) node.elements = packed_size(node.params, matrix.m, matrix.n);
   return {};
 }
-std::string rule(const EigenSolveParams&, OpNode& node, const Operands& operands, bool infer) {
+std::string rule(const EigenSolveParams& p, OpNode& node, const Operands& operands, bool infer) {
   if (operands.empty() || operands.size() > 2) {
     return "takes one or two operands (a, or a and b), got " + std::to_string(operands.size());
   }
-  return rule_packed(node, operands, infer, true);
+  return rule_packed(node, operands, infer, p.rows, true);
 }
-std::string rule(const QrParams&, OpNode& node, const Operands& operands, bool infer) {
-  return rule_packed(node, operands, infer, false);
+std::string rule(const QrParams& p, OpNode& node, const Operands& operands, bool infer) {
+  return rule_packed(node, operands, infer, p.rows, false);
 }
-std::string rule(const SvdParams&, OpNode& node, const Operands& operands, bool infer) {
-  return rule_packed(node, operands, infer, false);
+std::string rule(const SvdParams& p, OpNode& node, const Operands& operands, bool infer) {
+  return rule_packed(node, operands, infer, p.rows, false);
+}
+
+/// The extents of factor `which` of the packed decomposition `packed`: its row modes then
+/// the new mode (U, Q, eigenvectors), the new mode (S, eigenvalues), or the new mode then its
+/// column modes (R, Vt).
+std::vector<std::size_t> factor_extents(const OpNode& packed, std::size_t which) {
+  const MatrixExtents matrix = decomposition_matrix(packed.params, packed.extents);
+  const std::size_t k = packed_rank(packed.params, matrix.m, matrix.n);
+  const std::size_t rows = std::min(decomposition_rows(packed.params), packed.extents.size());
+  const auto first = packed.extents.begin(), split = first + static_cast<std::ptrdiff_t>(rows);
+  const bool last = which + 1 == packed_factor_count(packed.kind);
+  std::vector<std::size_t> extents;
+  if (which == 0) {
+    extents.assign(first, split);
+    extents.push_back(k);
+  } else if (last && packed.kind != OpKind::eigen_solve) {
+    extents.push_back(k);
+    extents.insert(extents.end(), split, packed.extents.end());
+  } else {
+    extents.push_back(k);
+  }
+  return extents;
 }
 
 std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, bool infer) {
@@ -211,38 +249,7 @@ std::string rule(const FactorParams& p, OpNode& node, const Operands& operands, 
   if (p.which >= packed_factor_count(packed.kind)) {
     return "factor " + std::to_string(p.which) + " of a " + std::string(op_kind_name(packed.kind)) + " does not exist";
   }
-  if (packed.extents.size() != 2) return "the packed operand is not a matrix decomposition";
-  const std::size_t m = packed.extents[0], n = packed.extents[1], k = packed_rank(packed.params, m, n);
-  std::vector<std::size_t> expected;
-  switch (packed.kind) {
-    case OpKind::eigen_solve:
-      expected = p.which == 0 ? std::vector<std::size_t>{m, k} : std::vector<std::size_t>{k};
-      break;
-    case OpKind::qr: expected = p.which == 0 ? std::vector<std::size_t>{m, k} : std::vector<std::size_t>{k, n}; break;
-    case OpKind::svd:
-      expected = p.which == 0   ? std::vector<std::size_t>{m, k}
-                 : p.which == 1 ? std::vector<std::size_t>{k}
-                                : std::vector<std::size_t>{k, n};
-      break;
-    case OpKind::input:
-    case OpKind::output:
-    case OpKind::reduce:
-    case OpKind::contract:
-    case OpKind::add:
-    case OpKind::subtract:
-    case OpKind::divide:
-    case OpKind::scale:
-    case OpKind::cholesky:
-    case OpKind::factor:
-    case OpKind::slice:
-    case OpKind::chip:
-    case OpKind::pow:
-    case OpKind::mask:
-    case OpKind::fused: break;
-    case OpKind::inverse:
-    case OpKind::solve:
-    case OpKind::spd_pow: break;
-  }
+  const std::vector<std::size_t> expected = factor_extents(packed, p.which);
   if (node.labels.size() != expected.size()) {
     return "factor " + std::to_string(p.which) + " has " + std::to_string(expected.size()) + " modes, labels (" +
            join_labels(node.labels) + ") name " + std::to_string(node.labels.size());

@@ -263,7 +263,7 @@ KernelCount CpuBackend<T>::run_cholesky(const CholeskyParams& params, const Kern
 
 template <class T>
 KernelCount CpuBackend<T>::run_eigen_solve(const EigenSolveParams& params, const KernelArgs<T>& args) {
-  const std::size_t n = args.node.extents[0];
+  const std::size_t n = decomposition_matrix(args.node.params, args.node.extents).n;
   if (params.truncation.truncated) {
     const OpParams& p = args.node.params;
     const T* b = args.operands.size() == 2 ? args.operands[1].data : nullptr;
@@ -280,13 +280,13 @@ KernelCount CpuBackend<T>::run_eigen_solve(const EigenSolveParams& params, const
 
 template <class T>
 KernelCount CpuBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
-  const std::size_t m = args.node.extents[0], n = args.node.extents[1];
+  const auto [m, n] = decomposition_matrix(args.node.params, args.node.extents);
   return cpu::qr(args.operands[0].data, m, n, args.out.data, args.out.data + packed_factor_offset(OpKind::qr, 1, m, n));
 }
 
 template <class T>
 KernelCount CpuBackend<T>::run_svd(const SvdParams& params, const KernelArgs<T>& args) {
-  const std::size_t m = args.node.extents[0], n = args.node.extents[1];
+  const auto [m, n] = decomposition_matrix(args.node.params, args.node.extents);
   if (params.truncation.truncated) {
     const OpParams& p = args.node.params;
     return cpu::svd_truncated(args.operands[0].data, m, n, params.truncation.max_rank, params.truncation.cutoff,
@@ -302,7 +302,8 @@ KernelCount CpuBackend<T>::run_svd(const SvdParams& params, const KernelArgs<T>&
 template <class T>
 KernelCount CpuBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
   const OpNode& packed = *args.operand_nodes[0];
-  const std::size_t offset = packed_factor_offset(packed.params, params.which, packed.extents[0], packed.extents[1]);
+  const auto [m, n_packed] = decomposition_matrix(packed.params, packed.extents);
+  const std::size_t offset = packed_factor_offset(packed.params, params.which, m, n_packed);
   const std::size_t n = args.node.size();
   if (n) std::memcpy(args.out.data, args.operands[0].data + offset, n * sizeof(T));
   return {0, 1};

@@ -712,7 +712,7 @@ KernelCount CudaBackend<T>::run_cholesky(const CholeskyParams& params, const Ker
 template <class T>
 KernelCount CudaBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
   enter_node(args);
-  const std::size_t n = args.node.extents[0];
+  const std::size_t n = decomposition_matrix(args.node.params, args.node.extents).n;
   const int ni = static_cast<int>(n);
   const bool generalized = args.operands.size() == 2;
   T* vectors = args.out.data;
@@ -758,7 +758,8 @@ KernelCount CudaBackend<T>::run_eigen_solve(const EigenSolveParams&, const Kerne
 template <class T>
 KernelCount CudaBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
   enter_node(args);
-  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
+  const auto [m, n] = decomposition_matrix(args.node.params, args.node.extents);
+  const std::size_t k = std::min(m, n);
   T* q = args.out.data;
   T* r = args.out.data + packed_factor_offset(OpKind::qr, 1, m, n);
   if (m > 0 && n > 0) {
@@ -797,7 +798,8 @@ KernelCount CudaBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
 template <class T>
 KernelCount CudaBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
   enter_node(args);
-  const std::size_t m = args.node.extents[0], n = args.node.extents[1], k = std::min(m, n);
+  const auto [m, n] = decomposition_matrix(args.node.params, args.node.extents);
+  const std::size_t k = std::min(m, n);
   T* u = args.out.data;
   T* s = args.out.data + packed_factor_offset(OpKind::svd, 1, m, n);
   T* vt = args.out.data + packed_factor_offset(OpKind::svd, 2, m, n);
@@ -844,7 +846,8 @@ template <class T>
 KernelCount CudaBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
   enter_node(args);
   const OpNode& packed = *args.operand_nodes[0];
-  const std::size_t offset = packed_factor_offset(packed.kind, params.which, packed.extents[0], packed.extents[1]);
+  const MatrixExtents matrix = decomposition_matrix(packed.params, packed.extents);
+  const std::size_t offset = packed_factor_offset(packed.kind, params.which, matrix.m, matrix.n);
   copy(args.out.data, args.operands[0].data + offset, args.node.size());
   leave_node(args.out.data);
   return {0, 1};

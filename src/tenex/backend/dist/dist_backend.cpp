@@ -734,10 +734,16 @@ bool is_proxy_storage(const Storage<T>& storage) {
 }  // namespace
 
 template <class T>
-bool DistBackend<T>::supports(const OpNode&, std::string& why) const {
-  // Every op kind runs here (docs/distributed.md); only a missing Context is refused.
+bool DistBackend<T>::supports(const OpNode& node, std::string& why) const {
+  // Every op kind runs here (docs/distributed.md) but decompositions over label groups; only a
+  // missing Context is refused besides.
   if (!current_context()) {
     why = "no tenex::dist::Context is alive; make one on every rank first";
+    return false;
+  }
+  if (packed_factor_count(node.kind) != 0 && node.extents.size() != 2) {
+    why = "a decomposition over label groups (an operand of rank " + std::to_string(node.extents.size()) +
+          ") is not distributed; decompose a matrix (rank 2)";
     return false;
   }
   return true;

@@ -196,11 +196,14 @@ struct CholeskyNode final : ExprNode {
 struct DecompositionNode final : ExprNode {
   OpKind op = OpKind::qr;       // eigen_solve, qr, svd
   TruncationParams truncation;  // svd, eigen_solve with a tenex::Truncation
+  std::size_t rows = 1;         // the first `rows` labels are the matrix's rows, the rest its columns
   std::string_view kind_name() const override { return "decomposition"; }
   std::vector<std::string> child_keep(std::size_t i, const std::vector<std::string>& keep) const override;
   NodeId emit(Lowering&, const std::vector<std::string>&, const std::vector<NodeId>&) const override;
   bool write_signature(SignatureWriter& out) const override {
     out.put(static_cast<std::uint64_t>(op));
+    out.put(rows);
+    out.put(labels.vec());  // the order the operand is read in
     if (truncation.truncated) {
       out.put(std::uint64_t{truncation.max_rank});
       out.put_double(truncation.cutoff);
