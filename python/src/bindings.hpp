@@ -15,5 +15,7 @@ void bind_contract_path(pybind11::module_& m);
 /// tenex.Tensor, the expressions, lazy(), the algebra's functions, explain, set_backend,
 /// set_memory_limit.
 void bind_objects(pybind11::module_& m);
+/// tenex._eigsh, tenex._expm_multiply (krylov.cpp): the Krylov solvers over numpy operators.
+void bind_krylov(pybind11::module_& m);
 
 }  // namespace tenex_python

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_tenex, m) {
   tenex_python::bind_einsum(m);
   tenex_python::bind_contract_path(m);
   tenex_python::bind_objects(m);
+  tenex_python::bind_krylov(m);
 }

@@ -208,6 +208,19 @@ def svd(a: Expression, rows: str, truncation: Optional[Truncation] = None) -> Tu
 @overload
 def svd(a: Expression, truncation: Optional[Truncation] = None) -> Tuple[Expression, Expression, Expression]: ...
 
+# ---- Krylov solvers (docs/krylov.md)
+
+def eigsh(
+    op: Any,
+    x0: Any,
+    k: int = 1,
+    which: str = "smallest",
+    tol: float = 1e-10,
+    max_iter: int = 300,
+    krylov_dim: int = 30,
+) -> Tuple[numpy.ndarray, List[Tensor]]: ...
+def expm_multiply(op: Any, x: Any, t: Union[float, complex], tol: float = 1e-12) -> Tensor: ...
+
 # ---- introspection and control
 
 def explain(e: Optional[Expression] = None) -> str: ...
