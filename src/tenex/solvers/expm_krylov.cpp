@@ -15,8 +15,8 @@ namespace tenex::detail {
 namespace {
 
 using Complex = std::complex<double>;
+using krylov::Basis;
 using krylov::Vector;
-using krylov::Wide;
 
 /// A small dense complex matrix, row-major.
 struct Small {
@@ -70,7 +70,7 @@ Small exponential(Small a) {
 /// One Arnoldi basis from w: vectors and the Hessenberg matrix (h(i, j), i <= j + 1).
 template <class T>
 struct Arnoldi {
-  std::vector<Vector<T>> basis;
+  Basis<T> basis;
   std::vector<std::vector<Complex>> h;  // h[j]: column j, j + 2 entries
   bool invariant = false;               // the last column closes an invariant subspace
 
@@ -80,18 +80,19 @@ struct Arnoldi {
   /// Adds column basis.size() - 1: one product with the operator.
   void extend(krylov::Operator<T>& op) {
     const std::size_t j = basis.size() - 1;
-    const T* y = op.apply(basis[j]);
+    const T* y = op.apply(basis.vector(j));
     Vector<T> w(y, y + op.size());
     const double applied = krylov::norm(w.data(), w.size());
-    const std::vector<Wide<T>> c = krylov::orthogonalize(w, basis, j + 1);
-    std::vector<Complex> column(c.begin(), c.end());
+    const std::vector<T> c = basis.orthogonalize(w, j + 1);
+    std::vector<Complex> column;
+    for (const T& v : c) column.emplace_back(static_cast<double>(std::real(v)), static_cast<double>(std::imag(v)));
     const double b = krylov::norm(w.data(), w.size());
     invariant = b <= 64 * std::numeric_limits<real_type_t<T>>::epsilon() * applied || basis.size() == op.size();
     column.push_back(b);
     h.push_back(std::move(column));
     if (!invariant) {
       krylov::scale(w, 1.0 / b);
-      basis.push_back(std::move(w));
+      basis.push(w);
     }
   }
 
@@ -113,13 +114,13 @@ struct Arnoldi {
 
 constexpr std::size_t kMaxBasis = 30;
 
-/// v as the sums' type of T: its real part for a real T (exp(t A) x is real for real t, A, x).
+/// v as a T: its real part for a real T (exp(t A) x is real for real t, A and x).
 template <class T>
-Wide<T> wide(Complex v) {
+T element(Complex v) {
   if constexpr (is_complex_v<T>) {
-    return v;
+    return T(static_cast<real_type_t<T>>(v.real()), static_cast<real_type_t<T>>(v.imag()));
   } else {
-    return v.real();
+    return static_cast<T>(v.real());
   }
 }
 
@@ -140,9 +141,9 @@ Tensor<T> expm_multiply(const MatVec<T>& op, const Tensor<T>& x, T t, double tol
     if (steps > 100000) throw Error("tenex::expm_multiply: more than 100000 steps; is the operator finite?");
     const double beta = krylov::norm(w.data(), n);
     if (beta == 0) break;
-    Arnoldi<T> arnoldi;
-    arnoldi.basis.push_back(w);
-    krylov::scale(arnoldi.basis[0], 1.0 / beta);
+    Arnoldi<T> arnoldi{Basis<T>(n), {}, false};
+    krylov::scale(w, 1.0 / beta);
+    arnoldi.basis.push(w);
     double s = std::min(share, 1 - done);
     std::pair<std::vector<Complex>, double> coefficients;
     auto error = [&](double fraction) {
@@ -161,8 +162,9 @@ Tensor<T> expm_multiply(const MatVec<T>& op, const Tensor<T>& x, T t, double tol
       break;
     }
     if (!std::isfinite(coefficients.second)) throw Error("tenex::expm_multiply: the exponential overflowed");
-    std::fill(w.begin(), w.end(), T{});
-    for (std::size_t i = 0; i < arnoldi.size(); ++i) krylov::axpy(w, wide<T>(beta * coefficients.first[i]), arnoldi.basis[i]);
+    std::vector<T> combination;
+    for (std::size_t i = 0; i < arnoldi.size(); ++i) combination.push_back(element<T>(beta * coefficients.first[i]));
+    w = arnoldi.basis.combine(combination);
     done += s;
     share = std::min(1.0, 2 * s);
   }

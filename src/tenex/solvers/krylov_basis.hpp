@@ -1,7 +1,9 @@
 // What the Krylov solvers share: the operator called on the same two tensors every time (so its
-// statements hit the plan cache), and the vector algebra of a basis held on the host. Sums
-// accumulate in double (complex<double>) whatever the element type.
+// statements hit the plan cache), and a basis held on the host in one column-major block, whose
+// Gram-Schmidt steps and combinations are BLAS matrix-vector products.
 #pragma once
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,57 +20,16 @@
 
 namespace tenex::detail::krylov {
 
-/// double for a real T, std::complex<double> for a complex one.
-template <class T>
-using Wide = std::conditional_t<is_complex_v<T>, std::complex<double>, double>;
-
 template <class T>
 using Vector = std::vector<T>;
 
 template <class T>
-T narrow(Wide<T> v) {
-  if constexpr (is_complex_v<T>) {
-    return T(static_cast<real_type_t<T>>(v.real()), static_cast<real_type_t<T>>(v.imag()));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
-template <class T>
-double magnitude2(T v) {
-  if constexpr (is_complex_v<T>) {
-    return static_cast<double>(std::norm(v));
-  } else {
-    return static_cast<double>(v) * static_cast<double>(v);
-  }
-}
-
-/// <a, b> = sum conj(a_i) b_i.
-template <class T>
-Wide<T> inner(const T* a, const T* b, std::size_t n) {
-  Wide<T> sum{};
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (is_complex_v<T>) {
-      sum += std::conj(Wide<T>(a[i])) * Wide<T>(b[i]);
-    } else {
-      sum += static_cast<double>(a[i]) * static_cast<double>(b[i]);
-    }
-  }
-  return sum;
-}
-
-template <class T>
 double norm(const T* a, std::size_t n) {
-  double sum = 0;
-  for (std::size_t i = 0; i < n; ++i) sum += magnitude2(a[i]);
-  return std::sqrt(sum);
-}
-
-/// y += alpha x.
-template <class T>
-void axpy(Vector<T>& y, Wide<T> alpha, const Vector<T>& x) {
-  const T a = narrow<T>(alpha);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] += a * x[i];
+  const auto count = static_cast<blasint>(n);
+  if constexpr (std::is_same_v<T, float>) return cblas_snrm2(count, a, 1);
+  if constexpr (std::is_same_v<T, double>) return cblas_dnrm2(count, a, 1);
+  if constexpr (std::is_same_v<T, std::complex<float>>) return cblas_scnrm2(count, a, 1);
+  if constexpr (std::is_same_v<T, std::complex<double>>) return cblas_dznrm2(count, a, 1);
 }
 
 template <class T>
@@ -77,21 +38,67 @@ void scale(Vector<T>& y, double factor) {
   for (T& v : y) v *= f;
 }
 
-/// Removes from w its components along basis[0..count), twice (classical Gram-Schmidt twice is
-/// orthogonal to working precision), and returns the coefficients removed, summed over both.
+/// y = alpha op(A) x + beta y for the column-major rows x cols block A (op: A, or A^H when
+/// `adjoint`).
 template <class T>
-std::vector<Wide<T>> orthogonalize(Vector<T>& w, const std::vector<Vector<T>>& basis, std::size_t count) {
-  std::vector<Wide<T>> coefficients(count, Wide<T>{});
-  for (int pass = 0; pass < 2; ++pass) {
-    std::vector<Wide<T>> c(count);
-    for (std::size_t i = 0; i < count; ++i) c[i] = inner(basis[i].data(), w.data(), w.size());
-    for (std::size_t i = 0; i < count; ++i) {
-      axpy(w, -c[i], basis[i]);
-      coefficients[i] += c[i];
-    }
+void gemv(bool adjoint, std::size_t rows, std::size_t cols, const T* a, const T* x, T beta, T* y, T alpha) {
+  if (rows == 0 || cols == 0) return;
+  const auto m = static_cast<blasint>(rows), n = static_cast<blasint>(cols);
+  const CBLAS_TRANSPOSE op = adjoint ? CblasConjTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemv(CblasColMajor, op, m, n, alpha, a, m, x, 1, beta, y, 1);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemv(CblasColMajor, op, m, n, alpha, a, m, x, 1, beta, y, 1);
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    cblas_cgemv(CblasColMajor, op, m, n, &alpha, a, m, x, 1, &beta, y, 1);
+  } else {
+    cblas_zgemv(CblasColMajor, op, m, n, &alpha, a, m, x, 1, &beta, y, 1);
   }
-  return coefficients;
 }
+
+/// Orthonormal vectors of length n, one after another in one block (column-major n x size).
+template <class T>
+class Basis {
+ public:
+  explicit Basis(std::size_t n) : n_(n) {}
+
+  std::size_t size() const { return size_; }
+  std::size_t length() const { return n_; }
+  const T* vector(std::size_t i) const { return data_.data() + i * n_; }
+  void push(const Vector<T>& v) {
+    data_.insert(data_.end(), v.begin(), v.end());
+    ++size_;
+  }
+  void clear() {
+    data_.clear();
+    size_ = 0;
+  }
+
+  /// Removes from w its components along the first `count` vectors, twice (classical
+  /// Gram-Schmidt twice is orthogonal to working precision), and returns the coefficients
+  /// removed, summed over both passes.
+  std::vector<T> orthogonalize(Vector<T>& w, std::size_t count) const {
+    std::vector<T> coefficients(count, T{}), pass(count);
+    for (int twice = 0; twice < 2; ++twice) {
+      gemv<T>(true, n_, count, data_.data(), w.data(), T{}, pass.data(), T(1));
+      gemv<T>(false, n_, count, data_.data(), pass.data(), T(1), w.data(), T(-1));
+      for (std::size_t i = 0; i < count; ++i) coefficients[i] += pass[i];
+    }
+    return coefficients;
+  }
+
+  /// sum_i coefficients[i] * vector(i) over the first coefficients.size() vectors.
+  Vector<T> combine(const std::vector<T>& coefficients) const {
+    Vector<T> v(n_, T{});
+    gemv<T>(false, n_, coefficients.size(), data_.data(), coefficients.data(), T{}, v.data(), T(1));
+    return v;
+  }
+
+ private:
+  std::size_t n_;
+  std::size_t size_ = 0;
+  std::vector<T> data_;
+};
 
 /// The user's operator, called on the same tensors x and y every time.
 template <class T>
@@ -100,9 +107,9 @@ class Operator {
   Operator(const MatVec<T>& op, const Shape& shape, std::string solver)
       : op_(op), x_(shape), y_(shape), solver_(std::move(solver)) {}
 
-  /// y = A v: the values of y (valid until the next call).
-  const T* apply(const Vector<T>& v) {
-    std::copy(v.begin(), v.end(), x_.data());
+  /// y = A v (v: n values): the values of y (valid until the next call).
+  const T* apply(const T* v) {
+    std::copy(v, v + size(), x_.data());
     op_(static_cast<const Tensor<T>&>(x_), y_);
     ++calls_;
     const Tensor<T>& y = y_;

@@ -15,8 +15,8 @@ namespace tenex::detail {
 
 namespace {
 
+using krylov::Basis;
 using krylov::Vector;
-using krylov::Wide;
 
 /// Eigenpairs of the symmetric m x m matrix `a` (row-major): values ascending, vectors[i * m + j]
 /// the i-th component of the j-th vector.
@@ -42,15 +42,50 @@ void check_options(const EigshOptions& o, std::size_t n) {
   }
 }
 
+/// The Ritz pairs of a projected matrix's leading `size` x `size` block, and how far the wanted
+/// ones are from converged.
+struct Ritz {
+  std::size_t size = 0;
+  std::vector<double> values, vectors;  // ascending; vectors[i * size + j]: component i of pair j
+  std::vector<std::size_t> order;       // pairs best first
+  double worst = 0;                     // the largest residual norm of the wanted pairs
+};
+
+Ritz ritz_pairs(const std::vector<double>& projected, std::size_t m, std::size_t size, bool smallest) {
+  std::vector<double> block(size * size);
+  for (std::size_t i = 0; i < size; ++i) {
+    for (std::size_t j = 0; j < size; ++j) block[i * size + j] = projected[i * m + j];
+  }
+  Ritz r;
+  r.size = size;
+  symmetric_eigen(std::move(block), size, r.values, r.vectors);
+  r.order.resize(size);
+  std::iota(r.order.begin(), r.order.end(), std::size_t{0});
+  if (!smallest) std::reverse(r.order.begin(), r.order.end());
+  return r;
+}
+
+/// Whether the first k pairs of `r` have residuals beta |y_last| <= tol max(1, |w|); sets r.worst.
+bool converged(Ritz& r, double beta, std::size_t k, double tol) {
+  bool all = true;
+  r.worst = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    const double residual = beta * std::abs(r.vectors[(r.size - 1) * r.size + r.order[i]]);
+    r.worst = std::max(r.worst, residual);
+    all = all && residual <= tol * std::max(1.0, std::abs(r.values[r.order[i]]));
+  }
+  return all;
+}
+
 /// The state of one thick-restart Lanczos run.
 template <class T>
 struct Lanczos {
   krylov::Operator<T>& op;
-  std::size_t m;                         // the basis size
-  std::vector<Vector<T>> basis;          // orthonormal
-  std::vector<double> projected;         // m x m, row-major: basis^H A basis
-  double beta = 0;                       // the norm of the residual after the last vector
-  Vector<T> residual;                    // normalized (when beta > 0)
+  std::size_t m;                          // the largest basis
+  Basis<T> basis;                         // orthonormal
+  std::vector<double> projected;          // m x m, row-major: basis^H A basis
+  double beta = 0;                        // the norm of the residual after the last vector
+  Vector<T> residual;                     // normalized (when beta > 0)
   std::mt19937_64 random{0x7e4e5eedULL};  // fresh directions after an invariant subspace
 
   double& at(std::size_t i, std::size_t j) { return projected[i * m + j]; }
@@ -60,69 +95,69 @@ struct Lanczos {
     std::normal_distribution<double> normal;
     Vector<T> w(op.size());
     for (T& v : w) v = static_cast<T>(normal(random));
-    krylov::orthogonalize(w, basis, basis.size());
+    basis.orthogonalize(w, basis.size());
     krylov::scale(w, 1.0 / krylov::norm(w.data(), w.size()));
     return w;
   }
 
-  /// Extends the basis to m vectors; the projected entries of the first basis.size() - 1 are known.
-  void extend() {
-    for (std::size_t j = basis.size() - 1; j < m; ++j) {
-      const T* y = op.apply(basis[j]);
+  /// Extends the basis (the projected entries of all but its last vector are known) until the
+  /// wanted pairs converge or it holds m vectors: the Ritz pairs of what it holds then, and
+  /// whether they converged. Once an invariant subspace was met in this cycle only the full
+  /// basis is tested (a subspace may lack the wanted vectors).
+  std::pair<Ritz, bool> extend(std::size_t k, double tol, bool smallest) {
+    bool met_invariant = false;
+    for (std::size_t j = basis.size() - 1;; ++j) {
+      const T* y = op.apply(basis.vector(j));
       Vector<T> w(y, y + op.size());
       const double applied = krylov::norm(w.data(), w.size());
-      const std::vector<Wide<T>> c = krylov::orthogonalize(w, basis, j + 1);
-      at(j, j) = std::real(c[j]);
+      const std::vector<T> c = basis.orthogonalize(w, j + 1);
+      at(j, j) = static_cast<double>(std::real(c[j]));
       const double b = krylov::norm(w.data(), w.size());
       const bool invariant = b <= 64 * std::numeric_limits<real_type_t<T>>::epsilon() * applied;
-      if (j + 1 == m) {
-        beta = invariant ? 0.0 : b;
-        if (!invariant) krylov::scale(w, 1.0 / b);
-        residual = std::move(w);
-        return;
+      const bool full = j + 1 == m;
+      if ((full || (!met_invariant && !invariant)) && j + 1 >= k) {
+        Ritz r = ritz_pairs(projected, m, j + 1, smallest);
+        if (converged(r, invariant ? 0.0 : b, k, tol) || full) {
+          beta = invariant ? 0.0 : b;
+          if (!invariant) krylov::scale(w, 1.0 / b);
+          residual = std::move(w);
+          const bool done = converged(r, beta, k, tol);
+          return {std::move(r), done};
+        }
       }
+      met_invariant = met_invariant || invariant;
       if (invariant) {
         at(j + 1, j) = at(j, j + 1) = 0.0;
-        basis.push_back(fresh_direction());
+        basis.push(fresh_direction());
       } else {
         at(j + 1, j) = at(j, j + 1) = b;
         krylov::scale(w, 1.0 / b);
-        basis.push_back(std::move(w));
+        basis.push(w);
       }
     }
   }
 
-  /// sum_j basis[j] * vectors[j * m + column].
-  Vector<T> ritz_vector(const std::vector<double>& vectors, std::size_t column) const {
-    Vector<T> v(op.size(), T{});
-    for (std::size_t j = 0; j < m; ++j) krylov::axpy(v, Wide<T>(vectors[j * m + column]), basis[j]);
-    return v;
+  /// sum_j basis[j] * r.vectors[j * r.size + column].
+  Vector<T> ritz_vector(const Ritz& r, std::size_t column) const {
+    std::vector<T> coefficients(r.size);
+    for (std::size_t j = 0; j < r.size; ++j) coefficients[j] = static_cast<T>(r.vectors[j * r.size + column]);
+    return basis.combine(coefficients);
   }
 
-  /// Keeps the Ritz pairs `kept` (columns of `vectors`) and the residual: the basis then holds
+  /// Keeps the best `keep` Ritz pairs of the full basis and the residual: the basis then holds
   /// them, the projected matrix their values and their coupling to the residual (an arrow).
-  void restart(const std::vector<std::size_t>& kept, const std::vector<double>& values,
-               const std::vector<double>& vectors) {
-    std::vector<Vector<T>> next;
-    for (std::size_t c : kept) next.push_back(ritz_vector(vectors, c));
+  void restart(const Ritz& r, std::size_t keep) {
+    Basis<T> next(op.size());
+    for (std::size_t i = 0; i < keep; ++i) next.push(ritz_vector(r, r.order[i]));
     std::fill(projected.begin(), projected.end(), 0.0);
-    const std::size_t p = kept.size();
-    for (std::size_t i = 0; i < p; ++i) {
-      at(i, i) = values[kept[i]];
-      at(p, i) = at(i, p) = beta * vectors[(m - 1) * m + kept[i]];
+    for (std::size_t i = 0; i < keep; ++i) {
+      at(i, i) = r.values[r.order[i]];
+      at(keep, i) = at(i, keep) = beta * r.vectors[(r.size - 1) * r.size + r.order[i]];
     }
     basis = std::move(next);
-    basis.push_back(beta > 0 ? std::move(residual) : fresh_direction());
+    basis.push(beta > 0 ? residual : fresh_direction());
   }
 };
-
-/// The order in which Ritz values are wanted: smallest first, or largest first.
-std::vector<std::size_t> wanted_order(std::size_t m, bool smallest) {
-  std::vector<std::size_t> order(m);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (!smallest) std::reverse(order.begin(), order.end());
-  return order;
-}
 
 }  // namespace
 
@@ -139,38 +174,28 @@ std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh(const MatVec<T>& op
   krylov::scale(start, 1.0 / start_norm);
   krylov::Operator<T> a(op, x0.shape(), "eigsh");
   const std::size_t m = std::min(n, std::max(options.krylov_dim, 2 * options.k + 1));
-  Lanczos<T> lanczos{a, m, {std::move(start)}, std::vector<double>(m * m, 0.0), 0.0, {}, {}};
+  Lanczos<T> lanczos{a, m, Basis<T>(n), std::vector<double>(m * m, 0.0), 0.0, {}, {}};
+  lanczos.basis.push(start);
   const double tol = std::max(options.tol, 64 * static_cast<double>(std::numeric_limits<real_type_t<T>>::epsilon()));
   const bool smallest = options.which == EigshOptions::smallest;
-  std::vector<double> values, vectors;
   for (std::size_t iteration = 0;; ++iteration) {
-    lanczos.extend();
-    symmetric_eigen(lanczos.projected, m, values, vectors);
-    const std::vector<std::size_t> order = wanted_order(m, smallest);
-    double worst = 0;
-    bool converged = true;
-    for (std::size_t i = 0; i < options.k; ++i) {
-      const double r = lanczos.beta * std::abs(vectors[(m - 1) * m + order[i]]);
-      worst = std::max(worst, r);
-      converged = converged && r <= tol * std::max(1.0, std::abs(values[order[i]]));
-    }
-    if (converged) {
+    const auto [r, done] = lanczos.extend(options.k, tol, smallest);
+    if (done) {
       std::pair<std::vector<double>, std::vector<Tensor<T>>> result;
       for (std::size_t i = 0; i < options.k; ++i) {
-        result.first.push_back(values[order[i]]);
-        result.second.emplace_back(x0.shape(), lanczos.ritz_vector(vectors, order[i]));
+        result.first.push_back(r.values[r.order[i]]);
+        result.second.emplace_back(x0.shape(), lanczos.ritz_vector(r, r.order[i]));
       }
       return result;
     }
     if (iteration + 1 >= options.max_iter) {
       std::ostringstream text;
       text << "tenex::eigsh: no convergence in " << options.max_iter << " restarts (" << a.calls()
-           << " products with the operator): the largest residual of the wanted pairs is " << worst
+           << " products with the operator): the largest residual of the wanted pairs is " << r.worst
            << ", the tolerance " << tol << "; raise max_iter or krylov_dim, or loosen tol";
       throw Error(text.str());
     }
-    const std::size_t keep = std::min(m - 1, options.k + (m - options.k) / 2);
-    lanczos.restart({order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep)}, values, vectors);
+    lanczos.restart(r, std::min(m - 1, options.k + (m - options.k) / 2));
   }
 }
 
