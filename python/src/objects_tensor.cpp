@@ -398,6 +398,22 @@ void bind_tensor(py::module_& m) {
           "Pickles as Tensor(a copy of its values); copy.deepcopy gives a Tensor of its own memory")
       .def_property_readonly(
           "ndim", [](PyTensor& t) { return py::len(shape_tuple(t)); }, "The rank (0 while the Tensor has no value)")
+      .def_property_readonly(
+          "size",
+          [](PyTensor& t) {
+            std::size_t n = t.has_value() ? 1 : 0;
+            for (py::handle e : shape_tuple(t)) n *= e.cast<std::size_t>();
+            return n;
+          },
+          "The number of elements, numpy's size (0 while the Tensor has no value)")
+      .def(
+          "__len__",
+          [](PyTensor& t) {
+            const py::tuple shape = shape_tuple(t);
+            if (py::len(shape) == 0) throw py::type_error("len() of a rank-0 tenex.Tensor (or one without a value)");
+            return shape[0].cast<std::size_t>();
+          },
+          "The first extent, as numpy's len(); TypeError for rank 0")
       .def(
           "__float__",
           [](PyTensor& t) {

@@ -141,7 +141,7 @@ Tensor<T> expm_multiply(const MatVec<T>& op, const Tensor<T>& x, T t, double tol
     if (steps > 100000) throw Error("tenex::expm_multiply: more than 100000 steps; is the operator finite?");
     const double beta = krylov::norm(w.data(), n);
     if (beta == 0) break;
-    Arnoldi<T> arnoldi{Basis<T>(n), {}, false};
+    Arnoldi<T> arnoldi{Basis<T>(n, kMaxBasis + 1), {}, false};
     krylov::scale(w, 1.0 / beta);
     arnoldi.basis.push(w);
     double s = std::min(share, 1 - done);

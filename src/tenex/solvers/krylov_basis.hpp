@@ -60,7 +60,8 @@ void gemv(bool adjoint, std::size_t rows, std::size_t cols, const T* a, const T*
 template <class T>
 class Basis {
  public:
-  explicit Basis(std::size_t n) : n_(n) {}
+  /// Room for `capacity` vectors of length n, reserved at once (a growing block would copy itself).
+  Basis(std::size_t n, std::size_t capacity) : n_(n) { data_.reserve(n * capacity); }
 
   std::size_t size() const { return size_; }
   std::size_t length() const { return n_; }
@@ -74,17 +75,31 @@ class Basis {
     size_ = 0;
   }
 
-  /// Removes from w its components along the first `count` vectors, twice (classical
-  /// Gram-Schmidt twice is orthogonal to working precision), and returns the coefficients
-  /// removed, summed over both passes.
+  /// Removes from w its components along the first `count` vectors by classical Gram-Schmidt,
+  /// a second pass only where the first removed much of w (Daniel, Gragg, Kaufman and Stewart's
+  /// test: the norm fell below 1/sqrt(2) of what it was), and returns the coefficients removed.
+  /// One pass reads the basis twice (two matrix-vector products): memory, not arithmetic, is the
+  /// cost, so the second pass is skipped where the first left w orthogonal to working precision.
   std::vector<T> orthogonalize(Vector<T>& w, std::size_t count) const {
     std::vector<T> coefficients(count, T{}), pass(count);
-    for (int twice = 0; twice < 2; ++twice) {
+    double before = norm(w.data(), w.size());
+    for (int passes = 0; passes < 2; ++passes) {
       gemv<T>(true, n_, count, data_.data(), w.data(), T{}, pass.data(), T(1));
       gemv<T>(false, n_, count, data_.data(), pass.data(), T(1), w.data(), T(-1));
       for (std::size_t i = 0; i < count; ++i) coefficients[i] += pass[i];
+      const double after = norm(w.data(), w.size());
+      if (after > 0.7071067811865476 * before) break;
+      before = after;
     }
     return coefficients;
+  }
+
+  /// <vector(i), w> and w -= c vector(i): the local step of a three-term recurrence.
+  T project_out(Vector<T>& w, std::size_t i) const {
+    T c{};
+    gemv<T>(true, n_, 1, vector(i), w.data(), T{}, &c, T(1));
+    gemv<T>(false, n_, 1, vector(i), &c, T(1), w.data(), T(-1));
+    return c;
   }
 
   /// sum_i coefficients[i] * vector(i) over the first coefficients.size() vectors.

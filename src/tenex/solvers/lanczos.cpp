@@ -110,8 +110,12 @@ struct Lanczos {
       const T* y = op.apply(basis.vector(j));
       Vector<T> w(y, y + op.size());
       const double applied = krylov::norm(w.data(), w.size());
+      // The three-term recurrence's local step, then the full reorthogonalization, which then
+      // removes only what rounding left (usually in one pass).
+      T local = basis.project_out(w, j);
+      if (j > 0) basis.project_out(w, j - 1);
       const std::vector<T> c = basis.orthogonalize(w, j + 1);
-      at(j, j) = static_cast<double>(std::real(c[j]));
+      at(j, j) = static_cast<double>(std::real(local + c[j]));
       const double b = krylov::norm(w.data(), w.size());
       const bool invariant = b <= 64 * std::numeric_limits<real_type_t<T>>::epsilon() * applied;
       const bool full = j + 1 == m;
@@ -147,7 +151,7 @@ struct Lanczos {
   /// Keeps the best `keep` Ritz pairs of the full basis and the residual: the basis then holds
   /// them, the projected matrix their values and their coupling to the residual (an arrow).
   void restart(const Ritz& r, std::size_t keep) {
-    Basis<T> next(op.size());
+    Basis<T> next(op.size(), m + 1);
     for (std::size_t i = 0; i < keep; ++i) next.push(ritz_vector(r, r.order[i]));
     std::fill(projected.begin(), projected.end(), 0.0);
     for (std::size_t i = 0; i < keep; ++i) {
@@ -174,7 +178,7 @@ std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh(const MatVec<T>& op
   krylov::scale(start, 1.0 / start_norm);
   krylov::Operator<T> a(op, x0.shape(), "eigsh");
   const std::size_t m = std::min(n, std::max(options.krylov_dim, 2 * options.k + 1));
-  Lanczos<T> lanczos{a, m, Basis<T>(n), std::vector<double>(m * m, 0.0), 0.0, {}, {}};
+  Lanczos<T> lanczos{a, m, Basis<T>(n, m + 1), std::vector<double>(m * m, 0.0), 0.0, {}, {}};
   lanczos.basis.push(start);
   const double tol = std::max(options.tol, 64 * static_cast<double>(std::numeric_limits<real_type_t<T>>::epsilon()));
   const bool smallest = options.which == EigshOptions::smallest;

@@ -90,11 +90,15 @@ struct Window {
   std::chrono::steady_clock::time_point start{};
   std::chrono::steady_clock::time_point last_busy{};
   long switches = -1;
+  bool sign = false;  // the last window showed a sign of a busy machine
 };
 thread_local Window window;
 
 /// Updates the calling thread's window; whether the machine is busy. Two signs, each sampled
-/// once a window: more runnable tasks than CPUs, or this thread preempted often.
+/// once a window: more runnable tasks than CPUs, or this thread preempted often. A sign counts
+/// when two windows in a row show one: on a quiet machine a kernel thread is runnable at one
+/// sample in twenty (a lone sign would hold sets on one thread most of the time), where
+/// beside busy loops the signs persist.
 bool measure() {
   const auto now = std::chrono::steady_clock::now();
   const bool started = window.start != std::chrono::steady_clock::time_point{};
@@ -105,7 +109,9 @@ bool measure() {
     const bool preempted = started && switches >= 0 && window.switches >= 0 &&
                            static_cast<double>(switches - window.switches) > kBusyRate * seconds;
     if (!started) window.last_busy = now - std::chrono::hours(1);
-    if (preempted || overloaded()) window.last_busy = now;
+    const bool sign = preempted || overloaded();
+    if (sign && window.sign) window.last_busy = now;
+    window.sign = sign;
     window.start = now;
     window.switches = switches;
   }
