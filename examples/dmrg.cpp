@@ -54,7 +54,7 @@ Tensor<double> heisenberg_mpo() {
   Tensor<double> w(Shape({5, 5, 2, 2}));
   const double sp[2][2] = {{0, 1}, {0, 0}}, sm[2][2] = {{0, 0}, {1, 0}}, sz[2][2] = {{0.5, 0}, {0, -0.5}};
   const double id[2][2] = {{1, 0}, {0, 1}};
-  auto put = [&](std::size_t a, std::size_t b, const double (&op)[2][2], double factor) {
+  auto put = [&](std::size_t a, std::size_t b, const double(&op)[2][2], double factor) {
     for (std::size_t s = 0; s < 2; ++s)
       for (std::size_t u = 0; u < 2; ++u) w.at(a, b, s, u) = factor * op[s][u];
   };
@@ -200,6 +200,11 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("DMRG: %zu sites, bond %zu: E0 = %.12f\n", o.sites, o.bond, energy);
+  if (!o.quiet) {
+    std::printf("bond dimensions:");
+    for (std::size_t i = 0; i + 1 < o.sites; ++i) std::printf(" %zu", chain.mps[i].shape().extent(2));
+    std::printf("\n");
+  }
   int status = 0;
   const std::size_t center = o.sites / 2 - 1;
   const double relaxed = imaginary_time_energy(chain, center);

@@ -36,9 +36,9 @@
 #include "tenex/expression/svd.hpp"
 // The IR for extenders (OpGraph, the op and function tables): see tenex/ir.hpp.
 #include "tenex/ir.hpp"
-#include "tenex/krylov.hpp"
 #include "tenex/plans.hpp"
 #include "tenex/scalar.hpp"
+#include "tenex/solvers/krylov.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/memory.hpp"
 #include "tenex/tensor/npy.hpp"

@@ -18,6 +18,21 @@ def test_ndim_follows_the_shape():
     assert tenex.Tensor().ndim == 0  # no value yet
 
 
+def test_size_and_len_as_numpy():
+    for shape in [(2, 3, 4), (5,), (), (0, 3)]:
+        t = tenex.Tensor(np.zeros(shape))
+        assert t.size == np.zeros(shape).size
+        if shape:
+            assert len(t) == shape[0]
+        else:
+            with pytest.raises(TypeError):
+                len(t)
+    assert tenex.Tensor().size == 0
+    c = tenex.Tensor()
+    c["i,j"] = tenex.Tensor(np.ones((3, 4)))["i,j"] * 2.0
+    assert c.size == 12 and len(c) == 3
+
+
 def test_float_and_complex_of_one_element():
     a = tenex.Tensor(np.arange(6.0).reshape(2, 3))
     r = tenex.Tensor()

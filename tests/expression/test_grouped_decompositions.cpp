@@ -93,9 +93,10 @@ constexpr PassSetting kSettings[] = {{""}, {"none"}};
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("grouped decompositions: svd of a rank-4 theta over (a,s) rebuilds it, U orthonormal, S the "
-                   "reshaped matrix's",
-                   T, float, double, std::complex<float>, std::complex<double>) {
+TEST_CASE_TEMPLATE(
+    "grouped decompositions: svd of a rank-4 theta over (a,s) rebuilds it, U orthonormal, S the "
+    "reshaped matrix's",
+    T, float, double, std::complex<float>, std::complex<double>) {
   using R = tenex::real_type_t<T>;
   for (const PassSetting& setting : kSettings) {
     CAPTURE(setting.passes);
@@ -201,9 +202,10 @@ TEST_CASE_TEMPLATE("grouped decompositions: qr over (a,s): Q R = theta, Q^H Q = 
   }
 }
 
-TEST_CASE_TEMPLATE("grouped decompositions: eigen_solve of H(a,b,c,d) over (a,b): H V = V diag(w), values the "
-                   "reshaped matrix's",
-                   T, double, std::complex<double>) {
+TEST_CASE_TEMPLATE(
+    "grouped decompositions: eigen_solve of H(a,b,c,d) over (a,b): H V = V diag(w), values the "
+    "reshaped matrix's",
+    T, double, std::complex<double>) {
   using R = tenex::real_type_t<T>;
   for (const PassSetting& setting : kSettings) {
     CAPTURE(setting.passes);
@@ -275,12 +277,10 @@ TEST_CASE("grouped decompositions: bad row groups are errors where they are writ
   CHECK(message_of([&] { (void)tenex::svd(theta("a,s,t,b"), "a,s,t,b"); }).find("column") != std::string::npos);
   CHECK(message_of([&] { (void)tenex::svd(theta("a,s,t,b"), ""); }).find("names no label") != std::string::npos);
   CHECK(message_of([&] { (void)tenex::qr(theta("a,s,t,b"), "q"); }).find("qr") != std::string::npos);
-  CHECK(message_of([&] { (void)tenex::eigen_solve(theta("a,s,t,b"), "a"); }).find("not a square") !=
-        std::string::npos);
+  CHECK(message_of([&] { (void)tenex::eigen_solve(theta("a,s,t,b"), "a"); }).find("not a square") != std::string::npos);
   CHECK_THROWS_AS((void)tenex::svd(theta("a,s,t,b"), "a,s", Truncation{.cutoff = 2.0}), tenex::Error);
   // The targets name the new mode: a target label that is neither a row label nor new fails.
-  CHECK_THROWS_AS(tenex::tie(U("a,q,k"), S("k"), Vt("k,t,b")) = tenex::svd(theta("a,s,t,b"), "a,s"),
-                  tenex::ShapeError);
+  CHECK_THROWS_AS(tenex::tie(U("a,q,k"), S("k"), Vt("k,t,b")) = tenex::svd(theta("a,s,t,b"), "a,s"), tenex::ShapeError);
   CHECK(U.shape() == Shape({1}));
   CHECK(max_difference(theta, before) == 0);
 }

@@ -5,6 +5,8 @@
 // A A^-1 = I, A x = b, A^-2 A^2 = I, S^-1/2 S S^-1/2 = I, (S^1/2)^2 = S.
 #include <doctest/doctest.h>
 
+#include <type_traits>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -314,35 +316,39 @@ TEST_CASE_TEMPLATE_APPLY(mf_psd, Scalars);
 
 TEST_CASE_TEMPLATE_DEFINE("matrix functions: the member forms equal the free functions", T, mf_members) {
   const std::size_t n = 5;
+  // The same computation twice: equal up to the last bits, which LAPACK's may change when a busy
+  // machine puts a set on one thread (docs/performance.md, "Shared machines").
+  const double tol = std::is_same_v<tenex::real_type_t<T>, float> ? 1e-5 : 1e-12;
+  auto same = [&](const auto& x, const auto& y) { return tenex::allclose(x, y, tol, tol); };
   auto a = spd<T>(n, 51);
   auto b = spd<T>(n, 52);
   Tensor<T> v1, w1, v2, w2, g1, e1, g2, e2, l1, l2, lt1, lt2;
   std::make_pair(v1("i,j"), w1("j")) = a("i,j").eigen_solve();
   std::make_pair(v2("i,j"), w2("j")) = tenex::eigen_solve(a("i,j"));
-  CHECK(v1.to_vector() == v2.to_vector());
-  CHECK(w1.to_vector() == w2.to_vector());
+  CHECK(same(v1, v2));
+  CHECK(same(w1, w2));
   std::make_pair(g1("i,j"), e1("j")) = a("i,j").eigen_solve(b("i,j"));
   std::make_pair(g2("i,j"), e2("j")) = tenex::eigen_solve(a("i,j"), b("i,j"));
-  CHECK(g1.to_vector() == g2.to_vector());
-  CHECK(e1.to_vector() == e2.to_vector());
+  CHECK(same(g1, g2));
+  CHECK(same(e1, e2));
   l1("i,j") = a("i,j").cholesky();
   l2("i,j") = tenex::cholesky(a("i,j"));
-  CHECK(l1.to_vector() == l2.to_vector());
+  CHECK(same(l1, l2));
   lt1("j,i") = a("i,j").cholesky();  // stored transposed, as the free function does
   lt2("j,i") = tenex::cholesky(a("i,j"));
-  CHECK(lt1.to_vector() == lt2.to_vector());
+  CHECK(same(lt1, lt2));
   // A member form is an ordinary expression: an operand, shared by its factors.
   Tensor<T> x;
   x("i") = a("i,j").cholesky() * w1("j");
   Tensor<T> xr;
   xr("i") = l2("i,j") * w2("j");
-  CHECK(x.to_vector() == xr.to_vector());
+  CHECK(same(x, xr));
   auto [vectors, values] = a("i,j").eigen_solve();
   Tensor<T> v3, w3;
   v3("i,j") = vectors;
   w3("j") = values;
-  CHECK(v3.to_vector() == v2.to_vector());
-  CHECK(w3.to_vector() == w2.to_vector());
+  CHECK(same(v3, v2));
+  CHECK(same(w3, w2));
 }
 TEST_CASE_TEMPLATE_APPLY(mf_members, Scalars);
 

@@ -246,8 +246,9 @@ template <>
 struct Rejects<tenex::SvdParams> {
   template <class T>
   static void check(GraphOperands<T>& in) {
-    CHECK_ADD_REJECTS(in.g, in.g.add(tenex::SvdParams{{}, 3}, {in.ijk}),
-                      message("svd", "", "the operand (\"i,j,k\") {2, 3, 4} has no column modes after its 3 row modes"));
+    CHECK_ADD_REJECTS(
+        in.g, in.g.add(tenex::SvdParams{{}, 3}, {in.ijk}),
+        message("svd", "", "the operand (\"i,j,k\") {2, 3, 4} has no column modes after its 3 row modes"));
     // Over label groups: (i,j) the rows, k the columns, a 6 x 4 matrix.
     const NodeId grouped = in.g.add(tenex::SvdParams{{}, 2}, {in.ijk});
     CHECK(in.g.node(grouped).elements == 6 * 4 + 4 + 4 * 4);

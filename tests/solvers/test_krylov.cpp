@@ -68,7 +68,8 @@ double residual(const Tensor<T>& h, const Tensor<T>& v, double w) {
 template <class T>
 double norm(const Tensor<T>& v) {
   double s = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) s += static_cast<double>(std::norm(Complex(std::real(v.data()[i]), std::imag(v.data()[i]))));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    s += static_cast<double>(std::norm(Complex(std::real(v.data()[i]), std::imag(v.data()[i]))));
   return std::sqrt(s);
 }
 
@@ -156,7 +157,8 @@ TEST_CASE("krylov: eigsh leaves an invariant subspace and works below the Krylov
   Tensor<double> small = hermitian<double>(5, 25);
   auto small_op = [&](const Tensor<double>& x, Tensor<double>& y) { y("i") = small("i,j") * x("j"); };
   const std::vector<double> exact = dense_eigenvalues(small);
-  const auto [v5, x5] = tenex::eigsh(small_op, random<double>(Shape({5}), 26), {.k = 5, .which = EigshOptions::largest});
+  const auto [v5, x5] =
+      tenex::eigsh(small_op, random<double>(Shape({5}), 26), {.k = 5, .which = EigshOptions::largest});
   for (std::size_t i = 0; i < 5; ++i) CHECK(std::abs(v5[i] - exact[4 - i]) < 1e-10);
 }
 
@@ -173,8 +175,9 @@ TEST_CASE("krylov: eigsh errors: k, the starting vector, y's shape, no convergen
   CHECK_THROWS_WITH_AS(tenex::eigsh(failing, x0, {}), "the user's own", std::runtime_error);
   Tensor<double> big = hermitian<double>(200, 29);
   auto big_op = [&](const Tensor<double>& x, Tensor<double>& y) { y("i") = big("i,j") * x("j"); };
-  CHECK_THROWS_WITH_AS(tenex::eigsh(big_op, random<double>(Shape({200}), 30), {.tol = 1e-14, .max_iter = 1, .krylov_dim = 4}),
-                       doctest::Contains("no convergence"), tenex::Error);
+  CHECK_THROWS_WITH_AS(
+      tenex::eigsh(big_op, random<double>(Shape({200}), 30), {.tol = 1e-14, .max_iter = 1, .krylov_dim = 4}),
+      doctest::Contains("no convergence"), tenex::Error);
 }
 
 namespace {

@@ -41,8 +41,8 @@ std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a);
 template <class T>
 std::pair<QRFactor<T>, QRFactor<T>> qr(const Expression<T>& a, std::string_view rows);
 
-#define TENEX_DECLARE_QR(T)                                                                   \
-  extern template class QRFactor<T>;                                                          \
+#define TENEX_DECLARE_QR(T)                                                                  \
+  extern template class QRFactor<T>;                                                         \
   extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&); \
   extern template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&, std::string_view);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_QR)

@@ -288,9 +288,9 @@ const FactorNode* factor_of(const ExprNode& rhs) {
 }
 
 /// For a factor of eigen_solve, the mode of the eigenpairs: the eigenvectors' last label, the
-/// eigenvalues' only one (a matrix operand's second label; a new mode over label groups). A target that lacks that label
-/// names the mode itself, as a target names the new mode of QR and SVD:
-/// std::make_pair(C("m,p"), e("p")) = eigen_solve(F("m,n"), S("m,n")). Empty for other sides.
+/// eigenvalues' only one (a matrix operand's second label; a new mode over label groups). A target that lacks that
+/// label names the mode itself, as a target names the new mode of QR and SVD: std::make_pair(C("m,p"), e("p")) =
+/// eigen_solve(F("m,n"), S("m,n")). Empty for other sides.
 std::string eigen_mode_label(const ExprNode& rhs) {
   const FactorNode* factor = factor_of(rhs);
   if (!factor || factor->children.empty()) return {};
@@ -557,8 +557,8 @@ Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view labels) const {
   return Indexed<Tensor<T>>(*this, labels);
 }
 
-#define TENEX_INSTANTIATE_TENSOR_CALL(T)                                                   \
-  template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view);           \
+#define TENEX_INSTANTIATE_TENSOR_CALL(T)                                         \
+  template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view); \
   template TENEX_API Indexed<Tensor<T>> Tensor<T>::operator()(std::string_view) const;
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_TENSOR_CALL)
 #undef TENEX_INSTANTIATE_TENSOR_CALL

@@ -365,13 +365,14 @@ EigenSolveResult<T> eigen_solve_grouped(const Expression<T>& a, const detail::No
 }
 
 template <class T>
-std::pair<QRFactor<T>, QRFactor<T>> qr_grouped(const Expression<T>& a, const detail::NodePtr& node, const detail::Grouping& g) {
+std::pair<QRFactor<T>, QRFactor<T>> qr_grouped(const Expression<T>& a, const detail::NodePtr& node,
+                                               const detail::Grouping& g) {
   auto decomp = detail::decomposition(OpKind::qr, {node}, g);
   const std::size_t k = std::min(g.m, g.n);
   const std::string inner = detail::make_new_mode_label();
-  Handle q = make_handle(
-      detail::factor<QRFactor<T>>(decomp, 0, joined(g.row_labels(), {inner}), joined(g.row_extents(), {k})),
-      {&Access::handle(a)});
+  Handle q =
+      make_handle(detail::factor<QRFactor<T>>(decomp, 0, joined(g.row_labels(), {inner}), joined(g.row_extents(), {k})),
+                  {&Access::handle(a)});
   Handle r = make_handle(
       detail::factor<QRFactor<T>>(decomp, 1, joined({inner}, g.column_labels()), joined({k}, g.column_extents())),
       {&Access::handle(a)});
@@ -686,11 +687,12 @@ double Pow<T>::power() const {
   template CholeskyVectors<T> Indexed<T>::cholesky() const;                                                       \
   template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, const Truncation&);                                \
   template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Truncation&);                 \
-  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&, const Truncation&); \
-  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view);                                   \
-  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view, const Truncation&);                 \
-  template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&, std::string_view);              \
-  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view);                     \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, const Expression<T>&,               \
+                                                        const Truncation&);                                       \
+  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view);                                 \
+  template TENEX_API SVDResult<T> svd<T>(const Expression<T>&, std::string_view, const Truncation&);              \
+  template TENEX_API std::pair<QRFactor<T>, QRFactor<T>> qr<T>(const Expression<T>&, std::string_view);           \
+  template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view);                  \
   template TENEX_API EigenSolveResult<T> eigen_solve<T>(const Expression<T>&, std::string_view, const Truncation&);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_LINEAR_ALGEBRA)
 #undef TENEX_INSTANTIATE_LINEAR_ALGEBRA

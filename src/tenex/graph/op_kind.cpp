@@ -58,7 +58,9 @@ std::string describe(const TruncationParams& p) {
   return concat(" max_rank=", p.max_rank == 0 ? std::string("none") : std::to_string(p.max_rank),
                 " cutoff=", number(p.cutoff));
 }
-std::string describe_rows(std::size_t rows) { return rows == 1 ? std::string() : concat(" rows=", std::to_string(rows)); }
+std::string describe_rows(std::size_t rows) {
+  return rows == 1 ? std::string() : concat(" rows=", std::to_string(rows));
+}
 std::string describe(const EigenSolveParams& p) { return describe_rows(p.rows) + describe(p.truncation); }
 std::string describe(const QrParams& p) { return describe_rows(p.rows); }
 std::string describe(const SvdParams& p) { return describe_rows(p.rows) + describe(p.truncation); }

@@ -185,7 +185,8 @@ std::string rule(const PowParams&, OpNode& node, const Operands& operands, bool 
 /// rows = 1), their products equal when `square`.
 std::string decomposition_operand(const Operands& operands, std::size_t rows, const OpParams& params, bool square) {
   for (const OpNode* op : operands) {
-    if (rows == 1 && op->extents.size() < 2) return "the operand " + describe(op->labels, op->extents) + " is not a matrix";
+    if (rows == 1 && op->extents.size() < 2)
+      return "the operand " + describe(op->labels, op->extents) + " is not a matrix";
     if (rows == 0 || op->extents.size() <= rows) {
       return "the operand " + describe(op->labels, op->extents) + " has no column modes after its " +
              std::to_string(rows) + " row modes";

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "tenex/error.hpp"
-#include "tenex/krylov.hpp"
 #include "tenex/scalar.hpp"
+#include "tenex/solvers/krylov.hpp"
 #include "tenex/tensor/tensor.hpp"
 
 namespace tenex::detail::krylov {

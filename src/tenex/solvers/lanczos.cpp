@@ -203,9 +203,9 @@ std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh(const MatVec<T>& op
   }
 }
 
-#define TENEX_INSTANTIATE_EIGSH(T)                                                                               \
-  template TENEX_API std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh<T>(const MatVec<T>&,           \
-                                                                                     const Tensor<T>&, const EigshOptions&);
+#define TENEX_INSTANTIATE_EIGSH(T)                                                    \
+  template TENEX_API std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh<T>( \
+      const MatVec<T>&, const Tensor<T>&, const EigshOptions&);
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_EIGSH)
 #undef TENEX_INSTANTIATE_EIGSH
 

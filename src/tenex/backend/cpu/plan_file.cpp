@@ -44,6 +44,7 @@
 
 #include "tenex/backend/cpu/machine.hpp"
 #include "tenex/backend/cpu/plan_search.hpp"
+#include "tenex/backend/cpu/shared_machine.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/tree_store.hpp"
@@ -57,7 +58,7 @@ constexpr const char* kMagic = "tenex-plans 1";
 
 struct Machine {
   std::string version = TENEX_VERSION_STRING, cpu = machine::probe_key().cpu, isa = machine::probe_key().isa;
-  int threads = omp_get_max_threads();
+  int threads = configured_threads();  // not the one a busy machine's set runs on for a while
 };
 
 struct Parsed {

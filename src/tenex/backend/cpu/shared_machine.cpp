@@ -120,17 +120,26 @@ bool measure() {
 
 }  // namespace
 
+// The count a scope of this thread replaced, 0 when none is backing off.
+thread_local int replaced_threads = 0;
+
 SharedMachineThreads::SharedMachineThreads() noexcept {
-  if (!enabled() || omp_in_parallel()) return;
+  if (!enabled() || omp_in_parallel() || replaced_threads > 0) return;
   const int threads = omp_get_max_threads();
   if (threads > 1 && measure()) {
     saved_ = threads;
+    replaced_threads = threads;
     omp_set_num_threads(1);
   }
 }
 
 SharedMachineThreads::~SharedMachineThreads() {
-  if (saved_ > 0) omp_set_num_threads(saved_);
+  if (saved_ > 0) {
+    omp_set_num_threads(saved_);
+    replaced_threads = 0;
+  }
 }
+
+int configured_threads() noexcept { return replaced_threads > 0 ? replaced_threads : omp_get_max_threads(); }
 
 }  // namespace tenex::detail::cpu

@@ -6,7 +6,8 @@
 // means some wait) and how often the kernel preempts it (getrusage's involuntary context
 // switches); for kBusySeconds after either sign, a set runs on one thread, its kernels and the
 // BLAS's included (omp_set_num_threads on that thread only, restored after).
-// Results do not depend on the thread count (the suite checks both), so only time changes.
+// Results do not depend on the thread count beyond the last bits of LAPACK's (the suite checks
+// both), so only time changes.
 // TENEX_SHARED_MACHINE=0 turns the measurement off.
 #pragma once
 
@@ -27,5 +28,9 @@ class SharedMachineThreads {
  private:
   int saved_ = 0;  // the thread count to restore, 0 when none was changed
 };
+
+/// The OpenMP threads this thread's sets run on when the machine is quiet: omp_get_max_threads(),
+/// or inside a scope that backed off the count it replaced (what the plan file records).
+int configured_threads() noexcept;
 
 }  // namespace tenex::detail::cpu

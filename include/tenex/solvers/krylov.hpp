@@ -1,4 +1,4 @@
-// tenex/krylov.hpp — Krylov solvers on operators written as tenex statements (docs/krylov.md).
+// tenex/solvers/krylov.hpp — Krylov solvers on operators written as tenex statements (docs/krylov.md).
 //
 // The operator is a callable op(x, y) that writes y = A x with tenex statements; it is called
 // with the same two tensors every time, so its statements run through the plan cache and a
@@ -25,11 +25,11 @@ namespace tenex {
 
 /// What eigsh computes and when it stops.
 struct EigshOptions {
-  std::size_t k = 1;                           // how many eigenpairs
+  std::size_t k = 1;                            // how many eigenpairs
   enum { smallest, largest } which = smallest;  // the algebraically smallest or largest
-  double tol = 1e-10;                          // a pair is converged when |A x - w x| <= tol * max(1, |w|)
-  std::size_t max_iter = 300;                  // the most restarts
-  std::size_t krylov_dim = 30;                 // the Krylov basis size (capped by the dimension)
+  double tol = 1e-10;                           // a pair is converged when |A x - w x| <= tol * max(1, |w|)
+  std::size_t max_iter = 300;                   // the most restarts
+  std::size_t krylov_dim = 30;                  // the Krylov basis size (capped by the dimension)
 };
 
 namespace detail {
@@ -42,9 +42,9 @@ TENEX_API std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh(const Mat
 template <class T>
 TENEX_API Tensor<T> expm_multiply(const MatVec<T>& op, const Tensor<T>& x, T t, double tol);
 
-#define TENEX_DECLARE_KRYLOV(T)                                                                              \
-  extern template TENEX_API std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh<T>(                 \
-      const MatVec<T>&, const Tensor<T>&, const EigshOptions&);                                              \
+#define TENEX_DECLARE_KRYLOV(T)                                                              \
+  extern template TENEX_API std::pair<std::vector<double>, std::vector<Tensor<T>>> eigsh<T>( \
+      const MatVec<T>&, const Tensor<T>&, const EigshOptions&);                              \
   extern template TENEX_API Tensor<T> expm_multiply<T>(const MatVec<T>&, const Tensor<T>&, T, double);
 TENEX_FOR_EACH_SCALAR(TENEX_DECLARE_KRYLOV)
 #undef TENEX_DECLARE_KRYLOV
