@@ -178,10 +178,12 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   if (!countable) {
     node.elements = std::numeric_limits<std::size_t>::max();
   } else if (node.elements == 0) {
-    const MatrixExtents matrix = decomposition_matrix(node.params, node.extents);
-    node.elements = packed_factor_count(node.kind) > 0 && node.extents.size() >= 2
-                        ? packed_size(node.params, matrix.m, matrix.n)
-                        : node.size();
+    if (packed_factor_count(node.kind) > 0 && node.extents.size() >= 2) {
+      const MatrixExtents matrix = decomposition_matrix(node.params, node.extents);
+      node.elements = packed_size(node.params, matrix.m, matrix.n);
+    } else {
+      node.elements = node.size();
+    }
   }
   const NodeId id = impl_->vertices.size();
   impl_->nodes.push_back(std::move(node));

@@ -121,11 +121,11 @@ struct Lanczos {
       const bool full = j + 1 == m;
       if ((full || (!met_invariant && !invariant)) && j + 1 >= k) {
         Ritz r = ritz_pairs(projected, m, j + 1, smallest);
-        if (converged(r, invariant ? 0.0 : b, k, tol) || full) {
+        const bool done = converged(r, invariant ? 0.0 : b, k, tol);
+        if (done || full) {
           beta = invariant ? 0.0 : b;
           if (!invariant) krylov::scale(w, 1.0 / b);
           residual = std::move(w);
-          const bool done = converged(r, beta, k, tol);
           return {std::move(r), done};
         }
       }
