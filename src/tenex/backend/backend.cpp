@@ -16,6 +16,7 @@
 #include "tenex/backend_choice.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex {
 
@@ -40,7 +41,7 @@ BackendKind from_value(const char* text, bool& valid, std::string& value) {
 
 /// TENEX_BACKEND's kind; `valid` is false for a value that names no backend.
 BackendKind from_environment(bool& valid, std::string& value) {
-  return from_value(std::getenv("TENEX_BACKEND"), valid, value);
+  return from_value(detail::setting(detail::Setting::backend), valid, value);
 }
 
 thread_local RunStats last_stats;
@@ -138,7 +139,7 @@ namespace detail {
 
 void set_last_run_stats(const RunStats& stats) { last_stats = stats; }
 
-std::size_t memory_limit() { return memory_limit(std::getenv("TENEX_MEMORY_LIMIT")); }
+std::size_t memory_limit() { return memory_limit(setting(Setting::memory_limit)); }
 
 std::size_t memory_limit(const char* value_of_variable) {
   const std::size_t chosen = chosen_memory_limit.load();
@@ -178,7 +179,7 @@ const BackendEntry* find_backend(BackendKind kind) {
   return nullptr;
 }
 
-void check_backend_environment() { check_backend_environment(std::getenv("TENEX_BACKEND")); }
+void check_backend_environment() { check_backend_environment(setting(Setting::backend)); }
 
 void check_backend_environment(const char* value_of_variable) {
   if (chosen_backend.load() >= 0) return;

@@ -9,6 +9,7 @@
 
 #include "tenex/backend/registry.hpp"
 #include "tenex/config.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::detail {
 
@@ -52,7 +53,7 @@ std::string load_locked(BackendKind kind) {
   if (const std::filesystem::path folder = library_folder(); !folder.empty()) {
     if (std::filesystem::exists(folder / name, error)) handle = open_library((folder / name).string(), tried);
   }
-  if (const char* path = std::getenv("TENEX_PLUGIN_PATH"); !handle && path && *path) {
+  if (const char* path = setting(Setting::plugin_path); !handle && path && *path) {
     const std::filesystem::path file = std::filesystem::path(path) / name;
     if (std::filesystem::exists(file, error)) handle = open_library(file.string(), tried);
   }

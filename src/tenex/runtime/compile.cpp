@@ -17,7 +17,7 @@ namespace tenex::detail {
 
 CompileSettings compile_settings() {
   CompileSettings settings;
-  settings.env = pipeline_environment();
+  settings.env = set_settings();
   settings.memory_limit = memory_limit(settings.env.memory_limit);
   return settings;
 }
@@ -46,10 +46,11 @@ template <class T>
 Plan compile(const SetRecord& set, const SetBackends<T>& backends, const CompileSettings& settings) {
   Plan plan;
   plan.backend = backends.entry;
-  const std::string_view passes = settings.env.passes;
+  const char* passes = settings.env.passes;
   // What the passes read besides the set joins the plan cache's key. Not while dumping: a
   // dump shows the graph each set builds.
-  std::string read = std::string(passes) + "|" + std::string(backends.entry->name);
+  std::string read = (passes ? "passes " + std::string(passes) : std::string("default passes")) + "|" +
+                     std::string(backends.entry->name);
   if (settings.memory_limit != 0) read += "|memory limit " + std::to_string(settings.memory_limit);
   if (!settings.env.order.empty() || !settings.env.order_budget.empty()) {
     read += "|order " + std::string(settings.env.order) + " " + std::string(settings.env.order_budget);
@@ -84,7 +85,7 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   plan.written_contraction_flops = chain_contraction_flops(graph);
   const Backend<T>& backend = *backends.backend;
   passes::optimize(
-      graph, passes::selected_passes(passes == std::string_view("\0", 1) ? "" : passes), settings.memory_limit,
+      graph, passes::selected_passes(passes ? passes : ""), settings.memory_limit,
       [&backend](const OpNode& node, std::string& why) { return backend.supports_sparse(node, why); },
       &plan.sparse_note);
   // Every node: the backend's, or (a device backend's declined node) the host's.

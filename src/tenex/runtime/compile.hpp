@@ -20,13 +20,14 @@
 #include "tenex/expression/detail/linked_state.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/runtime/plan_cache.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::detail {
 
 /// What compiling reads besides the set: the environment, read once per set (tests change
 /// it between sets), and the memory limit.
 struct CompileSettings {
-  PipelineEnvironment env;
+  SetSettings env;
   std::size_t memory_limit = 0;  // set_memory_limit's, else TENEX_MEMORY_LIMIT's; 0: none
 };
 CompileSettings compile_settings();

@@ -33,6 +33,7 @@
 #include "tenex/runtime/compile.hpp"
 #include "tenex/runtime/last_plan.hpp"
 #include "tenex/runtime/plan_cache.hpp"
+#include "tenex/settings.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
@@ -42,7 +43,7 @@ namespace {
 /// TENEX_DUMP_GRAPH=DIR: the optimized graph of each set in DIR/set-N.dot. A missing
 /// folder is created; one that cannot be made or written is an error of the set.
 void dump_graph(const OpGraph& graph) {
-  const char* dir = std::getenv("TENEX_DUMP_GRAPH");
+  const char* dir = setting(Setting::dump_graph);
   if (!dir || !*dir) return;
   static std::atomic<unsigned long long> counter{0};
   namespace fs = std::filesystem;

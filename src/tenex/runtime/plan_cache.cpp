@@ -1,7 +1,6 @@
 #include "tenex/runtime/plan_cache.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -10,8 +9,6 @@
 #include <typeinfo>
 #include <unordered_map>
 #include <utility>
-
-#include <unistd.h>  // environ
 
 #include "tenex/expression/detail/node.hpp"
 #include "tenex/expression/detail/signature.hpp"
@@ -212,43 +209,5 @@ void remember_plan(const SetKey& key, std::shared_ptr<const CachedPlan> plan) {
   }
 }
 
-PipelineEnvironment pipeline_environment() {
-  PipelineEnvironment env;
-  env.passes = std::string_view("", 1);
-  constexpr std::string_view prefix = "TENEX_";
-  std::array<bool, 7> seen{};
-  for (char** entry = environ; entry && *entry; ++entry) {
-    const char* text = *entry;
-    if (text[0] != 'T' || std::strncmp(text, prefix.data(), prefix.size()) != 0) continue;
-    const std::string_view item(text + prefix.size());
-    const std::size_t equals = item.find('=');
-    if (equals == std::string_view::npos) continue;
-    const std::string_view name = item.substr(0, equals), value = item.substr(equals + 1);
-    // The first entry of a name counts, as for getenv.
-    if (name == "PLAN_CACHE" && !seen[0]) {
-      env.plan_cache = value != "0";
-      seen[0] = true;
-    } else if (name == "PASSES" && !seen[1]) {
-      env.passes = value;
-      seen[1] = true;
-    } else if (name == "DUMP_GRAPH" && !seen[2]) {
-      env.dump_graph = value;
-      seen[2] = true;
-    } else if (name == "BACKEND" && !seen[3]) {
-      env.backend = value.data();  // the rest of the entry: null-terminated
-      seen[3] = true;
-    } else if (name == "MEMORY_LIMIT" && !seen[4]) {
-      env.memory_limit = value.data();
-      seen[4] = true;
-    } else if (name == "ORDER" && !seen[5]) {
-      env.order = value;
-      seen[5] = true;
-    } else if (name == "ORDER_BUDGET" && !seen[6]) {
-      env.order_budget = value;
-      seen[6] = true;
-    }
-  }
-  return env;
-}
 
 }  // namespace tenex::detail

@@ -71,17 +71,5 @@ inline constexpr std::size_t plan_cache_capacity = 256;
 std::shared_ptr<const CachedPlan> find_plan(const SetKey& key);
 /// Caches `plan` for `key`, dropping the least recently used past plan_cache_capacity.
 void remember_plan(const SetKey& key, std::shared_ptr<const CachedPlan> plan);
-/// The variables a set's pipeline reads, found in one pass over the environment (each
-/// set reads them again: tests change them between sets).
-struct PipelineEnvironment {
-  bool plan_cache = true;              // TENEX_PLAN_CACHE is not "0"
-  std::string_view passes;             // TENEX_PASSES; "\0" when unset (no value can be that)
-  std::string_view dump_graph;         // TENEX_DUMP_GRAPH; empty when unset
-  const char* backend = nullptr;       // TENEX_BACKEND; null when unset
-  const char* memory_limit = nullptr;  // TENEX_MEMORY_LIMIT; null when unset
-  std::string_view order;              // TENEX_ORDER and TENEX_ORDER_BUDGET (the order pass's
-  std::string_view order_budget;       // search, docs/networks.md); empty when unset
-};
-PipelineEnvironment pipeline_environment();
 
 }  // namespace tenex::detail

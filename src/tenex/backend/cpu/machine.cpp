@@ -19,6 +19,7 @@
 #include "tenex/backend/cpu/simd.hpp"
 #include "tenex/backend/cpu/tuning.hpp"
 #include "tenex/config.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::detail::cpu::machine {
 namespace {
@@ -148,7 +149,7 @@ void set_caches_for_testing(const Caches* sizes) {
 }
 
 bool probe_enabled() {
-  const char* value = std::getenv("TENEX_PROBE");
+  const char* value = setting(Setting::probe);
   if (!value) return true;
   const std::string text = value;
   return !(text == "0" || text == "off" || text == "no" || text == "false");

@@ -49,6 +49,7 @@
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/tree_store.hpp"
 #include "tenex/plans.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex {
 namespace detail::cpu::plan_search {
@@ -318,7 +319,7 @@ struct FileWriter {
 Store& store() {
   Store& shared = raw_store();
   static const bool loaded = [] {
-    const char* path = std::getenv("TENEX_PLAN_FILE");
+    const char* path = setting(Setting::plan_file);
     if (path && *path) {
       load_into(raw_store(), path);
       static FileWriter writer{path, Machine{}};

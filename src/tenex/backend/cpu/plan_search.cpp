@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tenex/backend/cpu/tuning.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::detail::cpu::plan_search {
 
@@ -56,7 +57,7 @@ thread_local std::vector<Note> notes;
 
 Settings read_settings() {
   Settings settings;
-  const char* value = std::getenv("TENEX_PLAN_SEARCH");
+  const char* value = setting(Setting::plan_search);
   const std::string mode = value ? value : "";
   if (mode == "estimate" || mode == "model") {
     settings.mode = Mode::estimate;

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tenex/settings.hpp"
+
 #if !defined(TENEX_OPENMP) || TENEX_OPENMP
 #include <omp.h>
 #else
@@ -30,7 +32,7 @@ constexpr double kBusyRate = 40.0;
 
 bool enabled() {
   static const bool on = [] {
-    const char* v = std::getenv("TENEX_SHARED_MACHINE");
+    const char* v = setting(Setting::shared_machine);
     return !(v && std::strcmp(v, "0") == 0);
   }();
   return on;

@@ -3,6 +3,7 @@
 #ifndef TENEX_SIMD_CPP_ONCE
 #define TENEX_SIMD_CPP_ONCE
 #include "tenex/backend/cpu/simd.hpp"
+#include "tenex/settings.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -59,7 +60,7 @@ std::int64_t cap_of(std::string_view name) {
 }
 
 std::int64_t from_environment() {
-  const char* value = std::getenv("TENEX_SIMD");
+  const char* value = setting(Setting::simd);
   const std::int64_t cap = value == nullptr ? 0 : cap_of(value);
   return hwy::SupportedTargets() & (cap == 0 ? ~std::int64_t{0} : cap);
 }

@@ -14,6 +14,7 @@
 
 #include "tenex/backend/cuda/check.hpp"
 #include "tenex/error.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::detail::cuda {
 
@@ -219,7 +220,7 @@ CachingAllocator& allocator() {
 
 std::size_t streams_per_backend() {
   static const std::size_t n = [] {
-    const char* text = std::getenv("TENEX_CUDA_STREAMS");
+    const char* text = setting(Setting::cuda_streams);
     if (!text || !*text) return std::size_t{4};
     const long value = std::strtol(text, nullptr, 10);
     return value < 1 ? std::size_t{1} : value > 16 ? std::size_t{16} : static_cast<std::size_t>(value);

@@ -23,6 +23,7 @@
 #include "tenex/graph/functions.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/scalar.hpp"
+#include "tenex/settings.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/storage.hpp"
 
@@ -324,7 +325,7 @@ void check_info(const DistContext& ctx, int info, const std::string& routine, co
 /// Test switch: TENEX_DIST_FORCE_SYEVR=1 makes eigen_solve take p?syevr as if p?syevd's
 /// workspace query had failed (docs/distributed.md).
 bool force_syevr() {
-  const char* v = std::getenv("TENEX_DIST_FORCE_SYEVR");
+  const char* v = tenex::detail::setting(tenex::detail::Setting::dist_force_syevr);
   return v && v[0] == '1';
 }
 

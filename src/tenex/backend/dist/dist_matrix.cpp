@@ -15,6 +15,7 @@
 #include "tenex/error.hpp"
 #include "tenex/graph/functions.hpp"
 #include "tenex/scalar.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::dist::detail {
 
@@ -36,7 +37,7 @@ constexpr std::size_t kRemapRoundBytes = std::size_t{8} << 20;
 /// The round size: kRemapRoundBytes, or TENEX_DIST_REMAP_ROUND_BYTES (a test switch, so that
 /// small tensors take many rounds; docs/distributed.md). Every rank must see the same value.
 std::size_t remap_round_bytes() {
-  if (const char* text = std::getenv("TENEX_DIST_REMAP_ROUND_BYTES")) {
+  if (const char* text = tenex::detail::setting(tenex::detail::Setting::dist_remap_round_bytes)) {
     const unsigned long long bytes = std::strtoull(text, nullptr, 10);
     if (bytes > 0) return static_cast<std::size_t>(bytes);
   }
@@ -47,7 +48,7 @@ std::size_t remap_round_bytes() {
 /// in the last round of every remap with more than one rank, so that the tests can check
 /// that a failure on one rank in the middle of a remap is the same error on every rank.
 bool remap_fails_here(const DistContext& ctx) {
-  const char* text = std::getenv("TENEX_DIST_FAIL_REMAP_ON_RANK");
+  const char* text = tenex::detail::setting(tenex::detail::Setting::dist_fail_remap_on_rank);
   return text != nullptr && *text != '\0' && std::atoi(text) == ctx.rank;
 }
 

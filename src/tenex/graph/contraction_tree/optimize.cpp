@@ -10,6 +10,7 @@
 #include "tenex/error.hpp"
 #include "tenex/graph/contraction_tree/methods.hpp"
 #include "tenex/graph/contraction_tree/tree_store.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::tree {
 
@@ -209,7 +210,7 @@ bool valid(std::size_t inputs, const Path& path) {
 
 Options options_from_environment() {
   Options o;
-  if (const char* m = std::getenv("TENEX_ORDER"); m && *m) {
+  if (const char* m = tenex::detail::setting(tenex::detail::Setting::order); m && *m) {
     const std::string_view v(m);
     if (v == "greedy") {
       o.method = Method::greedy;
@@ -221,7 +222,7 @@ Options options_from_environment() {
       throw Error("tenex: TENEX_ORDER=" + std::string(v) + " is not one of auto, greedy, dp, hyper");
     }
   }
-  if (const char* b = std::getenv("TENEX_ORDER_BUDGET"); b && *b) {
+  if (const char* b = tenex::detail::setting(tenex::detail::Setting::order_budget); b && *b) {
     char* end = nullptr;
     const double s = std::strtod(b, &end);
     if (end == b || *end != '\0' || !(s >= 0)) {

@@ -7,6 +7,7 @@
 #include "tenex/error.hpp"
 #include "tenex/graph/passes/passes.hpp"
 #include "tenex/labels.hpp"
+#include "tenex/settings.hpp"
 
 namespace tenex::passes {
 
@@ -109,8 +110,8 @@ void optimize(OpGraph& graph, const std::vector<std::string_view>& chosen, std::
 }
 
 void optimize(OpGraph& graph, std::size_t memory_limit) {
-  const char* setting = std::getenv("TENEX_PASSES");
-  optimize(graph, selected_passes(setting ? setting : ""), memory_limit);
+  const char* passes = tenex::detail::setting(tenex::detail::Setting::passes);
+  optimize(graph, selected_passes(passes ? passes : ""), memory_limit);
 }
 
 }  // namespace tenex::passes
