@@ -2,7 +2,7 @@
 // of its set (runtime/pipeline.cpp), where every read rethrows the callable's own exception
 // object, as std::future does. Wrapped so that it is told apart from an exception of the
 // library's own, which becomes a tenex::Error. A set whose operand's set failed carries that
-// stored error the same way (backend/executor.cpp), so a later set's results rethrow the
+// stored error the same way (runtime/execute.cpp), so a later set's results rethrow the
 // callable's exception too.
 #pragma once
 

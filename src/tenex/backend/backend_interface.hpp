@@ -35,6 +35,17 @@ struct KernelArgs {
   View<T> out;  // node.elements elements on the backend's device
 };
 
+/// What a backend can do, asked by the executor and the pipeline instead of its name (a backend
+/// built outside the library is as capable as it says).
+struct BackendCapabilities {
+  /// Its buffers are plain host memory, so that memory the caller owns (a TensorView's) may be
+  /// handed to run() as args.out and to write() as the value.
+  bool host_memory = false;
+  /// It runs svd and eigen_solve with a Truncation, and the factors that read their packed
+  /// kept-rank layout (cpu/linalg_truncated.cpp); else the host backend runs them for it.
+  bool truncated_decompositions = false;
+};
+
 template <class T>
 class Backend {
  public:
@@ -61,9 +72,8 @@ class Backend {
                         std::string(op_kind_name(args.node.kind)) + " node sparsely, which it declined");
   }
 
-  /// Whether this backend's buffers are plain host memory, so that memory the caller owns (a
-  /// TensorView's) may be handed to run() as args.out and to write() as the value.
-  virtual bool host_buffers() const { return false; }
+  /// What this backend can do besides the kernels supports() accepts.
+  virtual BackendCapabilities capabilities() const { return {}; }
   /// A buffer of `bytes` on this backend's device (uninitialised).
   virtual Buffer allocate(std::size_t bytes) = 0;
   /// The value of a resolved `storage` on this backend's device, moved there if needed.

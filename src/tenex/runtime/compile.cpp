@@ -5,13 +5,13 @@
 #include <string>
 #include <utility>
 
-#include "tenex/backend/executor.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/detail/lowering.hpp"
 #include "tenex/graph/cost.hpp"
 #include "tenex/graph/passes/passes.hpp"
+#include "tenex/runtime/executor.hpp"
 
 namespace tenex::detail {
 

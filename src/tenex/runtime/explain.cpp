@@ -17,7 +17,6 @@
 
 #include "tenex/backend/backend.hpp"
 #include "tenex/backend/cpu/plan_search.hpp"
-#include "tenex/backend/executor.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/assign_to.hpp"
@@ -28,6 +27,7 @@
 #include "tenex/graph/cost.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/runtime/compile.hpp"
+#include "tenex/runtime/executor.hpp"
 #include "tenex/runtime/last_plan.hpp"
 #include "tenex/sparse/sparse_pattern.hpp"
 

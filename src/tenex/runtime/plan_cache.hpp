@@ -30,9 +30,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tenex/backend/executor.hpp"
 #include "tenex/expression/detail/linked_state.hpp"
 #include "tenex/graph/op_graph.hpp"
+#include "tenex/runtime/executor.hpp"
 
 namespace tenex::detail {
 

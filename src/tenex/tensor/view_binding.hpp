@@ -6,7 +6,7 @@
 // its own buffer when a set first reads it. A result assigned to the view is written into the
 // user's memory by the executor: directly by the kernel where the memory is contiguous, on the
 // host and overlaps nothing else the set reads; otherwise computed apart and copied (scattered)
-// out (backend/executor.cpp). The binding also lists the sets that read the view, so that a
+// out (runtime/execute.cpp). The binding also lists the sets that read the view, so that a
 // statement writing it first runs earlier pending sets that still have to read the old value.
 #pragma once
 

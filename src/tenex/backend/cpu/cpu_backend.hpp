@@ -14,7 +14,7 @@ class CpuBackend final : public Backend<T> {
  public:
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::host; }
-  bool host_buffers() const override { return true; }
+  BackendCapabilities capabilities() const override { return {.host_memory = true, .truncated_decompositions = true}; }
   bool supports(const OpNode& node, std::string& why) const override;
   bool supports_sparse(const OpNode& node, std::string& why) const override { return supports(node, why); }
   KernelCount run_sparse(const KernelArgs<T>& args) override;

@@ -1,6 +1,8 @@
 // Executor: walks an optimized graph in topological order on one backend, asks the
 // backend for the buffers of intermediates and results, frees each after its last use,
-// writes the outputs into their targets, and counts what it did.
+// writes the outputs into their targets, and counts what it did. Its steps: schedule.cpp
+// (the order, the buffers handed over, the memory plan), execute.cpp (the run: inputs read,
+// nodes computed on the backend or on the host, outputs written, views filled).
 #pragma once
 
 #include <cstddef>
