@@ -49,6 +49,9 @@ if(TENEX_HAS_DIST)
     src/tenex/backend/dist/dist_context.cpp
     src/tenex/backend/dist/dist_matrix.cpp
     src/tenex/backend/dist/dist_backend.cpp
+    src/tenex/backend/dist/dist_contract.cpp
+    src/tenex/backend/dist/dist_elementwise.cpp
+    src/tenex/backend/dist/dist_linalg.cpp
     src/tenex/backend/dist/distributed_tensor.cpp)
   target_link_libraries(tenex_dist PRIVATE MPI::MPI_CXX ${TENEX_SCALAPACK_LIBRARY})
 endif()
