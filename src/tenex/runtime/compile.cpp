@@ -49,8 +49,11 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   const char* passes = settings.env.passes;
   // What the passes read besides the set joins the plan cache's key. Not while dumping: a
   // dump shows the graph each set builds.
-  std::string read = (passes ? "passes " + std::string(passes) : std::string("default passes")) + "|" +
-                     std::string(backends.entry->name);
+  // An unset TENEX_PASSES is keyed as a NUL, which no value can hold (and short keys stay in
+  // the string's own buffer: a tiny set pays for an allocation).
+  std::string read = passes ? std::string(passes) : std::string(1, '\0');
+  read += "|";
+  read += backends.entry->name;
   if (settings.memory_limit != 0) read += "|memory limit " + std::to_string(settings.memory_limit);
   if (!settings.env.order.empty() || !settings.env.order_budget.empty()) {
     read += "|order " + std::string(settings.env.order) + " " + std::string(settings.env.order_budget);
