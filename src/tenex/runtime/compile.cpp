@@ -47,10 +47,9 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   Plan plan;
   plan.backend = backends.entry;
   const char* passes = settings.env.passes;
-  // What the passes read besides the set joins the plan cache's key. Not while dumping: a
-  // dump shows the graph each set builds.
-  // An unset TENEX_PASSES is keyed as a NUL, which no value can hold (and short keys stay in
-  // the string's own buffer: a tiny set pays for an allocation).
+  // What the passes read besides the set joins the plan cache's key (not while dumping: a dump
+  // shows the graph each set builds). An unset TENEX_PASSES is keyed as a NUL, which no value
+  // can hold, so that a short key stays in the string's own buffer (no allocation per set).
   std::string read = passes ? std::string(passes) : std::string(1, '\0');
   read += "|";
   read += backends.entry->name;

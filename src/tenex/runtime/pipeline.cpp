@@ -33,23 +33,23 @@
 #include "tenex/runtime/executor.hpp"
 #include "tenex/runtime/last_plan.hpp"
 #include "tenex/runtime/plan_cache.hpp"
-#include "tenex/settings.hpp"
 #include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
 
 namespace {
 
-/// TENEX_DUMP_GRAPH=DIR: the optimized graph of each set in DIR/set-N.dot. A missing
-/// folder is created; one that cannot be made or written is an error of the set.
-void dump_graph(const OpGraph& graph) {
-  const char* dir = setting(Setting::dump_graph);
-  if (!dir || !*dir) return;
+/// TENEX_DUMP_GRAPH=DIR (`dir`, as the set's settings read it): the optimized graph of each
+/// set in DIR/set-N.dot. A missing folder is created; one that cannot be made or written is an
+/// error of the set.
+void dump_graph(const OpGraph& graph, std::string_view dir) {
+  if (dir.empty()) return;
   static std::atomic<unsigned long long> counter{0};
   namespace fs = std::filesystem;
   std::error_code error;
-  fs::create_directories(dir, error);
-  if (error || !fs::is_directory(dir)) {
+  const fs::path folder(dir);
+  fs::create_directories(folder, error);
+  if (error || !fs::is_directory(folder)) {
     throw Error("tenex: TENEX_DUMP_GRAPH=" + std::string(dir) + ": cannot create the folder" +
                 (error ? " (" + error.message() + ")" : std::string(" (a file of that name exists)")) +
                 "; name a writable folder or unset TENEX_DUMP_GRAPH");
@@ -86,7 +86,8 @@ void run_typed(SetRecord& set) {
     int exceptions = std::uncaught_exceptions();
     ~KeepPlan() { keep_last_plan(std::move(plan), std::uncaught_exceptions() == exceptions); }
   } keep{plan};
-  if (plan.graph) dump_graph(*plan.graph);  // 4. dump if asked (a dump turns the plan cache off)
+  if (plan.graph)
+    dump_graph(*plan.graph, settings.env.dump_graph);  // 4. dump if asked (a dump turns the plan cache off)
   if (!plan.unsupported.empty()) throw BackendError(plan.unsupported);
   RunStats stats = plan.cached ? execute(plan.cached->graph, plan.cached->schedule, plan.storages,  // 5. execute
                                          settings.memory_limit, *backends.backend, backends.host)
