@@ -8,6 +8,10 @@
 // includes it; the functions are defined in src/tenex/backend/backend.cpp.
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "tenex/export.hpp"
 
 namespace tenex {
@@ -27,7 +31,22 @@ enum class BackendKind {
 /// tenex::dist::Context is alive. BackendKind::automatic undoes an earlier choice: TENEX_BACKEND decides again
 /// (unset: CUDA where a device exists, else the CPU).
 TENEX_API void set_default_backend(BackendKind kind);
-/// The default: set_default_backend's, else TENEX_BACKEND=cpu|cuda|distributed|auto, else automatic.
+/// The default: set_default_backend's, else TENEX_BACKEND=cpu|cuda|distributed|auto, else automatic
+/// (also where a backend without a kind, a plugin's, is chosen by name: default_backend_name()).
 TENEX_API BackendKind default_backend();
+
+/// Backend of sets created from now on, by name: "cpu", "cuda", "distributed", "auto", or a
+/// backend plugin's name, its plugin (libtenex_backend_<name>.so) loaded from a folder of
+/// TENEX_PLUGIN_PATH or the install's plugin folder (docs/extending.md, "Writing a backend").
+/// TENEX_BACKEND=<name> does the same for programs that choose nothing. Throws
+/// tenex::BackendError, naming the places looked in, when no backend has that name, and when
+/// the plugin was built for another version of tenex.
+TENEX_API void set_default_backend(std::string_view name);
+/// The name of the default backend: set_default_backend's, else TENEX_BACKEND's, else "auto".
+TENEX_API std::string default_backend_name();
+/// The backends this build and process can name: the built-in ones ("cpu", and "cuda" and
+/// "distributed" where this build has them), the plugins in TENEX_PLUGIN_PATH's folders and
+/// the install's plugin folder (found by file name, not loaded), and those loaded so far.
+TENEX_API std::vector<std::string> backend_names();
 
 }  // namespace tenex

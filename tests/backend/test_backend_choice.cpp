@@ -34,9 +34,15 @@ TEST_CASE("backend choice: an unknown TENEX_BACKEND is an error of the first set
   c("i") = 2.0 * a("i");
   ::unsetenv("TENEX_BACKEND");
   CHECK_THROWS_WITH_AS(c.wait(),
-                       "tenex: TENEX_BACKEND=gpu names no backend; use TENEX_BACKEND=cpu, TENEX_BACKEND=cuda or "
-                       "TENEX_BACKEND=auto (or leave it unset)",
+                       doctest::Contains("tenex: TENEX_BACKEND=gpu names no backend; use TENEX_BACKEND=cpu, "
+                                         "TENEX_BACKEND=cuda or TENEX_BACKEND=auto (or leave it unset)"),
                        tenex::BackendError);
+  // ... and says where it looked for a plugin of that name.
+  ::setenv("TENEX_BACKEND", "gpu", 1);
+  Tensor<double> g;
+  g("i") = 2.0 * a("i");
+  ::unsetenv("TENEX_BACKEND");
+  CHECK_THROWS_WITH_AS(g.wait(), doctest::Contains("libtenex_backend_gpu.so"), tenex::BackendError);
   ::setenv("TENEX_BACKEND", "CUDA", 1);
   Tensor<double> d;
   d("i") = 2.0 * a("i");

@@ -501,6 +501,7 @@ struct Context {
 class BackendScope {
  public:
   explicit BackendScope(BackendKind kind) { tenex::set_default_backend(kind); }
+  explicit BackendScope(const std::string& name) { tenex::set_default_backend(std::string_view(name)); }
   ~BackendScope() { tenex::set_default_backend(BackendKind::automatic); }
   BackendScope(const BackendScope&) = delete;
   BackendScope& operator=(const BackendScope&) = delete;
@@ -1280,9 +1281,9 @@ const std::set<std::string> dist_refused_kinds = {};
 #endif
 
 /// Whether `backend` must refuse the kind `name`.
-bool refused([[maybe_unused]] BackendKind backend, [[maybe_unused]] const std::string& name) {
+bool refused([[maybe_unused]] const std::string& backend, [[maybe_unused]] const std::string& name) {
 #if TENEX_CONFORMANCE_DISTRIBUTED
-  return backend == BackendKind::distributed && dist_refused_kinds.count(name) == 1;
+  return backend == "distributed" && dist_refused_kinds.count(name) == 1;
 #else
   return false;
 #endif
@@ -1291,12 +1292,12 @@ bool refused([[maybe_unused]] BackendKind backend, [[maybe_unused]] const std::s
 /// Every kind of the op table on `backend` (the default backend while it runs): its case, or
 /// for a kind the backend refuses, the check that it refuses the case's first statement.
 template <class T>
-void run_every_kind(BackendKind backend, const std::string& description) {
+void run_every_kind(const std::string& backend, const std::string& description) {
   Context ctx{description, {}, {}};
   std::set<std::string> covered;
   {
     const BackendScope scope(backend);
-    REQUIRE(tenex::default_backend() == backend);
+    REQUIRE(tenex::default_backend_name() == backend);
 #define TENEX_TEST_CONFORMANCE(name, arity, Params)                                      \
   {                                                                                      \
     INFO("kind " #name " on ", ctx.backend);                                             \
@@ -1362,7 +1363,7 @@ TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on the distributed backend
                                     " x " + std::to_string(grid.grid_cols()) + " ranks, blocks of " +
                                     std::to_string(grid.block_size()) + ")";
     MESSAGE("conformance for ", type_name<T>(), " on: ", description);
-    run_every_kind<T>(BackendKind::distributed, description);
+    run_every_kind<T>("distributed", description);
     current_grid = nullptr;
   }
 }
@@ -1371,19 +1372,27 @@ TEST_CASE_TEMPLATE_DEFINE("conformance: every op kind on every backend against t
   // Every kind must occur in some graph, the passes' kinds (fused, ...) too: the passes run
   // whatever the suite runs under (the values are checked under every pass list elsewhere).
   const EnvironmentScope passes("TENEX_PASSES", "all");
-  std::vector<BackendKind> backends = {BackendKind::cpu};
+  std::vector<std::string> backends = {"cpu"};
   std::string skipped;
   if (tenex::cuda_available()) {
-    backends.push_back(BackendKind::cuda);
+    backends.emplace_back("cuda");
   } else {
     skipped = TENEX_HAS_CUDA ? " (cuda: built, but no device)" : " (cuda: not built)";
   }
+  // A backend plugin under test (tests/consumer: examples/backend_plugin, found on
+  // TENEX_PLUGIN_PATH): the suite fails when it cannot be chosen.
+  if (const char* plugin = std::getenv("TENEX_CONFORMANCE_BACKEND"); plugin && *plugin) {
+    REQUIRE_NOTHROW(tenex::set_default_backend(std::string_view(plugin)));
+    tenex::set_default_backend(BackendKind::automatic);
+    backends.emplace_back(plugin);
+  }
   std::string ran;
-  for (BackendKind b : backends) ran += (ran.empty() ? "" : ", ") + backend_name(b);
-  MESSAGE("conformance for ", type_name<T>(), " on: ", ran, skipped,
-          std::string(tenex::is_complex_v<T> && backends.size() > 1 ? " (complex sets asking for cuda run on the cpu)"
+  for (const std::string& b : backends) ran += (ran.empty() ? "" : ", ") + b;
+  MESSAGE(
+      "conformance for ", type_name<T>(), " on: ", ran, skipped,
+      std::string(tenex::is_complex_v<T> && tenex::cuda_available() ? " (complex sets asking for cuda run on the cpu)"
                                                                     : ""));
-  for (const BackendKind backend : backends) run_every_kind<T>(backend, backend_name(backend));
+  for (const std::string& backend : backends) run_every_kind<T>(backend, backend);
 }
 #endif
 TEST_CASE_TEMPLATE_APPLY(conformance, tenex_test::AllScalars);

@@ -90,3 +90,16 @@ add_test(NAME extending_doc_snippet
     "-DSNIPPET=${tenex_SOURCE_DIR}/examples/extending.cpp"
     -P "${CMAKE_CURRENT_LIST_DIR}/readme_snippet.cmake")
 set_tests_properties(extending_doc_snippet PROPERTIES LABELS example)
+
+# examples/backend_plugin/, a backend plugin built outside tenex against this build installed
+# into a prefix, checked against the CPU backend (naive_check) and then run through the whole
+# conformance suite, loaded by TENEX_PLUGIN_PATH (tests/consumer/run_backend_plugin.cmake).
+add_test(NAME backend_plugin_out_of_tree
+  COMMAND "${CMAKE_COMMAND}"
+    "-DSOURCE_DIR=${tenex_SOURCE_DIR}/examples/backend_plugin"
+    "-DWORK_DIR=${_tenex_consumer_work}/backend_plugin"
+    "-DTENEX_BUILD_DIR=${tenex_BINARY_DIR}"
+    "-DTESTS=$<TARGET_FILE:tenex_tests>"
+    ${_tenex_consumer_common}
+    -P "${CMAKE_CURRENT_LIST_DIR}/run_backend_plugin.cmake")
+set_tests_properties(backend_plugin_out_of_tree PROPERTIES LABELS consumer COST 500 TIMEOUT 1200)

@@ -1,33 +1,36 @@
-// Backend plugins: libtenex_cuda.so and libtenex_dist.so, loaded with dlopen by the registry
-// when a set asks for their backend (or automatic choice finds a CUDA device), so a program
-// that never asks maps neither CUDA nor MPI (ggml's dynamic backends are the model).
-//
-// A plugin exports one C function, TENEX_PLUGIN_SYMBOL, that returns its registry entry when
-// the version it is given is its own (nullptr otherwise); the registry registers the entry as
-// it registers the CPU backend's. Plugins are looked for beside libtenex.so first, then in
-// TENEX_PLUGIN_PATH (a folder), then by the dynamic loader's search path.
+// Backend plugins, loaded with dlopen by the registry when a set asks for their backend by name
+// (or automatic choice finds a CUDA device), so a program that never asks maps neither CUDA nor
+// MPI (ggml's dynamic backends are the model):
+//   - the built-in plugins, libtenex_cuda.so.M.m and libtenex_dist.so.M.m, beside libtenex.so;
+//   - any other backend <name>, libtenex_backend_<name>.so, in each folder of TENEX_PLUGIN_PATH
+//     (separated by ':') and then in the install's plugin folder, <libtenex's folder>/tenex/plugins.
+// A plugin exports one C function, tenex_backend_plugin_entry (TENEX_BACKEND_PLUGIN_SYMBOL),
+// returning its entry (tenex/backend/plugin.hpp), which the registry checks (ABI version, op
+// table, tenex version, name) and registers.
 #pragma once
 
+#include <filesystem>
 #include <string>
-
-#include "tenex/backend/backend.hpp"
+#include <string_view>
+#include <vector>
 
 namespace tenex::detail {
 
-struct BackendEntry;
+/// The file name of the plugin of backend `name` ("libtenex_cuda.so.0.3",
+/// "libtenex_backend_naive.so"); empty for the built-in CPU and a name no backend can have.
+std::string plugin_file_name(std::string_view name);
 
-/// The function every plugin exports, extern "C":
-///   const tenex::detail::BackendEntry* tenex_backend_plugin(const char* tenex_version);
-#define TENEX_PLUGIN_SYMBOL "tenex_backend_plugin"
-using PluginFunction = const BackendEntry* (*)(const char* tenex_version);
+/// The folders searched for plugins other than the built-in ones: TENEX_PLUGIN_PATH's, then
+/// the install's plugin folder.
+std::vector<std::filesystem::path> plugin_folders();
 
-/// The file name of the plugin of `kind` ("libtenex_cuda.so.0.3"), empty for the built-in CPU.
-std::string plugin_file_name(BackendKind kind);
+/// Loads the plugin of backend `name` once per process and registers its entry. Returns an
+/// empty string when its entry is registered (now or before), else why not (no such file,
+/// with the places tried, the loader's message, a version mismatch). Never throws; thread-safe.
+std::string load_plugin(std::string_view name);
 
-/// Loads the plugin of `kind` once per process and registers its entry. Returns an empty
-/// string when its entry is registered (now or before), else why not (no such file, the
-/// loader's message, a version mismatch). Never throws; thread-safe.
-std::string load_plugin(BackendKind kind);
+/// The names of the backend plugins in plugin_folders() (from their file names; not loaded).
+std::vector<std::string> plugin_names_found();
 
 /// Whether the CUDA driver (libcuda.so.1) is installed and reports at least one device: asked
 /// before the CUDA plugin is loaded for automatic choice, so a machine without a GPU never

@@ -1,7 +1,5 @@
 #include "tenex/runtime/compile.hpp"
 
-#include "tenex/backend/cpu/plan_search.hpp"
-
 #include <string>
 #include <utility>
 
@@ -30,16 +28,14 @@ void resolve_backend(SetRecord& set, const CompileSettings& settings) {
 
 template <class T>
 void set_backends(const BackendEntry& chosen, SetBackends<T>& out) {
-  // A backend without this element type (complex on the CUDA backend)
-  // leaves the set to the CPU.
-  const BackendEntry* cpu_entry = factory_of<T>(chosen) ? nullptr : find_backend(BackendKind::cpu);
-  const BackendEntry& entry = cpu_entry ? *cpu_entry : chosen;
+  // A backend without this element type (complex on the CUDA backend) leaves the set to the
+  // CPU; one that declines a node has the CPU run it, where it says it may (host_fallback).
+  const BackendEntry* cpu = find_backend(BackendKind::cpu);
+  const BackendEntry& entry = has_element_type<T>(chosen) ? chosen : *cpu;
   out.entry = &entry;
   out.backend = &thread_backend<T>(entry, out.made);
   out.host = nullptr;
-  if (out.backend->device() != Device::host) {
-    if (const BackendEntry* cpu = find_backend(BackendKind::cpu)) out.host = &thread_backend<T>(*cpu, out.made_host);
-  }
+  if (&entry != cpu && out.backend->capabilities().host_fallback) out.host = &thread_backend<T>(*cpu, out.made_host);
 }
 
 template <class T>
@@ -78,9 +74,6 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
     return plan;
   }
 
-  // The plan file (TENEX_PLAN_FILE) is read before the passes: it holds the trees the order
-  // pass chose in earlier processes.
-  (void)cpu::plan_search::store();
   // Build, then the passes, asking the backend what it evaluates sparsely.
   plan.graph.emplace(build_set_graph(set.dtype, set.assignments, set.sparse_maps));
   OpGraph& graph = *plan.graph;

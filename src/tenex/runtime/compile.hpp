@@ -59,6 +59,8 @@ struct Plan {
   std::string sparse_note;                // why the backend runs the sparse maps dense and masked
   std::string placement_notes;            // the nodes the host runs for a device backend, and why
   std::string unsupported;                // the error when the backends cannot run a node ("" when they can)
+  // What the backend, and the host backend for the nodes it declined, ran (for explain()).
+  std::shared_ptr<const RunNotes> run_notes, host_run_notes;
 
   const OpGraph& optimized() const { return cached ? cached->graph : *graph; }
 };

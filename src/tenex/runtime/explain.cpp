@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,7 +17,7 @@
 #include <vector>
 
 #include "tenex/backend/backend.hpp"
-#include "tenex/backend/cpu/plan_search.hpp"
+#include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
 #include "tenex/error.hpp"
 #include "tenex/expression/assign_to.hpp"
@@ -43,7 +44,8 @@ struct LastPlan {
   std::string sparse_note, placement_notes, unsupported;  // see Plan
   bool completed = false;                                 // the set ran to its end (stats are its own)
   RunStats stats;
-  std::vector<cpu::plan_search::Note> cpu_plans;  // the plan each CPU contraction ran, and why
+  std::shared_ptr<const RunNotes> run_notes, host_run_notes;  // what the backends ran (Plan)
+  const BackendEntry* backend = nullptr;                      // the backend that ran it
 };
 
 LastPlan& last_plan() {
@@ -167,7 +169,29 @@ struct Report {
   double written_contraction_flops = -1;
   std::string_view sparse_note, placement_notes, unsupported;
   std::string run;  // what running it measured: lines after the plan
+  // The backend's line on how it runs a node (Backend::describe), null where none is asked.
+  std::function<std::string(const OpNode&)> describe;
 };
+
+/// The kernel column of `node`'s row: the backend's description, else the cost model's kernel.
+std::string kernel_text(const Report& report, const OpNode& node, const std::string& model_kernel) {
+  if (!report.describe) return model_kernel;
+  std::string said = report.describe(node);
+  return said.empty() ? model_kernel : said;
+}
+
+/// Backend::describe of the backend of `entry` for the element type of `graph` (this thread's
+/// backend, made if need be), or null.
+std::function<std::string(const OpNode&)> describer(const BackendEntry* entry, const OpGraph& graph) {
+  if (!entry || graph.size() == 0 || graph.node(0).dtype == DType::shape) return nullptr;
+  return visit_dtype(graph.node(0).dtype, [&](auto zero) -> std::function<std::string(const OpNode&)> {
+    using T = decltype(zero);
+    if (!has_element_type<T>(*entry)) return nullptr;
+    thread_local std::unique_ptr<Backend<T>> made;  // only once the thread's backends are gone
+    const Backend<T>* backend = &thread_backend<T>(*entry, made);
+    return [backend](const OpNode& node) { return backend->describe(node); };
+  });
+}
 
 /// Plans with many contraction steps (a tensor network) list the costliest few of them,
 /// not hundreds of rows: past `most_contraction_rows`, the other contractions and slices are
@@ -251,7 +275,8 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
       size += ", " + format_fraction(node.pattern->fraction()) + " allowed" + (node.compact ? " (blocks)" : "");
     }
     rows.push_back({std::to_string(steps), std::string(op_kind_name(node.kind)) + describe_params(node.params),
-                    operands + " -> " + result, cost.kernel, format_count(cost.flops), size});
+                    operands + " -> " + result, kernel_text(report, node, cost.kernel), format_count(cost.flops),
+                    size});
     row_flops.push_back(node.kind == OpKind::contract || node.kind == OpKind::slice ? cost.flops : -1);
     if (node.note.rfind("tree of ", 0) == 0) trees += "contraction " + node.note + "\n";
   }
@@ -302,7 +327,9 @@ void keep_last_plan(Plan&& plan, bool completed) noexcept {
     } catch (...) {  // out of memory: explain() shows no plan rather than a wrong one
     }
   }
-  last.cpu_plans = cpu::plan_search::take_notes();
+  last.run_notes = std::move(plan.run_notes);
+  last.host_run_notes = std::move(plan.host_run_notes);
+  last.backend = plan.backend;
   last.completed = completed;
   last.stats = completed ? last_run_stats() : RunStats{};
   last.written_contraction_flops = plan.written_contraction_flops;
@@ -340,21 +367,10 @@ std::string explain() {
                     detail::format_bytes(plan.stats.device_to_host_bytes) + "\n";
     }
   }
-  // The plan each CPU contraction ran and why: model (the cost model's choice), measured (the
-  // search has settled), loaded (a plan file's), searching k/n (k of n candidates tried).
-  constexpr std::size_t kShown = 8;
-  for (std::size_t x = 0; x < plan.cpu_plans.size() && x < kShown; ++x) {
-    report.run += "contraction " + std::to_string(x + 1) +
-                  " ran: " + detail::cpu::plan_search::note_text(plan.cpu_plans[x]) + "\n";
-  }
-  if (plan.cpu_plans.size() > kShown) {
-    report.run += "... and " + std::to_string(plan.cpu_plans.size() - kShown) + " more contraction calls\n";
-  }
-  // The rates the cost model ranked those plans with (the machine probe's), where known.
-  if (!plan.cpu_plans.empty()) {
-    const std::string rates = detail::cpu::plan_search::rates_text();
-    if (!rates.empty()) report.run += rates + "\n";
-  }
+  // What the backends say they ran (the CPU: the plan each contraction ran, and why).
+  if (plan.run_notes) report.run += plan.run_notes->text();
+  if (plan.host_run_notes) report.run += plan.host_run_notes->text();
+  report.describe = detail::describer(plan.backend, graph);
   return detail::describe_plan(graph, report);
 }
 
@@ -401,6 +417,7 @@ void compile_for_explain(const Expression<T>& e, Plan& plan, Report& report) {
     set_backends(entry, backends);
     plan = compile(set, backends, settings);
   });
+  report.describe = describer(plan.backend, plan.optimized());
   const std::size_t statements = statement ? set.assignments.size() : set.assignments.size() - 1;
   report.title = "tenex plan of " + what;
   if (statement) {
@@ -429,7 +446,7 @@ std::vector<PlanStep> plan_steps(const OpGraph& graph, const Report& report) {
     const NodeCost cost = node_cost(graph, id);
     PlanStep step;
     step.operation = std::string(op_kind_name(node.kind)) + describe_params(node.params);
-    step.kernel = cost.kernel;
+    step.kernel = kernel_text(report, node, cost.kernel);
     for (NodeId op : graph.operands(id)) {
       const OpNode& o = graph.node(op);
       step.operands.push_back((o.kind == OpKind::input ? (names[op].empty() ? std::string("shape") : names[op])

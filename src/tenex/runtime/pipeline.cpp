@@ -22,7 +22,6 @@
 #include <string_view>
 #include <system_error>
 
-#include "tenex/backend/cpu/cpu_backend.hpp"
 #include "tenex/backend/cpu/shared_machine.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/backend/run_stats.hpp"
@@ -62,13 +61,6 @@ void dump_graph(const OpGraph& graph, std::string_view dir) {
   }
 }
 
-/// The CPU backend is built in; the others are plugins the registry loads when asked
-/// (backend/plugins.hpp). Every backend enters the registry through register_backend.
-void register_builtin_backends() {
-  static const bool registered = (register_backend(cpu_backend_entry()), true);
-  (void)registered;
-}
-
 template <class T>
 void run_typed(SetRecord& set) {
   const auto start = std::chrono::steady_clock::now();
@@ -83,9 +75,17 @@ void run_typed(SetRecord& set) {
   // explain() describes this plan from here on, whatever happens next.
   struct KeepPlan {
     Plan& plan;
+    SetBackends<T>& backends;
     int exceptions = std::uncaught_exceptions();
-    ~KeepPlan() { keep_last_plan(std::move(plan), std::uncaught_exceptions() == exceptions); }
-  } keep{plan};
+    ~KeepPlan() {
+      try {
+        plan.run_notes = backends.backend->take_run_notes();
+        if (backends.host) plan.host_run_notes = backends.host->take_run_notes();
+      } catch (...) {  // out of memory: explain() tells less
+      }
+      keep_last_plan(std::move(plan), std::uncaught_exceptions() == exceptions);
+    }
+  } keep{plan, backends};
   if (plan.graph)
     dump_graph(*plan.graph, settings.env.dump_graph);  // 4. dump if asked (a dump turns the plan cache off)
   if (!plan.unsupported.empty()) throw BackendError(plan.unsupported);
@@ -174,7 +174,7 @@ void run_set(SetRecord& set) noexcept {
 namespace {
 // Installed when the library loads: the linked state runs its sets through run_set, and
 // the registry knows the built-in CPU backend before anyone asks.
-const bool installed = (install_set_runner(&run_set), register_builtin_backends(), true);
+const bool installed = (install_set_runner(&run_set), true);
 }  // namespace
 
 }  // namespace tenex::detail

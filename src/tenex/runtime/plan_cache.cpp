@@ -116,7 +116,8 @@ bool write_set_key(const SetRecord& set, std::string_view settings, SetKey& key)
   SignatureWriter w(key.bytes, key.storages);
   Numbering nodes;
   w.put(static_cast<std::uint64_t>(set.dtype));
-  w.put(static_cast<std::uint64_t>(set.backend));
+  w.put(static_cast<std::uint64_t>(set.backend.kind));
+  w.put(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(set.backend.named)));
   w.put(settings);
   // Targets first, in program order: an operand reading a result of the set meets its
   // slot (the lowering then reads it from the statement that writes it).

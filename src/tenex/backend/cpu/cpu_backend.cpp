@@ -8,11 +8,14 @@
 
 #include "tenex/backend/cpu/kernels.hpp"
 #include "tenex/backend/cpu/linalg.hpp"
+#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/sparse.hpp"
+#include "tenex/backend/plugin.hpp"
 #include "tenex/backend/registry.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
+#include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
 
@@ -139,7 +142,43 @@ void apply_sparse_map(const OpNode& node, const SparseMapUse& use, T* data) {
                       " nodes are handled by the executor, not by a kernel");
 }
 
+/// The plans the CPU's contractions ran on this thread, as explain() shows them.
+class CpuRunNotes final : public RunNotes {
+ public:
+  explicit CpuRunNotes(std::vector<cpu::plan_search::Note> notes) : notes_(std::move(notes)) {}
+  // The plan each CPU contraction ran and why: model (the cost model's choice), measured (the
+  // search has settled), loaded (a plan file's), searching k/n (k of n candidates tried); then the
+  // rates the cost model ranked those plans with (the machine probe's), where known.
+  std::string text() const override {
+    constexpr std::size_t kShown = 8;
+    std::string out;
+    for (std::size_t x = 0; x < notes_.size() && x < kShown; ++x) {
+      out += "contraction " + std::to_string(x + 1) + " ran: " + cpu::plan_search::note_text(notes_[x]) + "\n";
+    }
+    if (notes_.size() > kShown) {
+      out += "... and " + std::to_string(notes_.size() - kShown) + " more contraction calls\n";
+    }
+    if (const std::string rates = cpu::plan_search::rates_text(); !rates.empty()) out += rates + "\n";
+    return out;
+  }
+
+ private:
+  std::vector<cpu::plan_search::Note> notes_;
+};
+
 }  // namespace
+
+template <class T>
+CpuBackend<T>::CpuBackend() {
+  (void)cpu::plan_search::store();
+}
+
+template <class T>
+std::shared_ptr<const RunNotes> CpuBackend<T>::take_run_notes() {
+  std::vector<cpu::plan_search::Note> notes = cpu::plan_search::take_notes();
+  if (notes.empty()) return nullptr;
+  return std::make_shared<const CpuRunNotes>(std::move(notes));
+}
 
 template <class T>
 bool CpuBackend<T>::supports(const OpNode& node, std::string& why) const {
@@ -160,12 +199,12 @@ Buffer CpuBackend<T>::allocate(std::size_t bytes) {
 
 template <class T>
 View<const T> CpuBackend<T>::read(Storage<T>& storage) {
-  return View<const T>{storage.elements(), storage.shape().size(), Device::host};
+  return plugin::host_value(storage);
 }
 
 template <class T>
 void CpuBackend<T>::write(Storage<T>& storage, Buffer&& buffer) {
-  storage.adopt(std::move(buffer));
+  plugin::adopt_host_value(storage, std::move(buffer));
 }
 
 template <class T>
@@ -357,7 +396,8 @@ KernelCount CpuBackend<T>::run_fused(const FusedParams& params, const KernelArgs
 template <class T>
 KernelCount CpuBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>& args) {
   const OpNode& a = *args.operand_nodes[0];
-  return cpu::inverse(args.operands[0].data, args.node.extents[0], args.out.data, describe(a.labels, a.extents));
+  return cpu::inverse(args.operands[0].data, args.node.extents[0], args.out.data,
+                      detail::describe(a.labels, a.extents));
 }
 
 template <class T>
@@ -368,42 +408,42 @@ KernelCount CpuBackend<T>::run_solve(const SolveParams& params, const KernelArgs
   for (std::size_t d = 0; d < params.mode; ++d) outer *= b[d];
   for (std::size_t d = params.mode + 1; d < b.size(); ++d) inner *= b[d];
   return cpu::solve(args.operands[0].data, a.extents[0], args.operands[1].data, outer, inner, args.out.data,
-                    describe(a.labels, a.extents));
+                    detail::describe(a.labels, a.extents));
 }
 
 template <class T>
 KernelCount CpuBackend<T>::run_spd_pow(const SpdPowParams& params, const KernelArgs<T>& args) {
   const OpNode& a = *args.operand_nodes[0];
   return cpu::spd_power(args.operands[0].data, args.node.extents[0], params.power, args.out.data,
-                        describe(a.labels, a.extents));
+                        detail::describe(a.labels, a.extents));
 }
 
 #define TENEX_INSTANTIATE_CPU_BACKEND(T) template class CpuBackend<T>;
 TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_CPU_BACKEND)
 #undef TENEX_INSTANTIATE_CPU_BACKEND
 
-namespace {
-bool always() { return true; }
-std::unique_ptr<Backend<float>> make_cpu_f32() { return std::make_unique<CpuBackend<float>>(); }
-std::unique_ptr<Backend<double>> make_cpu_f64() { return std::make_unique<CpuBackend<double>>(); }
-std::unique_ptr<Backend<std::complex<float>>> make_cpu_c64() {
-  return std::make_unique<CpuBackend<std::complex<float>>>();
-}
-std::unique_ptr<Backend<std::complex<double>>> make_cpu_c128() {
-  return std::make_unique<CpuBackend<std::complex<double>>>();
-}
-}  // namespace
-
-BackendEntry cpu_backend_entry() {
-  BackendEntry entry;
-  entry.kind = BackendKind::cpu;
-  entry.name = "cpu";
-  entry.available = &always;
-  entry.make_f32 = &make_cpu_f32;
-  entry.make_f64 = &make_cpu_f64;
-  entry.make_c64 = &make_cpu_c64;
-  entry.make_c128 = &make_cpu_c128;
+const TenexBackendPlugin& cpu_backend_plugin() {
+  static const TenexBackendPlugin entry{TENEX_BACKEND_ABI_VERSION,
+                                        plugin::kOpKinds,
+                                        "cpu",
+                                        TENEX_VERSION_STRING,
+                                        TENEX_ELEMENT_ALL,
+                                        nullptr,
+                                        &plugin::create_backend<CpuBackend, TENEX_ELEMENT_ALL>};
   return entry;
 }
 
 }  // namespace tenex::detail
+
+namespace tenex::plugin {
+
+// What the CPU backend does in read() and write(), for every host-memory backend (HostBackend).
+#define TENEX_DEFINE_HOST_VALUE(T)                                                  \
+  View<const T> host_value(Storage<T>& storage) {                                   \
+    return View<const T>{storage.elements(), storage.shape().size(), Device::host}; \
+  }                                                                                 \
+  void adopt_host_value(Storage<T>& storage, Buffer&& buffer) { storage.adopt(std::move(buffer)); }
+TENEX_FOR_EACH_SCALAR(TENEX_DEFINE_HOST_VALUE)
+#undef TENEX_DEFINE_HOST_VALUE
+
+}  // namespace tenex::plugin

@@ -12,6 +12,9 @@ namespace tenex::detail {
 template <class T>
 class CpuBackend final : public Backend<T> {
  public:
+  /// Reads the plan file (TENEX_PLAN_FILE), once per process: it holds the trees the order pass
+  /// chose in earlier processes, asked for before the passes of this thread's first set.
+  CpuBackend();
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::host; }
   BackendCapabilities capabilities() const override { return {.host_memory = true, .truncated_decompositions = true}; }
@@ -21,6 +24,7 @@ class CpuBackend final : public Backend<T> {
   Buffer allocate(std::size_t bytes) override;
   View<const T> read(Storage<T>& storage) override;
   void write(Storage<T>& storage, Buffer&& buffer) override;
+  std::shared_ptr<const RunNotes> take_run_notes() override;
 
 #define TENEX_CPU_METHOD(kind, arity, Params) \
   KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) override;
@@ -30,9 +34,5 @@ class CpuBackend final : public Backend<T> {
 
 extern template class CpuBackend<float>;
 extern template class CpuBackend<double>;
-
-/// The registry entry of the CPU backend.
-struct BackendEntry;
-BackendEntry cpu_backend_entry();
 
 }  // namespace tenex::detail

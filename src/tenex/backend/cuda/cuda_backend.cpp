@@ -1,5 +1,8 @@
-#include "tenex/backend/cuda/cuda_backend.hpp"
-
+// The CUDA backend: cuBLAS for contractions, cuSOLVER for decompositions, own kernels
+// (NVRTC, codegen.hpp) for everything else, device memory from the process's caching
+// allocator (allocator.hpp). What supports() declines (tenex::map's callables, the matrix
+// functions inverse, solve and spd_pow) the executor runs on the CPU backend, its data moved.
+// The plugin entry (at the end) is what libtenex_cuda.so exports. docs/cuda.md describes the design.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
@@ -18,11 +21,12 @@
 #include "tenex/backend/cuda/codegen.hpp"
 #include "tenex/backend/cuda/contraction_layout.hpp"
 #include "tenex/backend/cuda/device.hpp"
-#include "tenex/backend/registry.hpp"
+#include "tenex/backend/plugin.hpp"
 #include "tenex/config.hpp"
 #include "tenex/error.hpp"
 #include "tenex/labels.hpp"
 #include "tenex/sparse/sparse_map.hpp"
+#include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
 
@@ -99,9 +103,29 @@ class CudaBackend final : public Backend<T> {
   void begin_set() override;
   void end_set(RunStats& stats) noexcept override;
 
-#define TENEX_CUDA_METHOD(kind, arity, Params) \
+  std::string describe(const OpNode& node) const override;
+
+  // The kinds it runs; the others (inputs, which the executor reads, and what supports()
+  // declines) keep the interface's default.
+#define TENEX_CUDA_METHOD(kind, Params) \
   KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) override;
-  TENEX_FOR_EACH_OP(TENEX_CUDA_METHOD)
+  TENEX_CUDA_METHOD(output, OutputParams)
+  TENEX_CUDA_METHOD(reduce, ReduceParams)
+  TENEX_CUDA_METHOD(contract, ContractParams)
+  TENEX_CUDA_METHOD(add, AddParams)
+  TENEX_CUDA_METHOD(subtract, SubtractParams)
+  TENEX_CUDA_METHOD(divide, DivideParams)
+  TENEX_CUDA_METHOD(scale, ScaleParams)
+  TENEX_CUDA_METHOD(cholesky, CholeskyParams)
+  TENEX_CUDA_METHOD(eigen_solve, EigenSolveParams)
+  TENEX_CUDA_METHOD(qr, QrParams)
+  TENEX_CUDA_METHOD(svd, SvdParams)
+  TENEX_CUDA_METHOD(factor, FactorParams)
+  TENEX_CUDA_METHOD(slice, SliceParams)
+  TENEX_CUDA_METHOD(chip, ChipParams)
+  TENEX_CUDA_METHOD(pow, PowParams)
+  TENEX_CUDA_METHOD(mask, MaskParams)
+  TENEX_CUDA_METHOD(fused, FusedParams)
 #undef TENEX_CUDA_METHOD
 
  private:
@@ -468,17 +492,7 @@ Buffer scratch(std::size_t elements) {
 
 // ---- kernels by kind ------------------------------------------------------------------------
 
-[[noreturn]] void not_a_kernel(const OpNode& node) {
-  throw InternalError("tenex: cuda backend: " + std::string(op_kind_name(node.kind)) +
-                      " nodes are handled by the executor, not by a kernel");
-}
-
 }  // namespace
-
-template <class T>
-KernelCount CudaBackend<T>::run_input(const InputParams&, const KernelArgs<T>& args) {
-  not_a_kernel(args.node);
-}
 
 template <class T>
 KernelCount CudaBackend<T>::run_output(const OutputParams& params, const KernelArgs<T>& args) {
@@ -1003,46 +1017,53 @@ KernelCount CudaBackend<T>::run_fused(const FusedParams& params, const KernelArg
   return {points * arithmetic, 1};
 }
 
-template <class T>
-KernelCount CudaBackend<T>::run_inverse(const InverseParams&, const KernelArgs<T>& args) {
-  not_a_kernel(args.node);  // declined by supports(): the CPU backend runs it
-}
-
-template <class T>
-KernelCount CudaBackend<T>::run_solve(const SolveParams&, const KernelArgs<T>& args) {
-  not_a_kernel(args.node);
-}
-
-template <class T>
-KernelCount CudaBackend<T>::run_spd_pow(const SpdPowParams&, const KernelArgs<T>& args) {
-  not_a_kernel(args.node);
-}
-
 template class CudaBackend<float>;
 template class CudaBackend<double>;
 
-namespace {
-bool available() { return cuda::device_available(); }
-std::unique_ptr<Backend<float>> make_cuda_f32() { return std::make_unique<CudaBackend<float>>(); }
-std::unique_ptr<Backend<double>> make_cuda_f64() { return std::make_unique<CudaBackend<double>>(); }
-}  // namespace
-
-BackendEntry cuda_backend_entry() {
-  BackendEntry entry;
-  entry.kind = BackendKind::cuda;
-  entry.name = "cuda";
-  entry.available = &available;
-  entry.make_f32 = &make_cuda_f32;
-  entry.make_f64 = &make_cuda_f64;
-  return entry;
+template <class T>
+std::string CudaBackend<T>::describe(const OpNode& node) const {
+  switch (node.kind) {
+    case OpKind::contract: return "cuBLAS GEMM (batched or strided where the modes allow)";
+    case OpKind::cholesky:
+    case OpKind::eigen_solve:
+    case OpKind::qr:
+    case OpKind::svd: return "cuSOLVER";
+    case OpKind::input:
+    case OpKind::output:
+    case OpKind::inverse:  // declined: the CPU backend runs them
+    case OpKind::solve:
+    case OpKind::spd_pow: return {};
+    case OpKind::reduce:
+    case OpKind::add:
+    case OpKind::subtract:
+    case OpKind::divide:
+    case OpKind::scale:
+    case OpKind::factor:
+    case OpKind::slice:
+    case OpKind::chip:
+    case OpKind::pow:
+    case OpKind::mask:
+    case OpKind::fused: return "NVRTC kernel";
+  }
+  return {};
 }
+
+namespace {
+int available() { return cuda::device_available() ? 1 : 0; }
+}  // namespace
 
 }  // namespace tenex::detail
 
-// The plugin's one export (plugins.hpp): the registry loads libtenex_cuda.so and registers this
-// entry when a set asks for the CUDA backend or automatic choice finds a device.
-extern "C" __attribute__((visibility("default"))) const tenex::detail::BackendEntry* tenex_backend_plugin(
-    const char* tenex_version) {
-  static const tenex::detail::BackendEntry entry = tenex::detail::cuda_backend_entry();
-  return std::string_view(tenex_version) == TENEX_VERSION_STRING ? &entry : nullptr;
+// The plugin's one export (tenex/backend/plugin.hpp): the registry loads libtenex_cuda.so and
+// registers this entry when a set asks for the CUDA backend or automatic choice finds a device.
+// It has no complex sets: those run on the CPU backend.
+extern "C" __attribute__((visibility("default"))) const TenexBackendPlugin* tenex_backend_plugin_entry(void) {
+  static const TenexBackendPlugin entry{TENEX_BACKEND_ABI_VERSION,
+                                        tenex::plugin::kOpKinds,
+                                        "cuda",
+                                        TENEX_VERSION_STRING,
+                                        TENEX_ELEMENT_REAL,
+                                        &tenex::detail::available,
+                                        &tenex::plugin::create_backend<tenex::detail::CudaBackend, TENEX_ELEMENT_REAL>};
+  return &entry;
 }

@@ -4,6 +4,7 @@
 #include "tenex/backend/dist/dist_backend.hpp"
 
 #include "tenex/backend/dist/dist_kernels.hpp"
+#include "tenex/backend/plugin.hpp"
 
 namespace tenex::dist::detail {
 
@@ -155,30 +156,6 @@ KernelCount DistBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>&
   return {0, 1};
 }
 
-namespace {
-bool dist_available() { return current_context() != nullptr; }
-std::unique_ptr<Backend<float>> make_dist_f32() { return std::make_unique<DistBackend<float>>(); }
-std::unique_ptr<Backend<double>> make_dist_f64() { return std::make_unique<DistBackend<double>>(); }
-std::unique_ptr<Backend<std::complex<float>>> make_dist_c64() {
-  return std::make_unique<DistBackend<std::complex<float>>>();
-}
-std::unique_ptr<Backend<std::complex<double>>> make_dist_c128() {
-  return std::make_unique<DistBackend<std::complex<double>>>();
-}
-}  // namespace
-
-tenex::detail::BackendEntry dist_backend_entry() {
-  tenex::detail::BackendEntry entry;
-  entry.kind = BackendKind::distributed;
-  entry.name = "distributed";
-  entry.available = &dist_available;
-  entry.make_f32 = &make_dist_f32;
-  entry.make_f64 = &make_dist_f64;
-  entry.make_c64 = &make_dist_c64;
-  entry.make_c128 = &make_dist_c128;
-  return entry;
-}
-
 #define TENEX_INSTANTIATE_DIST_BACKEND(T)                               \
   template class DistBackend<T>;                                        \
   template Buffer make_value_buffer<T>(std::shared_ptr<DistMatrix<T>>); \
@@ -190,11 +167,21 @@ TENEX_FOR_EACH_SCALAR(TENEX_INSTANTIATE_DIST_BACKEND)
 
 }  // namespace tenex::dist::detail
 
-// The plugin's one export (plugins.hpp): the registry loads libtenex_dist.so (already loaded
-// in a program that links it for tenex::dist::Context) and registers this entry when a set
-// asks for the distributed backend.
-extern "C" __attribute__((visibility("default"))) const tenex::detail::BackendEntry* tenex_backend_plugin(
-    const char* tenex_version) {
-  static const tenex::detail::BackendEntry entry = tenex::dist::detail::dist_backend_entry();
-  return std::string_view(tenex_version) == TENEX_VERSION_STRING ? &entry : nullptr;
+namespace {
+int dist_available() { return tenex::dist::detail::current_context() != nullptr ? 1 : 0; }
+}  // namespace
+
+// The plugin's one export (tenex/backend/plugin.hpp): the registry loads libtenex_dist.so (already
+// loaded in a program that links it for tenex::dist::Context) and registers this entry when a
+// set asks for the distributed backend.
+extern "C" __attribute__((visibility("default"))) const TenexBackendPlugin* tenex_backend_plugin_entry(void) {
+  static const TenexBackendPlugin entry{
+      TENEX_BACKEND_ABI_VERSION,
+      tenex::plugin::kOpKinds,
+      "distributed",
+      TENEX_VERSION_STRING,
+      TENEX_ELEMENT_ALL,
+      &dist_available,
+      &tenex::plugin::create_backend<tenex::dist::detail::DistBackend, TENEX_ELEMENT_ALL>};
+  return &entry;
 }

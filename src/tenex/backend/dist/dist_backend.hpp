@@ -24,6 +24,12 @@ class DistBackend final : public Backend<T> {
  public:
   std::string_view name() const override { return "distributed"; }
   tenex::detail::Device device() const override { return tenex::detail::Device::host; }
+  /// Its values are not whole on this process: a node supports() declines fails the set.
+  tenex::detail::BackendCapabilities capabilities() const override {
+    tenex::detail::BackendCapabilities c;
+    c.host_fallback = false;
+    return c;
+  }
   bool supports(const OpNode& node, std::string& why) const override;
   Buffer allocate(std::size_t bytes) override;
   View<const T> read(Storage<T>& storage) override;
@@ -47,7 +53,5 @@ template <class T>
 void register_proxy(const Tensor<T>* proxy);
 template <class T>
 void unregister_proxy(const Tensor<T>* proxy);
-
-tenex::detail::BackendEntry dist_backend_entry();
 
 }  // namespace tenex::dist::detail

@@ -42,8 +42,8 @@ void install_set_runner(SetRunner runner) { installed_runner.store(runner); }
 // The environment is left to the pipeline, read once per set: a statement makes several
 // states (one per Indexed), most of which merge at once.
 LinkedState::LinkedState(DType dtype) : dtype_(dtype) {
-  const std::optional<BackendKind> chosen = chosen_default_backend();
-  backend_ = chosen.value_or(BackendKind::automatic);
+  const std::optional<BackendChoice> chosen = chosen_default_backend();
+  backend_ = chosen.value_or(BackendChoice{});
   backend_from_environment_ = !chosen;
 }
 

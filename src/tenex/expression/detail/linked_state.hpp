@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "tenex/backend_choice.hpp"
 #include "tenex/backend_kind.hpp"
 #include "tenex/expression/detail/node.hpp"
 #include "tenex/sparse/sparse_map.hpp"
@@ -47,7 +48,7 @@ struct RegisteredSparseMap {
 /// Everything a set hands to the pipeline when it runs.
 struct SetRecord {
   DType dtype = DType::f64;
-  BackendKind backend = BackendKind::automatic;
+  BackendChoice backend;
   // No set_default_backend choice when the set was made: TENEX_BACKEND decides, read by
   // the pipeline when the set runs (resolve_backend in runtime/compile.hpp sets `backend`).
   bool backend_from_environment = false;
@@ -108,7 +109,7 @@ class LinkedState final : public Producer {
 
  private:
   DType dtype_;
-  BackendKind backend_;            // set_default_backend's choice when the state was made
+  BackendChoice backend_;          // set_default_backend's choice when the state was made
   bool backend_from_environment_;  // none: TENEX_BACKEND decides when the set runs
   std::shared_ptr<LinkedState> forward_;
   std::size_t size_ = 1;  // states in this set (roots only)

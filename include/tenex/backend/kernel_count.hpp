@@ -1,4 +1,4 @@
-// What a kernel did, for RunStats.
+// tenex/backend/kernel_count.hpp — what a kernel did, for RunStats (tenex/backend/plugin.hpp).
 #pragma once
 
 #include <cstddef>

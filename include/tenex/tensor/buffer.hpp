@@ -1,4 +1,5 @@
-// Buffer: bytes on one device, freed by whoever allocated them.
+// tenex/tensor/buffer.hpp — bytes on one device, freed by whoever allocated them (for those who
+// write a backend: tenex/backend/plugin.hpp).
 //
 // Backends own their memory: a backend allocates the buffers of a set's intermediates and
 // results (the CPU from the host block cache, a GPU backend from its device allocator),
@@ -8,6 +9,8 @@
 
 #include <cstddef>
 #include <utility>
+
+#include "tenex/export.hpp"
 
 namespace tenex::detail {
 
@@ -56,7 +59,7 @@ class Buffer {
 };
 
 /// A 64-byte aligned host buffer from the block cache (uninitialised).
-Buffer allocate_host_buffer(std::size_t bytes);
+TENEX_API Buffer allocate_host_buffer(std::size_t bytes);
 
 /// What a kernel sees of a buffer: typed elements on one device.
 template <class T>

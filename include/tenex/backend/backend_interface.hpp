@@ -1,19 +1,23 @@
-// Backend: the small interface every backend implements (ggml's backend interface is
-// the model).
+// tenex/backend/backend_interface.hpp — the interface every backend implements (ggml's backend
+// interface is the model), for those who write one (tenex/backend/plugin.hpp, docs/extending.md
+// "Writing a backend"). Like the IR it works on (tenex/ir.hpp), it may change between minor
+// versions: a plugin says which version it was built against (TENEX_BACKEND_ABI_VERSION).
 //
 // A backend owns its memory (it allocates the buffers of intermediates and results and
 // moves tensor values to its device), says what it supports before anything runs, and
-// implements every op kind of TENEX_FOR_EACH_OP as a kernel on buffer views. The kernel
-// methods are a strict visitor generated from the op table: a backend that misses a kind
-// is an abstract class, a compile error in its own file.
+// runs the op kinds of TENEX_FOR_EACH_OP it supports as kernels on buffer views. Declining a
+// kind is supports() alone: the run function of every kind has a generated default that a
+// backend overrides for the kinds it runs (the pipeline never calls the others; a node that
+// supports() declines runs on the CPU backend, see BackendCapabilities::host_fallback).
 //
 // A device backend (CUDA) plugs in by deriving from Backend<T>, returning Device::cuda
 // buffers from allocate(), copying a tensor's host value to its device in read() (keeping
 // the copy in Storage::device_copy() for later sets), leaving results on the device in
-// write() until the host reads them, and registering a factory (registry.hpp).
+// write() until the host reads them, and exporting a plugin entry (tenex/backend/plugin.hpp).
 #pragma once
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +27,11 @@
 #include "tenex/error.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/tensor/buffer.hpp"
-#include "tenex/tensor/storage.hpp"
 
 namespace tenex::detail {
+
+template <class T>
+class Storage;  // a tensor's value and where its copies live (read() and write())
 
 template <class T>
 struct KernelArgs {
@@ -44,6 +50,18 @@ struct BackendCapabilities {
   /// It runs svd and eigen_solve with a Truncation, and the factors that read their packed
   /// kept-rank layout (cpu/linalg_truncated.cpp); else the host backend runs them for it.
   bool truncated_decompositions = false;
+  /// A node that supports() declines runs on the CPU backend, its operands copied to the host
+  /// and its result back (to_host, from_host); false: such a node fails the set (a backend
+  /// whose values are not whole on this process, the distributed one).
+  bool host_fallback = true;
+};
+
+/// What a backend ran on this thread since it was last asked (Backend::take_run_notes), kept
+/// without text until explain() asks: a set pays nothing for it.
+struct RunNotes {
+  virtual ~RunNotes() = default;
+  /// One line per call ("contraction 1 ran: ..."), each ending in a newline.
+  virtual std::string text() const = 0;
 };
 
 template <class T>
@@ -72,6 +90,16 @@ class Backend {
                         std::string(op_kind_name(args.node.kind)) + " node sparsely, which it declined");
   }
 
+  /// One line on how this backend runs `node`, for explain()'s plan text (the kernel or plan
+  /// kind it would choose), or empty when there is nothing to add to the node's own text.
+  virtual std::string describe(const OpNode& node) const {
+    (void)node;
+    return {};
+  }
+  /// What this backend ran on this thread since the last call (null: nothing to tell), kept
+  /// with the last plan for explain(); asked once per set, so it must be cheap.
+  virtual std::shared_ptr<const RunNotes> take_run_notes() { return nullptr; }
+
   /// What this backend can do besides the kernels supports() accepts.
   virtual BackendCapabilities capabilities() const { return {}; }
   /// A buffer of `bytes` on this backend's device (uninitialised).
@@ -94,8 +122,12 @@ class Backend {
   virtual void begin_set() {}
   virtual void end_set(RunStats& stats) noexcept { (void)stats; }
 
-#define TENEX_BACKEND_METHOD(kind, arity, Params) \
-  virtual KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) = 0;
+  // The kernels, one per op kind; each default is for a kind the backend declines.
+#define TENEX_BACKEND_METHOD(kind, arity, Params)                                   \
+  virtual KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) { \
+    (void)params;                                                                   \
+    return declined(args.node);                                                     \
+  }
   TENEX_FOR_EACH_OP(TENEX_BACKEND_METHOD)
 #undef TENEX_BACKEND_METHOD
 
@@ -108,6 +140,15 @@ class Backend {
 #undef TENEX_BACKEND_DISPATCH
     }
     return {};
+  }
+
+ protected:
+  /// The default kernel: a node of a kind this backend runs no kernel for reached it, which
+  /// means its supports() accepted a kind it does not run.
+  KernelCount declined(const OpNode& node) const {
+    throw InternalError("tenex: the " + std::string(name()) + " backend accepted a " +
+                        std::string(op_kind_name(node.kind)) + " node in supports() but runs no kernel for it (run_" +
+                        std::string(op_kind_name(node.kind)) + ")");
   }
 };
 

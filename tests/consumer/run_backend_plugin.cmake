@@ -1,0 +1,72 @@
+# Builds examples/backend_plugin against an installed tenex and runs it (consumer_tests.cmake):
+#
+#   cmake -DSOURCE_DIR=<examples/backend_plugin> -DWORK_DIR=<scratch> -DTENEX_BUILD_DIR=<built tenex>
+#         -DTESTS=<tenex_tests> -DGENERATOR=... [-DCONFIG=...] [-DCXX_COMPILER=...] [-DCXX_FLAGS=...] ...
+#         -P run_backend_plugin.cmake
+#
+# 1. installs TENEX_BUILD_DIR into WORK_DIR/prefix; 2. configures and builds the plugin and its
+# check with CMAKE_PREFIX_PATH=prefix (this build's compiler and flags); 3. runs naive_check;
+# 4. runs the conformance suite of TESTS with TENEX_PLUGIN_PATH at the plugin and
+# TENEX_CONFORMANCE_BACKEND=naive, which fails when the plugin cannot be chosen.
+cmake_minimum_required(VERSION 3.21)
+
+foreach(required IN ITEMS SOURCE_DIR WORK_DIR TENEX_BUILD_DIR TESTS GENERATOR)
+  if(NOT DEFINED ${required})
+    message(FATAL_ERROR "run_backend_plugin.cmake: -D${required}=... is required")
+  endif()
+endforeach()
+
+function(run)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "$ ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "failed (${status}): ${shown}")
+  endif()
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+set(build_dir "${WORK_DIR}/build")
+set(config_args "")
+set(configure_args -S "${SOURCE_DIR}" -B "${build_dir}" -G "${GENERATOR}" "-DCMAKE_PREFIX_PATH=${prefix}")
+if(NOT "${CONFIG}" STREQUAL "")
+  list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${CONFIG}")
+  set(config_args --config "${CONFIG}")
+endif()
+foreach(pair IN ITEMS MAKE_PROGRAM:CMAKE_MAKE_PROGRAM CXX_COMPILER:CMAKE_CXX_COMPILER
+                      CXX_COMPILER_LAUNCHER:CMAKE_CXX_COMPILER_LAUNCHER CXX_FLAGS:CMAKE_CXX_FLAGS
+                      EXE_LINKER_FLAGS:CMAKE_EXE_LINKER_FLAGS SHARED_LINKER_FLAGS:CMAKE_SHARED_LINKER_FLAGS)
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 ours)
+  list(GET pair 1 theirs)
+  if(NOT "${${ours}}" STREQUAL "")
+    list(APPEND configure_args "-D${theirs}=${${ours}}")
+  endif()
+endforeach()
+if(SHARED_LINKER_FLAGS)
+  list(APPEND configure_args "-DCMAKE_MODULE_LINKER_FLAGS=${SHARED_LINKER_FLAGS}")
+endif()
+
+run("${CMAKE_COMMAND}" --install "${TENEX_BUILD_DIR}" --prefix "${prefix}" ${config_args})
+foreach(header IN ITEMS backend/plugin.hpp backend/backend_interface.hpp tensor/buffer.hpp backend/kernel_count.hpp)
+  if(NOT EXISTS "${prefix}/include/tenex/${header}")
+    message(FATAL_ERROR "the install lacks include/tenex/${header}, which a backend plugin needs")
+  endif()
+endforeach()
+run("${CMAKE_COMMAND}" ${configure_args})
+if(NOT DEFINED JOBS)
+  set(JOBS 2)
+endif()
+run("${CMAKE_COMMAND}" --build "${build_dir}" ${config_args} --parallel ${JOBS})
+file(GLOB plugin "${build_dir}/libtenex_backend_naive.so" "${build_dir}/*/libtenex_backend_naive.so")
+if(NOT plugin)
+  message(FATAL_ERROR "the build made no libtenex_backend_naive.so")
+endif()
+list(GET plugin 0 plugin)
+get_filename_component(plugin_dir "${plugin}" DIRECTORY)
+file(GLOB check "${build_dir}/naive_check" "${build_dir}/*/naive_check")
+list(GET check 0 check)
+run("${CMAKE_COMMAND}" -E env "TENEX_PLUGIN_PATH=${plugin_dir}" TENEX_BACKEND= "${check}")
+run("${CMAKE_COMMAND}" -E env "TENEX_PLUGIN_PATH=${plugin_dir}" TENEX_CONFORMANCE_BACKEND=naive TENEX_BACKEND=
+    "${TESTS}" "--test-case=conformance: every op kind on every backend*")
