@@ -5,7 +5,8 @@
 #         -P run_backend_plugin.cmake
 #
 # 1. installs TENEX_BUILD_DIR into WORK_DIR/prefix; 2. configures and builds the plugin and its
-# check with CMAKE_PREFIX_PATH=prefix (this build's compiler and flags); 3. runs naive_check;
+# check with CMAKE_PREFIX_PATH=prefix (this build's compiler and flags); 3. runs naive_check,
+# with the plugin on TENEX_PLUGIN_PATH and then copied into the install's plugin folder;
 # 4. runs the conformance suite of TESTS with TENEX_PLUGIN_PATH at the plugin and
 # TENEX_CONFORMANCE_BACKEND=naive, which fails when the plugin cannot be chosen.
 cmake_minimum_required(VERSION 3.21)
@@ -68,5 +69,13 @@ get_filename_component(plugin_dir "${plugin}" DIRECTORY)
 file(GLOB check "${build_dir}/naive_check" "${build_dir}/*/naive_check")
 list(GET check 0 check)
 run("${CMAKE_COMMAND}" -E env "TENEX_PLUGIN_PATH=${plugin_dir}" TENEX_BACKEND= "${check}")
+# Put into the install's plugin folder, it is found there with no TENEX_PLUGIN_PATH.
+file(GLOB plugin_folder "${prefix}/lib*/tenex/plugins" "${prefix}/lib/*/tenex/plugins")
+if(NOT plugin_folder)
+  message(FATAL_ERROR "the install lacks lib/tenex/plugins, the folder for backend plugins")
+endif()
+list(GET plugin_folder 0 plugin_folder)
+file(COPY "${plugin}" DESTINATION "${plugin_folder}")
+run("${CMAKE_COMMAND}" -E env "TENEX_PLUGIN_PATH=${WORK_DIR}/no-such-folder" TENEX_BACKEND= "${check}")
 run("${CMAKE_COMMAND}" -E env "TENEX_PLUGIN_PATH=${plugin_dir}" TENEX_CONFORMANCE_BACKEND=naive TENEX_BACKEND=
     "${TESTS}" "--test-case=conformance: every op kind on every backend*")

@@ -23,7 +23,7 @@ constexpr std::array kSettings{
     SettingInfo{Setting::plan_cache, "TENEX_PLAN_CACHE", "0", "turns the plan cache off"},
     SettingInfo{Setting::plan_file, "TENEX_PLAN_FILE", "path", "plans kept from one run to the next"},
     SettingInfo{Setting::plan_search, "TENEX_PLAN_SEARCH", "amortized|estimate|measure", "how a kernel plan is chosen"},
-    SettingInfo{Setting::plugin_path, "TENEX_PLUGIN_PATH", "folder", "where backend plugins are looked for"},
+    SettingInfo{Setting::plugin_path, "TENEX_PLUGIN_PATH", "folders", "where backend plugins are looked for (separated by :)"},
     SettingInfo{Setting::probe, "TENEX_PROBE", "0", "skips the machine probe"},
     SettingInfo{Setting::shared_machine, "TENEX_SHARED_MACHINE", "0", "keeps every thread on a busy machine"},
     SettingInfo{Setting::simd, "TENEX_SIMD", "avx512|avx2|sse4|neon|scalar", "caps the SIMD target of the kernels"},
