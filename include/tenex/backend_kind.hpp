@@ -36,9 +36,9 @@ TENEX_API void set_default_backend(BackendKind kind);
 TENEX_API BackendKind default_backend();
 
 /// Backend of sets created from now on, by name: "cpu", "cuda", "distributed", "auto", or a
-/// backend plugin's name, its plugin (libtenex_backend_<name>.so) loaded from a folder of
+/// backend plugin's name, its plugin (libtenex_backend_NAME.so) loaded from a folder of
 /// TENEX_PLUGIN_PATH or the install's plugin folder (docs/extending.md, "Writing a backend").
-/// TENEX_BACKEND=<name> does the same for programs that choose nothing. Throws
+/// TENEX_BACKEND=NAME does the same for programs that choose nothing. Throws
 /// tenex::BackendError, naming the places looked in, when no backend has that name, and when
 /// the plugin was built for another version of tenex.
 TENEX_API void set_default_backend(std::string_view name);

@@ -56,11 +56,16 @@ py::tuple as_tuple(std::vector<Expr> items) {
   return t;
 }
 
-tenex::BackendKind backend_of(const std::string& name) {
-  if (name == "cpu") return tenex::BackendKind::cpu;
-  if (name == "cuda") return tenex::BackendKind::cuda;
-  if (name == "auto" || name == "automatic") return tenex::BackendKind::automatic;
-  throw py::value_error("tenex.set_backend: \"" + name + "\" is no backend (\"cpu\", \"cuda\" or \"auto\")");
+/// tenex.set_backend: a built-in backend or a plugin's, by name; a name no backend has is a
+/// ValueError (naming the places looked in for a plugin), any other failure a tenex.Error.
+void set_backend(const std::string& name) {
+  try {
+    tenex::set_default_backend(std::string_view(name));
+  } catch (const tenex::BackendError& e) {
+    if (std::string_view(e.what()).find("names no backend") == std::string_view::npos) throw;
+    throw py::value_error("tenex.set_backend: \"" + name + "\" is no backend (\"cpu\", \"cuda\", \"auto\" or a " +
+                          "backend plugin's name): " + e.what());
+  }
 }
 
 }  // namespace
@@ -338,9 +343,12 @@ void bind_algebra(py::module_& m) {
       py::arg("e"),
       "The plan explain(e) prints, as data: a list of dicts (operation, kernel, operands, result, flops, bytes), one "
       "per step in execution order; nothing is evaluated");
-  m.def(
-      "set_backend", [](const std::string& name) { tenex::set_default_backend(backend_of(name)); }, py::arg("name"),
-      "The backend of the sets made from now on: \"cpu\", \"cuda\" or \"auto\" (CUDA where a device exists)");
+  m.def("set_backend", &set_backend, py::arg("name"),
+        "The backend of the sets made from now on: \"cpu\", \"cuda\", \"auto\" (CUDA where a device exists) or a "
+        "backend plugin's name (found on TENEX_PLUGIN_PATH)");
+  m.def("backend_names", &tenex::backend_names,
+        "The backends this process can name: the built-in ones and the plugins on TENEX_PLUGIN_PATH");
+  m.def("default_backend_name", &tenex::default_backend_name, "The name of the backend new sets run on");
   m.def("cuda_available", &tenex::cuda_available, "Whether a CUDA device exists at run time");
   m.def("set_memory_limit", &tenex::set_memory_limit, py::arg("bytes"),
         "A cap on the intermediates of each set, in bytes; 0: none");

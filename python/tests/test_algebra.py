@@ -342,8 +342,12 @@ def test_explain_and_controls():
     assert "contract" in tenex.explain()  # the last set run on this thread
     tenex.set_backend("cpu")
     tenex.set_backend("auto")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="libtenex_backend_gpu.so"):
         tenex.set_backend("gpu")
+    assert "cpu" in tenex.backend_names()
+    tenex.set_backend("cpu")
+    assert tenex.default_backend_name() == "cpu"
+    tenex.set_backend("auto")
     if not tenex.cuda_available():
         with pytest.raises(tenex.Error):
             tenex.set_backend("cuda")
