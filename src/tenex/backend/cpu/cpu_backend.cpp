@@ -142,28 +142,25 @@ void apply_sparse_map(const OpNode& node, const SparseMapUse& use, T* data) {
                       " nodes are handled by the executor, not by a kernel");
 }
 
-/// The plans the CPU's contractions ran on this thread, as explain() shows them.
+/// The plans the CPU's contractions ran on this thread in its last set, as explain() shows
+/// them: one object per thread over the notes last taken, so that a set allocates nothing
+/// for it (the notes stand until the thread's next set takes its own).
 class CpuRunNotes final : public RunNotes {
  public:
-  explicit CpuRunNotes(std::vector<cpu::plan_search::Note> notes) : notes_(std::move(notes)) {}
+  std::vector<cpu::plan_search::Note> notes;
   // The plan each CPU contraction ran and why: model (the cost model's choice), measured (the
   // search has settled), loaded (a plan file's), searching k/n (k of n candidates tried); then the
   // rates the cost model ranked those plans with (the machine probe's), where known.
   std::string text() const override {
     constexpr std::size_t kShown = 8;
     std::string out;
-    for (std::size_t x = 0; x < notes_.size() && x < kShown; ++x) {
-      out += "contraction " + std::to_string(x + 1) + " ran: " + cpu::plan_search::note_text(notes_[x]) + "\n";
+    for (std::size_t x = 0; x < notes.size() && x < kShown; ++x) {
+      out += "contraction " + std::to_string(x + 1) + " ran: " + cpu::plan_search::note_text(notes[x]) + "\n";
     }
-    if (notes_.size() > kShown) {
-      out += "... and " + std::to_string(notes_.size() - kShown) + " more contraction calls\n";
-    }
+    if (notes.size() > kShown) out += "... and " + std::to_string(notes.size() - kShown) + " more contraction calls\n";
     if (const std::string rates = cpu::plan_search::rates_text(); !rates.empty()) out += rates + "\n";
     return out;
   }
-
- private:
-  std::vector<cpu::plan_search::Note> notes_;
 };
 
 }  // namespace
@@ -175,9 +172,10 @@ CpuBackend<T>::CpuBackend() {
 
 template <class T>
 std::shared_ptr<const RunNotes> CpuBackend<T>::take_run_notes() {
-  std::vector<cpu::plan_search::Note> notes = cpu::plan_search::take_notes();
-  if (notes.empty()) return nullptr;
-  return std::make_shared<const CpuRunNotes>(std::move(notes));
+  thread_local CpuRunNotes last;
+  last.notes = cpu::plan_search::take_notes();
+  if (last.notes.empty()) return nullptr;
+  return std::shared_ptr<const RunNotes>(std::shared_ptr<const RunNotes>(), &last);  // owns nothing
 }
 
 template <class T>
