@@ -36,7 +36,8 @@ if(TENEX_HAS_CUDA)
     src/tenex/backend/cuda/codegen.cpp
     src/tenex/backend/cuda/contraction_layout.cpp
     src/tenex/backend/cuda/device.cpp
-    src/tenex/backend/cuda/cuda_backend.cpp)
+    src/tenex/backend/cuda/cuda_backend.cpp
+    src/tenex/backend/cuda/cuda_linalg.cpp)
   target_link_libraries(tenex_cuda PRIVATE CUDA::cudart CUDA::cublas CUDA::cusolver CUDA::nvrtc)
   # FindCUDAToolkit's cuSOLVER target drags in the driver stub (stubs/libcuda.so). The plugin
   # calls the runtime API only, so the driver must not become a dependency: a machine without

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tenex/backend/cuda/cuda_backend.hpp"
+
 #include "tenex/backend/backend_interface.hpp"
 #include "tenex/backend/cuda/check.hpp"
 #include "tenex/backend/cuda/codegen.hpp"
@@ -28,149 +30,7 @@
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/storage.hpp"
 
-namespace tenex::detail {
-
-namespace {
-
-using cuda::Library;
-using Labels = std::vector<std::string>;
-using Extents = std::vector<std::size_t>;
-
-void release_device(void* data, std::size_t bytes, void*) noexcept { cuda::allocator().free(data, bytes); }
-
-void download(void* host, const void* device, std::size_t bytes) {
-  if (bytes == 0) return;
-  // The legacy stream waits for the backends' (blocking) streams: the result is complete.
-  TENEX_CUDA_CALL(runtime, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
-  cuda::count_to_host(bytes);
-}
-
-Buffer device_buffer(std::size_t bytes) {
-  return Buffer(cuda::allocator().allocate(bytes), bytes, Device::cuda, &release_device);
-}
-
-std::vector<long long> row_major_strides(const Extents& extents) {
-  std::vector<long long> s(extents.size(), 1);
-  for (std::size_t d = extents.size(); d-- > 1;) s[d - 1] = s[d] * static_cast<long long>(extents[d]);
-  return s;
-}
-
-// The labels m0, m1, ... of a rank's modes. Appended rather than written "m" + std::to_string(d):
-// GCC 12 inlines that operator+ into a false -Wrestrict warning (GCC bug 105329).
-Labels mode_labels(std::size_t rank) {
-  Labels labels(rank);
-  for (std::size_t d = 0; d < rank; ++d) {
-    labels[d] = 'm';
-    labels[d] += std::to_string(d);
-  }
-  return labels;
-}
-
-long long total(const Extents& extents) {
-  long long n = 1;
-  for (std::size_t e : extents) n *= static_cast<long long>(e);
-  return n;
-}
-
-/// One operand of a strided kernel: where it lives and how its labels are laid out.
-template <class T>
-struct Operand {
-  const T* data;
-  Labels labels;
-  Extents extents;
-  long long offset = 0;
-};
-
-template <class T>
-class CudaBackend final : public Backend<T> {
- public:
-  CudaBackend() = default;
-  CudaBackend(const CudaBackend&) = delete;
-  CudaBackend& operator=(const CudaBackend&) = delete;
-  ~CudaBackend() override {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
-    cuda::return_lanes(lanes_);
-  }
-
-  std::string_view name() const override { return "cuda"; }
-  Device device() const override { return Device::cuda; }
-  bool supports(const OpNode& node, std::string& why) const override;
-  Buffer allocate(std::size_t bytes) override { return device_buffer(bytes); }
-  View<const T> read(Storage<T>& storage) override;
-  void write(Storage<T>& storage, Buffer&& buffer) override { storage.adopt_device(std::move(buffer), &download); }
-  void to_host(void* host, const void* data, std::size_t bytes) override;
-  void from_host(void* data, const void* host, std::size_t bytes) override;
-  void begin_set() override;
-  void end_set(RunStats& stats) noexcept override;
-
-  std::string describe(const OpNode& node) const override;
-
-  // The kinds it runs; the others (inputs, which the executor reads, and what supports()
-  // declines) keep the interface's default.
-#define TENEX_CUDA_METHOD(kind, Params) \
-  KernelCount run_##kind(const Params& params, const KernelArgs<T>& args) override;
-  TENEX_CUDA_METHOD(output, OutputParams)
-  TENEX_CUDA_METHOD(reduce, ReduceParams)
-  TENEX_CUDA_METHOD(contract, ContractParams)
-  TENEX_CUDA_METHOD(add, AddParams)
-  TENEX_CUDA_METHOD(subtract, SubtractParams)
-  TENEX_CUDA_METHOD(divide, DivideParams)
-  TENEX_CUDA_METHOD(scale, ScaleParams)
-  TENEX_CUDA_METHOD(cholesky, CholeskyParams)
-  TENEX_CUDA_METHOD(eigen_solve, EigenSolveParams)
-  TENEX_CUDA_METHOD(qr, QrParams)
-  TENEX_CUDA_METHOD(svd, SvdParams)
-  TENEX_CUDA_METHOD(factor, FactorParams)
-  TENEX_CUDA_METHOD(slice, SliceParams)
-  TENEX_CUDA_METHOD(chip, ChipParams)
-  TENEX_CUDA_METHOD(pow, PowParams)
-  TENEX_CUDA_METHOD(mask, MaskParams)
-  TENEX_CUDA_METHOD(fused, FusedParams)
-#undef TENEX_CUDA_METHOD
-
- private:
-  static constexpr bool is_double = std::is_same_v<T, double>;
-
-  // ---- streams: a node runs on its first operand's stream, else the next one ------------
-  cuda::Lanes& lanes() {
-    if (!lanes_) lanes_ = cuda::borrow_lanes();
-    return *lanes_;
-  }
-  cudaStream_t stream() { return static_cast<cudaStream_t>(lanes().streams[lane_]); }
-  cublasHandle_t blas() { return static_cast<cublasHandle_t>(lanes().blas[lane_]); }
-  cusolverDnHandle_t solver() { return static_cast<cusolverDnHandle_t>(lanes().solver[lane_]); }
-  cudaEvent_t next_event();
-  /// Picks the node's stream and makes it wait for the operands made on other streams.
-  void enter_node(const KernelArgs<T>& args);
-  /// Records that `data` is ready once the node's work on its stream is done.
-  void leave_node(const void* data);
-
-  // ---- kernels ------------------------------------------------------------------------------
-  /// out (out_labels, out_extents, contiguous) = reduce over the other labels of the operands
-  /// of program(loads); accumulate: out = value + beta * out.
-  void strided(const std::vector<FusedInstr>& program, ReduceOp reduce, const std::vector<Operand<T>>& operands, T* out,
-               const Labels& out_labels, const Extents& out_extents, double beta = 0.0);
-  /// out(out_labels) = alpha * in(in_labels) summed over the labels out lacks (+ beta * out):
-  /// permutations through the tiled kernel, the rest through the strided one.
-  void rearrange(const Operand<T>& in, T* out, const Labels& out_labels, const Extents& out_extents, double alpha = 1.0,
-                 double beta = 0.0);
-  void launch(const void* kernel, dim3 grid, dim3 block, void* argument);
-  void launch_utility(const char* entry, long long work, void** arguments);
-  void copy(T* to, const T* from, std::size_t elements);
-  /// The device's info value of a cuSOLVER call, checked as LAPACK's is.
-  void check_info(const int* info, const char* routine, std::size_t n);
-
-  cuda::Lanes* lanes_ = nullptr;
-  std::size_t lane_ = 0, next_lane_ = 0;
-  struct Made {
-    std::size_t lane;
-    cudaEvent_t event;
-  };
-  std::unordered_map<const void*, Made> made_;  // this set's values: where they were made
-  std::vector<cudaEvent_t> events_;
-  std::size_t events_used_ = 0;
-  cuda::Traffic traffic_at_begin_;
-};
+namespace tenex::detail::cuda_impl {
 
 // ---- supports ---------------------------------------------------------------------------------
 
@@ -410,89 +270,8 @@ void CudaBackend<T>::rearrange(const Operand<T>& in, T* out, const Labels& out_l
   strided(program, ReduceOp::sum, {in}, out, out_labels, out_extents, beta);
 }
 
-template <class T>
-void CudaBackend<T>::check_info(const int* info, const char* routine, std::size_t n) {
-  int value = 0;
-  TENEX_CUDA_CALL(runtime, cudaMemcpyAsync(&value, info, sizeof(int), cudaMemcpyDeviceToHost, stream()));
-  TENEX_CUDA_CALL(runtime, cudaStreamSynchronize(stream()));
-  if (value == 0) return;
-  const std::string name = std::string(is_double ? "cusolverDnD" : "cusolverDnS") + routine;
-  if (value < 0) {
-    throw InternalError("tenex: cuda: " + name + " reports an illegal argument " + std::to_string(-value) +
-                        " (a tenex bug)");
-  }
-  std::string what;
-  const std::string r = routine;
-  if (r == "potrf") {
-    what = "the leading minor of order " + std::to_string(value) + " is not positive definite";
-  } else if (r == "sygvd" && static_cast<std::size_t>(value) > n) {
-    what =
-        "the leading minor of order " + std::to_string(value - static_cast<int>(n)) + " of b is not positive definite";
-  } else {
-    what = std::to_string(value) + " values did not converge";
-  }
-  throw NumericalError("tenex: " + name + " failed (info = " + std::to_string(value) + "): " + what);
-}
-
-// ---- cuBLAS / cuSOLVER in both precisions -------------------------------------------------
-
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb,
-                            long long sb, const float* beta, float* c, int ldc, long long sc, int batch) {
-  if (batch == 1) return cublasSgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
-}
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const double* alpha, const double* a, int lda, long long sa, const double* b, int ldb,
-                            long long sb, const double* beta, double* c, int ldc, long long sc, int batch) {
-  if (batch == 1) return cublasDgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
-}
-
-#define TENEX_SOLVER_PAIR(name, float_call, double_call) \
-  template <class... A>                                  \
-  cusolverStatus_t name(float*, A... a) {                \
-    return float_call(a...);                             \
-  }                                                      \
-  template <class... A>                                  \
-  cusolverStatus_t name(double*, A... a) {               \
-    return double_call(a...);                            \
-  }
-TENEX_SOLVER_PAIR(potrf_size, cusolverDnSpotrf_bufferSize, cusolverDnDpotrf_bufferSize)
-TENEX_SOLVER_PAIR(potrf, cusolverDnSpotrf, cusolverDnDpotrf)
-TENEX_SOLVER_PAIR(syevd_size, cusolverDnSsyevd_bufferSize, cusolverDnDsyevd_bufferSize)
-TENEX_SOLVER_PAIR(syevd, cusolverDnSsyevd, cusolverDnDsyevd)
-TENEX_SOLVER_PAIR(sygvd_size, cusolverDnSsygvd_bufferSize, cusolverDnDsygvd_bufferSize)
-TENEX_SOLVER_PAIR(sygvd, cusolverDnSsygvd, cusolverDnDsygvd)
-TENEX_SOLVER_PAIR(geqrf_size, cusolverDnSgeqrf_bufferSize, cusolverDnDgeqrf_bufferSize)
-TENEX_SOLVER_PAIR(geqrf, cusolverDnSgeqrf, cusolverDnDgeqrf)
-TENEX_SOLVER_PAIR(orgqr_size, cusolverDnSorgqr_bufferSize, cusolverDnDorgqr_bufferSize)
-TENEX_SOLVER_PAIR(orgqr, cusolverDnSorgqr, cusolverDnDorgqr)
-TENEX_SOLVER_PAIR(gesvd_size, cusolverDnSgesvd_bufferSize, cusolverDnDgesvd_bufferSize)
-TENEX_SOLVER_PAIR(gesvd, cusolverDnSgesvd, cusolverDnDgesvd)
-#undef TENEX_SOLVER_PAIR
-
-/// A device workspace of `elements` T (at least one) and the info integer.
-template <class T>
-struct Workspace {
-  Buffer buffer;
-  T* data() const { return static_cast<T*>(buffer.data()); }
-  int* info() const { return reinterpret_cast<int*>(static_cast<char*>(buffer.data()) + info_at); }
-  std::size_t info_at = 0;
-  explicit Workspace(long long elements) {
-    info_at = (static_cast<std::size_t>(std::max(elements, 1LL)) * sizeof(T) + 15) / 16 * 16;
-    buffer = device_buffer(info_at + 16);
-  }
-};
-
-template <class T>
-Buffer scratch(std::size_t elements) {
-  return device_buffer(std::max<std::size_t>(elements, 1) * sizeof(T));
-}
-
 // ---- kernels by kind ------------------------------------------------------------------------
 
-}  // namespace
 
 template <class T>
 KernelCount CudaBackend<T>::run_output(const OutputParams& params, const KernelArgs<T>& args) {
@@ -692,171 +471,6 @@ KernelCount CudaBackend<T>::run_scale(const ScaleParams& params, const KernelArg
 }
 
 template <class T>
-KernelCount CudaBackend<T>::run_cholesky(const CholeskyParams& params, const KernelArgs<T>& args) {
-  enter_node(args);
-  const std::size_t n = args.node.extents[0];
-  const int ni = static_cast<int>(n);
-  T* l = args.out.data;
-  if (n > 0) {
-    // The factor of a^T when `upper`: a transposed into the output first.
-    if (params.upper) {
-      rearrange({args.operands[0].data, {"i", "j"}, {n, n}}, l, {"j", "i"}, {n, n});
-    } else {
-      copy(l, args.operands[0].data, n * n);
-    }
-    // Row-major lower triangle = column-major upper: potrf(UPPER) gives a = U^T U, and U read
-    // row-major is the lower factor L.
-    int lwork = 0;
-    TENEX_CUDA_CALL(cusolver,
-                    potrf_size(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, &lwork));
-    Workspace<T> work(lwork);
-    TENEX_CUDA_CALL(cusolver, potrf(static_cast<T*>(nullptr), solver(), CUBLAS_FILL_MODE_UPPER, ni, l, ni, work.data(),
-                                    lwork, work.info()));
-    check_info(work.info(), "potrf", n);
-    long long rows = static_cast<long long>(n), cols = rows;
-    int upper = 1;
-    void* arguments[] = {&l, &rows, &cols, &upper};
-    launch_utility("tenex_zero_triangle", rows * cols, arguments);
-  }
-  leave_node(args.out.data);
-  const double nd = static_cast<double>(n);
-  return {nd * nd * nd / 3.0, 2};
-}
-
-template <class T>
-KernelCount CudaBackend<T>::run_eigen_solve(const EigenSolveParams&, const KernelArgs<T>& args) {
-  enter_node(args);
-  const std::size_t n = decomposition_matrix(args.node.params, args.node.extents).n;
-  const int ni = static_cast<int>(n);
-  const bool generalized = args.operands.size() == 2;
-  T* vectors = args.out.data;
-  T* values = args.out.data + packed_factor_offset(OpKind::eigen_solve, 1, n, n);
-  if (n > 0) {
-    // Row-major lower triangle = column-major upper; the column-major vectors are transposed
-    // into the row-major output (eigenvectors as columns).
-    Buffer w = scratch<T>(n * n);
-    T* wd = static_cast<T*>(w.data());
-    copy(wd, args.operands[0].data, n * n);
-    int lwork = 0;
-    Buffer bcopy;
-    if (generalized) {
-      bcopy = scratch<T>(n * n);
-      copy(static_cast<T*>(bcopy.data()), args.operands[1].data, n * n);
-      TENEX_CUDA_CALL(
-          cusolver, sygvd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_MODE_VECTOR,
-                               CUBLAS_FILL_MODE_UPPER, ni, wd, ni, static_cast<T*>(bcopy.data()), ni, values, &lwork));
-      Workspace<T> work(lwork);
-      TENEX_CUDA_CALL(cusolver, sygvd(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_TYPE_1, CUSOLVER_EIG_MODE_VECTOR,
-                                      CUBLAS_FILL_MODE_UPPER, ni, wd, ni, static_cast<T*>(bcopy.data()), ni, values,
-                                      work.data(), lwork, work.info()));
-      check_info(work.info(), "sygvd", n);
-    } else {
-      TENEX_CUDA_CALL(cusolver, syevd_size(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_MODE_VECTOR,
-                                           CUBLAS_FILL_MODE_UPPER, ni, wd, ni, values, &lwork));
-      Workspace<T> work(lwork);
-      TENEX_CUDA_CALL(cusolver, syevd(static_cast<T*>(nullptr), solver(), CUSOLVER_EIG_MODE_VECTOR,
-                                      CUBLAS_FILL_MODE_UPPER, ni, wd, ni, values, work.data(), lwork, work.info()));
-      check_info(work.info(), "syevd", n);
-    }
-    rearrange({wd, {"j", "i"}, {n, n}}, vectors, {"i", "j"}, {n, n});
-    long long rows = static_cast<long long>(n), k = rows, ld = rows, none = 0;
-    T* paired = nullptr;
-    void* arguments[] = {&vectors, &rows, &k, &ld, &paired, &none};
-    launch_utility("tenex_fix_signs", k, arguments);
-  }
-  leave_node(args.out.data);
-  const double nd = static_cast<double>(n);
-  return {generalized ? 34.0 * nd * nd * nd / 3.0 : 9.0 * nd * nd * nd, 3};
-}
-
-template <class T>
-KernelCount CudaBackend<T>::run_qr(const QrParams&, const KernelArgs<T>& args) {
-  enter_node(args);
-  const auto [m, n] = decomposition_matrix(args.node.params, args.node.extents);
-  const std::size_t k = std::min(m, n);
-  T* q = args.out.data;
-  T* r = args.out.data + packed_factor_offset(OpKind::qr, 1, m, n);
-  if (m > 0 && n > 0) {
-    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-    // Column-major m x n copy of the row-major a.
-    Buffer w = scratch<T>(m * n);
-    T* wd = static_cast<T*>(w.data());
-    rearrange({args.operands[0].data, {"i", "j"}, {m, n}}, wd, {"j", "i"}, {n, m});
-    Buffer tau = scratch<T>(k);
-    int lwork_qr = 0, lwork_q = 0;
-    TENEX_CUDA_CALL(cusolver, geqrf_size(static_cast<T*>(nullptr), solver(), mi, ni, wd, mi, &lwork_qr));
-    TENEX_CUDA_CALL(cusolver, orgqr_size(static_cast<T*>(nullptr), solver(), mi, ki, ki, wd, mi,
-                                         static_cast<T*>(tau.data()), &lwork_q));
-    Workspace<T> work(std::max(lwork_qr, lwork_q));
-    TENEX_CUDA_CALL(cusolver, geqrf(static_cast<T*>(nullptr), solver(), mi, ni, wd, mi, static_cast<T*>(tau.data()),
-                                    work.data(), lwork_qr, work.info()));
-    // R (k x n, row-major): element (i, j) of the column-major result, lower part zeroed.
-    rearrange({wd, {"j", "i"}, {n, m}}, r, {"i", "j"}, {k, n});  // reads the first k rows
-    long long rows = static_cast<long long>(k), cols = static_cast<long long>(n);
-    int upper = 0;
-    void* zero_args[] = {&r, &rows, &cols, &upper};
-    launch_utility("tenex_zero_triangle", rows * cols, zero_args);
-    TENEX_CUDA_CALL(cusolver, orgqr(static_cast<T*>(nullptr), solver(), mi, ki, ki, wd, mi, static_cast<T*>(tau.data()),
-                                    work.data(), lwork_q, work.info()));
-    check_info(work.info(), "orgqr", k);
-    rearrange({wd, {"j", "i"}, {n, m}}, q, {"i", "j"}, {m, k});
-    long long mm = static_cast<long long>(m), kk = static_cast<long long>(k), nn = static_cast<long long>(n);
-    void* fix_args[] = {&q, &mm, &kk, &r, &nn};
-    launch_utility("tenex_fix_qr", kk, fix_args);
-  }
-  leave_node(args.out.data);
-  const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
-  return {2 * md * nd * kd - 2 * kd * kd * kd / 3 + 2 * md * kd * kd - 2 * kd * kd * kd / 3, 5};
-}
-
-template <class T>
-KernelCount CudaBackend<T>::run_svd(const SvdParams&, const KernelArgs<T>& args) {
-  enter_node(args);
-  const auto [m, n] = decomposition_matrix(args.node.params, args.node.extents);
-  const std::size_t k = std::min(m, n);
-  T* u = args.out.data;
-  T* s = args.out.data + packed_factor_offset(OpKind::svd, 1, m, n);
-  T* vt = args.out.data + packed_factor_offset(OpKind::svd, 2, m, n);
-  if (k > 0) {
-    // cuSOLVER's gesvd needs rows >= cols. Wide a (m <= n): its row-major data is the
-    // column-major n x m matrix x = a^T = U_x S V_x^T, so u = V_x (= VT_x read row-major) and
-    // vt = U_x^T (= U_x read row-major): no transposes. Tall a: transposed to column-major first.
-    const bool wide = m <= n;
-    const std::size_t rows = wide ? n : m, cols = wide ? m : n;  // of the column-major x
-    Buffer x = scratch<T>(m * n);
-    T* xd = static_cast<T*>(x.data());
-    if (wide) {
-      copy(xd, args.operands[0].data, m * n);
-    } else {
-      rearrange({args.operands[0].data, {"i", "j"}, {m, n}}, xd, {"j", "i"}, {n, m});
-    }
-    Buffer ux = scratch<T>(rows * k), vtx = scratch<T>(k * cols);
-    const int ri = static_cast<int>(rows), ci = static_cast<int>(cols), ki = static_cast<int>(k);
-    int lwork = 0;
-    TENEX_CUDA_CALL(cusolver, gesvd_size(static_cast<T*>(nullptr), solver(), ri, ci, &lwork));
-    Workspace<T> work(lwork);
-    Buffer rwork = scratch<T>(k);
-    TENEX_CUDA_CALL(cusolver, gesvd(static_cast<T*>(nullptr), solver(), 'S', 'S', ri, ci, xd, ri, s,
-                                    static_cast<T*>(ux.data()), ri, static_cast<T*>(vtx.data()), ki, work.data(), lwork,
-                                    static_cast<T*>(rwork.data()), work.info()));
-    check_info(work.info(), "gesvd", k);
-    if (wide) {
-      copy(u, static_cast<const T*>(vtx.data()), m * k);  // u (m x k) = VT_x (k x m column-major)
-      copy(vt, static_cast<const T*>(ux.data()), k * n);  // vt (k x n) = U_x (n x k column-major)
-    } else {
-      rearrange({static_cast<const T*>(ux.data()), {"j", "i"}, {k, m}}, u, {"i", "j"}, {m, k});
-      rearrange({static_cast<const T*>(vtx.data()), {"j", "i"}, {n, k}}, vt, {"i", "j"}, {k, n});
-    }
-    long long mm = static_cast<long long>(m), kk = static_cast<long long>(k), ld = kk, nn = static_cast<long long>(n);
-    void* fix_args[] = {&u, &mm, &kk, &ld, &vt, &nn};
-    launch_utility("tenex_fix_signs", kk, fix_args);
-  }
-  leave_node(args.out.data);
-  const double big = static_cast<double>(std::max(m, n)), small = static_cast<double>(k);
-  return {14 * big * small * small + 8 * small * small * small, 3};
-}
-
-template <class T>
 KernelCount CudaBackend<T>::run_factor(const FactorParams& params, const KernelArgs<T>& args) {
   enter_node(args);
   const OpNode& packed = *args.operand_nodes[0];
@@ -1052,18 +666,19 @@ namespace {
 int available() { return cuda::device_available() ? 1 : 0; }
 }  // namespace
 
-}  // namespace tenex::detail
+}  // namespace tenex::detail::cuda_impl
 
 // The plugin's one export (tenex/backend/plugin.hpp): the registry loads libtenex_cuda.so and
 // registers this entry when a set asks for the CUDA backend or automatic choice finds a device.
 // It has no complex sets: those run on the CPU backend.
 extern "C" __attribute__((visibility("default"))) const TenexBackendPlugin* tenex_backend_plugin_entry(void) {
-  static const TenexBackendPlugin entry{TENEX_BACKEND_ABI_VERSION,
-                                        tenex::plugin::kOpKinds,
-                                        "cuda",
-                                        TENEX_VERSION_STRING,
-                                        TENEX_ELEMENT_REAL,
-                                        &tenex::detail::available,
-                                        &tenex::plugin::create_backend<tenex::detail::CudaBackend, TENEX_ELEMENT_REAL>};
+  static const TenexBackendPlugin entry{
+      TENEX_BACKEND_ABI_VERSION,
+      tenex::plugin::kOpKinds,
+      "cuda",
+      TENEX_VERSION_STRING,
+      TENEX_ELEMENT_REAL,
+      &tenex::detail::cuda_impl::available,
+      &tenex::plugin::create_backend<tenex::detail::cuda_impl::CudaBackend, TENEX_ELEMENT_REAL>};
   return &entry;
 }
