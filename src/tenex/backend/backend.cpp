@@ -282,7 +282,17 @@ const BackendEntry* find_backend(std::string_view name) {
   return nullptr;
 }
 
-const BackendEntry* find_backend(BackendKind kind) { return find_backend(backend_kind_name(kind)); }
+const BackendEntry* find_backend(BackendKind kind) {
+  // Once found, a built-in kind's entry is kept: entries never move nor go (a registration
+  // replaces an entry's contents in place), and every set asks for the CPU's.
+  static std::atomic<const BackendEntry*> found[4] = {};
+  const auto at = static_cast<std::size_t>(kind);
+  if (at >= 4) return nullptr;
+  if (const BackendEntry* known = found[at].load(std::memory_order_acquire)) return known;
+  const BackendEntry* entry = find_backend(backend_kind_name(kind));
+  if (entry) found[at].store(entry, std::memory_order_release);
+  return entry;
+}
 
 bool entry_available(const BackendEntry& entry) { return !entry.plugin.available || entry.plugin.available() != 0; }
 
@@ -361,7 +371,10 @@ const BackendEntry* find_or_load_backend(std::string_view name) {
   return find_backend(name);
 }
 
-const BackendEntry* find_or_load_backend(BackendKind kind) { return find_or_load_backend(backend_kind_name(kind)); }
+const BackendEntry* find_or_load_backend(BackendKind kind) {
+  if (const BackendEntry* entry = find_backend(kind)) return entry;
+  return find_or_load_backend(backend_kind_name(kind));
+}
 
 std::string why_unavailable(BackendKind kind) {
   const BackendEntry* entry = find_backend(kind);
