@@ -210,6 +210,121 @@ std::shared_ptr<const SparsePattern> make_sparse_pattern(const std::vector<std::
   return pattern;
 }
 
+namespace {
+
+/// The three sides of a product as sparse_product_cost reads them: c, a, b.
+struct ProductSides {
+  const std::vector<std::string>* labels[3];
+  const SparsePattern* patterns[3];
+  const std::vector<std::size_t>* extents[3];
+};
+
+/// A side whose key the loop's key gives: its key's places in the loop's key and, per row mode,
+/// the label it restricts (all.size() for a key label).
+struct Use {
+  const SparsePattern* p;
+  std::vector<std::size_t> pick, label;
+  bool on_key = false;  // carries a key label (so it differs from key to key)
+};
+
+/// Per label of the product: a key label, or rows (on a and c), columns (b and c), summed (a and b).
+enum LabelRole { kKeyLabel, kRows, kColumns, kSummed };
+
+/// What the walk over the keys adds up (see sparse_product_cost).
+struct KeyTally {
+  double singles = 0, grouped_flops = 0, gathered = 0, last_rows = 0, last_block = 0;
+  bool have_before = false;
+};
+
+/// The sides whose keys lie within the loop's key.
+std::vector<Use> uses_of(const ProductSides& x, const std::vector<std::string>& all,
+                         const std::vector<std::string>& key) {
+  auto key_place = [&](const std::string& l) {
+    return static_cast<std::size_t>(std::find(key.begin(), key.end(), l) - key.begin());
+  };
+  std::vector<Use> uses;
+  for (int s = 0; s < 3; ++s) {
+    const SparsePattern* p = x.patterns[s];
+    if (!p || !p->product) continue;
+    Use u{p, {}, {}};
+    bool inside = true;
+    for (std::size_t d : p->key_modes) {
+      const std::size_t at = key_place((*x.labels[s])[d]);
+      inside = inside && at < key.size();
+      u.pick.push_back(at);
+    }
+    if (!inside) continue;
+    for (std::size_t d : p->row_modes) {
+      const std::string& l = (*x.labels[s])[d];
+      u.label.push_back(key_place(l) < key.size()
+                            ? all.size()
+                            : static_cast<std::size_t>(std::find(all.begin(), all.end(), l) - all.begin()));
+    }
+    uses.push_back(std::move(u));
+  }
+  return uses;
+}
+
+/// Each label's role in the product.
+std::vector<LabelRole> roles_of(const std::vector<std::string>& all, const std::vector<std::string>& key,
+                                const std::vector<std::string>& c_labels, const std::vector<std::string>& a_labels) {
+  std::vector<LabelRole> role(all.size());
+  for (std::size_t l = 0; l < all.size(); ++l) {
+    const bool in_c = std::count(c_labels.begin(), c_labels.end(), all[l]) > 0;
+    const bool in_a = std::count(a_labels.begin(), a_labels.end(), all[l]) > 0;
+    const bool is_key = std::find(key.begin(), key.end(), all[l]) != key.end();
+    role[l] = is_key ? kKeyLabel : in_c && in_a ? kRows : in_c ? kColumns : kSummed;
+  }
+  return role;
+}
+
+/// One key of the loop counted: its allowed triples, and whether it joins the key before in a
+/// GEMM (equal domains, the same b), runs alone as a row times a matrix, or as a GEMM of its
+/// own. `size` is scratch, per label.
+void count_key(const std::vector<Use>& uses, const std::vector<const SparsePattern::Key*>& found,
+               const std::vector<const SparsePattern::Key*>& before, const std::vector<LabelRole>& role,
+               const std::vector<double>& extent, bool b_shared, std::vector<double>& size, SparseProductCost& cost,
+               KeyTally& t) {
+  const std::size_t labels = role.size();
+  for (std::size_t l = 0; l < labels; ++l) size[l] = role[l] == kKeyLabel ? 1 : extent[l];
+  for (std::size_t u = 0; u < uses.size(); ++u) {
+    for (std::size_t r = 0; r < uses[u].label.size(); ++r) {
+      const std::size_t l = uses[u].label[r];
+      if (l < labels) size[l] = std::min(size[l], static_cast<double>(found[u]->domains[r].size()));
+    }
+  }
+  // Rows (labels of a and c), summed (a and b), columns (b and c).
+  double m = 1, sum = 1, n = 1;
+  for (std::size_t l = 0; l < labels; ++l) {
+    if (role[l] != kKeyLabel) (role[l] == kRows ? m : role[l] == kColumns ? n : sum) *= size[l];
+  }
+  const double triples = m * sum * n;
+  cost.triples += triples;
+  bool same = b_shared && t.have_before;
+  for (std::size_t u = 0; u < uses.size() && same; ++u) same = found[u]->domains == before[u]->domains;
+  if (same) {
+    ++cost.grouped_keys;
+    if (t.last_rows == 1) {  // the key before was counted as a row times a matrix: a GEMM now
+      t.singles -= t.last_block;
+      t.grouped_flops += 2 * t.last_block;
+      t.gathered += t.last_block / std::max(1.0, m);  // its block of b is gathered once
+    }
+    t.grouped_flops += 2 * triples;
+    t.gathered += m * sum + m * n;
+    t.last_rows = 0;
+  } else if (m == 1) {
+    t.singles += triples;
+    t.last_rows = 1;
+    t.last_block = triples;
+  } else {
+    t.grouped_flops += 2 * triples;
+    t.gathered += m * sum + sum * n + m * n;
+    t.last_rows = 0;
+  }
+}
+
+}  // namespace
+
 SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, const SparsePattern* c,
                                       const std::vector<std::string>& a_labels, const SparsePattern* a,
                                       const std::vector<std::string>& b_labels, const SparsePattern* b,
@@ -219,17 +334,15 @@ SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, 
   constexpr double kTriple = 0.7e-9, kGroupedFlop = 40e-12, kGathered = 1e-9, kKey = 1e-6;
   constexpr double kDenseFlop = 11e-12, kAround = 2e-9, kSmall = 1e-3;
   SparseProductCost cost;
-  const std::vector<std::string>* labels[3] = {&c_labels, &a_labels, &b_labels};
-  const SparsePattern* patterns[3] = {c, a, b};
-  const std::vector<std::size_t>* extents[3] = {&c_extents, &a_extents, &b_extents};
+  const ProductSides x{{&c_labels, &a_labels, &b_labels}, {c, a, b}, {&c_extents, &a_extents, &b_extents}};
   // Every label of the product, with its extent.
   std::vector<std::string> all;
   std::vector<double> extent;
   for (int s = 0; s < 3; ++s) {
-    for (std::size_t d = 0; d < labels[s]->size(); ++d) {
-      if (std::find(all.begin(), all.end(), (*labels[s])[d]) == all.end()) {
-        all.push_back((*labels[s])[d]);
-        extent.push_back(static_cast<double>((*extents[s])[d]));
+    for (std::size_t d = 0; d < x.labels[s]->size(); ++d) {
+      if (std::find(all.begin(), all.end(), (*x.labels[s])[d]) == all.end()) {
+        all.push_back((*x.labels[s])[d]);
+        extent.push_back(static_cast<double>((*x.extents[s])[d]));
       }
     }
   }
@@ -239,60 +352,23 @@ SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, 
   const SparsePattern* provider = nullptr;
   int provider_side = -1;
   for (int s = 0; s < 3 && !provider; ++s) {
-    if (patterns[s] && patterns[s]->product) {
-      provider = patterns[s];
+    if (x.patterns[s] && x.patterns[s]->product) {
+      provider = x.patterns[s];
       provider_side = s;
     }
   }
   if (!provider) return cost;
   cost.applies = true;
   std::vector<std::string> key;
-  for (std::size_t d : provider->key_modes) key.push_back((*labels[provider_side])[d]);
-  auto key_place = [&](const std::string& l) {
-    return static_cast<std::size_t>(std::find(key.begin(), key.end(), l) - key.begin());
-  };
-  // The sides whose keys the loop's key gives; for each, its key's places in the loop's key
-  // and, per row mode, the label it restricts.
-  struct Use {
-    const SparsePattern* p;
-    std::vector<std::size_t> pick, label;
-    bool on_key = false;  // carries a key label (so it differs from key to key)
-  };
-  std::vector<Use> uses;
+  for (std::size_t d : provider->key_modes) key.push_back((*x.labels[provider_side])[d]);
   bool b_shared = true;
-  for (const std::string& l : b_labels) b_shared = b_shared && key_place(l) == key.size();
-  for (int s = 0; s < 3; ++s) {
-    const SparsePattern* p = patterns[s];
-    if (!p || !p->product) continue;
-    Use u{p, {}, {}};
-    bool inside = true;
-    for (std::size_t d : p->key_modes) {
-      const std::size_t at = key_place((*labels[s])[d]);
-      inside = inside && at < key.size();
-      u.pick.push_back(at);
-    }
-    if (!inside) continue;
-    for (std::size_t d : p->row_modes) {
-      const std::string& l = (*labels[s])[d];
-      u.label.push_back(key_place(l) < key.size()
-                            ? all.size()
-                            : static_cast<std::size_t>(std::find(all.begin(), all.end(), l) - all.begin()));
-    }
-    uses.push_back(std::move(u));
-  }
-  // Per label: a key label, or rows (on a and c), columns (b and c), summed (a and b).
-  enum Role { kKeyLabel, kRows, kColumns, kSummed };
-  std::vector<Role> role(all.size());
-  for (std::size_t l = 0; l < all.size(); ++l) {
-    const bool in_c = std::count(c_labels.begin(), c_labels.end(), all[l]) > 0;
-    const bool in_a = std::count(a_labels.begin(), a_labels.end(), all[l]) > 0;
-    role[l] = key_place(all[l]) < key.size() ? kKeyLabel : in_c && in_a ? kRows : in_c ? kColumns : kSummed;
-  }
+  for (const std::string& l : b_labels) b_shared = b_shared && std::find(key.begin(), key.end(), l) == key.end();
+  const std::vector<Use> uses = uses_of(x, all, key);
+  const std::vector<LabelRole> role = roles_of(all, key, c_labels, a_labels);
   std::vector<double> size(all.size());
   std::vector<std::size_t> index;
   std::vector<const SparsePattern::Key*> found(uses.size()), before(uses.size(), nullptr);
-  double singles = 0, grouped_flops = 0, gathered = 0, last_rows = 0, last_block = 0;
-  bool have_before = false;
+  KeyTally t;
   for (const SparsePattern::Key& k : provider->keys) {
     bool zero = false;
     for (std::size_t u = 0; u < uses.size() && !zero; ++u) {
@@ -302,55 +378,21 @@ SparseProductCost sparse_product_cost(const std::vector<std::string>& c_labels, 
       zero = found[u] == nullptr;
     }
     if (zero) {
-      have_before = false;
+      t.have_before = false;
       continue;
     }
     ++cost.keys;
-    for (std::size_t l = 0; l < all.size(); ++l) size[l] = role[l] == kKeyLabel ? 1 : extent[l];
-    for (std::size_t u = 0; u < uses.size(); ++u) {
-      for (std::size_t r = 0; r < uses[u].label.size(); ++r) {
-        const std::size_t l = uses[u].label[r];
-        if (l < all.size()) size[l] = std::min(size[l], static_cast<double>(found[u]->domains[r].size()));
-      }
-    }
-    // Rows (labels of a and c), summed (a and b), columns (b and c).
-    double m = 1, sum = 1, n = 1;
-    for (std::size_t l = 0; l < all.size(); ++l) {
-      if (role[l] != kKeyLabel) (role[l] == kRows ? m : role[l] == kColumns ? n : sum) *= size[l];
-    }
-    const double triples = m * sum * n;
-    cost.triples += triples;
-    bool same = b_shared && have_before;
-    for (std::size_t u = 0; u < uses.size() && same; ++u) same = found[u]->domains == before[u]->domains;
-    if (same) {
-      ++cost.grouped_keys;
-      if (last_rows == 1) {  // the key before was counted as a row times a matrix: a GEMM now
-        singles -= last_block;
-        grouped_flops += 2 * last_block;
-        gathered += last_block / std::max(1.0, m);  // its block of b is gathered once
-      }
-      grouped_flops += 2 * triples;
-      gathered += m * sum + m * n;
-      last_rows = 0;
-    } else if (m == 1) {
-      singles += triples;
-      last_rows = 1;
-      last_block = triples;
-    } else {
-      grouped_flops += 2 * triples;
-      gathered += m * sum + sum * n + m * n;
-      last_rows = 0;
-    }
+    count_key(uses, found, before, role, extent, b_shared, size, cost, t);
     before = found;
-    have_before = true;
+    t.have_before = true;
   }
-  cost.sparse_seconds =
-      singles * kTriple + grouped_flops * kGroupedFlop + gathered * kGathered + static_cast<double>(cost.keys) * kKey;
+  cost.sparse_seconds = t.singles * kTriple + t.grouped_flops * kGroupedFlop + t.gathered * kGathered +
+                        static_cast<double>(cost.keys) * kKey;
   double around = 0;  // elements expanded (compact operands) and gathered (a compact result)
   for (int s = 0; s < 3; ++s) {
-    if (!patterns[s] || !patterns[s]->product) continue;
+    if (!x.patterns[s] || !x.patterns[s]->product) continue;
     double total = 1;
-    for (std::size_t e : *extents[s]) total *= static_cast<double>(e);
+    for (std::size_t e : *x.extents[s]) total *= static_cast<double>(e);
     around += total;
   }
   cost.dense_seconds = cost.dense_flops * kDenseFlop + around * kAround;

@@ -183,13 +183,12 @@ double gett_seconds(const Problem& p) {
   return std::max(compute, memory) + kCallSeconds;
 }
 
-// Seconds the GEMM plan is expected to take, or infinity when it cannot run.
-double plan_seconds(const Problem& p, const Gemm& plan) {
-  const std::size_t m = extent_of(p, plan.gm), n = extent_of(p, plan.gn), k = extent_of(p, plan.gk);
+// The GEMM calls' geometry: each operand's strides as it lies, or as the plan lays it out afresh.
+Geometry gemm_geometry(const Problem& p, const Gemm& plan) {
   Geometry g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
+  g.m = extent_of(p, plan.gm);
+  g.n = extent_of(p, plan.gn);
+  g.k = extent_of(p, plan.gk);
   if (plan.permute_a) {
     std::tie(g.a_m, g.a_k) = fresh_group_strides(p, kA, plan.gm, plan.gk, plan.flip_a);
   } else {
@@ -208,56 +207,78 @@ double plan_seconds(const Problem& p, const Gemm& plan) {
   } else {
     std::tie(g.c_m, g.c_n) = fresh_group_strides(p, kC, plan.gm, plan.gn, plan.flip_c);
   }
-  const auto es = static_cast<double>(p.element_size);
-  const double pack = blas_pack_seconds(g, p.element_size);
-  if (!(pack < std::numeric_limits<double>::infinity())) return std::numeric_limits<double>::infinity();
+  return g;
+}
 
-  double loops_c = 1, loops_k = 1, tile_tasks = 1;
+// The loops around a GEMM plan's calls.
+struct GemmLoops {
+  double c = 1, k = 1;                     // calls along c's other modes, and accumulating along K
+  double tile_tasks = 1;                   // tasks of a tiled plan
   std::array<double, 2> tile_share{1, 1};  // elements of a and b one tile reads
-  for (int op : {kA, kB}) tile_share[static_cast<std::size_t>(op)] = static_cast<double>(p.size[op]);
+  double chunks = 1;                       // of an operand packed chunk by chunk
+  double dk = 0;                           // values of K per call
+};
+
+GemmLoops gemm_loops(const Problem& p, const Gemm& plan, std::size_t k) {
+  GemmLoops loops;
+  for (int op : {kA, kB}) loops.tile_share[static_cast<std::size_t>(op)] = static_cast<double>(p.size[op]);
   for (std::size_t u = 0; u < p.modes(); ++u) {
     const int d = static_cast<int>(u);
     const auto e = static_cast<double>(p.extent[u]);
     if (p.role[u] == Role::k) {
-      if (!contains(plan.gk, d)) loops_k *= e;
+      if (!contains(plan.gk, d)) loops.k *= e;
     } else if (!contains(plan.gm, d) && !contains(plan.gn, d)) {
-      loops_c *= e;
+      loops.c *= e;
     }
     if (contains(plan.tiles, d)) {
-      tile_tasks *= e;
+      loops.tile_tasks *= e;
       for (int op : {kA, kB}) {
-        if (p.has(op, d)) tile_share[static_cast<std::size_t>(op)] /= e;
+        if (p.has(op, d)) loops.tile_share[static_cast<std::size_t>(op)] /= e;
       }
     }
   }
   // Packed chunk by chunk: each chunk is a k loop of its own.
-  double chunks = 1;
-  double dk = static_cast<double>(k);
+  loops.dk = static_cast<double>(k);
   if (plan.k_chunk > 0) {
     const auto e = static_cast<double>(p.extent[static_cast<std::size_t>(plan.gk.front())]);
-    chunks = std::ceil(e / static_cast<double>(plan.k_chunk));
-    dk = dk / e * static_cast<double>(plan.k_chunk);
-    loops_k *= chunks;
+    loops.chunks = std::ceil(e / static_cast<double>(plan.k_chunk));
+    loops.dk = loops.dk / e * static_cast<double>(plan.k_chunk);
+    loops.k *= loops.chunks;
   }
-  const double peak = plan_search::gemm_rate(p.element_size).rate;
+  return loops;
+}
+
+// The threads that share a plan's tasks: its tiles, or its calls' slices of M and N.
+double gemm_workers(const Problem& p, const Gemm& plan, const GemmLoops& loops, const Geometry& g) {
   const auto threads = static_cast<double>(p.threads);
-  const double dm = static_cast<double>(m), dn = static_cast<double>(n);
-  const double calls = loops_c * loops_k;
-  const double flops = 2.0 * dm * dn * dk * calls;
+  const double dm = static_cast<double>(g.m), dn = static_cast<double>(g.n);
   double tasks = 0;
   if (plan.output == Output::tiled) {
-    tasks = tile_tasks;
+    tasks = loops.tile_tasks;
   } else {
-    tasks = loops_c * std::max(1.0, std::floor(dm / kMinSlice)) * std::max(1.0, std::floor(dn / kMinSlice));
+    tasks = loops.c * std::max(1.0, std::floor(dm / kMinSlice)) * std::max(1.0, std::floor(dn / kMinSlice));
   }
-  const double workers = std::min(threads, tasks);
+  return std::min(threads, tasks);
+}
+
+// Seconds of the GEMM calls: their arithmetic, each call's fixed cost and packing (`pack`),
+// the operands they read in rows far apart, and the parts they pack again.
+double gemm_calls_seconds(const Problem& p, const Gemm& plan, const Geometry& g, const GemmLoops& loops, double pack,
+                          double workers) {
+  const auto es = static_cast<double>(p.element_size);
+  const double peak = plan_search::gemm_rate(p.element_size).rate;
+  const double dm = static_cast<double>(g.m), dn = static_cast<double>(g.n), dk = loops.dk;
+  const double calls = loops.c * loops.k;
+  const double flops = 2.0 * dm * dn * dk * calls;
   double seconds =
       flops / (workers * peak * speed(dm) * speed(dn) * speed(dk)) + calls * (kCallSeconds + pack) / workers;
   // Operands the GEMMs read in place, in rows far apart (see far_rows).
   double rows = 0;
-  if (!plan.permute_a) rows += far_rows(m, g.a_m, k, g.a_k, es, static_cast<double>(p.size[kA]) * es);
-  if (!plan.permute_b) rows += far_rows(k, g.b_k, n, g.b_n, es, static_cast<double>(p.size[kB]) * es);
-  if (plan.output == Output::direct) rows += far_rows(m, g.c_m, n, g.c_n, es, static_cast<double>(p.size[kC]) * es);
+  if (!plan.permute_a) rows += far_rows(g.m, g.a_m, g.k, g.a_k, es, static_cast<double>(p.size[kA]) * es);
+  if (!plan.permute_b) rows += far_rows(g.k, g.b_k, g.n, g.b_n, es, static_cast<double>(p.size[kB]) * es);
+  if (plan.output == Output::direct) {
+    rows += far_rows(g.m, g.c_m, g.n, g.c_n, es, static_cast<double>(p.size[kC]) * es);
+  }
   seconds += calls * rows * kFarRowSeconds / workers;
   // Every GEMM call packs its parts of both operands. The flop rate (measured in cache) covers
   // one packing; a part larger than the L2 is streamed again from the outer cache on every
@@ -269,10 +290,15 @@ double plan_seconds(const Problem& p, const Gemm& plan) {
     if (part > repack_bytes()) repacked += part;
   }
   // (Chunks of a packed operand are parts of their own, each packed once.)
-  seconds += (calls / chunks - 1.0) * repacked * 2.0 / (kCacheBandwidth * workers);
+  seconds += (calls / loops.chunks - 1.0) * repacked * 2.0 / (kCacheBandwidth * workers);
+  return seconds;
+}
 
-  const auto bytes_c = static_cast<double>(p.size[kC]) * es;
-  double packed_tile_bytes = 0;  // per task, of the operands packed per tile
+// Adds to `seconds` the operands the plan lays out afresh: per tile, chunk by chunk or whole;
+// `packed_tile_bytes` gets what a task packs per tile.
+void add_layout_seconds(const Problem& p, const Gemm& plan, const GemmLoops& loops, double workers, double& seconds,
+                        double& packed_tile_bytes) {
+  const auto es = static_cast<double>(p.element_size);
   for (int op : {kA, kB}) {
     if (!(op == kA ? plan.permute_a : plan.permute_b)) continue;
     if (plan.tile_pack) {
@@ -290,11 +316,11 @@ double plan_seconds(const Problem& p, const Gemm& plan) {
         run *= e;
       }
       const double waste = std::max(0.0, std::min(kPrefetchRunBytes / (run * es), split) - 1.0);
-      const double share_bytes = tile_share[static_cast<std::size_t>(op)] * es;
+      const double share_bytes = loops.tile_share[static_cast<std::size_t>(op)] * es;
       const double operand_bytes = static_cast<double>(p.size[op]) * es;
       const double from_memory = operand_bytes > kCachedOperandBytes ? 1.0 : 0.0;
       packed_tile_bytes += share_bytes;
-      seconds += tile_tasks * share_bytes * 2.0 / (kCacheBandwidth * workers) +
+      seconds += loops.tile_tasks * share_bytes * 2.0 / (kCacheBandwidth * workers) +
                  operand_bytes * (from_memory + waste) / kMemoryBandwidth;
     } else if (plan.k_chunk > 0) {
       // Read once from memory, written into and read back from the cache.
@@ -304,12 +330,20 @@ double plan_seconds(const Problem& p, const Gemm& plan) {
       seconds += permute_seconds(static_cast<double>(p.size[op]) * es);
     }
   }
+}
+
+// Adds to `seconds` what c costs beyond the GEMMs' writes: re-read by accumulating calls, and
+// permuted into place from a buffer or a tile at a time.
+void add_result_seconds(const Problem& p, const Gemm& plan, const Geometry& g, const GemmLoops& loops, double workers,
+                        double packed_tile_bytes, double& seconds) {
+  const auto es = static_cast<double>(p.element_size);
+  const auto bytes_c = static_cast<double>(p.size[kC]) * es;
   // Accumulating GEMMs re-read and re-write c (or its tile, or buffer) once per k loop.
   // The part one GEMM writes stays in L2 between the calls when it fits, else it streams.
-  if (loops_k > 1) {
-    const double part_bytes = dm * dn * es;
+  if (loops.k > 1) {
+    const double part_bytes = static_cast<double>(g.m) * static_cast<double>(g.n) * es;
     const double bandwidth = part_bytes <= tile_bytes() ? kAccumulateBandwidth * workers : kMemoryBandwidth;
-    seconds += (loops_k - 1.0) * 2.0 * bytes_c / bandwidth;
+    seconds += (loops.k - 1.0) * 2.0 * bytes_c / bandwidth;
   }
   const double read_c = p.beta_zero ? 0.0 : 1.0;
   // A buffer whose inner group is not the one holding c's fastest mode is scattered by a
@@ -329,8 +363,21 @@ double plan_seconds(const Problem& p, const Gemm& plan) {
     seconds += 2.0 * bytes_c / (kCacheBandwidth * workers) + (waste + read_c) * bytes_c / kMemoryBandwidth;
     // Runs shorter than a page land on a different page each: a TLB miss per run.
     if (run * es < 4096.0) seconds += static_cast<double>(p.size[kC]) / run * kScatteredRunSeconds / workers;
-    if (bytes_c / tile_tasks + packed_tile_bytes > tile_bytes()) seconds += bytes_c / kMemoryBandwidth;
+    if (bytes_c / loops.tile_tasks + packed_tile_bytes > tile_bytes()) seconds += bytes_c / kMemoryBandwidth;
   }
+}
+
+// Seconds the GEMM plan is expected to take, or infinity when it cannot run.
+double plan_seconds(const Problem& p, const Gemm& plan) {
+  const Geometry g = gemm_geometry(p, plan);
+  const double pack = blas_pack_seconds(g, p.element_size);
+  if (!(pack < std::numeric_limits<double>::infinity())) return std::numeric_limits<double>::infinity();
+  const GemmLoops loops = gemm_loops(p, plan, g.k);
+  const double workers = gemm_workers(p, plan, loops, g);
+  double seconds = gemm_calls_seconds(p, plan, g, loops, pack, workers);
+  double packed_tile_bytes = 0;  // per task, of the operands packed per tile
+  add_layout_seconds(p, plan, loops, workers, seconds, packed_tile_bytes);
+  add_result_seconds(p, plan, g, loops, workers, packed_tile_bytes, seconds);
   return seconds;
 }
 

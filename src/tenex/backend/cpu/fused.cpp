@@ -714,17 +714,13 @@ namespace tenex::detail::cpu {
 HWY_EXPORT(execute_float);
 HWY_EXPORT(execute_double);
 
-template <class T>
-KernelCount fused(const FusedParams& params, const std::vector<const T*>& operands,
-                  const std::vector<Modes>& operand_modes, const std::vector<Extents>& operand_extents, T* out,
-                  const Modes& out_modes, const Extents& out_extents) {
-  const std::size_t nin = operands.size();
-  if (operand_modes.size() != nin || operand_extents.size() != nin) {
-    throw std::invalid_argument("fused: operand modes and extents do not match the operands");
-  }
-  // The iteration space: the result's modes, then the reduced ones, largest operand first.
-  Modes space = out_modes;
-  Extents extents = out_extents;
+namespace {
+
+// The iteration space of a fused region: the result's modes, then the reduced ones, largest
+// operand first; `space` and `extents` come in holding the result's.
+void iteration_space(const std::vector<Modes>& operand_modes, const std::vector<Extents>& operand_extents, Modes& space,
+                     Extents& extents) {
+  const std::size_t nin = operand_modes.size();
   std::vector<std::size_t> by_size(nin);
   for (std::size_t k = 0; k < nin; ++k) by_size[k] = k;
   auto size_of = [&](std::size_t k) {
@@ -742,16 +738,21 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
       }
     }
   }
-  const std::size_t rank = space.size();
+}
+
+// Each mode of the space with its extent and its stride in the result and in every operand;
+// throws where an operand's extent of a mode differs from the space's.
+std::vector<Dim> space_dims(const Modes& space, const Extents& extents, const std::vector<Modes>& operand_modes,
+                            const std::vector<Extents>& operand_extents, const Modes& out_modes,
+                            const Extents& out_extents) {
+  const std::size_t nin = operand_modes.size(), rank = space.size();
   std::vector<Dim> dims(rank);
   const Strides out_strides = row_major(out_extents);
-  std::size_t points = 1;
   for (std::size_t d = 0; d < rank; ++d) {
     dims[d].extent = extents[d];
     dims[d].in.assign(nin, 0);
     dims[d].reduced = d >= out_modes.size();
     dims[d].out = dims[d].reduced ? 0 : out_strides[d];
-    points *= extents[d];
   }
   for (std::size_t k = 0; k < nin; ++k) {
     const Strides s = row_major(operand_extents[k]);
@@ -765,23 +766,12 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
       dims[at].in[k] = s[d];
     }
   }
-  Plan<T> plan;
-  plan.params = &params;
-  plan.in = operands;
-  plan.out = out;
-  plan.out_size = 1;
-  for (std::size_t e : out_extents) plan.out_size *= e;
-  plan.reducing = rank > out_modes.size();
-  double ops = 0;
-  for (const FusedInstr& in : params.program) {
-    if (in.op != FusedOp::load && in.op != FusedOp::constant) ops += 1;
-  }
-  if (plan.reducing) ops += 1;
-  if (plan.out_size == 0) return {0, 1};
-  if (plan.reducing) std::fill_n(out, plan.out_size, identity<T>(params.reduce));
-  if (points == 0) return {0, 1};
+  return dims;
+}
 
-  // Drop modes of extent 1, then merge neighbours that are contiguous in every array.
+// The dims without modes of extent 1, neighbours that are contiguous in every array merged
+// (one dim of extent 1 where none is left).
+std::vector<Dim> merged_dims(std::vector<Dim>& dims, std::size_t nin) {
   std::erase_if(dims, [](const Dim& d) { return d.extent == 1; });
   std::vector<Dim> merged;
   for (Dim& d : dims) {
@@ -804,12 +794,15 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
     one.in.assign(nin, 0);
     merged.push_back(one);
   }
-  plan.inner = merged.back();
-  merged.pop_back();
-  // A transposed operand: stride 1 along another mode than the innermost one. That mode
-  // becomes the block mode, walked in tiles (moved last among the rows).
-  // Only an operand that varies along the innermost mode is read across rows (a broadcast
-  // one, stride 0 there, is one value per strip).
+  return merged;
+}
+
+// The plan's rows, the innermost dim being taken: a transposed operand (stride 1 along
+// another mode than the innermost one) makes that mode the block mode, walked in tiles
+// (moved last among the rows). Only an operand that varies along the innermost mode is read
+// across rows (a broadcast one, stride 0 there, is one value per strip).
+template <class T>
+void choose_rows(Plan<T>& plan, std::vector<Dim>& merged, std::size_t nin) {
   for (std::size_t k = 0; k < nin && !plan.has_block; ++k) {
     if (plan.inner.in[k] == 1 || plan.inner.in[k] == 0) continue;
     for (std::size_t d = 0; d < merged.size(); ++d) {
@@ -824,6 +817,45 @@ KernelCount fused(const FusedParams& params, const std::vector<const T*>& operan
   }
   plan.rows = std::move(merged);
   for (const Dim& d : plan.rows) plan.row_count *= d.extent;
+}
+
+}  // namespace
+
+template <class T>
+KernelCount fused(const FusedParams& params, const std::vector<const T*>& operands,
+                  const std::vector<Modes>& operand_modes, const std::vector<Extents>& operand_extents, T* out,
+                  const Modes& out_modes, const Extents& out_extents) {
+  const std::size_t nin = operands.size();
+  if (operand_modes.size() != nin || operand_extents.size() != nin) {
+    throw std::invalid_argument("fused: operand modes and extents do not match the operands");
+  }
+  Modes space = out_modes;
+  Extents extents = out_extents;
+  iteration_space(operand_modes, operand_extents, space, extents);
+  const std::size_t rank = space.size();
+  std::size_t points = 1;
+  for (std::size_t d = 0; d < rank; ++d) points *= extents[d];
+  std::vector<Dim> dims = space_dims(space, extents, operand_modes, operand_extents, out_modes, out_extents);
+  Plan<T> plan;
+  plan.params = &params;
+  plan.in = operands;
+  plan.out = out;
+  plan.out_size = 1;
+  for (std::size_t e : out_extents) plan.out_size *= e;
+  plan.reducing = rank > out_modes.size();
+  double ops = 0;
+  for (const FusedInstr& in : params.program) {
+    if (in.op != FusedOp::load && in.op != FusedOp::constant) ops += 1;
+  }
+  if (plan.reducing) ops += 1;
+  if (plan.out_size == 0) return {0, 1};
+  if (plan.reducing) std::fill_n(out, plan.out_size, identity<T>(params.reduce));
+  if (points == 0) return {0, 1};
+
+  std::vector<Dim> merged = merged_dims(dims, nin);
+  plan.inner = merged.back();
+  merged.pop_back();
+  choose_rows(plan, merged, nin);
   plan.compound = compounds(params.program);
   plan.stream = !plan.reducing && plan.inner.out == 1 && plan.out_size * sizeof(T) > tuning::kStreamStoreBytes;
   // Rows that may write the same result element: from the first reduced row mode on.

@@ -1,5 +1,5 @@
-// The sparse backend's vector loops (sparse.cpp), over Highway's portable vectors: compiled for
-// each SIMD target and run on the one simd.hpp picks.
+// The sparse backend's vector loops (sparse_contract.cpp, compact_layout.cpp), over Highway's
+// portable vectors: compiled for each SIMD target and run on the one simd.hpp picks.
 #pragma once
 
 #include <cstddef>

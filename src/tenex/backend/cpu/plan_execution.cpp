@@ -222,25 +222,35 @@ void prefault_kernel(const Problem& p, const Gemm& plan) {
   }
 }
 
-// The GEMM nest of a GEMM plan: operands laid out as it says, c written in place, through a
-// buffer, or one tile at a time.
+// The operands as a GEMM plan's calls read them: each as it is, laid out afresh whole (into a
+// copy) or chunk by chunk (by run_chunks), or packed per tile by the tasks (packs); with the
+// strides the GEMMs see.
 template <class T>
-std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, const T* b, T beta, T* c,
-                     Conjugated conj = {}) {
-  std::size_t calls = 0;
-  // Operands laid out afresh.
+struct GemmOperands {
+  const T* a = nullptr;
+  const T* b = nullptr;
   std::optional<Scratch<T>> a_copy, b_copy;
-  std::vector<std::ptrdiff_t> sa = p.stride[kA], sb = p.stride[kB];
+  std::vector<std::ptrdiff_t> sa, sb;
+  std::array<TilePack, 2> packs;
+  std::size_t calls = 0;  // the kernels run to lay them out
+};
+
+// Lays out the operands as the plan says (GemmOperands).
+template <class T>
+void lay_out_operands(const Problem& p, const Gemm& plan, const T* a, const T* b, GemmOperands<T>& x) {
+  x.a = a;
+  x.b = b;
+  x.sa = p.stride[kA];
+  x.sb = p.stride[kB];
   // Or packed per tile: each task copies the part of the operand its tile reads.
   const bool per_tile = packs_per_tile(plan);
-  std::array<TilePack, 2> packs;
   if (per_tile) {
     for (int op : {kA, kB}) {
       if (!permutes(plan, op)) continue;
-      TilePack& pack = packs[static_cast<std::size_t>(op)];
+      TilePack& pack = x.packs[static_cast<std::size_t>(op)];
       pack.on = true;
       const std::vector<int> layout = operand_layout(p, plan, op);
-      std::vector<std::ptrdiff_t>& strides = op == kA ? sa : sb;
+      std::vector<std::ptrdiff_t>& strides = op == kA ? x.sa : x.sb;
       strides = dense_strides(p, layout);
       for (int d : layout) {
         const auto u = static_cast<std::size_t>(d);
@@ -251,28 +261,30 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
       pack.size = elements(p, layout);
     }
   } else if (plan.k_chunk > 0) {
-    // Packed chunk by chunk (below): the GEMMs read the chunk's buffer.
-    std::vector<std::ptrdiff_t>& strides = plan.permute_a ? sa : sb;
+    // Packed chunk by chunk (run_chunks): the GEMMs read the chunk's buffer.
+    std::vector<std::ptrdiff_t>& strides = plan.permute_a ? x.sa : x.sb;
     strides = dense_strides(chunk_problem(p, plan), operand_layout(p, plan, plan.permute_a ? kA : kB));
   } else if (plan.permute_a) {
-    a_copy.emplace(p.size[kA]);
-    sa = pack_operand(p, kA, operand_layout(p, plan, kA), a, a_copy->get());
-    a = a_copy->get();
-    ++calls;
+    x.a_copy.emplace(p.size[kA]);
+    x.sa = pack_operand(p, kA, operand_layout(p, plan, kA), a, x.a_copy->get());
+    x.a = x.a_copy->get();
+    ++x.calls;
   }
   if (plan.permute_b && !per_tile && plan.k_chunk == 0) {
-    b_copy.emplace(p.size[kB]);
-    sb = pack_operand(p, kB, operand_layout(p, plan, kB), b, b_copy->get());
-    b = b_copy->get();
-    ++calls;
+    x.b_copy.emplace(p.size[kB]);
+    x.sb = pack_operand(p, kB, operand_layout(p, plan, kB), b, x.b_copy->get());
+    x.b = x.b_copy->get();
+    ++x.calls;
   }
-  // Where the GEMMs write: c itself, or a buffer (whole c, or one tile per task).
-  std::vector<std::ptrdiff_t> sc = p.stride[kC];
-  std::vector<int> c_layout;
-  if (plan.output != Output::direct) {
-    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
-    sc = dense_strides(p, c_layout);
-  }
+}
+
+// The nest of GEMM calls over the operands' strides as the GEMMs read them and the target's
+// (sc): the GEMM's groups, the loops over c's other modes and over K's other modes; the loops
+// over the tile modes go to `tile_loops`, each task's tile offset in the operands as they are
+// where they are packed per tile.
+Nest gemm_nest(const Problem& p, const Gemm& plan, const std::vector<std::ptrdiff_t>& sa,
+               const std::vector<std::ptrdiff_t>& sb, const std::vector<std::ptrdiff_t>& sc,
+               const std::array<TilePack, 2>& packs, Conjugated conj, std::vector<Loop>& tile_loops) {
   Nest nest;
   Geometry& g = nest.gemm;
   g.m = extent_of(p, plan.gm);
@@ -286,7 +298,6 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
   g.c_n = group_stride(sc, plan.gn);
   g.conj_a = conj.a;  // in place or laid out afresh, the GEMM reads them conjugated
   g.conj_b = conj.b;
-  std::vector<Loop> tile_loops;
   for (int d : p.order[kC]) {
     const auto u = static_cast<std::size_t>(d);
     if (contains(plan.gm, d) || contains(plan.gn, d)) continue;
@@ -302,38 +313,49 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
     const auto u = static_cast<std::size_t>(d);
     if (p.role[u] == Role::k && !contains(plan.gk, d)) nest.inner.push_back({p.extent[u], sa[u], sb[u], 0});
   }
+  return nest;
+}
 
-  // Direct and buffered plans: every GEMM of the nest into `target`, beta on the first write.
-  auto gemms = [&](T first, T* target) {
-    if (plan.k_chunk > 0) return run_chunks(p, plan, nest, plan.permute_a ? sa : sb, alpha, a, b, first, target);
-    return run_nest(nest, alpha, a, b, first, target, true);
-  };
-  if (plan.output == Output::direct) return calls + gemms(beta, c);
-  // The scatter of the buffer (or of one tile) into c.
+// The scatter of a buffer (whole c, or one tile) laid out as `c_layout` (strides sc) into c.
+struct Scatter {
   Extents extents;
   Strides from, to;
+  std::size_t size = 0;  // the buffer's elements
+};
+
+Scatter c_scatter(const Problem& p, const std::vector<int>& c_layout, const std::vector<std::ptrdiff_t>& sc) {
+  Scatter s;
   for (int d : c_layout) {
-    extents.push_back(p.extent[static_cast<std::size_t>(d)]);
-    from.push_back(sc[static_cast<std::size_t>(d)]);
-    to.push_back(p.stride[kC][static_cast<std::size_t>(d)]);
+    s.extents.push_back(p.extent[static_cast<std::size_t>(d)]);
+    s.from.push_back(sc[static_cast<std::size_t>(d)]);
+    s.to.push_back(p.stride[kC][static_cast<std::size_t>(d)]);
   }
-  const std::size_t tile_size = elements(p, c_layout);
-  if (plan.output == Output::buffered) {
-    Scratch<T> buffer(tile_size);
-    calls += gemms(T(0), buffer.get());
-    strided_copy(buffer.get(), from, c, to, extents, T(1), beta);
-    return calls + 1;
-  }
-  // With an operand packed per tile, the tiles follow its memory order, so that the packs
-  // read it as one stream: the largest operand (a, b or c) sets the order.
-  if (packs[kA].on || packs[kB].on) {
-    const int lead = p.size[kC] >= std::max(packs[kA].on ? p.size[kA] : 0, packs[kB].on ? p.size[kB] : 0) ? kC
-                     : packs[kA].on && (!packs[kB].on || p.size[kA] >= p.size[kB]) ? kA
-                                                                                   : kB;
-    auto stride = [lead](const Loop& l) { return lead == kA ? l.a : lead == kB ? l.b : l.c; };
-    std::stable_sort(tile_loops.begin(), tile_loops.end(),
-                     [&](const Loop& x, const Loop& y) { return stride(x) > stride(y); });
-  }
+  s.size = elements(p, c_layout);
+  return s;
+}
+
+// With an operand packed per tile, the tiles follow its memory order, so that the packs
+// read it as one stream: the largest operand (a, b or c) sets the order.
+void order_tiles(const Problem& p, const std::array<TilePack, 2>& packs, std::vector<Loop>& tile_loops) {
+  if (!packs[kA].on && !packs[kB].on) return;
+  const int lead = p.size[kC] >= std::max(packs[kA].on ? p.size[kA] : 0, packs[kB].on ? p.size[kB] : 0) ? kC
+                   : packs[kA].on && (!packs[kB].on || p.size[kA] >= p.size[kB]) ? kA
+                                                                                 : kB;
+  auto stride = [lead](const Loop& l) { return lead == kA ? l.a : lead == kB ? l.b : l.c; };
+  std::stable_sort(tile_loops.begin(), tile_loops.end(),
+                   [&](const Loop& x, const Loop& y) { return stride(x) > stride(y); });
+}
+
+// A tiled plan's tasks: each tile's GEMMs into the task's buffer (its parts of the operands
+// packed first where the plan packs per tile), the buffer then scattered into c. Returns the
+// calls.
+template <class T>
+std::size_t run_tiles(const Problem& p, const Gemm& plan, const Nest& nest, const std::vector<Loop>& tile_loops,
+                      const GemmOperands<T>& x, const Scatter& scatter, T alpha, T beta, T* c) {
+  const std::array<TilePack, 2>& packs = x.packs;
+  const T* a = x.a;
+  const T* b = x.b;
+  const std::size_t tile_size = scatter.size;
   const std::size_t tasks = count(tile_loops);
   const std::size_t team = tile_team(p, plan);
   const bool par = team > 1;
@@ -366,7 +388,7 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
           tb = b_pack;
         }
         const std::size_t n = run_nest(nest, alpha, ta, tb, T(0), buffer, false);
-        strided_copy(buffer, from, c + oc, to, extents, T(1), beta, false);
+        strided_copy(buffer, scatter.from, c + oc, scatter.to, scatter.extents, T(1), beta, false);
         if (t == 0) nest_calls = n;
       } catch (...) {
 #pragma omp critical(tenex_contract_error)
@@ -375,7 +397,42 @@ std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, co
     }
   }
   if (error) std::rethrow_exception(error);
-  return calls + tasks * (nest_calls + 1);
+  return tasks * (nest_calls + 1);
+}
+
+// The GEMM nest of a GEMM plan: operands laid out as it says, c written in place, through a
+// buffer, or one tile at a time.
+template <class T>
+std::size_t run_gemm(const Problem& p, const Gemm& plan, T alpha, const T* a, const T* b, T beta, T* c,
+                     Conjugated conj = {}) {
+  GemmOperands<T> x;
+  lay_out_operands(p, plan, a, b, x);
+  // Where the GEMMs write: c itself, or a buffer (whole c, or one tile per task).
+  std::vector<std::ptrdiff_t> sc = p.stride[kC];
+  std::vector<int> c_layout;
+  if (plan.output != Output::direct) {
+    c_layout = fresh_layout(p, kC, plan.gm, plan.gn, plan.tiles, plan.flip_c);
+    sc = dense_strides(p, c_layout);
+  }
+  std::vector<Loop> tile_loops;
+  const Nest nest = gemm_nest(p, plan, x.sa, x.sb, sc, x.packs, conj, tile_loops);
+
+  // Direct and buffered plans: every GEMM of the nest into `target`, beta on the first write.
+  auto gemms = [&](T first, T* target) {
+    if (plan.k_chunk > 0)
+      return run_chunks(p, plan, nest, plan.permute_a ? x.sa : x.sb, alpha, x.a, x.b, first, target);
+    return run_nest(nest, alpha, x.a, x.b, first, target, true);
+  };
+  if (plan.output == Output::direct) return x.calls + gemms(beta, c);
+  const Scatter scatter = c_scatter(p, c_layout, sc);
+  if (plan.output == Output::buffered) {
+    Scratch<T> buffer(scatter.size);
+    const std::size_t calls = x.calls + gemms(T(0), buffer.get());
+    strided_copy(buffer.get(), scatter.from, c, scatter.to, scatter.extents, T(1), beta);
+    return calls + 1;
+  }
+  order_tiles(p, x.packs, tile_loops);
+  return x.calls + run_tiles(p, plan, nest, tile_loops, x, scatter, alpha, beta, c);
 }
 
 }  // namespace

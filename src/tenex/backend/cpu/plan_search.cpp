@@ -134,6 +134,73 @@ using tuning::tile_bytes;
 
 }  // namespace
 
+namespace {
+
+// The best plan's twin with c's buffer in the other order, or, where no plan differs from the
+// best in c's order alone, the cheapest with c in the other order and the same GEMM groups
+// (see candidate_plans); none where neither exists.
+std::optional<Plan> twin_plan(const Problem& p, double flops, const Gemm& chosen) {
+  std::optional<Plan> twin, stand_in;
+  for_each_gemm_plan(p, flops, false, [&](const Plan& plan) {
+    const Gemm& x = *plan.gemm();
+    if (x.flip_c == chosen.flip_c || x.output != chosen.output || x.gm != chosen.gm || x.gn != chosen.gn ||
+        x.gk != chosen.gk || x.tiles != chosen.tiles) {
+      return;
+    }
+    if (!twin && x.permute_a == chosen.permute_a && x.permute_b == chosen.permute_b &&
+        x.tile_pack == chosen.tile_pack && x.flip_a == chosen.flip_a && x.flip_b == chosen.flip_b) {
+      twin = plan;
+    }
+    if (!stand_in || plan.seconds < stand_in->seconds) stand_in = plan;
+  });
+  if (!twin) twin = stand_in;
+  return twin;
+}
+
+// The cheapest of `others` (cheapest first) that makes the fewest GEMM calls, added to `plans`
+// where the best makes more and it is within kCandidateSpread of the best.
+void add_fewest_calls(const Problem& p, const Plan& best, const std::vector<Plan>& others, std::size_t count,
+                      std::vector<Plan>& plans) {
+  double points = 1;  // the product of every extent
+  for (std::size_t e : p.extent) points *= static_cast<double>(e);
+  auto calls = [&](const Plan& plan) {
+    const Gemm& x = *plan.gemm();
+    return points / static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn) * extent_of(p, x.gk));
+  };
+  if (!others.empty() && plans.size() < count) {
+    const Plan* fewest = &others.front();
+    for (const Plan& x : others) {
+      if (calls(x) < calls(*fewest)) fewest = &x;
+    }
+    if (calls(*fewest) < calls(best) && fewest->seconds <= best.seconds * kCandidateSpread) plans.push_back(*fewest);
+  }
+}
+
+// Each of `others` in turn whose kind (`kind` of its memory_layout) no plan of `plans` has,
+// added, up to `count` plans.
+template <class Kind>
+void add_kinds(const std::vector<Plan>& others, std::size_t count, Kind kind, std::vector<Plan>& plans) {
+  for (const Plan& plan : others) {
+    if (plans.size() >= count) break;
+    const bool seen = std::any_of(plans.begin(), plans.end(),
+                                  [&](const Plan& x) { return kind(memory_layout(x)) == kind(memory_layout(plan)); });
+    if (!seen) plans.push_back(plan);
+  }
+}
+
+// Every plan within kOutputSpread of the best, small operands packed chunk by chunk and tiled
+// plans of few flops among them (as all_plans has them), cheapest first.
+std::vector<Plan> wider_plans(const Problem& p, double flops, const Plan& best) {
+  std::vector<Plan> wider;
+  for_each_gemm_plan(p, flops, true, [&](const Plan& plan) {
+    if (plan.seconds <= best.seconds * kOutputSpread) wider.push_back(plan);
+  });
+  std::stable_sort(wider.begin(), wider.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
+  return wider;
+}
+
+}  // namespace
+
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds) {
   std::vector<Plan> plans;
   if (count < 2) {
@@ -167,20 +234,7 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // and runs 18 ms; no plan writes the other buffer with a flipped; the stand-in, a as is,
   // runs 13.5 ms).
   if (chosen.output != Output::direct && best.seconds >= kTwinSeconds) {
-    std::optional<Plan> twin, stand_in;
-    for_each_gemm_plan(p, flops, false, [&](const Plan& plan) {
-      const Gemm& x = *plan.gemm();
-      if (x.flip_c == chosen.flip_c || x.output != chosen.output || x.gm != chosen.gm || x.gn != chosen.gn ||
-          x.gk != chosen.gk || x.tiles != chosen.tiles) {
-        return;
-      }
-      if (!twin && x.permute_a == chosen.permute_a && x.permute_b == chosen.permute_b &&
-          x.tile_pack == chosen.tile_pack && x.flip_a == chosen.flip_a && x.flip_b == chosen.flip_b) {
-        twin = plan;
-      }
-      if (!stand_in || plan.seconds < stand_in->seconds) stand_in = plan;
-    });
-    if (!twin) twin = stand_in;
+    std::optional<Plan> twin = twin_plan(p, flops, chosen);
     if (twin && plans.size() < count) plans.push_back(*twin);
   }
   // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
@@ -194,44 +248,17 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // smaller GEMMs that write c in place (acd,db->abc: 170 GEMMs of 161 x 161 x 170
   // direct, predicted 23 ms, run 30 ms; one GEMM of 27370 x 161 x 170 into a buffer,
   // predicted 33 ms, runs 25 ms).
-  double points = 1;  // the product of every extent
-  for (std::size_t e : p.extent) points *= static_cast<double>(e);
-  auto calls = [&](const Plan& plan) {
-    const Gemm& x = *plan.gemm();
-    return points / static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn) * extent_of(p, x.gk));
-  };
-  if (!others.empty() && plans.size() < count) {
-    const Plan* fewest = &others.front();
-    for (const Plan& x : others) {
-      if (calls(x) < calls(*fewest)) fewest = &x;
-    }
-    if (calls(*fewest) < calls(best) && fewest->seconds <= best.seconds * kCandidateSpread) plans.push_back(*fewest);
-  }
+  add_fewest_calls(p, best, others, count, plans);
   // Then the cheapest way to write c, and in which order, that no plan so far has (within
   // kOutputSpread), then the cheapest of each kind of plan (within kCandidateSpread). The
   // narrow and GETT kernels count by their memory_layout: c written directly, nothing permuted.
-  auto add_kinds = [&](auto kind) {
-    for (const Plan& plan : others) {
-      if (plans.size() >= count) break;
-      const bool seen = std::any_of(plans.begin(), plans.end(),
-                                    [&](const Plan& x) { return kind(memory_layout(x)) == kind(memory_layout(plan)); });
-      if (!seen) plans.push_back(plan);
-    }
-  };
-  add_kinds([](const Gemm& x) { return std::make_pair(x.output, x.flip_c); });
-  // The wider list for small problems: every plan within kOutputSpread, small operands packed
-  // chunk by chunk and tiled plans of few flops among them (as all_plans has them), cheapest
-  // first.
-  std::vector<Plan> wider;
+  add_kinds(
+      others, count, [](const Gemm& x) { return std::make_pair(x.output, x.flip_c); }, plans);
+  // The wider list for small problems, up to as many plans as fit the search's time.
   const double fit =
       search_seconds > 0 ? std::min(search_seconds / best.seconds, static_cast<double>(kPlansTriedSmall)) : 0;
   const std::size_t most = std::max(count, static_cast<std::size_t>(fit));
-  if (most > count) {
-    for_each_gemm_plan(p, flops, true, [&](const Plan& plan) {
-      if (plan.seconds <= best.seconds * kOutputSpread) wider.push_back(plan);
-    });
-    std::stable_sort(wider.begin(), wider.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
-  }
+  const std::vector<Plan> wider = most > count ? wider_plans(p, flops, best) : std::vector<Plan>{};
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kCandidateSpread; });
   // What a plan does to memory. Permuting even an operand that fits the L2 counts: it can
   // turn a transposed GEMM operand into a plain one, which the model hardly sees
@@ -248,10 +275,13 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
         static_cast<double>(extent_of(p, x.gm) * extent_of(p, x.gn)) * static_cast<double>(p.element_size);
     return part <= tile_bytes();
   };
-  add_kinds([&](const Gemm& x) {
-    return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b), x.flip_c,
-                           x.k_chunk > 0, part_fits(x));
-  });
+  add_kinds(
+      others, count,
+      [&](const Gemm& x) {
+        return std::make_tuple(x.permute_a, x.permute_b, x.output, x.tile_pack && (x.permute_a || x.permute_b),
+                               x.flip_c, x.k_chunk > 0, part_fits(x));
+      },
+      plans);
   for (const Plan& plan : wider) {
     if (plans.size() >= most) break;
     if (std::none_of(plans.begin(), plans.end(), [&](const Plan& x) { return x.kernel == plan.kernel; })) {

@@ -9,7 +9,7 @@
 //
 // Pure kernel shape parameters stay in their kernel files, next to the code they shape: the
 // register tiles and block extents of the GETT kernel (kPanelRows, kBlockK, kBlockStrips, ...,
-// gett_kernel.cpp), the narrow kernel's kBlockValues, the tile side and prefetch distance of
+// gett_blocking.hpp), the narrow kernel's kBlockValues, the tile side and prefetch distance of
 // the permutations (permute.cpp) and the strip and tile rows of the fused kernels (fused.cpp).
 #pragma once
 

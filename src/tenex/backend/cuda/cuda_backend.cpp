@@ -294,6 +294,26 @@ KernelCount CudaBackend<T>::run_reduce(const ReduceParams&, const KernelArgs<T>&
 }
 
 template <class T>
+void CudaBackend<T>::gemm(const cuda::GemmPlan& plan, const T* a, const T* b, T* c, T alpha, T beta) {
+  const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  const cuda::GemmOperand& first = plan.swap ? plan.a : plan.b;
+  const cuda::GemmOperand& second = plan.swap ? plan.b : plan.a;
+  const T* first_data = plan.swap ? a : b;
+  const T* second_data = plan.swap ? b : a;
+  auto as_int = [](long long v) {
+    if (v > 0x7fffffffLL) {
+      throw BackendError("tenex: cuda: a GEMM dimension of " + std::to_string(v) +
+                         " exceeds cuBLAS's 32-bit limit; use TENEX_BACKEND=cpu for this set");
+    }
+    return static_cast<int>(v);
+  };
+  TENEX_CUDA_CALL(cublas, gemm_batched(blas(), op(first.transpose), op(second.transpose), as_int(plan.rows),
+                                       as_int(plan.cols), as_int(plan.k), &alpha, first_data, as_int(first.ld),
+                                       first.batch_stride, second_data, as_int(second.ld), second.batch_stride, &beta,
+                                       c, as_int(plan.c.ld), plan.c.batch_stride, as_int(plan.batch)));
+}
+
+template <class T>
 KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const KernelArgs<T>& args) {
   enter_node(args);
   const OpNode& a_node = *args.operand_nodes[0];
@@ -391,22 +411,7 @@ KernelCount CudaBackend<T>::run_contract(const ContractParams& params, const Ker
     } else {
       const T alpha = static_cast<T>(params.alpha);
       const T beta = static_cast<T>(plan.c.permute ? 0.0 : gemm_beta);
-      const auto op = [](bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; };
-      const cuda::GemmOperand& first = plan.swap ? plan.a : plan.b;
-      const cuda::GemmOperand& second = plan.swap ? plan.b : plan.a;
-      const T* first_data = plan.swap ? a.data : b.data;
-      const T* second_data = plan.swap ? b.data : a.data;
-      auto as_int = [](long long v) {
-        if (v > 0x7fffffffLL) {
-          throw BackendError("tenex: cuda: a GEMM dimension of " + std::to_string(v) +
-                             " exceeds cuBLAS's 32-bit limit; use TENEX_BACKEND=cpu for this set");
-        }
-        return static_cast<int>(v);
-      };
-      TENEX_CUDA_CALL(cublas, gemm_batched(blas(), op(first.transpose), op(second.transpose), as_int(plan.rows),
-                                           as_int(plan.cols), as_int(plan.k), &alpha, first_data, as_int(first.ld),
-                                           first.batch_stride, second_data, as_int(second.ld), second.batch_stride,
-                                           &beta, c, as_int(plan.c.ld), plan.c.batch_stride, as_int(plan.batch)));
+      gemm(plan, a.data, b.data, c, alpha, beta);
       ++count.calls;
       count.flops += 2.0 * static_cast<double>(plan.m) * static_cast<double>(plan.n) * static_cast<double>(plan.k) *
                      static_cast<double>(plan.batch);

@@ -17,6 +17,7 @@
 #include "tenex/backend/backend_interface.hpp"
 #include "tenex/backend/cuda/check.hpp"
 #include "tenex/backend/cuda/codegen.hpp"
+#include "tenex/backend/cuda/contraction_layout.hpp"
 #include "tenex/backend/cuda/device.hpp"
 #include "tenex/tensor/storage.hpp"
 
@@ -148,6 +149,8 @@ class CudaBackend final : public Backend<T> {
   void launch(const void* kernel, dim3 grid, dim3 block, void* argument);
   void launch_utility(const char* entry, long long work, void** arguments);
   void copy(T* to, const T* from, std::size_t elements);
+  /// c = alpha * a b + beta * c as `plan` lays them out: one cuBLAS (strided batched) GEMM.
+  void gemm(const cuda::GemmPlan& plan, const T* a, const T* b, T* c, T alpha, T beta);
   /// The device's info value of a cuSOLVER call, checked as LAPACK's is.
   void check_info(const int* info, const char* routine, std::size_t n);
 

@@ -345,6 +345,204 @@ void enumerate(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule
   }
 }
 
+/// Where remap's elements go: the offset of each (row, col) of the destination in its owner's
+/// local array (the sender knows the receiver's leading dimension), and how an element is
+/// combined with what is there.
+template <class T>
+class RemapTarget {
+ public:
+  RemapTarget(const DistContext& ctx, const RemapRule& rule, DistMatrix<T>& dst)
+      : rule_(rule), local_(dst.local.data()), pcol_(ctx.pcol), lld_of_row_(static_cast<std::size_t>(ctx.prow)),
+        by_row_(ctx.block, ctx.prow), by_col_(ctx.block, ctx.pcol) {
+    for (int p = 0; p < ctx.prow; ++p) {
+      const int zero = 0;
+      lld_of_row_[static_cast<std::size_t>(p)] = std::max(1, numroc_(&dst.rows, &ctx.block, &p, &zero, &ctx.prow));
+    }
+  }
+
+  /// The local leading dimension of the ranks of process row `p`.
+  int lld_of_row(int p) const { return lld_of_row_[static_cast<std::size_t>(p)]; }
+  T* local() const { return local_; }
+
+  void combine(std::uint64_t at, T value) const {
+    switch (rule_.reduce) {
+      case Accumulate::sum: local_[at] += value; break;
+      case Accumulate::max:  // the table's maximum and minimum: a NaN is kept
+        local_[at] = Function<FusedOp::maximum>::apply(local_[at], value, T(0), T(0));
+        break;
+      case Accumulate::min: local_[at] = Function<FusedOp::minimum>::apply(local_[at], value, T(0), T(0)); break;
+    }
+  }
+
+  std::uint64_t owner_and_offset(std::int64_t row, std::int64_t col, int& owner) const {
+    int pr = 0, pc = 0;
+    std::uint64_t lr = 0, lc = 0;
+    by_row_.place(row, pr, lr);
+    by_col_.place(col, pc, lc);
+    owner = pr * pcol_ + pc;
+    return lc * static_cast<std::uint64_t>(lld_of_row_[static_cast<std::size_t>(pr)]) + lr;
+  }
+
+ private:
+  const RemapRule& rule_;
+  T* local_;
+  int pcol_;
+  std::vector<int> lld_of_row_;
+  CyclicPlacement by_row_, by_col_;
+};
+
+/// The destination's local array at the reduction's start: -inf for a maximum, +inf for a
+/// minimum (dst is made zero-filled, a sum's start).
+template <class T>
+void fill_start(const RemapRule& rule, DistMatrix<T>& dst) {
+  T start = T(0);
+  if constexpr (!is_complex_v<T>) {  // complex numbers have no order: their reductions are sums
+    if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
+    if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
+  }
+  if (start != T(0)) std::fill(dst.local.begin(), dst.local.end(), start);
+}
+
+/// A remap on one rank, whose local matrix is the whole matrix: a permutation in place.
+template <class T>
+void remap_in_place(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, DistMatrix<T>& dst,
+                    const RemapTarget<T>& target) {
+  const auto lld = static_cast<std::uint64_t>(target.lld_of_row(0));
+  if (!is_fast(rule, src.split)) {
+    enumerate(ctx, src, rule, dst, 0, src.local_cols, [&](std::int64_t row, std::int64_t col, T value) {
+      target.combine(static_cast<std::uint64_t>(col) * lld + static_cast<std::uint64_t>(row), value);
+    });
+    return;
+  }
+  // The destination offset col * lld + row is a sum of a term per source row and a term
+  // per source column: a gather-scatter loop over tiles, one loop per kind of reduction.
+  T* local = target.local();
+  const std::vector<std::int64_t> weight = weights_of(dst);
+  constexpr std::uint64_t skip = ~std::uint64_t{0};
+  auto offsets = [&](bool rows) {
+    const std::vector<Part> parts = parts_of(ctx, src, rule, dst, weight, rows ? src.local_rows : src.local_cols, rows);
+    std::vector<std::uint64_t> out(parts.size());
+    for (std::size_t x = 0; x < parts.size(); ++x) {
+      out[x] = parts[x].keep ? static_cast<std::uint64_t>(parts[x].col) * lld + static_cast<std::uint64_t>(parts[x].row)
+                             : skip;
+    }
+    return out;
+  };
+  const std::vector<std::uint64_t> row_offset = offsets(true), col_offset = offsets(false);
+  auto permute = [&](auto accumulate) {
+    constexpr int tile = 64;
+    for (int c0 = 0; c0 < src.local_cols; c0 += tile) {
+      const int c1 = std::min(src.local_cols, c0 + tile);
+      for (int r0 = 0; r0 < src.local_rows; r0 += tile) {
+        const int r1 = std::min(src.local_rows, r0 + tile);
+        for (int c = c0; c < c1; ++c) {
+          const std::uint64_t oc = col_offset[static_cast<std::size_t>(c)];
+          if (oc == skip) continue;
+          const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
+          for (int r = r0; r < r1; ++r) {
+            const std::uint64_t orow = row_offset[static_cast<std::size_t>(r)];
+            if (orow != skip) accumulate(local[orow + oc], column[r]);
+          }
+        }
+      }
+    }
+  };
+  switch (rule.reduce) {
+    case Accumulate::sum: permute([](T& d, T v) { d += v; }); break;
+    case Accumulate::max: permute([](T& d, T v) { d = Function<FusedOp::maximum>::apply(d, v, T(0), T(0)); }); break;
+    case Accumulate::min: permute([](T& d, T v) { d = Function<FusedOp::minimum>::apply(d, v, T(0), T(0)); }); break;
+  }
+}
+
+/// The rounds of a remap over several ranks, the same on every rank: enough for the largest
+/// local part (rank 0's, in a block-cyclic layout), times the copies a broadcast makes of each
+/// element.
+template <class T>
+int remap_rounds(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst) {
+  double copies = 1;
+  for (std::size_t k = 0; k < rule.from.size(); ++k) {
+    if (rule.from[k] < 0) copies *= static_cast<double>(dst.extents[k]);
+  }
+  const int zero = 0;
+  const int nb = ctx.block;
+  const double largest_part = static_cast<double>(numroc_(&src.rows, &nb, &zero, &zero, &ctx.prow)) *
+                              static_cast<double>(numroc_(&src.cols, &nb, &zero, &zero, &ctx.pcol));
+  const double round_bytes = static_cast<double>(remap_round_bytes());
+  return static_cast<int>(
+      std::clamp(std::ceil(largest_part * copies * static_cast<double>(sizeof(Entry<T>)) / round_bytes), 1.0, 1e6));
+}
+
+/// The buffers and counts of a remap's rounds, kept from round to round.
+template <class T>
+struct RemapBuffers {
+  std::vector<Entry<T>> send, receive;
+  std::vector<int> send_counts, send_displs, receive_counts, receive_displs;
+
+  explicit RemapBuffers(int ranks)
+      : send_counts(ranks, 0), send_displs(ranks, 0), receive_counts(ranks, 0), receive_displs(ranks, 0) {}
+};
+
+/// The elements of the source's local columns [first, last) packed for their owners, each
+/// receiver's run after the one before (send_counts, send_displs in bytes); those this rank
+/// owns combined in place. `last_round`: where the test switch makes this rank fail.
+template <class T>
+void pack_round(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& rule, const DistMatrix<T>& dst,
+                const RemapTarget<T>& target, int first, int last, bool last_round, RemapBuffers<T>& x) {
+  agreed(ctx, [&] {
+    if (last_round && remap_fails_here(ctx)) throw std::bad_alloc();
+    std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
+    enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T) {
+      int owner = 0;
+      target.owner_and_offset(row, col, owner);
+      ++count[static_cast<std::size_t>(owner)];
+    });
+    count[static_cast<std::size_t>(ctx.rank)] = 0;  // kept here, combined in place
+    std::vector<std::size_t> next(count.size(), 0);
+    std::size_t total = 0;
+    for (int p = 0; p < ctx.size; ++p) {
+      next[static_cast<std::size_t>(p)] = total;
+      x.send_displs[p] = checked_count(total * sizeof(Entry<T>));
+      x.send_counts[p] = checked_count(count[static_cast<std::size_t>(p)] * sizeof(Entry<T>));
+      total += count[static_cast<std::size_t>(p)];
+    }
+    checked_count(total * sizeof(Entry<T>));
+    x.send.resize(total);
+    x.send.shrink_to_fit();
+    enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T value) {
+      int owner = 0;
+      const std::uint64_t at = target.owner_and_offset(row, col, owner);
+      if (owner == ctx.rank) {
+        target.combine(at, value);
+      } else {
+        x.send[next[static_cast<std::size_t>(owner)]++] = {at, value};
+      }
+    });
+  });
+}
+
+/// A packed round exchanged (the counts by MPI_Alltoall, the elements by MPI_Alltoallv) and
+/// what arrives combined.
+template <class T>
+void exchange_round(const DistContext& ctx, const RemapTarget<T>& target, RemapBuffers<T>& x) {
+  for (int p = 0; p < ctx.size; ++p) {
+    if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(x.send_counts[p]);
+  }
+  MPI_Alltoall(x.send_counts.data(), 1, MPI_INT, x.receive_counts.data(), 1, MPI_INT, ctx.comm);
+  agreed(ctx, [&] {
+    std::size_t total = 0;
+    for (int p = 0; p < ctx.size; ++p) {
+      x.receive_displs[p] = checked_count(total);
+      total += static_cast<std::size_t>(x.receive_counts[p]);
+    }
+    checked_count(total);
+    x.receive.resize(total / sizeof(Entry<T>));
+    x.receive.shrink_to_fit();
+  });
+  MPI_Alltoallv(data_or_dummy(x.send), x.send_counts.data(), x.send_displs.data(), MPI_BYTE, data_or_dummy(x.receive),
+                x.receive_counts.data(), x.receive_displs.data(), MPI_BYTE, ctx.comm);
+  for (const Entry<T>& e : x.receive) target.combine(e.index, e.value);
+}
+
 }  // namespace
 
 template <class T>
@@ -356,151 +554,18 @@ void remap(const DistContext& ctx, const DistMatrix<T>& src, const RemapRule& ru
   // permutation), and the source's columns are sent in rounds so that the buffers stay
   // under kRemapRoundBytes per rank (a remap of a large tensor needs no more than that
   // besides its source and destination).
-  std::vector<int> lld_of_row(static_cast<std::size_t>(ctx.prow));
-  for (int p = 0; p < ctx.prow; ++p) {
-    const int zero = 0;
-    lld_of_row[static_cast<std::size_t>(p)] = std::max(1, numroc_(&dst.rows, &ctx.block, &p, &zero, &ctx.prow));
-  }
-  const int nb = ctx.block;
-  T start = T(0);
-  if constexpr (!is_complex_v<T>) {  // complex numbers have no order: their reductions are sums
-    if (rule.reduce == Accumulate::max) start = -std::numeric_limits<T>::infinity();
-    if (rule.reduce == Accumulate::min) start = std::numeric_limits<T>::infinity();
-  }
-  if (start != T(0)) std::fill(dst.local.begin(), dst.local.end(), start);  // dst is made zero-filled
-  T* local = dst.local.data();
-  auto combine = [&rule, local](std::uint64_t at, T value) {
-    switch (rule.reduce) {
-      case Accumulate::sum: local[at] += value; break;
-      case Accumulate::max:  // the table's maximum and minimum: a NaN is kept
-        local[at] = Function<FusedOp::maximum>::apply(local[at], value, T(0), T(0));
-        break;
-      case Accumulate::min: local[at] = Function<FusedOp::minimum>::apply(local[at], value, T(0), T(0)); break;
-    }
-  };
-  const CyclicPlacement by_row(nb, ctx.prow), by_col(nb, ctx.pcol);
-  auto owner_and_offset = [&](std::int64_t row, std::int64_t col, int& owner) {
-    int pr = 0, pc = 0;
-    std::uint64_t lr = 0, lc = 0;
-    by_row.place(row, pr, lr);
-    by_col.place(col, pc, lc);
-    owner = pr * ctx.pcol + pc;
-    return lc * static_cast<std::uint64_t>(lld_of_row[static_cast<std::size_t>(pr)]) + lr;
-  };
-  if (ctx.size == 1) {  // the local matrix is the whole matrix: a permutation in place
-    const auto lld = static_cast<std::uint64_t>(lld_of_row[0]);
-    if (!is_fast(rule, src.split)) {
-      enumerate(ctx, src, rule, dst, 0, src.local_cols, [&](std::int64_t row, std::int64_t col, T value) {
-        combine(static_cast<std::uint64_t>(col) * lld + static_cast<std::uint64_t>(row), value);
-      });
-      return;
-    }
-    // The destination offset col * lld + row is a sum of a term per source row and a term
-    // per source column: a gather-scatter loop over tiles, one loop per kind of reduction.
-    const std::vector<std::int64_t> weight = weights_of(dst);
-    constexpr std::uint64_t skip = ~std::uint64_t{0};
-    auto offsets = [&](bool rows) {
-      const std::vector<Part> parts =
-          parts_of(ctx, src, rule, dst, weight, rows ? src.local_rows : src.local_cols, rows);
-      std::vector<std::uint64_t> out(parts.size());
-      for (std::size_t x = 0; x < parts.size(); ++x) {
-        out[x] = parts[x].keep
-                     ? static_cast<std::uint64_t>(parts[x].col) * lld + static_cast<std::uint64_t>(parts[x].row)
-                     : skip;
-      }
-      return out;
-    };
-    const std::vector<std::uint64_t> row_offset = offsets(true), col_offset = offsets(false);
-    auto permute = [&](auto accumulate) {
-      constexpr int tile = 64;
-      for (int c0 = 0; c0 < src.local_cols; c0 += tile) {
-        const int c1 = std::min(src.local_cols, c0 + tile);
-        for (int r0 = 0; r0 < src.local_rows; r0 += tile) {
-          const int r1 = std::min(src.local_rows, r0 + tile);
-          for (int c = c0; c < c1; ++c) {
-            const std::uint64_t oc = col_offset[static_cast<std::size_t>(c)];
-            if (oc == skip) continue;
-            const T* column = src.local.data() + static_cast<std::size_t>(c) * static_cast<std::size_t>(src.lld());
-            for (int r = r0; r < r1; ++r) {
-              const std::uint64_t orow = row_offset[static_cast<std::size_t>(r)];
-              if (orow != skip) accumulate(local[orow + oc], column[r]);
-            }
-          }
-        }
-      }
-    };
-    switch (rule.reduce) {
-      case Accumulate::sum: permute([](T& d, T v) { d += v; }); break;
-      case Accumulate::max: permute([](T& d, T v) { d = Function<FusedOp::maximum>::apply(d, v, T(0), T(0)); }); break;
-      case Accumulate::min: permute([](T& d, T v) { d = Function<FusedOp::minimum>::apply(d, v, T(0), T(0)); }); break;
-    }
+  const RemapTarget<T> target(ctx, rule, dst);
+  fill_start(rule, dst);
+  if (ctx.size == 1) {
+    remap_in_place(ctx, src, rule, dst, target);
     return;
   }
-  // Every rank runs the same number of rounds: enough for the largest local part (rank 0's,
-  // in a block-cyclic layout), times the copies a broadcast makes of each element.
-  double copies = 1;
-  for (std::size_t k = 0; k < rule.from.size(); ++k) {
-    if (rule.from[k] < 0) copies *= static_cast<double>(dst.extents[k]);
-  }
-  const int zero = 0;
-  const double largest_part = static_cast<double>(numroc_(&src.rows, &nb, &zero, &zero, &ctx.prow)) *
-                              static_cast<double>(numroc_(&src.cols, &nb, &zero, &zero, &ctx.pcol));
-  const double round_bytes = static_cast<double>(remap_round_bytes());
-  const int rounds = static_cast<int>(
-      std::clamp(std::ceil(largest_part * copies * static_cast<double>(sizeof(Entry<T>)) / round_bytes), 1.0, 1e6));
-  std::vector<Entry<T>> send, receive;
-  std::vector<int> send_counts(ctx.size, 0), send_displs(ctx.size, 0), receive_counts(ctx.size, 0),
-      receive_displs(ctx.size, 0);
+  const int rounds = remap_rounds(ctx, src, rule, dst);
+  RemapBuffers<T> buffers(ctx.size);
   for (int round = 0; round < rounds; ++round) {
     const auto bound = [&](int r) { return static_cast<int>(static_cast<std::int64_t>(src.local_cols) * r / rounds); };
-    const int first = bound(round), last = bound(round + 1);
-    agreed(ctx, [&] {
-      if (round + 1 == rounds && remap_fails_here(ctx)) throw std::bad_alloc();
-      std::vector<std::size_t> count(static_cast<std::size_t>(ctx.size), 0);
-      enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T) {
-        int owner = 0;
-        owner_and_offset(row, col, owner);
-        ++count[static_cast<std::size_t>(owner)];
-      });
-      count[static_cast<std::size_t>(ctx.rank)] = 0;  // kept here, combined in place
-      std::vector<std::size_t> next(count.size(), 0);
-      std::size_t total = 0;
-      for (int p = 0; p < ctx.size; ++p) {
-        next[static_cast<std::size_t>(p)] = total;
-        send_displs[p] = checked_count(total * sizeof(Entry<T>));
-        send_counts[p] = checked_count(count[static_cast<std::size_t>(p)] * sizeof(Entry<T>));
-        total += count[static_cast<std::size_t>(p)];
-      }
-      checked_count(total * sizeof(Entry<T>));
-      send.resize(total);
-      send.shrink_to_fit();
-      enumerate(ctx, src, rule, dst, first, last, [&](std::int64_t row, std::int64_t col, T value) {
-        int owner = 0;
-        const std::uint64_t at = owner_and_offset(row, col, owner);
-        if (owner == ctx.rank) {
-          combine(at, value);
-        } else {
-          send[next[static_cast<std::size_t>(owner)]++] = {at, value};
-        }
-      });
-    });
-    for (int p = 0; p < ctx.size; ++p) {
-      if (p != ctx.rank) phase_clock().remap_bytes_sent += static_cast<unsigned long long>(send_counts[p]);
-    }
-    MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, ctx.comm);
-    agreed(ctx, [&] {
-      std::size_t total = 0;
-      for (int p = 0; p < ctx.size; ++p) {
-        receive_displs[p] = checked_count(total);
-        total += static_cast<std::size_t>(receive_counts[p]);
-      }
-      checked_count(total);
-      receive.resize(total / sizeof(Entry<T>));
-      receive.shrink_to_fit();
-    });
-    MPI_Alltoallv(data_or_dummy(send), send_counts.data(), send_displs.data(), MPI_BYTE, data_or_dummy(receive),
-                  receive_counts.data(), receive_displs.data(), MPI_BYTE, ctx.comm);
-    for (const Entry<T>& e : receive) combine(e.index, e.value);
+    pack_round(ctx, src, rule, dst, target, bound(round), bound(round + 1), round + 1 == rounds, buffers);
+    exchange_round(ctx, target, buffers);
   }
 }
 

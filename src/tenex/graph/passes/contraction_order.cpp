@@ -7,6 +7,8 @@
 #include <map>
 #include <queue>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 
 namespace tenex::passes {
@@ -143,37 +145,27 @@ bool order_exact(const Numbered& p, double limit, ContractionPath& path) {
 /// when popped. A product of n factors sharing one label (a Hadamard product, a trace of
 /// a power) orders in O(n log n), not the O(n^2) of a candidate per pair of slots; with
 /// distinct label sets a class is a slot and this is the queue of pairs it always was.
-ContractionPath order_greedy(const Numbered& p, double limit) {
-  const std::size_t n = p.operands.size();
-  std::vector<Set> slots = p.operands;
-  std::vector<char> live(n, 1);
-  std::vector<double> sizes;
-  for (const Set& s : slots) sizes.push_back(size_of(s, p.extent));
-  std::vector<int> held(p.extent.size(), 0);  // live slots holding each label
-  for (const Set& s : slots) {
-    for (int l : s) ++held[static_cast<std::size_t>(l)];
-  }
-  auto result_of = [&](std::size_t a, std::size_t b) {
-    Set out;
-    const Set all = union_of(slots[a], slots[b]);
-    for (int l : all) {
-      const auto u = static_cast<std::size_t>(l);
-      const int here = static_cast<int>(std::binary_search(slots[a].begin(), slots[a].end(), l)) +
-                       static_cast<int>(std::binary_search(slots[b].begin(), slots[b].end(), l));
-      if (p.kept[u] || held[u] > here) out.push_back(l);
+class GreedyOrder {
+ public:
+  GreedyOrder(const Numbered& p, double limit) : p_(p), limit_(limit), slots_(p.operands), held_(p.extent.size(), 0) {
+    live_.assign(slots_.size(), 1);
+    for (const Set& s : slots_) sizes_.push_back(size_of(s, p.extent));
+    for (const Set& s : slots_) {
+      for (int l : s) ++held_[static_cast<std::size_t>(l)];
     }
-    return out;
-  };
-  // (does not fit, cost, first, second): the smallest first; ties go to the earliest slots.
-  using Candidate = std::tuple<int, double, std::size_t, std::size_t>;
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
-  auto consider = [&](std::size_t a, std::size_t b) {
-    if (a > b) std::swap(a, b);
-    const double out = size_of(result_of(a, b), p.extent);
-    const double flops = size_of(union_of(slots[a], slots[b]), p.extent);
-    queue.emplace(fits(out, limit) ? 0 : 1, flops + out * 1e-3, a, b);
-  };
+    holders_.resize(p.extent.size());
+  }
 
+  ContractionPath run() {
+    const std::size_t n = p_.operands.size();
+    for (std::size_t i = 0; i < n; ++i) join(i);
+    for (std::size_t id = 0; id < classes_.size(); ++id) pair_up(id);
+    contract_pairs();
+    outer_products();
+    return std::move(path_);
+  }
+
+ private:
   struct Class {
     Set labels;
     std::vector<std::size_t> members;  // in slot order; those before `first` are dead
@@ -182,55 +174,76 @@ ContractionPath order_greedy(const Numbered& p, double limit) {
     unsigned version = 0;        // bumped each time the class comes back to life
     std::size_t seen_round = 0;  // the last pairing round that met it
   };
-  std::vector<Class> classes;
-  std::map<Set, std::size_t> class_ids;
-  std::vector<std::size_t> class_of;  // by slot
-  // The classes holding each label, with the version they were listed under: an entry of a
-  // class that emptied (or came back since) is stale and dropped when met.
-  std::vector<std::vector<std::pair<std::size_t, unsigned>>> holders(p.extent.size());
-  auto join = [&](std::size_t slot) {
-    auto [it, inserted] = class_ids.emplace(slots[slot], classes.size());
-    if (inserted) classes.push_back(Class{slots[slot], {}, 0, 0, 0, 0});
+  // (does not fit, cost, first, second): the smallest first; ties go to the earliest slots.
+  using Candidate = std::tuple<int, double, std::size_t, std::size_t>;
+
+  // The labels the contraction of slots a and b keeps: those kept in the end or held by a
+  // third live slot.
+  Set result_of(std::size_t a, std::size_t b) const {
+    Set out;
+    const Set all = union_of(slots_[a], slots_[b]);
+    for (int l : all) {
+      const auto u = static_cast<std::size_t>(l);
+      const int here = static_cast<int>(std::binary_search(slots_[a].begin(), slots_[a].end(), l)) +
+                       static_cast<int>(std::binary_search(slots_[b].begin(), slots_[b].end(), l));
+      if (p_.kept[u] || held_[u] > here) out.push_back(l);
+    }
+    return out;
+  }
+
+  void consider(std::size_t a, std::size_t b) {
+    if (a > b) std::swap(a, b);
+    const double out = size_of(result_of(a, b), p_.extent);
+    const double flops = size_of(union_of(slots_[a], slots_[b]), p_.extent);
+    queue_.emplace(fits(out, limit_) ? 0 : 1, flops + out * 1e-3, a, b);
+  }
+
+  // Slot `slot` into the class of its labels (made, or brought back to life); its id.
+  std::size_t join(std::size_t slot) {
+    auto [it, inserted] = class_ids_.emplace(slots_[slot], classes_.size());
+    if (inserted) classes_.push_back(Class{slots_[slot], {}, 0, 0, 0, 0});
     const std::size_t id = it->second;
-    Class& k = classes[id];
+    Class& k = classes_[id];
     if (k.count == 0) {
       ++k.version;
       k.members.clear();
       k.first = 0;
-      for (int l : k.labels) holders[static_cast<std::size_t>(l)].emplace_back(id, k.version);
+      for (int l : k.labels) holders_[static_cast<std::size_t>(l)].emplace_back(id, k.version);
     }
     k.members.push_back(slot);
     ++k.count;
-    class_of.resize(slots.size());
-    class_of[slot] = id;
+    class_of_.resize(slots_.size());
+    class_of_[slot] = id;
     return id;
-  };
-  auto leave = [&](std::size_t slot) {
-    Class& k = classes[class_of[slot]];
+  }
+
+  void leave(std::size_t slot) {
+    Class& k = classes_[class_of_[slot]];
     --k.count;
-    while (k.first < k.members.size() && !live[k.members[k.first]]) ++k.first;
-  };
+    while (k.first < k.members.size() && !live_[k.members[k.first]]) ++k.first;
+  }
+
   // The live member after the first (the second of the class's cheapest pair).
-  auto second = [&](const Class& k) {
+  std::size_t second(const Class& k) const {
     std::size_t i = k.first + 1;
-    while (!live[k.members[i]]) ++i;
+    while (!live_[k.members[i]]) ++i;
     return k.members[i];
-  };
-  std::size_t round = 0;
+  }
+
   // Queues the cheapest pair of class `id` with every class sharing one of its labels.
-  auto pair_up = [&](std::size_t id) {
-    const Class& k = classes[id];
+  void pair_up(std::size_t id) {
+    const Class& k = classes_[id];
     if (k.count == 0) return;
-    ++round;
+    ++round_;
     for (int l : k.labels) {
-      auto& list = holders[static_cast<std::size_t>(l)];
+      auto& list = holders_[static_cast<std::size_t>(l)];
       std::erase_if(list, [&](const std::pair<std::size_t, unsigned>& entry) {
-        return classes[entry.first].count == 0 || classes[entry.first].version != entry.second;
+        return classes_[entry.first].count == 0 || classes_[entry.first].version != entry.second;
       });
       for (const auto& [other_id, version] : list) {
-        Class& other = classes[other_id];
-        if (other.seen_round == round) continue;
-        other.seen_round = round;
+        Class& other = classes_[other_id];
+        if (other.seen_round == round_) continue;
+        other.seen_round = round_;
         if (other_id != id) {
           consider(k.members[k.first], other.members[other.first]);
         } else if (k.count >= 2) {
@@ -238,54 +251,76 @@ ContractionPath order_greedy(const Numbered& p, double limit) {
         }
       }
     }
-  };
-  for (std::size_t i = 0; i < n; ++i) join(i);
-  for (std::size_t id = 0; id < classes.size(); ++id) pair_up(id);
+  }
 
-  ContractionPath path;
-  auto contract = [&](std::size_t a, std::size_t b) {
+  // Slots a and b contracted into a new slot, whose index it returns.
+  std::size_t contract(std::size_t a, std::size_t b) {
     Set out = result_of(a, b);
-    live[a] = live[b] = 0;
-    for (int l : slots[a]) --held[static_cast<std::size_t>(l)];
-    for (int l : slots[b]) --held[static_cast<std::size_t>(l)];
-    const std::size_t c = slots.size();
-    for (int l : out) ++held[static_cast<std::size_t>(l)];
-    sizes.push_back(size_of(out, p.extent));
-    slots.push_back(std::move(out));
-    live.push_back(1);
-    path.emplace_back(a, b);
+    live_[a] = live_[b] = 0;
+    for (int l : slots_[a]) --held_[static_cast<std::size_t>(l)];
+    for (int l : slots_[b]) --held_[static_cast<std::size_t>(l)];
+    const std::size_t c = slots_.size();
+    for (int l : out) ++held_[static_cast<std::size_t>(l)];
+    sizes_.push_back(size_of(out, p_.extent));
+    slots_.push_back(std::move(out));
+    live_.push_back(1);
+    path_.emplace_back(a, b);
     return c;
-  };
-  while (!queue.empty()) {
-    const auto [over, cost, a, b] = queue.top();
-    queue.pop();
-    if (!live[a] || !live[b]) continue;
-    const std::size_t c = contract(a, b);
-    leave(a);
-    leave(b);
-    const std::size_t joined = join(c);
-    // The classes whose first members (or whose own pair) changed.
-    const std::size_t ka = class_of[a], kb = class_of[b];
-    pair_up(ka);
-    if (kb != ka) pair_up(kb);
-    if (joined != ka && joined != kb) pair_up(joined);
   }
+
+  // The queued pairs, cheapest first, each contraction renewing the candidates it changes.
+  void contract_pairs() {
+    while (!queue_.empty()) {
+      const auto [over, cost, a, b] = queue_.top();
+      queue_.pop();
+      if (!live_[a] || !live_[b]) continue;
+      const std::size_t c = contract(a, b);
+      leave(a);
+      leave(b);
+      const std::size_t joined = join(c);
+      // The classes whose first members (or whose own pair) changed.
+      const std::size_t ka = class_of_[a], kb = class_of_[b];
+      pair_up(ka);
+      if (kb != ka) pair_up(kb);
+      if (joined != ka && joined != kb) pair_up(joined);
+    }
+  }
+
   // Nothing shares a label any more: outer products, the two smallest first.
-  using BySize = std::pair<double, std::size_t>;
-  std::priority_queue<BySize, std::vector<BySize>, std::greater<>> rest;
-  for (std::size_t s = 0; s < slots.size(); ++s) {
-    if (live[s]) rest.emplace(sizes[s], s);
+  void outer_products() {
+    using BySize = std::pair<double, std::size_t>;
+    std::priority_queue<BySize, std::vector<BySize>, std::greater<>> rest;
+    for (std::size_t s = 0; s < slots_.size(); ++s) {
+      if (live_[s]) rest.emplace(sizes_[s], s);
+    }
+    while (rest.size() > 1) {
+      const std::size_t a = rest.top().second;
+      rest.pop();
+      const std::size_t b = rest.top().second;
+      rest.pop();
+      const std::size_t c = contract(std::min(a, b), std::max(a, b));
+      rest.emplace(sizes_[c], c);
+    }
   }
-  while (rest.size() > 1) {
-    const std::size_t a = rest.top().second;
-    rest.pop();
-    const std::size_t b = rest.top().second;
-    rest.pop();
-    const std::size_t c = contract(std::min(a, b), std::max(a, b));
-    rest.emplace(sizes[c], c);
-  }
-  return path;
-}
+
+  const Numbered& p_;
+  double limit_;
+  std::vector<Set> slots_;
+  std::vector<char> live_;
+  std::vector<double> sizes_;
+  std::vector<int> held_;  // live slots holding each label
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue_;
+  std::vector<Class> classes_;
+  std::map<Set, std::size_t> class_ids_;
+  std::vector<std::size_t> class_of_;  // by slot
+  // The classes holding each label, with the version they were listed under: an entry of a
+  // class that emptied (or came back since) is stale and dropped when met.
+  std::vector<std::vector<std::pair<std::size_t, unsigned>>> holders_;
+  std::size_t round_ = 0;
+  ContractionPath path_;
+};
+
+ContractionPath order_greedy(const Numbered& p, double limit) { return GreedyOrder(p, limit).run(); }
 
 }  // namespace
 
