@@ -246,10 +246,8 @@ std::string check_plugin_entry(const TenexBackendPlugin& plugin, std::string_vie
            std::to_string(plugin::kOpKinds) + "; rebuild it against this tenex's headers";
   }
   const std::string_view name = plugin.name ? plugin.name : "";
-  const bool valid_name = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-  if (!valid_name) return who + " names itself \"" + std::string(name) + "\", which is not a backend name ([a-z0-9_]+)";
+  if (!valid_backend_name(name))
+    return who + " names itself \"" + std::string(name) + "\", which is not a backend name ([a-z0-9_]+)";
   if (name == "auto" || name == "automatic")
     return who + " names itself \"" + std::string(name) + "\", a reserved name";
   if (!plugin.create || (plugin.element_types & TENEX_ELEMENT_ALL) == 0) {

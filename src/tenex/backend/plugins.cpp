@@ -102,12 +102,16 @@ std::string load_locked(std::string_view name) {
 #define TENEX_PLUGIN_TEXT(x) #x
 #define TENEX_PLUGIN_VERSION(major, minor) "." TENEX_PLUGIN_TEXT(major) "." TENEX_PLUGIN_TEXT(minor)
 
+bool valid_backend_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 std::string plugin_file_name(std::string_view name) {
   if (name == "cuda") return "libtenex_cuda.so" TENEX_PLUGIN_VERSION(TENEX_VERSION_MAJOR, TENEX_VERSION_MINOR);
   if (name == "distributed") return "libtenex_dist.so" TENEX_PLUGIN_VERSION(TENEX_VERSION_MAJOR, TENEX_VERSION_MINOR);
-  const bool valid = !name.empty() && name.size() <= 64 && name != "cpu" && name != "auto" && name != "automatic" &&
-                     std::all_of(name.begin(), name.end(),
-                                 [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+  const bool valid = valid_backend_name(name) && name != "cpu" && !backend_kind_of(name);
   return valid ? "libtenex_backend_" + std::string(name) + ".so" : std::string();
 }
 

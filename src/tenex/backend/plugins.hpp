@@ -16,6 +16,9 @@
 
 namespace tenex::detail {
 
+/// Whether `name` can name a backend: 1 to 64 of [a-z0-9_] (reserved names aside).
+bool valid_backend_name(std::string_view name);
+
 /// The file name of the plugin of backend `name` ("libtenex_cuda.so.0.3",
 /// "libtenex_backend_naive.so"); empty for the built-in CPU and a name no backend can have.
 std::string plugin_file_name(std::string_view name);
