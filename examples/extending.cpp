@@ -1,6 +1,7 @@
 // Two user-defined expressions: one written in terms of library expressions, one that adds
 // its node to the graph directly with the op table's typed parameters. Both take part in
 // evaluation exactly like the library's own classes.
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include <iostream>

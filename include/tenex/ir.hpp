@@ -11,9 +11,9 @@
 //   std::string dot = g.to_dot();
 //
 // The IR may change between minor versions, as the op table grows; the user API of
-// tenex/tenex.hpp does not. tenex.hpp still reaches these headers, because the public
-// contract lets a user class override add_to_graph(OpGraph&) with nothing else included;
-// code that names the IR should include this header and say so.
+// tenex/tenex.hpp does not. tenex.hpp does not include this header: it gives the graph as
+// an opaque builder (tenex/graph/graph_builder.hpp), which is all a user class that
+// overrides add_to_graph(OpGraph&) in terms of other expressions needs.
 #pragma once
 
 #include "tenex/graph/functions.hpp"

@@ -34,8 +34,9 @@
 #include "tenex/expression/solve.hpp"
 #include "tenex/expression/subtraction.hpp"
 #include "tenex/expression/svd.hpp"
-// The IR for extenders (OpGraph, the op and function tables): see tenex/ir.hpp.
-#include "tenex/ir.hpp"
+// The graph as add_to_graph sees it, an opaque builder; the IR itself (OpNode, the op and
+// function tables) is for extenders, who include tenex/ir.hpp.
+#include "tenex/graph/graph_builder.hpp"
 #include "tenex/plans.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/solvers/krylov.hpp"

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <tenex/ir.hpp>
+
 #include "objects.hpp"
 
 namespace tenex_python {

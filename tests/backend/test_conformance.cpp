@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include <tenex/config.hpp>
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #if TENEX_CONFORMANCE_DISTRIBUTED

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/environment_scope.hpp"

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/scalars.hpp"

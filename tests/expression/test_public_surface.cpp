@@ -12,6 +12,7 @@
 
 #include <tenex/detail/access.hpp>
 #include <tenex/dist/context.hpp>
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/user_classes.hpp"
@@ -139,7 +140,7 @@ TEST_CASE("public surface: the library reaches the internals through detail::Acc
   // The storage is the tensor's value: an input node of a graph holds it.
   tenex::OpGraph g;
   const tenex::NodeId in = g.add_input(a, "i,j");
-  CHECK(g.node(in).storage == Access::storage(a));
+  CHECK(g.binding(in) == Access::storage(a));
   CHECK(g.node(in).extents == std::vector<std::size_t>{4, 3});
 }
 

@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/scalars.hpp"

@@ -151,7 +151,7 @@ TEST_CASE("op graph: the graph of an expression is valid and ordered") {
   CHECK(g.outputs().empty());
   // Inputs carry the storage they read.
   for (NodeId n = 0; n < g.size(); ++n) {
-    if (g.node(n).kind == OpKind::input) CHECK(g.node(n).storage != nullptr);
+    if (g.node(n).kind == OpKind::input) CHECK(g.binding(n) != nullptr);
   }
 }
 
@@ -160,8 +160,8 @@ TEST_CASE("op graph: validate rejects malformed nodes") {
     Inputs in;
     const NodeId c = in.g.add_node(make_node(OpKind::contract, {"i", "k"}, {2, 4}), {in.ia, in.ib});
     OpNode out = make_node(OpKind::output, {"i", "k"}, {2, 4});
-    out.storage = in.g.node(in.ia).storage;
-    in.g.add_node(std::move(out), {c});
+    const NodeId o = in.g.add_node(std::move(out), {c});
+    in.g.bind(o, in.g.binding(in.ia));
     CHECK_NOTHROW(in.g.validate());
   }
   SUBCASE("too few operands") {

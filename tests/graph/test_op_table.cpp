@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/op_cases.hpp"
@@ -110,7 +111,7 @@ struct Rejects<tenex::OutputParams> {
     CHECK(in.g.node(same).extents == tenex_test::Extents{2, 3});
     // An output must have a target to write.
     CHECK_THROWS_AS(in.g.validate(), tenex::InternalError);
-    in.g.node(same).storage = tenex::detail::Access::storage(in.rect);
+    in.g.bind(same, tenex::detail::Access::storage(in.rect));
     CHECK_NOTHROW(in.g.validate());
   }
 };

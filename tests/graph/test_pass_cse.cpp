@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/op_cases.hpp"
@@ -42,7 +43,7 @@ struct Targets {
 /// An output writing `id` (outputs are never merged: each writes its own target).
 NodeId write(OpGraph& g, NodeId id, const std::shared_ptr<void>& target) {
   const NodeId out = g.add(tenex::OutputParams{}, {id});
-  g.node(out).storage = target;
+  g.bind(out, target);
   return out;
 }
 

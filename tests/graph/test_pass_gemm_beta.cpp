@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 #include "support/dumped_graphs.hpp"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 namespace {

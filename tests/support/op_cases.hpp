@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <tenex/ir.hpp>  // the IR: OpNode, the op and function tables
 #include <tenex/tenex.hpp>
 
 namespace tenex_test {
@@ -136,7 +137,7 @@ struct OpCase<tenex::OutputParams> {
   template <class T>
   static tenex::NodeId add(GraphOperands<T>& in) {
     const tenex::NodeId id = in.g.add(sample(), {in.ij}, {"q", "p"});
-    in.g.node(id).storage = tenex::detail::Access::storage(in.target);
+    in.g.bind(id, tenex::detail::Access::storage(in.target));
     return id;
   }
   static Labels labels() { return {"q", "p"}; }

@@ -52,29 +52,19 @@ class TENEX_API ComplexPart final : public Expression<Tensor<R>> {
 
 /// The real part of each element: `tenex::real(z("i"))` is an expression over Tensor<R>.
 template <class R>
-ComplexPart<R> real(const Expression<Tensor<std::complex<R>>>& e) {
-  return ComplexPart<R>(e, FusedOp::real_part);
-}
+ComplexPart<R> real(const Expression<Tensor<std::complex<R>>>& e);
 /// The imaginary part of each element.
 template <class R>
-ComplexPart<R> imag(const Expression<Tensor<std::complex<R>>>& e) {
-  return ComplexPart<R>(e, FusedOp::imag_part);
-}
+ComplexPart<R> imag(const Expression<Tensor<std::complex<R>>>& e);
 /// The modulus |z| of each element (a real expression; abs of a real expression is real too).
 template <class R>
-ComplexPart<R> abs(const Expression<Tensor<std::complex<R>>>& e) {
-  return ComplexPart<R>(e, FusedOp::abs);
-}
+ComplexPart<R> abs(const Expression<Tensor<std::complex<R>>>& e);
 /// The argument of each element, in (-pi, pi].
 template <class R>
-ComplexPart<R> arg(const Expression<Tensor<std::complex<R>>>& e) {
-  return ComplexPart<R>(e, FusedOp::arg);
-}
+ComplexPart<R> arg(const Expression<Tensor<std::complex<R>>>& e);
 /// The Frobenius norm of a complex expression, a real rank-0 expression: sqrt of the sum of |z|^2.
 template <class R>
-Unary<Tensor<R>> norm2(const Expression<Tensor<std::complex<R>>>& e) {
-  return norm2(abs(e));
-}
+Unary<Tensor<R>> norm2(const Expression<Tensor<std::complex<R>>>& e);
 
 #define TENEX_DECLARE_CAST_FROM(U, V) extern template class Cast<U, V>;
 #define TENEX_DECLARE_CAST(U)                     \

@@ -14,6 +14,7 @@
 // evaluates chains of these with + - * / in one pass over memory.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,10 @@
 #include "tenex/expression/expression.hpp"
 
 namespace tenex {
+
+enum class FusedOp : unsigned char;   // the function table, tenex/graph/functions.hpp
+enum class ReduceOp : unsigned char;  // tenex/graph/op_kind.hpp
+struct ScalarFunction;                // tenex/graph/op_kind.hpp
 
 /// An element-wise function of one operand: exp, sqrt, power, clamp, a scalar added, ...
 template <class T>
@@ -69,109 +74,82 @@ class TENEX_API Reduction : public Nary<1, T> {
 template <class T>
 Unary<T> scalar_op(const Expression<T>& e, FusedOp op, double scalar, bool scalar_first);
 
-// The functions of API.md, each an expression.
+// The functions of API.md, each an expression (defined in the library, for every object).
 template <class T>
-Unary<T> exp(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::exp);
-}
+Unary<T> exp(const Expression<T>& e);
 template <class T>
-Unary<T> log(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::log);
-}
+Unary<T> log(const Expression<T>& e);
 template <class T>
-Unary<T> sqrt(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::sqrt);
-}
+Unary<T> sqrt(const Expression<T>& e);
 template <class T>
-Unary<T> abs(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::abs);
-}
+Unary<T> abs(const Expression<T>& e);
 template <class T>
-Unary<T> square(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::square);
-}
+Unary<T> square(const Expression<T>& e);
 template <class T>
-Unary<T> sin(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::sin);
-}
+Unary<T> sin(const Expression<T>& e);
 template <class T>
-Unary<T> cos(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::cos);
-}
+Unary<T> cos(const Expression<T>& e);
 template <class T>
-Unary<T> tanh(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::tanh);
-}
+Unary<T> tanh(const Expression<T>& e);
 /// The complex conjugate element by element (a real expression's own value). Inside a
 /// product it costs no pass of its own: the GEMM reads the operand conjugated.
 template <class T>
-Unary<T> conj(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::conj);
-}
+Unary<T> conj(const Expression<T>& e);
 /// The error function erf(e) = 2/sqrt(pi) * integral from 0 to e of exp(-t^2) dt, element by
 /// element: `p("i") = 0.5 * (1.0 + tenex::erf(x("i") / std::sqrt(2.0)));` (normal CDF).
 template <class T>
-Unary<T> erf(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::erf);
-}
+Unary<T> erf(const Expression<T>& e);
 /// -1, 0 or 1 element by element; NaN for NaN (numpy's sign).
 template <class T>
-Unary<T> sign(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::sign);
-}
+Unary<T> sign(const Expression<T>& e);
 /// 1 / e element by element.
 template <class T>
-Unary<T> reciprocal(const Expression<T>& e) {
-  return Unary<T>(e, FusedOp::reciprocal);
-}
+Unary<T> reciprocal(const Expression<T>& e);
 /// e^p element by element (pow is the matrix power).
 template <class T>
-Unary<T> power(const Expression<T>& e, double p) {
-  return Unary<T>(e, FusedOp::power, p);
-}
+Unary<T> power(const Expression<T>& e, double p);
 /// e limited to [lo, hi] element by element. Throws tenex::Error when lo > hi.
 template <class T>
-Unary<T> clamp(const Expression<T>& e, double lo, double hi) {
-  return Unary<T>(e, FusedOp::clamp, lo, hi);
-}
+Unary<T> clamp(const Expression<T>& e, double lo, double hi);
 /// Element-wise maximum and minimum, matching and broadcasting by label like `+`. NaN on
 /// either side gives NaN (numpy's maximum and minimum, not std::max or fmax).
 template <class T>
-Binary<T> max(const Expression<T>& a, const Expression<T>& b) {
-  return Binary<T>(a, b, FusedOp::maximum);
-}
+Binary<T> max(const Expression<T>& a, const Expression<T>& b);
 template <class T>
-Binary<T> min(const Expression<T>& a, const Expression<T>& b) {
-  return Binary<T>(a, b, FusedOp::minimum);
-}
+Binary<T> min(const Expression<T>& a, const Expression<T>& b);
 
-// Scalars on either side (e * s and e / s are Scale, in scale.hpp).
+// Scalars on either side (e * s and e / s are Scale, in scale.hpp); s / e is element by element.
 template <class T>
-Unary<T> operator+(const Expression<T>& e, double s) {
-  return scalar_op(e, FusedOp::add, s, false);
-}
+Unary<T> operator+(const Expression<T>& e, double s);
 template <class T>
-Unary<T> operator+(double s, const Expression<T>& e) {
-  return scalar_op(e, FusedOp::add, s, true);
-}
+Unary<T> operator+(double s, const Expression<T>& e);
 template <class T>
-Unary<T> operator-(const Expression<T>& e, double s) {
-  return scalar_op(e, FusedOp::subtract, s, false);
-}
+Unary<T> operator-(const Expression<T>& e, double s);
 template <class T>
-Unary<T> operator-(double s, const Expression<T>& e) {
-  return scalar_op(e, FusedOp::subtract, s, true);
-}
-/// s / e element by element.
+Unary<T> operator-(double s, const Expression<T>& e);
 template <class T>
-Unary<T> operator/(double s, const Expression<T>& e) {
-  return scalar_op(e, FusedOp::divide, s, true);
-}
+Unary<T> operator/(double s, const Expression<T>& e);
+
+/// Explicit summation over `labels` ("j,k"): the result has the operand's other labels.
+template <class T>
+Reduction<T> sum(const Expression<T>& e, std::string_view labels);
+/// Maximum and minimum over `labels`: NaN when any element reduced is NaN.
+template <class T>
+Reduction<T> max_over(const Expression<T>& e, std::string_view labels);
+template <class T>
+Reduction<T> min_over(const Expression<T>& e, std::string_view labels);
+/// The Frobenius norm, rank 0: sqrt of the sum of squares of every element.
+template <class T>
+Unary<T> norm2(const Expression<T>& e);
 
 namespace detail {
 /// Called in a catch block around a tenex::map callable: carries the exception it threw out
 /// of the backend to the set's results, whose every read rethrows that exception object.
 [[noreturn]] TENEX_API void throw_from_callable();
+/// The Unary of tenex::map: `f` under `name`.
+template <class T>
+TENEX_API Unary<T> map_unary(const Expression<T>& e, std::string name,
+                             std::function<typename ObjectTraits<T>::scalar(typename ObjectTraits<T>::scalar)> f);
 }  // namespace detail
 
 /// A C++ callable applied element by element: `tenex::map(x("i"), "expm1", [](double v) { ... })`.
@@ -180,64 +158,16 @@ namespace detail {
 /// An exception `f` throws is not turned into a tenex::Error: every read of the set's results
 /// (at(), data(), wait(), ...) rethrows the very exception object `f` threw, as std::future does.
 template <class T, class F>
-Unary<T> map(const Expression<T>& e, std::string name, F f) {
-  auto function = std::make_shared<ScalarFunction>();
-  function->name = std::move(name);
+requires(!std::is_void_v<typename ObjectTraits<T>::scalar>) Unary<T> map(const Expression<T>& e, std::string name,
+                                                                         F f) {
   using S = typename ObjectTraits<T>::scalar;
-  if constexpr (is_complex_v<S>) {
-    auto wrapped = [f](S v) {
-      try {
-        return static_cast<S>(f(v));
-      } catch (...) {
-        detail::throw_from_callable();
-      }
-    };
-    if constexpr (std::is_same_v<S, std::complex<double>>) {
-      function->c128 = wrapped;
-    } else {
-      function->c64 = wrapped;
+  return detail::map_unary<T>(e, std::move(name), [f](S v) {
+    try {
+      return static_cast<S>(f(v));
+    } catch (...) {
+      detail::throw_from_callable();
     }
-  } else if constexpr (std::is_same_v<T, Tensor<double>>) {
-    function->f64 = [f](double v) {
-      try {
-        return static_cast<double>(f(v));
-      } catch (...) {
-        detail::throw_from_callable();
-      }
-    };
-  } else if constexpr (std::is_same_v<T, Tensor<float>>) {
-    function->f32 = [f](float v) {
-      try {
-        return static_cast<float>(f(v));
-      } catch (...) {
-        detail::throw_from_callable();
-      }
-    };
-  }
-  return Unary<T>(e, std::shared_ptr<const ScalarFunction>(std::move(function)));
-}
-
-/// Explicit summation over `labels` ("j,k"): the result has the operand's other labels.
-template <class T>
-Reduction<T> sum(const Expression<T>& e, std::string_view labels) {
-  return Reduction<T>(e, labels, ReduceOp::sum);
-}
-/// Maximum and minimum over `labels`: NaN when any element reduced is NaN.
-template <class T>
-Reduction<T> max_over(const Expression<T>& e, std::string_view labels) {
-  return Reduction<T>(e, labels, ReduceOp::max);
-}
-template <class T>
-Reduction<T> min_over(const Expression<T>& e, std::string_view labels) {
-  return Reduction<T>(e, labels, ReduceOp::min);
-}
-/// The Frobenius norm, rank 0: sqrt of the sum of squares of every element.
-template <class T>
-Unary<T> norm2(const Expression<T>& e) {
-  const Unary<T> squares = square(e);
-  std::string all;
-  for (const std::string& l : squares.labels()) all += (all.empty() ? "" : ",") + l;
-  return Unary<T>(Reduction<T>(squares, all, ReduceOp::sum), FusedOp::sqrt);
+  });
 }
 
 #define TENEX_DECLARE_ELEMENTWISE(T)  \
@@ -247,5 +177,11 @@ Unary<T> norm2(const Expression<T>& e) {
   extern template TENEX_API Unary<T> scalar_op<T>(const Expression<T>&, FusedOp, double, bool);
 TENEX_FOR_EACH_OBJECT(TENEX_DECLARE_ELEMENTWISE)
 #undef TENEX_DECLARE_ELEMENTWISE
+#define TENEX_DECLARE_MAP(T)                               \
+  extern template TENEX_API Unary<T> detail::map_unary<T>( \
+      const Expression<T>&, std::string,                   \
+      std::function<typename ObjectTraits<T>::scalar(typename ObjectTraits<T>::scalar)>);
+TENEX_FOR_EACH_TENSOR_OBJECT(TENEX_DECLARE_MAP)
+#undef TENEX_DECLARE_MAP
 
 }  // namespace tenex

@@ -19,7 +19,7 @@
 
 #include "tenex/detail/access.hpp"
 #include "tenex/export.hpp"
-#include "tenex/graph/op_graph.hpp"
+#include "tenex/graph/graph_builder.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/sparse/sparse_map.hpp"
 #include "tenex/tensor/shape.hpp"

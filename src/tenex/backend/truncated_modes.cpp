@@ -51,7 +51,7 @@ class Analysis {
         // however many inputs read it).
         const std::vector<std::size_t>& modes = node.get<InputParams>().truncated_modes;
         if (modes.empty()) return;
-        const NodeId from = first_reader_.try_emplace(node.storage.get(), id).first->second;
+        const NodeId from = first_reader_.try_emplace(graph_.binding(id).get(), id).first->second;
         for (std::size_t d : modes) {
           source_[id][d] = from;
           zero_[id][d] = 1;

@@ -194,6 +194,37 @@ ComplexPart<R>::ComplexPart(const Expression<Tensor<std::complex<R>>>& operand, 
         return detail::make_cast<R>(operand, typeid(ComplexPart<R>), part);
       }()) {}
 
+template <class R>
+ComplexPart<R> real(const Expression<Tensor<std::complex<R>>>& e) {
+  return ComplexPart<R>(e, FusedOp::real_part);
+}
+template <class R>
+ComplexPart<R> imag(const Expression<Tensor<std::complex<R>>>& e) {
+  return ComplexPart<R>(e, FusedOp::imag_part);
+}
+template <class R>
+ComplexPart<R> abs(const Expression<Tensor<std::complex<R>>>& e) {
+  return ComplexPart<R>(e, FusedOp::abs);
+}
+template <class R>
+ComplexPart<R> arg(const Expression<Tensor<std::complex<R>>>& e) {
+  return ComplexPart<R>(e, FusedOp::arg);
+}
+template <class R>
+Unary<Tensor<R>> norm2(const Expression<Tensor<std::complex<R>>>& e) {
+  return norm2(abs(e));
+}
+
+#define TENEX_INSTANTIATE_PARTS(R)                                                       \
+  template TENEX_API ComplexPart<R> real<R>(const Expression<Tensor<std::complex<R>>>&); \
+  template TENEX_API ComplexPart<R> imag<R>(const Expression<Tensor<std::complex<R>>>&); \
+  template TENEX_API ComplexPart<R> abs<R>(const Expression<Tensor<std::complex<R>>>&);  \
+  template TENEX_API ComplexPart<R> arg<R>(const Expression<Tensor<std::complex<R>>>&);  \
+  template TENEX_API Unary<Tensor<R>> norm2<R>(const Expression<Tensor<std::complex<R>>>&);
+TENEX_INSTANTIATE_PARTS(float)
+TENEX_INSTANTIATE_PARTS(double)
+#undef TENEX_INSTANTIATE_PARTS
+
 #define TENEX_INSTANTIATE_CAST_FROM(U, V) template class Cast<U, V>;
 #define TENEX_INSTANTIATE_CAST(U)                     \
   TENEX_INSTANTIATE_CAST_FROM(U, float)               \

@@ -178,6 +178,96 @@ const std::vector<std::string>& Reduction<T>::reduced() const {
   return static_cast<const detail::ReductionNode&>(*detail::require_handle(this->handle_).node).reduced;
 }
 
+// The functions of API.md (elementwise.hpp), each a Unary, Binary or Reduction.
+#define TENEX_NAMED_UNARY(X) \
+  X(exp) X(log) X(sqrt) X(abs) X(square) X(sin) X(cos) X(tanh) X(conj) X(erf) X(sign) X(reciprocal)
+#define TENEX_DEFINE_UNARY(f)          \
+  template <class T>                   \
+  Unary<T> f(const Expression<T>& e) { \
+    return Unary<T>(e, FusedOp::f);    \
+  }
+TENEX_NAMED_UNARY(TENEX_DEFINE_UNARY)
+#undef TENEX_DEFINE_UNARY
+
+template <class T>
+Unary<T> power(const Expression<T>& e, double p) {
+  return Unary<T>(e, FusedOp::power, p);
+}
+template <class T>
+Unary<T> clamp(const Expression<T>& e, double lo, double hi) {
+  return Unary<T>(e, FusedOp::clamp, lo, hi);
+}
+template <class T>
+Binary<T> max(const Expression<T>& a, const Expression<T>& b) {
+  return Binary<T>(a, b, FusedOp::maximum);
+}
+template <class T>
+Binary<T> min(const Expression<T>& a, const Expression<T>& b) {
+  return Binary<T>(a, b, FusedOp::minimum);
+}
+template <class T>
+Unary<T> operator+(const Expression<T>& e, double s) {
+  return scalar_op(e, FusedOp::add, s, false);
+}
+template <class T>
+Unary<T> operator+(double s, const Expression<T>& e) {
+  return scalar_op(e, FusedOp::add, s, true);
+}
+template <class T>
+Unary<T> operator-(const Expression<T>& e, double s) {
+  return scalar_op(e, FusedOp::subtract, s, false);
+}
+template <class T>
+Unary<T> operator-(double s, const Expression<T>& e) {
+  return scalar_op(e, FusedOp::subtract, s, true);
+}
+template <class T>
+Unary<T> operator/(double s, const Expression<T>& e) {
+  return scalar_op(e, FusedOp::divide, s, true);
+}
+template <class T>
+Reduction<T> sum(const Expression<T>& e, std::string_view labels) {
+  return Reduction<T>(e, labels, ReduceOp::sum);
+}
+template <class T>
+Reduction<T> max_over(const Expression<T>& e, std::string_view labels) {
+  return Reduction<T>(e, labels, ReduceOp::max);
+}
+template <class T>
+Reduction<T> min_over(const Expression<T>& e, std::string_view labels) {
+  return Reduction<T>(e, labels, ReduceOp::min);
+}
+template <class T>
+Unary<T> norm2(const Expression<T>& e) {
+  const Unary<T> squares = square(e);
+  std::string all;
+  for (const std::string& l : squares.labels()) {
+    if (!all.empty()) all += ',';
+    all += l;
+  }
+  return Unary<T>(Reduction<T>(squares, all, ReduceOp::sum), FusedOp::sqrt);
+}
+
+namespace detail {
+template <class T>
+Unary<T> map_unary(const Expression<T>& e, std::string name,
+                   std::function<typename ObjectTraits<T>::scalar(typename ObjectTraits<T>::scalar)> f) {
+  auto function = std::make_shared<ScalarFunction>();
+  function->name = std::move(name);
+  using S = typename ObjectTraits<T>::scalar;
+  if constexpr (std::is_same_v<S, double>) {
+    function->f64 = std::move(f);
+  } else if constexpr (std::is_same_v<S, float>) {
+    function->f32 = std::move(f);
+  } else if constexpr (std::is_same_v<S, std::complex<float>>) {
+    function->c64 = std::move(f);
+  } else {
+    function->c128 = std::move(f);
+  }
+  return Unary<T>(e, std::shared_ptr<const ScalarFunction>(std::move(function)));
+}
+}  // namespace detail
+
 #define TENEX_INSTANTIATE_ELEMENTWISE(T) \
   template class Unary<T>;               \
   template class Binary<T>;              \
@@ -185,5 +275,46 @@ const std::vector<std::string>& Reduction<T>::reduced() const {
   template TENEX_API Unary<T> scalar_op<T>(const Expression<T>&, FusedOp, double, bool);
 TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_ELEMENTWISE)
 #undef TENEX_INSTANTIATE_ELEMENTWISE
+#define TENEX_INSTANTIATE_NAMED_UNARY(f) \
+  template TENEX_API Unary<TENEX_OBJECT> f<TENEX_OBJECT>(const Expression<TENEX_OBJECT>&);
+#define TENEX_INSTANTIATE_FUNCTIONS(T)                                                 \
+  template TENEX_API Unary<T> power<T>(const Expression<T>&, double);                  \
+  template TENEX_API Unary<T> clamp<T>(const Expression<T>&, double, double);          \
+  template TENEX_API Binary<T> max<T>(const Expression<T>&, const Expression<T>&);     \
+  template TENEX_API Binary<T> min<T>(const Expression<T>&, const Expression<T>&);     \
+  template TENEX_API Unary<T> operator+<T>(const Expression<T>&, double);              \
+  template TENEX_API Unary<T> operator+<T>(double, const Expression<T>&);              \
+  template TENEX_API Unary<T> operator-<T>(const Expression<T>&, double);              \
+  template TENEX_API Unary<T> operator-<T>(double, const Expression<T>&);              \
+  template TENEX_API Unary<T> operator/<T>(double, const Expression<T>&);              \
+  template TENEX_API Reduction<T> sum<T>(const Expression<T>&, std::string_view);      \
+  template TENEX_API Reduction<T> max_over<T>(const Expression<T>&, std::string_view); \
+  template TENEX_API Reduction<T> min_over<T>(const Expression<T>&, std::string_view); \
+  template TENEX_API Unary<T> norm2<T>(const Expression<T>&);
+TENEX_FOR_EACH_OBJECT(TENEX_INSTANTIATE_FUNCTIONS)
+#undef TENEX_INSTANTIATE_FUNCTIONS
+#define TENEX_OBJECT ::tenex::Tensor<float>
+TENEX_NAMED_UNARY(TENEX_INSTANTIATE_NAMED_UNARY)
+#undef TENEX_OBJECT
+#define TENEX_OBJECT ::tenex::Tensor<double>
+TENEX_NAMED_UNARY(TENEX_INSTANTIATE_NAMED_UNARY)
+#undef TENEX_OBJECT
+#define TENEX_OBJECT ::tenex::Tensor<std::complex<float>>
+TENEX_NAMED_UNARY(TENEX_INSTANTIATE_NAMED_UNARY)
+#undef TENEX_OBJECT
+#define TENEX_OBJECT ::tenex::Tensor<std::complex<double>>
+TENEX_NAMED_UNARY(TENEX_INSTANTIATE_NAMED_UNARY)
+#undef TENEX_OBJECT
+#define TENEX_OBJECT ::tenex::Shape
+TENEX_NAMED_UNARY(TENEX_INSTANTIATE_NAMED_UNARY)
+#undef TENEX_OBJECT
+#undef TENEX_INSTANTIATE_NAMED_UNARY
+#undef TENEX_NAMED_UNARY
+#define TENEX_INSTANTIATE_MAP(T)                    \
+  template TENEX_API Unary<T> detail::map_unary<T>( \
+      const Expression<T>&, std::string,            \
+      std::function<typename ObjectTraits<T>::scalar(typename ObjectTraits<T>::scalar)>);
+TENEX_FOR_EACH_TENSOR_OBJECT(TENEX_INSTANTIATE_MAP)
+#undef TENEX_INSTANTIATE_MAP
 
 }  // namespace tenex

@@ -219,7 +219,7 @@ std::vector<std::string> tensor_names(const OpGraph& graph) {
     for (NodeId id = 0; id < graph.size(); ++id) order.push_back(id);
   }
   for (NodeId id : order) {
-    const void* storage = graph.node(id).storage.get();
+    const void* storage = graph.binding(id).get();
     if (!storage) continue;
     auto it = std::find(seen.begin(), seen.end(), storage);
     if (it == seen.end()) it = seen.insert(seen.end(), storage);

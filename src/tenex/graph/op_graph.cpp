@@ -83,8 +83,9 @@ struct OpGraph::Impl {
   };
 
   std::vector<OpNode> nodes;
-  std::vector<Vertex> vertices;  // by node id, as nodes
-  std::vector<Edge> edges;       // every edge made, in order (removed ones until prune())
+  std::vector<Vertex> vertices;                 // by node id, as nodes
+  std::vector<std::shared_ptr<void>> bindings;  // by node id: inputs' and outputs' values
+  std::vector<Edge> edges;                      // every edge made, in order (removed ones until prune())
   std::vector<SparseMapUse> sparse_maps;
   std::uint64_t serial = next_serial.fetch_add(1);
   // The topological order, kept until a node or an edge is added or removed: most passes
@@ -188,6 +189,7 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
   const NodeId id = impl_->vertices.size();
   impl_->nodes.push_back(std::move(node));
   impl_->vertices.emplace_back();
+  impl_->bindings.emplace_back();
   impl_->order_known = false;
   for (std::size_t i = 0; i < operands.size(); ++i) impl_->connect(operands[i], id, i);
   return id;
@@ -222,8 +224,19 @@ NodeId OpGraph::add_input_storage(std::shared_ptr<void> storage, DType dtype, co
                      format_extents(extents));
   }
   node.extents = extents;
-  node.storage = std::move(storage);
-  return add_node(std::move(node));
+  const NodeId id = add_node(std::move(node));
+  impl_->bindings[id] = std::move(storage);
+  return id;
+}
+
+const std::shared_ptr<void>& OpGraph::binding(NodeId id) const {
+  impl_->check(id);
+  return impl_->bindings[id];
+}
+
+void OpGraph::bind(NodeId id, std::shared_ptr<void> value) {
+  impl_->check(id);
+  impl_->bindings[id] = std::move(value);
 }
 
 std::uint64_t OpGraph::serial() const { return impl_->serial; }
@@ -363,7 +376,7 @@ void OpGraph::validate() const {
         }
       }
     }
-    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !n.storage && n.dtype != DType::shape) {
+    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !impl_->bindings[id] && n.dtype != DType::shape) {
       fail(id, n, "has no storage");
     }
     for (std::size_t m : n.sparse_maps) {
@@ -438,6 +451,7 @@ std::vector<NodeId> OpGraph::prune() {
     if (!needed[id]) continue;
     mapping[id] = fresh.vertices.size();
     fresh.nodes.push_back(std::move(impl_->nodes[id]));  // the old graph is dropped below
+    fresh.bindings.push_back(std::move(impl_->bindings[id]));
     fresh.vertices.emplace_back();
   }
   for (NodeId id = 0; id < n; ++id) {
@@ -446,6 +460,7 @@ std::vector<NodeId> OpGraph::prune() {
   }
   impl_->nodes = std::move(fresh.nodes);
   impl_->vertices = std::move(fresh.vertices);
+  impl_->bindings = std::move(fresh.bindings);
   impl_->edges = std::move(fresh.edges);
   impl_->sparse_maps = std::move(fresh.sparse_maps);
   impl_->order_known = false;

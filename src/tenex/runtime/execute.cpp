@@ -80,7 +80,7 @@ class Execution {
 
   Storage<T>& storage_of(NodeId id) const {
     const std::size_t slot = schedule_.slot[id];
-    const std::shared_ptr<void>& storage = slot == Schedule::unbound ? graph_.node(id).storage : storages_.at(slot);
+    const std::shared_ptr<void>& storage = slot == Schedule::unbound ? graph_.binding(id) : storages_.at(slot);
     return *static_cast<Storage<T>*>(storage.get());
   }
   const std::vector<NodeId>& operands(NodeId id) const { return schedule_.operands[id]; }

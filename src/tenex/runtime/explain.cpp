@@ -262,7 +262,7 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
     std::string result = with_extents(node);
     if (node.kind == OpKind::output) {
       ++outputs;
-      result = (node.storage.get() == report.value ? std::string("value") : names[id]) + result;
+      result = (graph.binding(id).get() == report.value ? std::string("value") : names[id]) + result;
     } else {
       if (packed_factor_count(node.kind) > 0) result += " packed";
       if (cost.bytes > largest || largest_id == graph.size()) {
@@ -319,8 +319,8 @@ void keep_last_plan(Plan&& plan, bool completed) noexcept {
     // Tensors are told apart by their storage's address only: pointers that own nothing.
     OpGraph& graph = *plan.graph;
     for (NodeId id = 0; id < graph.size(); ++id) {
-      OpNode& node = graph.node(id);
-      if (node.storage) node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), node.storage.get());
+      const std::shared_ptr<void>& value = graph.binding(id);
+      if (value) graph.bind(id, std::shared_ptr<void>(std::shared_ptr<void>(), value.get()));
     }
     try {
       kept = std::make_shared<const OpGraph>(std::move(graph));
@@ -453,9 +453,10 @@ std::vector<PlanStep> plan_steps(const OpGraph& graph, const Report& report) {
                                                        : "#" + std::to_string(step_of[op])) +
                               with_extents(o));
     }
-    step.result = (node.kind == OpKind::output ? (node.storage.get() == report.value ? std::string("value") : names[id])
-                                               : std::string()) +
-                  with_extents(node);
+    step.result =
+        (node.kind == OpKind::output ? (graph.binding(id).get() == report.value ? std::string("value") : names[id])
+                                     : std::string()) +
+        with_extents(node);
     step.flops = cost.flops;
     step.bytes = cost.bytes;
     steps.push_back(std::move(step));

@@ -163,9 +163,9 @@ std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& g
   Numbering slots;  // the same numbering as the key's: key.storages is in slot order
   for (const auto& storage : key.storages) slots.add(storage.get());
   for (NodeId id = 0; id < graph.size(); ++id) {
-    const OpNode& node = graph.node(id);
-    if (!node.storage) continue;
-    const std::size_t slot = slots.find(node.storage.get());
+    const std::shared_ptr<void>& value = graph.binding(id);
+    if (!value) continue;
+    const std::size_t slot = slots.find(value.get());
     if (slot == Numbering::npos) return nullptr;
     schedule.slot[id] = slot;
   }
@@ -175,10 +175,9 @@ std::shared_ptr<const CachedPlan> make_cached_plan(const SetKey& key, OpGraph& g
   // dereferenced (the executor binds slots), one per slot, so explain() still tells the
   // tensors of a plan apart.
   for (NodeId id = 0; id < graph.size(); ++id) {
-    OpNode& node = graph.node(id);
-    if (!node.storage) continue;
+    if (!graph.binding(id)) continue;
     void* token = reinterpret_cast<void*>(static_cast<std::uintptr_t>(schedule.slot[id] + 1) * 64);
-    node.storage = std::shared_ptr<void>(std::shared_ptr<void>(), token);
+    graph.bind(id, std::shared_ptr<void>(std::shared_ptr<void>(), token));
   }
   plan->graph = std::move(graph);
   plan->schedule = std::move(schedule);

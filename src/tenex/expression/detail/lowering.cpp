@@ -175,8 +175,8 @@ NodeId Lowering::input(const std::shared_ptr<void>& storage, const std::vector<s
   node.dtype = dtype_;
   node.labels = written;
   node.extents = extents;
-  node.storage = storage;
   NodeId id = graph_.add_node(std::move(node), operands);
+  graph_.bind(id, storage);
   if (storage) remember(storage.get(), key, id, std::weak_ptr<const void>(storage));
   return id;
 }
@@ -288,9 +288,9 @@ NodeId Lowering::build_assignment(const Assignment& a) {
   out.dtype = dtype_;
   out.labels = a.target_labels;
   out.extents = std::move(extents);
-  out.storage = a.target;
   out.note = "target";
   NodeId id = graph_.add_node(std::move(out), {value});
+  graph_.bind(id, a.target);
   remember(a.target.get(), "output", id, std::weak_ptr<const void>(a.target));
   return id;
 }
@@ -419,7 +419,8 @@ NodeId FragmentNode::emit(Lowering& lowering, const std::vector<std::string>& ke
     if (!needed[id]) continue;
     const OpNode& node = from.node(id);
     if (node.kind == OpKind::input) {
-      mapping[id] = lowering.input(node.storage, node.labels, node.extents, node.get<InputParams>().truncated_modes);
+      mapping[id] =
+          lowering.input(from.binding(id), node.labels, node.extents, node.get<InputParams>().truncated_modes);
       continue;
     }
     if (node.kind == OpKind::output) {

@@ -13,9 +13,9 @@ namespace {
 void mix(std::size_t& h, std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); }
 
 /// A hash of everything but the parameters (kind, element type, labels, extents, operands,
-/// storage, sparse maps): nodes of equal hashes are then compared in full, the parameters
+/// bound value, sparse maps): nodes of equal hashes are then compared in full, the parameters
 /// by their structs' defaulted operator== (every field, whatever a kind adds later).
-std::size_t signature_hash(const OpNode& n, const std::vector<NodeId>& operands) {
+std::size_t signature_hash(const OpNode& n, const void* value, const std::vector<NodeId>& operands) {
   std::size_t h = static_cast<std::size_t>(n.kind);
   mix(h, static_cast<std::size_t>(n.dtype));
   for (const std::string& l : n.labels) mix(h, std::hash<std::string>{}(l));
@@ -23,7 +23,7 @@ std::size_t signature_hash(const OpNode& n, const std::vector<NodeId>& operands)
   for (std::size_t e : n.extents) mix(h, e);
   for (NodeId op : operands) mix(h, op);
   mix(h, operands.size());
-  mix(h, std::hash<const void*>{}(n.storage.get()));
+  mix(h, std::hash<const void*>{}(value));
   for (std::size_t m : n.sparse_maps) mix(h, m);
   return h;
 }
@@ -33,11 +33,12 @@ std::size_t signature_hash(const OpNode& n, const std::vector<NodeId>& operands)
 /// rather than shared across slices and held all the while (docs/networks.md).
 bool of_a_slice(const std::string& note) { return note.rfind("slice ", 0) == 0; }
 
-bool same_value(const OpGraph& graph, NodeId a, const OpNode& b, const std::vector<NodeId>& b_operands) {
+bool same_value(const OpGraph& graph, NodeId a, NodeId b, const std::vector<NodeId>& b_operands) {
+  const OpNode& m = graph.node(b);
   const OpNode& n = graph.node(a);
-  return n.kind == b.kind && n.dtype == b.dtype && n.labels == b.labels && n.extents == b.extents &&
-         n.storage == b.storage && n.sparse_maps == b.sparse_maps && graph.operands(a) == b_operands &&
-         n.params == b.params && (n.note == b.note || (!of_a_slice(n.note) && !of_a_slice(b.note)));
+  return n.kind == m.kind && n.dtype == m.dtype && n.labels == m.labels && n.extents == m.extents &&
+         graph.binding(a) == graph.binding(b) && n.sparse_maps == m.sparse_maps && graph.operands(a) == b_operands &&
+         n.params == m.params && (n.note == m.note || (!of_a_slice(n.note) && !of_a_slice(m.note)));
 }
 
 }  // namespace
@@ -60,11 +61,11 @@ void eliminate_common_subexpressions(OpGraph& graph) {
     // Outputs write distinct targets; everything else with equal signatures is one value.
     if (node.kind == OpKind::output) continue;
     const std::vector<NodeId> operands = graph.operands(id);
-    hash[id] = signature_hash(node, operands);
+    hash[id] = signature_hash(node, graph.binding(id).get(), operands);
     NodeId& bucket = head[hash[id] & (buckets - 1)];
     bool merged = false;
     for (NodeId other = bucket; other != none; other = next[other]) {
-      if (hash[other] == hash[id] && same_value(graph, other, node, operands)) {
+      if (hash[other] == hash[id] && same_value(graph, other, id, operands)) {
         graph.replace_uses(id, other);
         graph.detach(id);  // dead now: let later passes see the true consumer counts
         merged = true;
