@@ -19,3 +19,4 @@
 #include "tenex/graph/functions.hpp"
 #include "tenex/graph/op_graph.hpp"
 #include "tenex/graph/op_kind.hpp"
+#include "tenex/graph/storage_kind.hpp"

@@ -54,6 +54,11 @@ struct BackendCapabilities {
   /// and its result back (to_host, from_host); false: such a node fails the set (a backend
   /// whose values are not whole on this process, the distributed one).
   bool host_fallback = true;
+  /// The storage kinds its kernels read and write (tenex/graph/storage_kind.hpp). The passes
+  /// choose another kind than dense for a node only where the backend lists it, and the
+  /// pipeline checks every node's kind against it before anything runs; nodes of another kind
+  /// than dense, or reading one, run through run_structured().
+  StorageKinds storage_kinds{StorageKind::dense};
 };
 
 /// What a backend ran on this thread since it was last asked (Backend::take_run_notes), kept
@@ -74,20 +79,13 @@ class Backend {
   /// cannot, `why` says so (shown in the error).
   virtual bool supports(const OpNode& node, std::string& why) const = 0;
 
-  /// Whether this backend evaluates `node` on per-key blocks: the node, or one of its
-  /// operands, is stored compactly (OpNode::compact, docs/sparse.md). Asked, besides
-  /// supports(), for every node that needs it. A backend that does not override it
-  /// declines, and the pipeline then runs the set dense and masked (correct, not fast).
-  virtual bool supports_sparse(const OpNode& node, std::string& why) const {
-    (void)node;
-    why = "the " + std::string(name()) + " backend evaluates sparse maps dense and masked";
-    return false;
-  }
-  /// Runs a node that supports_sparse accepted: operands and result in their layouts
-  /// (dense, or compact per-key blocks of their pattern).
-  virtual KernelCount run_sparse(const KernelArgs<T>& args) {
+  /// Runs a node whose result or one of whose operands is stored in another kind than dense
+  /// (OpNode::layout), each in its layout: asked only of a backend whose capabilities() list
+  /// that kind. The default is for a backend that lists dense alone.
+  virtual KernelCount run_structured(const KernelArgs<T>& args) {
     throw InternalError("tenex: the " + std::string(name()) + " backend was asked to run the " +
-                        std::string(op_kind_name(args.node.kind)) + " node sparsely, which it declined");
+                        std::string(op_kind_name(args.node.kind)) + " node in the " +
+                        storage_kind_name(args.node.layout) + " storage kind, which its capabilities do not list");
   }
 
   /// One line on how this backend runs `node`, for explain()'s plan text (the kernel or plan

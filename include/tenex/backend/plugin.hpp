@@ -33,7 +33,7 @@
 #include "tenex/scalar.hpp"
 
 /// The layout of TenexBackendPlugin and the meaning of its fields; raised when either changes.
-#define TENEX_BACKEND_ABI_VERSION 1u
+#define TENEX_BACKEND_ABI_VERSION 2u
 /// The function a plugin exports, extern "C": const TenexBackendPlugin* tenex_backend_plugin_entry(void).
 #define TENEX_BACKEND_PLUGIN_SYMBOL "tenex_backend_plugin_entry"
 

@@ -20,6 +20,7 @@
 #include "tenex/export.hpp"
 #include "tenex/graph/graph_builder.hpp"
 #include "tenex/graph/op_kind.hpp"
+#include "tenex/graph/storage_kind.hpp"
 #include "tenex/scalar.hpp"
 #include "tenex/tensor/tensor.hpp"
 
@@ -33,22 +34,27 @@ struct SparsePattern;
 struct TENEX_API OpNode {
   OpKind kind = OpKind::input;
   DType dtype = DType::f64;
-  std::vector<std::string> labels;       // result labels (input: as written, may repeat)
-  std::vector<std::size_t> extents;      // one per label
-  OpParams params;                       // the struct of `kind` from TENEX_FOR_EACH_OP
-  std::size_t elements = 0;              // size of the result buffer (packed decompositions: all factors)
+  std::vector<std::string> labels;   // result labels (input: as written, may repeat)
+  std::vector<std::size_t> extents;  // one per label
+  OpParams params;                   // the struct of `kind` from TENEX_FOR_EACH_OP
+  /// What the result's buffer holds (tenex/graph/storage_kind.hpp), chosen by the passes: dense
+  /// unless a pass stores the value in another kind its backend declares. `elements` is the
+  /// buffer's size in that kind (dense: the product of the extents; packed decompositions:
+  /// all factors; blocks: the allowed elements).
+  StorageKind layout = StorageKind::dense;
+  std::size_t elements = 0;
   std::vector<std::size_t> sparse_maps;  // indices into OpGraph::sparse_maps() that hold for this result
   /// The maps true of this node's value as evaluated (after its masks): registered ones,
   /// and those propagated through operations and composed (i->a, a->Q give i->Q). Filled by
   /// the sparsity pass (docs/sparse.md); `pattern` is the set of elements they allow (null:
-  /// every element), `compact` says the buffer holds only those, as per-key dense blocks
-  /// (`elements` is then their count).
+  /// every element); a `blocks` layout holds only those, as per-key dense blocks.
   std::vector<SparseMapUse> holds;
   std::shared_ptr<const SparsePattern> pattern;
-  bool compact = false;
   std::string note;  // shown in DOT: "factor L", "target"
 
   std::size_t size() const;  // product of extents
+  /// Whether the buffer holds blocks (layout StorageKind::blocks), not every element.
+  bool blocks() const { return layout == StorageKind::blocks; }
   /// The parameters as their struct: node.get<ContractParams>().alpha.
   template <class P>
   const P& get() const {

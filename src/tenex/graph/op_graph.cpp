@@ -496,7 +496,7 @@ std::string OpGraph::to_dot() const {
               std::to_string(use.map->pair_count()) + " pairs)";
     }
     if (n.pattern) {
-      text += "\\nallowed " + detail::format_fraction(n.pattern->fraction()) + (n.compact ? " (per-key blocks)" : "");
+      text += "\\nallowed " + detail::format_fraction(n.pattern->fraction()) + (n.blocks() ? " (per-key blocks)" : "");
     }
     const char* shape = n.kind == OpKind::input ? "ellipse" : n.kind == OpKind::output ? "house" : "box";
     // What the node costs, beside it: its flops and the bytes of its result (no kernel names:

@@ -26,6 +26,23 @@ void resolve_backend(SetRecord& set, const CompileSettings& settings) {
   set.backend_from_environment = false;
 }
 
+namespace {
+
+/// The sparse pass's question (passes::SparseSupport): whether `backend` holds values as
+/// blocks (its storage kinds) and runs `node` at all.
+template <class T>
+bool stores_blocks(const Backend<T>& backend, const OpNode& node, std::string& why) {
+  const StorageKinds kinds = backend.capabilities().storage_kinds;
+  if (!kinds.contains(StorageKind::blocks)) {
+    why = "the " + std::string(backend.name()) +
+          " backend evaluates sparse maps dense and masked (its storage kinds: " + kinds.text() + ")";
+    return false;
+  }
+  return backend.supports(node, why);
+}
+
+}  // namespace
+
 template <class T>
 void set_backends(const BackendEntry& chosen, SetBackends<T>& out) {
   // A backend without this element type (complex on the CUDA backend) leaves the set to the
@@ -81,7 +98,7 @@ Plan compile(const SetRecord& set, const SetBackends<T>& backends, const Compile
   const Backend<T>& backend = *backends.backend;
   passes::optimize(
       graph, passes::selected_passes(passes ? passes : ""), settings.memory_limit,
-      [&backend](const OpNode& node, std::string& why) { return backend.supports_sparse(node, why); },
+      [&backend](const OpNode& node, std::string& why) { return stores_blocks(backend, node, why); },
       &plan.sparse_note);
   // Every node: the backend's, or (a device backend's declined node) the host's.
   try {

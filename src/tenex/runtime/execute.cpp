@@ -25,8 +25,14 @@ namespace tenex::detail {
 template <class T>
 std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host) {
   std::string notes;
+  const StorageKinds kinds = backend.capabilities().storage_kinds;
   for (NodeId id = 0; id < graph.size(); ++id) {
     std::string why;
+    if (!kinds.contains(graph.node(id).layout)) {
+      throw BackendError("tenex: the " + std::string(backend.name()) + " backend does not store " +
+                         storage_kind_name(graph.node(id).layout) + " values (its storage kinds: " + kinds.text() +
+                         "), which " + node_text(graph, id) + " is");
+    }
     if (!backend.supports(graph.node(id), why)) {
       std::string host_why;
       const OpKind kind = graph.node(id).kind;
@@ -60,7 +66,7 @@ class Execution {
         capabilities_(backend.capabilities()), nodes_(graph.size()),
         truncated_(find_truncated_modes(graph, schedule.order, schedule.operands)) {
     for (NodeId id = 0; id < graph.size(); ++id) nodes_[id].uses = schedule.uses[id];
-    for (NodeId id : schedule.order) nodes_[id].sparse = runs_sparse(graph, id, schedule.operands[id]);
+    for (NodeId id : schedule.order) nodes_[id].structured = runs_structured(graph, id, schedule.operands[id]);
     if (truncated_.any()) kept_rank_.assign(graph.size(), 0);
   }
 
@@ -75,7 +81,7 @@ class Execution {
     Buffer owned;
     View<const T> value;
     std::size_t uses = 0;
-    bool sparse = false;
+    bool structured = false;  // not dense, or reads a value that is not: run_structured
   };
 
   Storage<T>& storage_of(NodeId id) const {
@@ -258,7 +264,7 @@ void Execution<T>::check_input_extents(NodeId id, const Storage<T>& storage) {
   const OpNode& node = graph_.node(id);
   const std::vector<std::size_t>& modes = node.get<InputParams>().truncated_modes;
   if (modes.empty()) {
-    if (!node.compact && !truncated_.truncated(id) && storage.shape().extents() != node.extents) {
+    if (!node.blocks() && !truncated_.truncated(id) && storage.shape().extents() != node.extents) {
       throw ShapeError("tenex: " + node_text(graph_, id) + " reads a tensor that now has extents " +
                        storage.shape().to_string() +
                        ": it took the kept rank of a truncated decomposition after this statement was written; "
@@ -384,8 +390,8 @@ void Execution<T>::run_kernel(NodeId id, const KernelArgs<T>& args) {
   try {
     std::string why;
     KernelCount count;
-    if (nodes_[id].sparse) {
-      count = backend_.run_sparse(args);
+    if (nodes_[id].structured) {
+      count = backend_.run_structured(args);
     } else if (host_ && host_ != &backend_ && (host_only(id) || !backend_.supports(args.node, why))) {
       count = run_on_host(args);
     } else {

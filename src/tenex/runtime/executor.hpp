@@ -22,9 +22,9 @@ namespace tenex::detail {
 template <class T>
 std::string check_supported(const OpGraph& graph, const Backend<T>& backend, const Backend<T>* host = nullptr);
 
-/// Whether `node` (read from `graph`) is stored compactly or reads a compact operand: the
-/// backend must evaluate it with run_sparse.
-bool runs_sparse(const OpGraph& graph, NodeId id);
+/// Whether node `id` of `graph` is stored in another kind than dense, or reads a value that
+/// is (OpNode::layout): the backend must evaluate it with run_structured.
+bool runs_structured(const OpGraph& graph, NodeId id);
 
 /// Runs `graph`; fulfils every output's target storage. Throws on the first failure
 /// (tenex::Error; out of memory names the node, its labels, extents and bytes). A node

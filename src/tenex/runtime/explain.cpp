@@ -71,7 +71,7 @@ std::string sparse_summary(const OpGraph& graph, const std::string& declined) {
   std::size_t restricted = 0, compact = 0;
   for (NodeId id = 0; id < graph.size(); ++id) {
     restricted += graph.node(id).pattern ? 1 : 0;
-    compact += graph.node(id).compact ? 1 : 0;
+    compact += graph.node(id).blocks() ? 1 : 0;
   }
   if (restricted == 0) return "";
   if (!declined.empty()) return "sparse maps: evaluated dense and masked (" + declined + ")\n";
@@ -89,7 +89,7 @@ std::string sparse_summary(const OpGraph& graph, const std::string& declined) {
     if (n.kind != OpKind::contract || ops.size() != 2) continue;
     const OpNode& a = graph.node(ops[0]);
     const OpNode& b = graph.node(ops[1]);
-    if (!n.compact && !a.compact && !b.compact) continue;
+    if (!n.blocks() && !a.blocks() && !b.blocks()) continue;
     const SparseProductCost cost = sparse_product_cost(n.labels, n.pattern.get(), a.labels, a.pattern.get(), b.labels,
                                                        b.pattern.get(), n.extents, a.extents, b.extents);
     if (!cost.applies) continue;
@@ -272,7 +272,7 @@ std::string describe_plan(const OpGraph& graph, const Report& report) {
     }
     std::string size = std::to_string(node.elements) + " elements, " + format_bytes(cost.bytes);
     if (node.pattern) {
-      size += ", " + format_fraction(node.pattern->fraction()) + " allowed" + (node.compact ? " (blocks)" : "");
+      size += ", " + format_fraction(node.pattern->fraction()) + " allowed" + (node.blocks() ? " (blocks)" : "");
     }
     rows.push_back({std::to_string(steps), std::string(op_kind_name(node.kind)) + describe_params(node.params),
                     operands + " -> " + result, kernel_text(report, node, cost.kernel), format_count(cost.flops),

@@ -20,20 +20,20 @@ std::string node_text(const OpGraph& graph, NodeId id) {
          describe(node.labels, node.extents);
 }
 
-bool runs_sparse(const OpGraph& graph, NodeId id, const std::vector<NodeId>& operands) {
+bool runs_structured(const OpGraph& graph, NodeId id, const std::vector<NodeId>& operands) {
   const OpNode& node = graph.node(id);
-  if (node.compact) return true;
+  if (node.layout != StorageKind::dense) return true;
   if (node.kind == OpKind::input) return false;
   for (NodeId op : operands) {
-    if (graph.node(op).compact) return true;
+    if (graph.node(op).layout != StorageKind::dense) return true;
   }
   return false;
 }
 
-bool runs_sparse(const OpGraph& graph, NodeId id) {
+bool runs_structured(const OpGraph& graph, NodeId id) {
   const OpNode& node = graph.node(id);
-  if (node.compact || node.kind == OpKind::input) return node.compact;
-  return runs_sparse(graph, id, graph.operands(id));
+  if (node.layout != StorageKind::dense || node.kind == OpKind::input) return node.layout != StorageKind::dense;
+  return runs_structured(graph, id, graph.operands(id));
 }
 
 namespace {
@@ -115,7 +115,7 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
     if (node.kind == OpKind::output) {
       const NodeId op = ops[0];
       if (owned[op] && uses[op] == 1 && node.get<OutputParams>().operand_labels == node.labels &&
-          !graph.node(op).compact) {
+          !graph.node(op).blocks()) {
         plan.takes_over[id] = 1;
         held -= owned[op];
         owned[op] = 0;
@@ -123,7 +123,7 @@ MemoryPlan plan_memory(const OpGraph& graph, const std::vector<NodeId>& order,
     } else if (node.kind != OpKind::input) {
       const std::size_t bytes = buffer_bytes(node.elements * element_size);
       const bool addend = node.kind == OpKind::contract && ops.size() == 3;
-      if (addend && !node.compact && !graph.node(ops[2]).compact && owned[ops[2]] == bytes && uses[ops[2]] == 1 &&
+      if (addend && !node.blocks() && !graph.node(ops[2]).blocks() && owned[ops[2]] == bytes && uses[ops[2]] == 1 &&
           ops[2] != ops[0] && ops[2] != ops[1] && graph.node(ops[2]).labels == node.labels &&
           node.get<ContractParams>().beta != 0.0) {
         plan.takes_over[id] = 1;  // the addend's buffer becomes this node's: held stays

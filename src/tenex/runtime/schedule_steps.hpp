@@ -14,8 +14,8 @@ namespace tenex::detail {
 /// "the contract node 4 (i=3, j=5)": a node as error messages name it.
 std::string node_text(const OpGraph& graph, NodeId id);
 
-/// runs_sparse (executor.hpp) with the operands the schedule already lists.
-bool runs_sparse(const OpGraph& graph, NodeId id, const std::vector<NodeId>& operands);
+/// runs_structured (executor.hpp) with the operands the schedule already lists.
+bool runs_structured(const OpGraph& graph, NodeId id, const std::vector<NodeId>& operands);
 
 /// What the executor will do with memory, decided before anything runs: which nodes take
 /// over an operand's buffer, and the peak of the intermediates held.

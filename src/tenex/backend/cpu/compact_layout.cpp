@@ -166,7 +166,7 @@ void gather(const SparsePattern& p, const T* dense, T* compact) {
 }
 
 bool same_layout(const OpNode& a, const OpNode& b) {
-  if (!a.compact || !b.compact || a.labels != b.labels) return false;
+  if (!a.blocks() || !b.blocks() || a.labels != b.labels) return false;
   const SparsePattern& p = *a.pattern;
   const SparsePattern& q = *b.pattern;
   if (&p == &q) return true;

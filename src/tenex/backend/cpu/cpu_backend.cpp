@@ -186,7 +186,7 @@ bool CpuBackend<T>::supports(const OpNode& node, std::string& why) const {
 }
 
 template <class T>
-KernelCount CpuBackend<T>::run_sparse(const KernelArgs<T>& args) {
+KernelCount CpuBackend<T>::run_structured(const KernelArgs<T>& args) {
   return cpu::run_sparse<T>(*this, args);
 }
 

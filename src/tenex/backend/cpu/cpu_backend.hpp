@@ -17,10 +17,13 @@ class CpuBackend final : public Backend<T> {
   CpuBackend();
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::host; }
-  BackendCapabilities capabilities() const override { return {.host_memory = true, .truncated_decompositions = true}; }
+  BackendCapabilities capabilities() const override {
+    return {.host_memory = true,
+            .truncated_decompositions = true,
+            .storage_kinds = StorageKinds{StorageKind::dense, StorageKind::blocks}};
+  }
   bool supports(const OpNode& node, std::string& why) const override;
-  bool supports_sparse(const OpNode& node, std::string& why) const override { return supports(node, why); }
-  KernelCount run_sparse(const KernelArgs<T>& args) override;
+  KernelCount run_structured(const KernelArgs<T>& args) override;
   Buffer allocate(std::size_t bytes) override;
   View<const T> read(Storage<T>& storage) override;
   void write(Storage<T>& storage, Buffer&& buffer) override;

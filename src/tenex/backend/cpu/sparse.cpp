@@ -94,7 +94,7 @@ class Reader {
     own_.resize(operand.labels.size());
   }
   T operator()(const std::vector<std::size_t>& index) {
-    if (!node_.compact) {
+    if (!node_.blocks()) {
       std::size_t off = 0;
       for (std::size_t d = 0; d < at_.size(); ++d) off += index[at_[d]] * strides_[d];
       return data_[off];
@@ -155,10 +155,10 @@ void scatter_sum(const OpNode& operand, const T* in, const std::vector<std::stri
                                              node.labels.begin());
     if (at < node.labels.size()) to[d] = at;
   }
-  std::fill(out, out + (node.compact ? node.elements : node.size()), T(0));
+  std::fill(out, out + (node.blocks() ? node.elements : node.size()), T(0));
   std::vector<std::size_t> target(node.labels.size(), 0), key;
   for_each_element(*operand.pattern, [&](const std::vector<std::size_t>& index, std::size_t c) {
-    if (!node.compact) {
+    if (!node.blocks()) {
       std::size_t off = 0;
       for (std::size_t d = 0; d < to.size(); ++d) {
         if (to[d] != npos) off += index[d] * strides[to[d]];
@@ -201,7 +201,7 @@ std::optional<KernelCount> fused_sum_over_allowed(const KernelArgs<T>& args) {
   }
   for (std::size_t k = 0; k < args.operands.size(); ++k) {
     const OpNode& lead = *args.operand_nodes[k];
-    if (!lead.compact || lead.labels.size() != space.size() || !zero_with(params, k)) continue;
+    if (!lead.blocks() || lead.labels.size() != space.size() || !zero_with(params, k)) continue;
     const std::size_t n = lead.elements;
     std::vector<std::vector<T>> gathered(args.operands.size());
     std::vector<const T*> in(args.operands.size());
@@ -284,18 +284,18 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
     std::vector<T> ea, eb;
     if (auto count = sparse_contract(node.get<ContractParams>(), args, ea, eb)) return *count;
   }
-  if (node.kind == OpKind::mask && node.compact) {
+  if (node.kind == OpKind::mask && node.blocks()) {
     const OpNode& in = *args.operand_nodes[0];
     if (same_layout(node, in)) {
       std::memcpy(args.out.data, args.operands[0].data, node.elements * sizeof(T));
       return {0, 1};
     }
-    if (!in.compact && in.labels == node.labels) {
+    if (!in.blocks() && in.labels == node.labels) {
       gather(*node.pattern, args.operands[0].data, args.out.data);
       return {0, 1};
     }
   }
-  if (node.kind == OpKind::output && args.operand_nodes[0]->compact) {
+  if (node.kind == OpKind::output && args.operand_nodes[0]->blocks()) {
     const std::vector<std::string>& names = node.get<OutputParams>().operand_labels;
     if (names == node.labels) {
       expand(*args.operand_nodes[0]->pattern, args.operands[0].data, args.out.data);
@@ -304,11 +304,11 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
     }
     return {0, 1};
   }
-  if (node.kind == OpKind::reduce && args.operand_nodes[0]->compact) {
+  if (node.kind == OpKind::reduce && args.operand_nodes[0]->blocks()) {
     scatter_sum(*args.operand_nodes[0], args.operands[0].data, args.operand_nodes[0]->labels, node, args.out.data);
     return {static_cast<double>(args.operand_nodes[0]->elements), 1};
   }
-  if (node.kind == OpKind::fused && !node.compact) {
+  if (node.kind == OpKind::fused && !node.blocks()) {
     if (auto count = fused_sum_over_allowed(args)) return *count;
   }
   const bool pointwise = node.kind == OpKind::mask || node.kind == OpKind::scale || node.kind == OpKind::add ||
@@ -316,7 +316,7 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
                          (node.kind == OpKind::fused && node.get<FusedParams>().reduce == ReduceOp::sum);
   std::vector<std::vector<T>> gathered;
   std::vector<const T*> in;
-  if (node.compact && n_ops > 0 && pointwise && operands_at_allowed(args, gathered, in)) {
+  if (node.blocks() && n_ops > 0 && pointwise && operands_at_allowed(args, gathered, in)) {
     // Element-wise over the allowed elements, as one long vector.
     const std::size_t n = node.elements;
     const Modes one{0};
@@ -348,18 +348,18 @@ KernelCount run_sparse(Backend<T>& dense, const KernelArgs<T>& args) {
   KernelArgs<T> dense_args{node, args.operand_nodes, args.operands, args.out};
   for (std::size_t k = 0; k < n_ops; ++k) {
     const OpNode& op = *args.operand_nodes[k];
-    if (!op.compact) continue;
+    if (!op.blocks()) continue;
     expanded[k].resize(op.size());
     expand(*op.pattern, args.operands[k].data, expanded[k].data());
     dense_args.operands[k] = View<const T>{expanded[k].data(), op.size(), Device::host};
   }
   std::vector<T> out;
-  if (node.compact) {
+  if (node.blocks()) {
     out.resize(node.size());
     dense_args.out = View<T>{out.data(), node.size(), Device::host};
   }
   KernelCount count = dense.run(dense_args);
-  if (node.compact) gather(*node.pattern, out.data(), args.out.data);
+  if (node.blocks()) gather(*node.pattern, out.data(), args.out.data);
   return count;
 }
 

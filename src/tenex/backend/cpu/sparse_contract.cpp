@@ -360,7 +360,7 @@ std::optional<KernelCount> sparse_contract(const ContractParams& params, const K
   if (!loop.runs) return std::nullopt;  // the expanded, dense product runs instead
   x.alpha = static_cast<T>(params.alpha);
   T* const c = x.c;
-  const std::size_t total = cn.compact ? cn.elements : cn.size();
+  const std::size_t total = cn.blocks() ? cn.elements : cn.size();
   const OpNode& bn = *args.operand_nodes[1];
   const std::size_t b_elements = loop.sides[2].compact ? bn.elements : bn.size();
   const std::size_t keys = loop.provider->keys.size();

@@ -271,7 +271,7 @@ KeyLoop key_loop(const OpNode& c, const OpNode& a, const OpNode& b) {
   choose_key(nodes, loop);
   for (int k = 0; k < 3; ++k) {
     loop.sides[k].node = nodes[k];
-    loop.sides[k].compact = nodes[k]->compact;
+    loop.sides[k].compact = nodes[k]->blocks();
   }
   for (Side& s : loop.sides) prepare(s, loop.key);
   // A compact operand whose key is not within the loop's key is read expanded.

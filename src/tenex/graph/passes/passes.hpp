@@ -46,7 +46,8 @@ void insert_masks(OpGraph& graph);
 /// through the graph and composed, and the elements they allow (propagate_sparsity.cpp).
 void propagate_sparsity(OpGraph& graph);
 /// What a pass asks the backend that will run the graph (ggml's supports_op): whether it
-/// evaluates `node` on per-key blocks of its sparse maps (Backend::supports_sparse); `why`
+/// evaluates `node` on per-key blocks of its sparse maps (its storage kinds list blocks and it
+/// supports the node); `why`
 /// says why not. Empty: every node is accepted.
 using SparseSupport = std::function<bool(const OpNode& node, std::string& why)>;
 /// Stores the nodes that maps make sparse enough as per-key blocks of their allowed

@@ -30,7 +30,7 @@ bool compactable(const OpNode& node) {
 }
 
 void make_compact(OpNode& node) {
-  node.compact = true;
+  node.layout = StorageKind::blocks;
   node.elements = node.pattern->allowed;
 }
 
