@@ -82,10 +82,13 @@ struct OpGraph::Impl {
     bool live = true;
   };
 
-  std::vector<OpNode> nodes;
-  std::vector<Vertex> vertices;                 // by node id, as nodes
-  std::vector<std::shared_ptr<void>> bindings;  // by node id: inputs' and outputs' values
-  std::vector<Edge> edges;                      // every edge made, in order (removed ones until prune())
+  struct Stored {  // a node and, for inputs and outputs, the tensor value it reads or writes
+    OpNode node;
+    std::shared_ptr<void> binding;
+  };
+  std::vector<Stored> nodes;
+  std::vector<Vertex> vertices;  // by node id, as nodes
+  std::vector<Edge> edges;       // every edge made, in order (removed ones until prune())
   std::vector<SparseMapUse> sparse_maps;
   std::uint64_t serial = next_serial.fetch_add(1);
   // The topological order, kept until a node or an edge is added or removed: most passes
@@ -187,9 +190,8 @@ NodeId OpGraph::add_node(OpNode node, const std::vector<NodeId>& operands) {
     }
   }
   const NodeId id = impl_->vertices.size();
-  impl_->nodes.push_back(std::move(node));
+  impl_->nodes.push_back({std::move(node), nullptr});
   impl_->vertices.emplace_back();
-  impl_->bindings.emplace_back();
   impl_->order_known = false;
   for (std::size_t i = 0; i < operands.size(); ++i) impl_->connect(operands[i], id, i);
   return id;
@@ -225,18 +227,18 @@ NodeId OpGraph::add_input_storage(std::shared_ptr<void> storage, DType dtype, co
   }
   node.extents = extents;
   const NodeId id = add_node(std::move(node));
-  impl_->bindings[id] = std::move(storage);
+  impl_->nodes[id].binding = std::move(storage);
   return id;
 }
 
 const std::shared_ptr<void>& OpGraph::binding(NodeId id) const {
   impl_->check(id);
-  return impl_->bindings[id];
+  return impl_->nodes[id].binding;
 }
 
 void OpGraph::bind(NodeId id, std::shared_ptr<void> value) {
   impl_->check(id);
-  impl_->bindings[id] = std::move(value);
+  impl_->nodes[id].binding = std::move(value);
 }
 
 std::uint64_t OpGraph::serial() const { return impl_->serial; }
@@ -248,12 +250,12 @@ void OpGraph::detach(NodeId id) {
 
 const OpNode& OpGraph::node(NodeId id) const {
   impl_->check(id);
-  return impl_->nodes[id];
+  return impl_->nodes[id].node;
 }
 
 OpNode& OpGraph::node(NodeId id) {
   impl_->check(id);
-  return impl_->nodes[id];
+  return impl_->nodes[id].node;
 }
 
 std::vector<NodeId> OpGraph::operands(NodeId id) const {
@@ -306,7 +308,7 @@ std::size_t OpGraph::size() const { return impl_->vertices.size(); }
 std::vector<NodeId> OpGraph::outputs() const {
   std::vector<NodeId> result;
   for (NodeId id = 0; id < size(); ++id) {
-    if (impl_->nodes[id].kind == OpKind::output) result.push_back(id);
+    if (impl_->nodes[id].node.kind == OpKind::output) result.push_back(id);
   }
   return result;
 }
@@ -361,7 +363,7 @@ void OpGraph::validate() const {
                         " \"" + join_labels(n.labels) + "\" " + format_extents(n.extents) + "): " + what);
   };
   for (NodeId id = 0; id < size(); ++id) {
-    const OpNode& n = impl_->nodes[id];
+    const OpNode& n = impl_->nodes[id].node;
     const int arity = op_kind_arity(n.kind);
     const std::size_t count = impl_->vertices[id].in.size();
     if (arity >= 0 && count != static_cast<std::size_t>(arity)) {
@@ -376,7 +378,7 @@ void OpGraph::validate() const {
         }
       }
     }
-    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !impl_->bindings[id] && n.dtype != DType::shape) {
+    if ((n.kind == OpKind::input || n.kind == OpKind::output) && !impl_->nodes[id].binding && n.dtype != DType::shape) {
       fail(id, n, "has no storage");
     }
     for (std::size_t m : n.sparse_maps) {
@@ -384,9 +386,9 @@ void OpGraph::validate() const {
     }
     if (arity < 0 || count == static_cast<std::size_t>(arity)) {
       std::vector<const OpNode*> ops;
-      for (NodeId op : operands(id)) ops.push_back(&impl_->nodes[op]);
+      for (NodeId op : operands(id)) ops.push_back(&impl_->nodes[op].node);
       // Checking (no inference) leaves the node as it is.
-      if (std::string error = detail::apply_shape_rule(impl_->nodes[id], ops, false); !error.empty()) {
+      if (std::string error = detail::apply_shape_rule(impl_->nodes[id].node, ops, false); !error.empty()) {
         fail(id, n, error);
       }
     }
@@ -451,7 +453,6 @@ std::vector<NodeId> OpGraph::prune() {
     if (!needed[id]) continue;
     mapping[id] = fresh.vertices.size();
     fresh.nodes.push_back(std::move(impl_->nodes[id]));  // the old graph is dropped below
-    fresh.bindings.push_back(std::move(impl_->bindings[id]));
     fresh.vertices.emplace_back();
   }
   for (NodeId id = 0; id < n; ++id) {
@@ -460,7 +461,6 @@ std::vector<NodeId> OpGraph::prune() {
   }
   impl_->nodes = std::move(fresh.nodes);
   impl_->vertices = std::move(fresh.vertices);
-  impl_->bindings = std::move(fresh.bindings);
   impl_->edges = std::move(fresh.edges);
   impl_->sparse_maps = std::move(fresh.sparse_maps);
   impl_->order_known = false;
@@ -484,7 +484,7 @@ std::string OpGraph::to_dot() const {
   }
   const std::vector<std::string> names = detail::tensor_names(*this);
   auto vertex_writer = [&](std::ostream& os, NodeId id) {
-    const OpNode& n = impl_->nodes[id];
+    const OpNode& n = impl_->nodes[id].node;
     std::string text = std::string(op_kind_name(n.kind)) + describe_params(n.params);
     // An output names the tensor it writes (inputs reading it carry the same name).
     const std::string note = n.kind == OpKind::output && n.note == "target" ? "target " + names[id] : n.note;
