@@ -29,11 +29,8 @@
 #include <vector>
 
 #include "tenex/backend/cpu/gemm_call.hpp"
-#include "tenex/backend/cpu/gett_kernel.hpp"
-#include "tenex/backend/cpu/narrow_kernel.hpp"
 #include "tenex/backend/cpu/operand_layout.hpp"
 #include "tenex/backend/cpu/operand_offsets.hpp"
-#include "tenex/backend/cpu/plan_search.hpp"
 #include "tenex/backend/cpu/thread_partition.hpp"
 #include "tenex/backend/cpu/tuning.hpp"
 
@@ -51,8 +48,6 @@ using tuning::kFarRowSeconds;
 using tuning::kHalfSpeed;
 using tuning::kMaxTileModes;
 using tuning::kMemoryBandwidth;
-using tuning::kNaiveRate;
-using tuning::kNarrowEfficiency;
 using tuning::kPermuteBandwidth;
 using tuning::kPrefetchRunBytes;
 using tuning::kScatteredRunSeconds;
@@ -60,10 +55,7 @@ using tuning::kTiledSearchMin;
 using tuning::repack_bytes;
 using tuning::tile_bytes;
 
-// Seconds to permute `bytes` through memory: in the last-level cache, or beyond it.
-double permute_seconds(double bytes) {
-  return 2.0 * bytes / (bytes > kCachedOperandBytes ? kPermuteBandwidth : kMemoryBandwidth);
-}
+using tuning::permute_seconds;
 
 // Maximal groups of available `role` modes that are adjacent, and in the same order, in
 // each of the operands x and y that is kept as it is ("fixed"). When neither is, every
@@ -138,49 +130,6 @@ std::size_t chunk_length(const Problem& p, const Gemm& plan, bool every) {
   const auto length = static_cast<std::size_t>(std::max({1.0, least, std::floor(kChunkBytes / per_value)}));
   if (length < extent) return length;
   return every ? (extent + 1) / 2 : 0;
-}
-
-// Seconds of the plain-loop kernel.
-double naive_seconds(const Problem& p) {
-  double products = static_cast<double>(p.size[kC]);
-  for (std::size_t d = 0; d < p.modes(); ++d) {
-    if (p.role[d] == Role::k) products *= static_cast<double>(p.extent[d]);
-  }
-  return products / (kNaiveRate * static_cast<double>(p.threads)) +
-         static_cast<double>(p.size[kC] * p.element_size) / kMemoryBandwidth;
-}
-
-// Seconds the narrow kernel is expected to take: its arithmetic at kNarrowEfficiency of the
-// core's peak on the values the panel holds (padded ones too), or the large operand read from
-// memory where that takes longer, and the panel packed.
-double narrow_seconds(const Problem& p) {
-  const int small = narrow_small_operand(p);
-  const int big = small == kA ? kB : kA;
-  const auto es = static_cast<double>(p.element_size);
-  const auto panel = static_cast<double>(narrow_panel_elements(p));
-  const double big_free = static_cast<double>(p.size[static_cast<std::size_t>(big)]) / static_cast<double>(k_size(p));
-  const double flops = 2.0 * big_free * panel;
-  const double peak = plan_search::gett_rate(p.element_size).rate;
-  const double big_bytes = static_cast<double>(p.size[static_cast<std::size_t>(big)]) * es;
-  const double compute = flops / (static_cast<double>(p.threads) * peak * kNarrowEfficiency);
-  const double memory = big_bytes > kCachedOperandBytes ? big_bytes / kMemoryBandwidth : 0.0;
-  return std::max(compute, memory) + permute_seconds(panel * es) + kCallSeconds;
-}
-
-// Seconds the GETT kernel is expected to take: its arithmetic (the panel operand's free values
-// padded to whole panels) at the GETT rate (probed, or kGettEfficiency of the GEMM's constant),
-// or the strip operand and c through memory where that takes longer.
-double gett_seconds(const Problem& p) {
-  const int panel = gett_panel_operand(p);
-  const int strip = panel == kA ? kB : kA;
-  const auto es = static_cast<double>(p.element_size);
-  const double m = static_cast<double>(round_up(free_size(p, panel), 2));
-  const auto strip_size = static_cast<double>(p.size[static_cast<std::size_t>(strip)]);
-  const double rate = plan_search::gett_rate(p.element_size).rate;
-  const double compute = 2.0 * m * strip_size / (static_cast<double>(p.threads) * rate);
-  const double bytes = (strip_size + static_cast<double>(p.size[kC])) * es;
-  const double memory = bytes > kCachedOperandBytes ? bytes / kMemoryBandwidth : 0.0;
-  return std::max(compute, memory) + kCallSeconds;
 }
 
 // The GEMM calls' geometry: each operand's strides as it lies, or as the plan lays it out afresh.
@@ -264,9 +213,8 @@ double gemm_workers(const Problem& p, const Gemm& plan, const GemmLoops& loops, 
 // Seconds of the GEMM calls: their arithmetic, each call's fixed cost and packing (`pack`),
 // the operands they read in rows far apart, and the parts they pack again.
 double gemm_calls_seconds(const Problem& p, const Gemm& plan, const Geometry& g, const GemmLoops& loops, double pack,
-                          double workers) {
+                          double workers, double peak) {
   const auto es = static_cast<double>(p.element_size);
-  const double peak = plan_search::gemm_rate(p.element_size).rate;
   const double dm = static_cast<double>(g.m), dn = static_cast<double>(g.n), dk = loops.dk;
   const double calls = loops.c * loops.k;
   const double flops = 2.0 * dm * dn * dk * calls;
@@ -367,14 +315,15 @@ void add_result_seconds(const Problem& p, const Gemm& plan, const Geometry& g, c
   }
 }
 
-// Seconds the GEMM plan is expected to take, or infinity when it cannot run.
-double plan_seconds(const Problem& p, const Gemm& plan) {
+// Seconds the GEMM plan is expected to take at `rate` (ModelRates::gemm), or infinity when it
+// cannot run.
+double plan_seconds(const Problem& p, const Gemm& plan, double rate) {
   const Geometry g = gemm_geometry(p, plan);
   const double pack = blas_pack_seconds(g, p.element_size);
   if (!(pack < std::numeric_limits<double>::infinity())) return std::numeric_limits<double>::infinity();
   const GemmLoops loops = gemm_loops(p, plan, g.k);
   const double workers = gemm_workers(p, plan, loops, g);
-  double seconds = gemm_calls_seconds(p, plan, g, loops, pack, workers);
+  double seconds = gemm_calls_seconds(p, plan, g, loops, pack, workers, rate);
   double packed_tile_bytes = 0;  // per task, of the operands packed per tile
   add_layout_seconds(p, plan, loops, workers, seconds, packed_tile_bytes);
   add_result_seconds(p, plan, g, loops, workers, packed_tile_bytes, seconds);
@@ -383,7 +332,7 @@ double plan_seconds(const Problem& p, const Gemm& plan) {
 
 // for_each_gemm_plan (contraction_plan.hpp), without a call through std::function per plan.
 template <class Visit>
-void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) {
+void for_each_plan(const Problem& p, double flops, bool all_tiles, double rate, Visit visit) {
   const std::vector<char> all(p.modes(), 1);
   for (int permute_a = 0; permute_a < 2; ++permute_a) {
     if (permute_a && p.order[kA].size() < 2) continue;
@@ -441,7 +390,7 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
                     for (int layout = 0; layout < layouts; ++layout) {
                       plan.flip_a = permute_a && layout % 2;
                       plan.flip_b = permute_b && (layout / (permute_a ? 2 : 1)) % 2;
-                      const double seconds = plan_seconds(p, plan);
+                      const double seconds = plan_seconds(p, plan, rate);
                       if (layout == 0 || seconds < best_seconds) {
                         best = plan;
                         best_seconds = seconds;
@@ -453,7 +402,7 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
                       chunked.k_chunk = chunk_length(p, chunked, all_tiles);
                       visit(Plan{std::move(best), best_seconds});
                       if (chunked.k_chunk > 0) {
-                        const double seconds = plan_seconds(p, chunked);
+                        const double seconds = plan_seconds(p, chunked, rate);
                         if (seconds < std::numeric_limits<double>::infinity()) visit(Plan{std::move(chunked), seconds});
                       }
                     }
@@ -468,86 +417,17 @@ void for_each_plan(const Problem& p, double flops, bool all_tiles, Visit visit) 
   }
 }
 
-// What a plan depends on: the canonical problem, and the L2 the model's sizes come from
-// (tuning.hpp; a test may pin another machine's).
-std::vector<std::size_t> plan_key(const Problem& p) {
-  std::vector<std::size_t> key{p.element_size, p.beta_zero ? 1U : 0U, p.threads, p.modes(), machine::caches().l2};
-  for (int op = 0; op < 3; ++op) {
-    key.push_back(p.order[op].size());
-    for (int d : p.order[op]) key.push_back(static_cast<std::size_t>(d));
-  }
-  key.insert(key.end(), p.extent.begin(), p.extent.end());
-  return key;
-}
-
 }  // namespace
 
-std::optional<Plan> narrow_plan(const Problem& p) {
-  if (narrow_small_operand(p) < 0) return std::nullopt;
-  return Plan{Narrow{}, narrow_seconds(p)};
-}
-
-std::optional<Plan> gett_plan(const Problem& p) {
-  if (gett_panel_operand(p) < 0) return std::nullopt;
-  return Plan{Gett{}, gett_seconds(p)};
-}
-
-std::optional<Plan> ranked_gett_plan(const Problem& p) {
-  if (!plan_search::gemm_rate(p.element_size).probed || !plan_search::gett_rate(p.element_size).probed) {
-    return std::nullopt;
-  }
-  return gett_plan(p);
-}
-
-Plan naive_plan(const Problem& p) { return Plan{NaiveLoops{}, naive_seconds(p)}; }
-
-void for_each_gemm_plan(const Problem& p, double flops, bool all_tiles, const std::function<void(const Plan&)>& visit) {
-  for_each_plan(p, flops, all_tiles, visit);
-}
-
-Plan cheapest_plan(const Problem& p, double flops) {
-  Plan best = naive_plan(p);
-  for_each_plan(p, flops, false, [&](const Plan& plan) {
-    if (plan.seconds < best.seconds) best = plan;
-  });
-  if (std::optional<Plan> gett = ranked_gett_plan(p); gett && gett->seconds < best.seconds) best = *gett;
-  return best;
-}
-
-const std::vector<Plan>& all_plans(const Problem& p, double flops) {
-  thread_local std::vector<std::size_t> key;
-  thread_local std::vector<Plan> plans;
-  std::vector<std::size_t> wanted = plan_key(p);
-  if (wanted != key || plans.empty()) {
-    plans.clear();
-    if (std::optional<Plan> narrow = narrow_plan(p)) plans.push_back(*narrow);
-    if (std::optional<Plan> gett = gett_plan(p)) plans.push_back(*gett);
-    for_each_plan(p, flops, true, [&](const Plan& plan) { plans.push_back(plan); });
-    plans.emplace_back();
-    key = std::move(wanted);
-  }
-  return plans;
+void for_each_gemm_plan(const Problem& p, double flops, bool every, const ModelRates& rates,
+                        const std::function<void(const Plan&)>& visit) {
+  for_each_plan(p, flops, every, rates.gemm, visit);
 }
 
 const Gemm& memory_layout(const Plan& plan) {
   static const Gemm in_place;
   const Gemm* gemm = plan.gemm();
   return gemm ? *gemm : in_place;
-}
-
-namespace {
-
-std::string describe_kernel(const Problem&, const NaiveLoops&) { return "plain loops"; }
-
-std::string describe_kernel(const Problem& p, const Narrow&) {
-  const int small = narrow_small_operand(p);
-  return std::string("narrow kernel, ") + (small == kA ? "a" : "b") + " packed";
-}
-
-std::string describe_kernel(const Problem& p, const Gett&) {
-  const bool a_panels = gett_panel_operand(p) == kA;
-  return std::string("GETT kernel, ") + (a_panels ? "a" : "b") + " packed in panels, " + (a_panels ? "b" : "a") +
-         " in strips" + (gett_boxed(p, p.threads) ? ", c written in boxes" : "");
 }
 
 std::string describe_kernel(const Problem& p, const Gemm& x) {
@@ -573,14 +453,6 @@ std::string describe_kernel(const Problem& p, const Gemm& x) {
   if (x.flip_c) text += " (flipped)";
   text += "; m " + group(x.gm) + " n " + group(x.gn) + " k " + group(x.gk);
   return text;
-}
-
-}  // namespace
-
-std::string describe(const Problem& p, const Plan& x) {
-  std::string text = std::visit([&](const auto& kernel) { return describe_kernel(p, kernel); }, x.kernel);
-  if (x.naive()) return text;
-  return text + "; model " + std::to_string(x.seconds * 1e3) + " ms";
 }
 
 }  // namespace tenex::detail::cpu::contraction

@@ -73,29 +73,65 @@ struct Plan {
 // (plan_search::candidate_plans). Not for the plain loops.
 const Gemm& memory_layout(const Plan& plan);
 
-// Every candidate, the plain loops last (see contract_with_plan). The last problem's list is
-// kept, as a test runs each of its plans in turn.
-const std::vector<Plan>& all_plans(const Problem& p, double flops);
+// The kinds, each in its own file, each answering whether it applies to a problem and what
+// the model predicts it costs (its plan, or none), how it reads in plans, and how it runs:
+//
+//   kind            plan and cost          describe_kernel     runs
+//   plain loops     kind_naive.cpp         kind_naive.cpp      run_naive (kind_naive.cpp)
+//   narrow kernel   kind_narrow.cpp        kind_narrow.cpp     run_narrow (narrow_kernel.cpp)
+//   GETT kernel     kind_gett.cpp          kind_gett.cpp       run_gett (gett_kernel.cpp)
+//   GEMM plans      contraction_plan.cpp   contraction_plan.cpp  run_gemm (plan_execution.cpp)
+//
+// kind_plans (plan_kinds.cpp) asks each kind once per problem; the search picks among what it
+// returns (plan_search.cpp) and run_plan runs the kind chosen (plan_execution.cpp).
 
-// The plans the search (plan_search.hpp) picks its candidates from, each with the model's time:
-//   - the plain loops;
-//   - the cheapest by the model: the plain loops, a GEMM plan, or the GETT kernel where the
-//     model ranks it (ranked_gett_plan);
-//   - the narrow kernel's, where it can run: the model's guess at it is rough
-//     (kNarrowEfficiency), so it never ranks the plans and is only timed;
-//   - the GETT kernel's, where it can run; ranked_gett_plan: the same, only where both rates
-//     were probed on this machine (or loaded), so that the model compares the two rates it gets
-//     (where the BLAS is slow, the kernel can be several times faster; where it is fast,
-//     slower); with the constants it is only timed, as the narrow kernel always is;
-//   - every GEMM plan that can run (finite cost), passed to `visit`: which of a and b to
-//     permute, how c is written, over which tile modes, and which groups to fuse. Tiled plans
-//     are left out of small problems unless `all_tiles`.
+// The model's rates, flops per second of one core, read once per problem (plan_search.hpp's
+// gemm_rate and gett_rate; model_rates is defined beside them): the kinds' costs all use the same.
+struct ModelRates {
+  double gemm = 0, gett = 0;
+  bool ranked = false;  // both probed on this machine (or loaded): the model may rank GETT
+};
+ModelRates model_rates(std::size_t element_size);
+
 Plan naive_plan(const Problem& p);
+std::optional<Plan> narrow_plan(const Problem& p, const ModelRates& rates);
+std::optional<Plan> gett_plan(const Problem& p, const ModelRates& rates);
+// Every GEMM plan that can run (finite cost), passed to `visit`: which of a and b to permute,
+// how c is written, over which tile modes, and which groups to fuse. Tiled plans of small
+// problems and chunked plans of small operands are left out unless `every` (the list of all
+// plans, all_plans).
+void for_each_gemm_plan(const Problem& p, double flops, bool every, const ModelRates& rates,
+                        const std::function<void(const Plan&)>& visit);
+
+std::string describe_kernel(const Problem& p, const NaiveLoops& kernel);
+std::string describe_kernel(const Problem& p, const Narrow& kernel);
+std::string describe_kernel(const Problem& p, const Gett& kernel);
+std::string describe_kernel(const Problem& p, const Gemm& kernel);
+
+// What every kind offers for one problem, each asked once:
+//   - the plain loops;
+//   - the narrow kernel's plan, where it can run: the model's guess at it is rough
+//     (kNarrowEfficiency), so it never ranks the plans and is only timed;
+//   - the GETT kernel's, where it can run; it ranks against the GEMM plans (gett_ranked) only
+//     where both rates were probed on this machine (or loaded), so that the model compares the
+//     two rates it gets (where the BLAS is slow, the kernel can be several times faster; where
+//     it is fast, slower); with the constants it is only timed, as the narrow kernel always is;
+//   - every GEMM plan (for_each_gemm_plan, `every` as there), in the order it gives them;
+//   - the cheapest by the model: the plain loops, a GEMM plan, or the GETT kernel where it ranks.
+struct KindPlans {
+  Plan naive;
+  std::optional<Plan> narrow, gett;
+  bool gett_ranked = false;
+  std::vector<Plan> gemm;
+  Plan cheapest;
+};
+KindPlans kind_plans(const Problem& p, double flops, bool every);
+
+// Every candidate, the plain loops last (see contract_with_plan): kind_plans with `every`.
+// The last problem's list is kept, as a test runs each of its plans in turn.
+const std::vector<Plan>& all_plans(const Problem& p, double flops);
+// The cheapest plan by the model (KindPlans::cheapest).
 Plan cheapest_plan(const Problem& p, double flops);
-std::optional<Plan> narrow_plan(const Problem& p);
-std::optional<Plan> gett_plan(const Problem& p);
-std::optional<Plan> ranked_gett_plan(const Problem& p);
-void for_each_gemm_plan(const Problem& p, double flops, bool all_tiles, const std::function<void(const Plan&)>& visit);
 
 // One line: what the plan does (operands permuted or packed per tile, how c is written, the
 // fused groups as mode:extent) and the model's predicted time.

@@ -117,18 +117,13 @@ std::string plan_identity(const contraction::Problem& p, const contraction::Plan
 
 namespace {
 
-using contraction::cheapest_plan;
 using contraction::extent_of;
-using contraction::for_each_gemm_plan;
 using contraction::Gemm;
-using contraction::gett_plan;
+using contraction::KindPlans;
 using contraction::memory_layout;
-using contraction::naive_plan;
-using contraction::narrow_plan;
 using contraction::Output;
 using contraction::Plan;
 using contraction::Problem;
-using contraction::ranked_gett_plan;
 using tuning::kTwinSeconds;
 using tuning::tile_bytes;
 
@@ -138,21 +133,21 @@ namespace {
 
 // The best plan's twin with c's buffer in the other order, or, where no plan differs from the
 // best in c's order alone, the cheapest with c in the other order and the same GEMM groups
-// (see candidate_plans); none where neither exists.
-std::optional<Plan> twin_plan(const Problem& p, double flops, const Gemm& chosen) {
+// (see candidate_plans), from the GEMM plans `gemm`; none where neither exists.
+std::optional<Plan> twin_plan(const std::vector<Plan>& gemm, const Gemm& chosen) {
   std::optional<Plan> twin, stand_in;
-  for_each_gemm_plan(p, flops, false, [&](const Plan& plan) {
+  for (const Plan& plan : gemm) {
     const Gemm& x = *plan.gemm();
     if (x.flip_c == chosen.flip_c || x.output != chosen.output || x.gm != chosen.gm || x.gn != chosen.gn ||
         x.gk != chosen.gk || x.tiles != chosen.tiles) {
-      return;
+      continue;
     }
     if (!twin && x.permute_a == chosen.permute_a && x.permute_b == chosen.permute_b &&
         x.tile_pack == chosen.tile_pack && x.flip_a == chosen.flip_a && x.flip_b == chosen.flip_b) {
       twin = plan;
     }
     if (!stand_in || plan.seconds < stand_in->seconds) stand_in = plan;
-  });
+  }
   if (!twin) twin = stand_in;
   return twin;
 }
@@ -190,11 +185,12 @@ void add_kinds(const std::vector<Plan>& others, std::size_t count, Kind kind, st
 
 // Every plan within kOutputSpread of the best, small operands packed chunk by chunk and tiled
 // plans of few flops among them (as all_plans has them), cheapest first.
+// (kind_plans with `every`: the one second walk over the kinds, for small problems only).
 std::vector<Plan> wider_plans(const Problem& p, double flops, const Plan& best) {
   std::vector<Plan> wider;
-  for_each_gemm_plan(p, flops, true, [&](const Plan& plan) {
+  for (const Plan& plan : contraction::kind_plans(p, flops, true).gemm) {
     if (plan.seconds <= best.seconds * kOutputSpread) wider.push_back(plan);
-  });
+  }
   std::stable_sort(wider.begin(), wider.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   return wider;
 }
@@ -202,20 +198,21 @@ std::vector<Plan> wider_plans(const Problem& p, double flops, const Plan& best) 
 }  // namespace
 
 std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t count, double search_seconds) {
+  // One walk over the kinds (the search costs milliseconds on problems with many modes).
+  const KindPlans kinds = contraction::kind_plans(p, flops, false);
   std::vector<Plan> plans;
   if (count < 2) {
-    plans.push_back(cheapest_plan(p, flops));
+    plans.push_back(kinds.cheapest);
     return plans;
   }
-  // One pass over the plans (the search costs milliseconds on problems with many modes).
-  Plan best = naive_plan(p);
+  Plan best = kinds.naive;
   std::vector<Plan> others;
-  for_each_gemm_plan(p, flops, false, [&](const Plan& plan) {
+  for (const Plan& plan : kinds.gemm) {
     if (plan.seconds < best.seconds) best = plan;
     if (plan.seconds <= best.seconds * kOutputSpread) others.push_back(plan);
-  });
+  }
   // The GETT kernel first where the model ranks it (probed rates) and predicts it cheapest.
-  std::optional<Plan> gett_first = ranked_gett_plan(p);
+  std::optional<Plan> gett_first = kinds.gett_ranked ? kinds.gett : std::nullopt;
   if (gett_first && gett_first->seconds < best.seconds) {
     plans.push_back(*gett_first);
   } else {
@@ -234,13 +231,13 @@ std::vector<Plan> candidate_plans(const Problem& p, double flops, std::size_t co
   // and runs 18 ms; no plan writes the other buffer with a flipped; the stand-in, a as is,
   // runs 13.5 ms).
   if (chosen.output != Output::direct && best.seconds >= kTwinSeconds) {
-    std::optional<Plan> twin = twin_plan(p, flops, chosen);
+    std::optional<Plan> twin = twin_plan(kinds.gemm, chosen);
     if (twin && plans.size() < count) plans.push_back(*twin);
   }
   // The narrow kernel next, where it can run, whatever the model predicts for it: it is the
   // one plan that neither permutes nor calls the BLAS, and the model has no measurement of it.
-  if (std::optional<Plan> narrow = narrow_plan(p); narrow && plans.size() < count) plans.push_back(*narrow);
-  if (std::optional<Plan> gett = gett_plan(p); gett && !gett_first && plans.size() < count) plans.push_back(*gett);
+  if (kinds.narrow && plans.size() < count) plans.push_back(*kinds.narrow);
+  if (kinds.gett && !gett_first && plans.size() < count) plans.push_back(*kinds.gett);
   std::erase_if(others, [&](const Plan& x) { return x.seconds > best.seconds * kOutputSpread; });
   std::stable_sort(others.begin(), others.end(), [](const Plan& x, const Plan& y) { return x.seconds < y.seconds; });
   // The cheapest plan that makes the fewest GEMM calls comes next where the best makes more:
@@ -522,6 +519,20 @@ ModelRate model_rate(std::size_t element_size, bool gett) {
 
 ModelRate gemm_rate(std::size_t element_size) { return model_rate(element_size, false); }
 ModelRate gett_rate(std::size_t element_size) { return model_rate(element_size, true); }
+
+}  // namespace tenex::detail::cpu::plan_search
+
+namespace tenex::detail::cpu::contraction {
+
+ModelRates model_rates(std::size_t element_size) {
+  const plan_search::ModelRate gemm = plan_search::gemm_rate(element_size);
+  const plan_search::ModelRate gett = plan_search::gett_rate(element_size);
+  return {gemm.rate, gett.rate, gemm.probed && gett.probed};
+}
+
+}  // namespace tenex::detail::cpu::contraction
+
+namespace tenex::detail::cpu::plan_search {
 
 void set_rates_for_testing(std::size_t element_size, double gemm, double gett) {
   const std::size_t slot = element_size == 4 ? 0 : 1;

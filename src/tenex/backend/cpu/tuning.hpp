@@ -182,6 +182,12 @@ inline double repack_bytes() {
 inline double tile_bytes() { return repack_bytes() * 3.0 / 8.0; }
 // GETT kernel: bytes one block of the strip operand holds at most (it stays in the L2): half
 // the L2 (1 MiB of 2 MiB).
+// Seconds to permute `bytes` through memory: in the last-level cache, or beyond it (every
+// kind's model counts a layout afresh so).
+inline double permute_seconds(double bytes) {
+  return 2.0 * bytes / (bytes > kCachedOperandBytes ? kPermuteBandwidth : kMemoryBandwidth);
+}
+
 inline std::size_t gett_block_bytes() { return std::clamp<std::size_t>(machine::caches().l2 / 2, 128 << 10, 1 << 20); }
 // GETT kernel: a strip operand this small is packed from wherever its values lie.
 constexpr std::size_t kCachedStripBytes = std::size_t{4} << 20;
