@@ -116,7 +116,125 @@ Planned& planned(std::size_t element_size, bool complex, bool beta_zero, const E
   return recent.back();
 }
 
-// contract(), running `forced` (an index into all_plans) when given, else the cheapest plan.
+// What the plan search decides for one call, before any kernel runs: run a plan, time one
+// (and record what it took), or run the whole search now (measure, a small problem whose c is
+// only written). `forced` (an index into all_plans) runs that plan and leaves the search alone.
+struct Decision {
+  enum class Act : unsigned char { run, time, search_in_call };
+  Act act = Act::run;
+  const Plan* plan = nullptr;  // run and time
+  std::size_t candidate = 0;   // the plan's index in the search's candidates
+  bool noted = true;           // the search hears of it (plan_search::ran): not a forced plan
+  bool amortized = false;      // time: the amortized search's step (record), else measure's
+  plan_search::Step step;      // time, amortized
+};
+
+Decision decide(Planned& memo, std::optional<std::size_t> forced, bool beta_zero) {
+  using Act = Decision::Act;
+  const Problem& p = memo.prepared.problem;
+  const double flops = memo.prepared.flops;
+  if (forced) {
+    const std::vector<Plan>& plans = all_plans(p, flops);
+    if (*forced >= plans.size()) {
+      throw std::invalid_argument("contract_with_plan: plan " + std::to_string(*forced) + " of " +
+                                  std::to_string(plans.size()));
+    }
+    return {Act::run, &plans[*forced], *forced, false, false, {}};
+  }
+  plan_search::Search& search = memo.search;
+  if (!memo.started) {
+    plan_search::start(search, p, flops);
+    memo.started = true;
+  }
+  if (search.mode == plan_search::Mode::measure && plan_search::search_in_call(search, beta_zero)) {
+    return {Act::search_in_call, nullptr, 0, true, false, {}};
+  }
+  if (search.mode == plan_search::Mode::measure && !search.chosen) {
+    const auto [x, timed] = plan_search::measure_step(search);
+    return {timed ? Act::time : Act::run, &search.candidates[x], x, true, false, {}};
+  }
+  if (search.mode == plan_search::Mode::amortized && !search.chosen) {
+    const plan_search::Step step = plan_search::next_step(search);
+    return {step.timed ? Act::time : Act::run, &search.candidates[step.candidate], step.candidate, true, true, step};
+  }
+  return {Act::run, &search.candidates[*search.chosen], *search.chosen, true, false, {}};
+}
+
+// The operands and the problem a call's kernels read: the modes only one operand holds summed
+// out of it and diagonals taken (into `a_reduced`, `b_reduced`).
+template <class T>
+struct Operands {
+  const T* a;
+  const T* b;
+  std::optional<Scratch<T>> a_reduced, b_reduced;
+};
+
+template <class T>
+void reduce_operands(const Prepared& prepared, Operands<T>& x, const Extents& a_extents, const Modes& a_modes,
+                     const Extents& b_extents, const Modes& b_modes, KernelCount& counted) {
+  if (prepared.keep_a != a_modes) {
+    x.a = reduce_operand(x.a, a_extents, a_modes, prepared.keep_a, prepared.a_extents, x.a_reduced, counted);
+  }
+  if (prepared.keep_b != b_modes) {
+    x.b = reduce_operand(x.b, b_extents, b_modes, prepared.keep_b, prepared.b_extents, x.b_reduced, counted);
+  }
+}
+
+// measure's whole search in this call: every candidate run, the fastest kept; the last one's
+// c stands (each run overwrites it whole). Returns the GEMM calls of the last run.
+template <class T>
+std::size_t search_in_call(Planned& memo, T alpha, const T* a, const T* b, T beta, T* c, Conjugated conj) {
+  const Problem& p = memo.prepared.problem;
+  plan_search::Search& search = memo.search;
+  contraction::touch_pages(c, memo.prepared.c_size);  // c is only written: no candidate pays its first touch
+  std::size_t calls = 0, runs = 0, last = 0;
+  plan_search::run_search_in_call(
+      search,
+      [&](std::size_t x) {
+        contraction::prefault_scratch<T>(p, search.candidates[x]);
+        calls = run_plan(p, search.candidates[x], alpha, a, b, beta, c, conj);
+        ++runs;
+        last = x;
+      },
+      [&](std::size_t x) {
+        ++runs;
+        last = x;
+        return timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls, conj);
+      });
+  plan_search::publish(search, p, memo.prepared.flops);
+  plan_search::ran(search, p, std::min(last, search.candidates.size() - 1), runs);
+  return calls;
+}
+
+// A timed candidate: its scratch faulted in before its timer starts (the amortized model's
+// choice, candidate 0, runs on every call until the search is paid for: it pays its first
+// touch once), what it took recorded, the search published when it settles. Returns its calls.
+template <class T>
+std::size_t time_candidate(Planned& memo, const Decision& d, T alpha, const T* a, const T* b, T beta, T* c,
+                           Conjugated conj) {
+  const Problem& p = memo.prepared.problem;
+  plan_search::Search& search = memo.search;
+  std::size_t calls = 0;
+  double seconds = 0;
+  if (d.amortized && d.candidate == 0) {
+    const auto start = std::chrono::steady_clock::now();
+    calls = run_plan(p, *d.plan, alpha, a, b, beta, c, conj);
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    seconds = timed_run(p, *d.plan, alpha, a, b, beta, c, calls, conj);
+  }
+  if (d.amortized) {
+    plan_search::record(search, d.step, seconds);
+  } else {
+    plan_search::measure_record(search, seconds);
+  }
+  if (search.chosen) plan_search::publish(search, p, memo.prepared.flops);
+  plan_search::ran(search, p, std::min(d.candidate, search.candidates.size() - 1), 1);
+  return calls;
+}
+
+// contract(), running `forced` (an index into all_plans) when given, else the search's plan:
+// the operands reduced, the plan decided (decide), then the kernel run.
 template <class T>
 KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a, const Extents& a_extents,
                          const Modes& a_modes, const T* b, const Extents& b_extents, const Modes& b_modes, T beta, T* c,
@@ -130,93 +248,18 @@ KernelCount run_contract(std::optional<std::size_t> forced, T alpha, const T* a,
     scale_c(beta, c, prepared.c_size, counted);
     return counted;
   }
-  // Sum out the modes only one operand holds, and take diagonals.
-  std::optional<Scratch<T>> a_reduced, b_reduced;
-  if (prepared.keep_a != a_modes) {
-    a = reduce_operand(a, a_extents, a_modes, prepared.keep_a, prepared.a_extents, a_reduced, counted);
-  }
-  if (prepared.keep_b != b_modes) {
-    b = reduce_operand(b, b_extents, b_modes, prepared.keep_b, prepared.b_extents, b_reduced, counted);
-  }
-
-  const Problem& p = prepared.problem;
+  Operands<T> x{a, b, std::nullopt, std::nullopt};
+  reduce_operands(prepared, x, a_extents, a_modes, b_extents, b_modes, counted);
   counted.flops += prepared.flops;
-  const Plan* chosen = nullptr;
-  if (forced) {
-    const std::vector<Plan>& plans = all_plans(p, prepared.flops);
-    if (*forced >= plans.size()) {
-      throw std::invalid_argument("contract_with_plan: plan " + std::to_string(*forced) + " of " +
-                                  std::to_string(plans.size()));
-    }
-    chosen = &plans[*forced];
-  } else {
-    plan_search::Search& search = memo.search;
-    if (!memo.started) {
-      plan_search::start(search, p, prepared.flops);
-      memo.started = true;
-    }
-    std::size_t calls = 0;
-    if (search.mode == plan_search::Mode::measure && plan_search::search_in_call(search, beta == T(0))) {
-      // The whole search now; the last candidate's c stands (each run overwrites it whole).
-      contraction::touch_pages(c, prepared.c_size);  // c is only written: no candidate pays its first touch
-      std::size_t runs = 0, last = 0;
-      plan_search::run_search_in_call(
-          search,
-          [&](std::size_t x) {
-            contraction::prefault_scratch<T>(p, search.candidates[x]);
-            calls = run_plan(p, search.candidates[x], alpha, a, b, beta, c, conj);
-            ++runs;
-            last = x;
-          },
-          [&](std::size_t x) {
-            ++runs;
-            last = x;
-            return timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls, conj);
-          });
-      plan_search::publish(search, p, prepared.flops);
-      plan_search::ran(search, p, std::min(last, search.candidates.size() - 1), runs);
-      counted.calls += calls;
-      return counted;
-    }
-    if (search.mode == plan_search::Mode::measure && !search.chosen) {
-      const auto [x, timed] = plan_search::measure_step(search);
-      if (timed) {
-        plan_search::measure_record(search, timed_run(p, search.candidates[x], alpha, a, b, beta, c, calls, conj));
-        if (search.chosen) plan_search::publish(search, p, prepared.flops);
-        plan_search::ran(search, p, std::min(x, search.candidates.size() - 1), 1);
-        counted.calls += calls;
-        return counted;
-      }
-      chosen = &search.candidates[x];
-      plan_search::ran(search, p, x, 1);
-    } else if (search.mode == plan_search::Mode::amortized && !search.chosen) {
-      const plan_search::Step step = plan_search::next_step(search);
-      if (step.timed) {
-        const Plan& plan = search.candidates[step.candidate];
-        // A candidate's scratch is faulted in before its timer starts (the model's choice runs
-        // on every call until the search is paid for: it pays its first touch once).
-        double seconds = 0;
-        if (step.candidate == 0) {
-          const auto start = std::chrono::steady_clock::now();
-          calls = run_plan(p, plan, alpha, a, b, beta, c, conj);
-          seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        } else {
-          seconds = timed_run(p, plan, alpha, a, b, beta, c, calls, conj);
-        }
-        plan_search::record(search, step, seconds);
-        if (search.chosen) plan_search::publish(search, p, prepared.flops);
-        plan_search::ran(search, p, step.candidate, 1);
-        counted.calls += calls;
-        return counted;
-      }
-      chosen = &search.candidates[step.candidate];
-      plan_search::ran(search, p, step.candidate, 1);
-    } else {
-      chosen = &search.candidates[*search.chosen];
-      plan_search::ran(search, p, *search.chosen, 1);
-    }
+  const Decision d = decide(memo, forced, beta == T(0));
+  switch (d.act) {
+    case Decision::Act::search_in_call: counted.calls += search_in_call(memo, alpha, x.a, x.b, beta, c, conj); break;
+    case Decision::Act::time: counted.calls += time_candidate(memo, d, alpha, x.a, x.b, beta, c, conj); break;
+    case Decision::Act::run:
+      if (d.noted) plan_search::ran(memo.search, prepared.problem, d.candidate, 1);
+      counted.calls += run_plan(prepared.problem, *d.plan, alpha, x.a, x.b, beta, c, conj);
+      break;
   }
-  counted.calls += run_plan(p, *chosen, alpha, a, b, beta, c, conj);
   return counted;
 }
 
