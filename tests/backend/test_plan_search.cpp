@@ -840,3 +840,59 @@ TEST_CASE_TEMPLATE("plan search: results do not depend on the probe or the rates
     }
   }
 }
+
+TEST_CASE("plan kinds: each kind asked once gives every list the planner hands out") {
+  // kind_plans walks the kinds once per problem (contraction_plan.hpp); all_plans, the cheapest
+  // plan and the search's candidates are what it returns, in its order.
+  namespace contraction = cpu::contraction;
+  const FreshPlanner fresh;
+  const Threads held(1);
+  const std::vector<Shape> shapes{
+      {"i,k * k,j, narrow", {0, 2}, {2, 1}, {0, 1}, {120, 8, 64}},
+      {"i,k * k,j", {0, 2}, {2, 1}, {0, 1}, {96, 80, 72}},
+      {"a,b,c * c,d -> a,b,d", {0, 1, 2}, {2, 3}, {0, 1, 3}, {12, 10, 14, 16}},
+      {"i,j Hadamard", {0, 1}, {0, 1}, {0, 1}, {6, 5}},
+  };
+  for (const Shape& s : shapes) {
+    CAPTURE(s.name);
+    const contraction::Prepared prepared = contraction::prepare(8, true, s.of(s.a), s.a, s.of(s.b), s.b, s.c);
+    const contraction::Problem& p = prepared.problem;
+    const contraction::KindPlans every = contraction::kind_plans(p, prepared.flops, true);
+    const contraction::KindPlans searched = contraction::kind_plans(p, prepared.flops, false);
+    // all_plans: the narrow kernel's, the GETT kernel's, every GEMM plan, the plain loops last.
+    std::vector<contraction::Plan> want;
+    if (every.narrow) want.push_back(*every.narrow);
+    if (every.gett) want.push_back(*every.gett);
+    want.insert(want.end(), every.gemm.begin(), every.gemm.end());
+    const std::vector<contraction::Plan>& all = contraction::all_plans(p, prepared.flops);
+    REQUIRE(all.size() == want.size() + 1);
+    for (std::size_t x = 0; x < want.size(); ++x) CHECK(all[x].kernel == want[x].kernel);
+    CHECK(all.back().naive());
+    // The search's GEMM plans are a subsequence of every one, in the same order.
+    std::size_t at = 0;
+    for (const contraction::Plan& plan : searched.gemm) {
+      while (at < every.gemm.size() && !(every.gemm[at].kernel == plan.kernel)) ++at;
+      CHECK(at < every.gemm.size());
+      if (at < every.gemm.size()) CHECK(every.gemm[at].seconds == plan.seconds);
+    }
+    // The cheapest: the least of the plain loops, the searched GEMM plans and a ranked GETT plan.
+    double least = searched.naive.seconds;
+    for (const contraction::Plan& plan : searched.gemm) least = std::min(least, plan.seconds);
+    if (searched.gett_ranked && searched.gett) least = std::min(least, searched.gett->seconds);
+    CHECK(searched.cheapest.seconds == least);
+    CHECK(contraction::cheapest_plan(p, prepared.flops).kernel == searched.cheapest.kernel);
+    CHECK(search::candidate_plans(p, prepared.flops, 1).front().kernel == searched.cheapest.kernel);
+    // Each kind names itself.
+    CHECK(contraction::describe(p, searched.naive) == "plain loops");
+    if (searched.narrow) CHECK(contraction::describe(p, *searched.narrow).rfind("narrow kernel, ", 0) == 0);
+    if (searched.gett) CHECK(contraction::describe(p, *searched.gett).rfind("GETT kernel, ", 0) == 0);
+    for (const contraction::Plan& plan : searched.gemm) {
+      CHECK(contraction::describe(p, plan).find("; m {") != std::string::npos);
+    }
+    // The rates the kinds were priced at are the planner's.
+    const contraction::ModelRates rates = contraction::model_rates(8);
+    CHECK(rates.gemm == search::gemm_rate(8).rate);
+    CHECK(rates.gett == search::gett_rate(8).rate);
+    CHECK(rates.ranked == (search::gemm_rate(8).probed && search::gett_rate(8).probed));
+  }
+}
